@@ -1,0 +1,27 @@
+// What every request handler can reach: the services built once at start.
+import type { ParameterizedContext } from 'koa';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { MikroORM } from '../shared/db/orm.ts';
+import type { Config } from '../shared/config.ts';
+import type { Logger } from '../shared/log.ts';
+import type { DeliveryJob } from '../shared/queue.ts';
+import type { Storage } from '../shared/storage.ts';
+
+export type AppDeps = {
+  config: Config;
+  orm: MikroORM;
+  redis: Redis;
+  queue: Queue<DeliveryJob>;
+  storage: Storage;
+  log: Logger;
+};
+
+export type AppState = {
+  requestId: string;
+  log: Logger;
+  /** The client's address: the socket's, or X-Forwarded-For's through trusted proxies. */
+  clientIp: string;
+};
+
+export type AppContext = ParameterizedContext<AppState>;

@@ -1,0 +1,94 @@
+// Errors are values with a stable id and an HTTP status; `renderError` maps them to the
+// spec's two body shapes in one place.
+
+export type FieldErrors = Record<string, string[]>;
+
+export type FormErrorBody = { success: false; message: string; errors: FieldErrors; request_id?: string };
+export type KeyLimitBody = { error: string };
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly status: number;
+  readonly id: string;
+  readonly errors: FieldErrors;
+  readonly headers: Record<string, string>;
+  /** The key-limit error uses a body of its own: `{ error }`. */
+  readonly shape: 'form' | 'key-limit';
+
+  constructor(
+    status: number,
+    id: string,
+    message: string,
+    errors: FieldErrors = {},
+    options: { headers?: Record<string, string>; shape?: 'form' | 'key-limit' } = {},
+  ) {
+    super(message);
+    this.status = status;
+    this.id = id;
+    this.errors = errors;
+    this.headers = options.headers ?? {};
+    this.shape = options.shape ?? 'form';
+  }
+}
+
+const REQUIRED = 'This field is required.';
+const MISSING = 'Missing required fields.';
+
+export const errors = {
+  missingFields: (fields: string[]) =>
+    new ApiError(400, 'missing_fields', MISSING, {
+      __all__: [MISSING],
+      ...Object.fromEntries(fields.map((field) => [field, [REQUIRED]])),
+    }),
+  invalidFields: (fieldErrors: FieldErrors, message = 'Invalid fields.') =>
+    new ApiError(400, 'invalid_fields', message, { __all__: [message], ...fieldErrors }),
+  invalidKey: () =>
+    new ApiError(403, 'invalid_key', 'Invalid or inactive verification key.', {
+      access_key: ['Invalid or inactive verification key.'],
+      __all__: ['Invalid or inactive verification key.'],
+    }),
+  domainMismatch: () =>
+    new ApiError(400, 'domain_mismatch', 'Verification key domain mismatch.', {
+      access_key: ['Verification key domain mismatch.'],
+      __all__: ['Domain does not match.'],
+    }),
+  keyLimit: () =>
+    new ApiError(400, 'key_limit', 'You have reached the maximum of 10 active keys.', {}, { shape: 'key-limit' }),
+  rateLimited: (retryAfterSeconds: number) => {
+    const message = `Too many requests. Please wait ${retryAfterSeconds} seconds before trying again.`;
+    return new ApiError(429, 'rate_limited', message, { __all__: [message] }, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    });
+  },
+  unsupportedMediaType: (allowed: string[]) => {
+    const message = `Unsupported content type. Use ${allowed.join(', ')}.`;
+    return new ApiError(415, 'unsupported_media_type', message, { __all__: [message] });
+  },
+  malformedBody: (detail: string) => {
+    const message = `Malformed request body: ${detail}`;
+    return new ApiError(400, 'malformed_body', message, { __all__: [message] });
+  },
+  payloadTooLarge: (detail: string) => new ApiError(413, 'payload_too_large', detail, { __all__: [detail] }),
+  tooManyFiles: (limit: number) => {
+    const message = `Too many files: at most ${limit} files per submission.`;
+    return new ApiError(400, 'too_many_files', message, { __all__: [message] });
+  },
+  unauthorized: () =>
+    new ApiError(401, 'unauthorized', 'Authentication required.', { __all__: ['Authentication required.'] }, {
+      headers: { 'WWW-Authenticate': 'Bearer' },
+    }),
+  notFound: (what = 'Not found.') => new ApiError(404, 'not_found', what, { __all__: [what] }),
+  unavailable: (detail: string) => new ApiError(503, 'unavailable', detail, { __all__: [detail] }),
+  internal: () =>
+    new ApiError(500, 'internal', 'Internal server error.', { __all__: ['Internal server error.'] }),
+};
+
+export function renderError(error: ApiError, requestId?: string): FormErrorBody | KeyLimitBody {
+  if (error.shape === 'key-limit') return { error: error.message };
+  return {
+    success: false,
+    message: error.message,
+    errors: error.errors,
+    ...(requestId && error.status >= 500 ? { request_id: requestId } : {}),
+  };
+}

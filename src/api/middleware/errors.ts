@@ -1,0 +1,36 @@
+// Turns every thrown error into the spec's error body. Unexpected errors become a 500 whose body
+// carries only the request id; the log keeps the detail.
+import type { Middleware } from 'koa';
+import { ApiError, errors, renderError } from '../errors.ts';
+import type { AppState } from '../context.ts';
+
+/** Errors raised by body parsers (raw-body, co-body, formidable) carry an HTTP status of their own. */
+function fromParserError(error: unknown): ApiError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const status = (error as { status?: unknown; httpCode?: unknown }).status ?? (error as { httpCode?: unknown }).httpCode;
+  const type = (error as { type?: unknown }).type;
+  if (status === 413 || type === 'entity.too.large') return errors.payloadTooLarge('Request body too large.');
+  if (status === 415) return errors.unsupportedMediaType(['application/json']);
+  if (type === 'entity.parse.failed' || (error instanceof SyntaxError && status === 400)) {
+    return errors.malformedBody('not valid JSON.');
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return errors.malformedBody((error as Error).message || 'could not be read.');
+  }
+  return undefined;
+}
+
+export function errorHandler(): Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (caught) {
+      const error = caught instanceof ApiError ? caught : (fromParserError(caught) ?? errors.internal());
+      if (error.status >= 500) ctx.state.log.error({ err: caught }, 'request failed');
+      else ctx.state.log.info({ errorId: error.id, status: error.status }, 'request rejected');
+      ctx.status = error.status;
+      ctx.set(error.headers);
+      ctx.body = renderError(error, ctx.state.requestId);
+    }
+  };
+}

@@ -1,0 +1,26 @@
+// Gives each request an id (X-Request-Id in and out) and a logger that carries it.
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Logger } from '../../shared/log.ts';
+import type { AppState } from '../context.ts';
+
+const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestContext(log: Logger): Middleware<AppState> {
+  return async (ctx, next) => {
+    const incoming = ctx.get('X-Request-Id');
+    ctx.state.requestId = INCOMING_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.log = log.child({ requestId: ctx.state.requestId });
+    ctx.state.clientIp = ctx.ip;
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    const started = performance.now();
+    try {
+      await next();
+    } finally {
+      ctx.state.log.debug(
+        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) },
+        'request',
+      );
+    }
+  };
+}

@@ -1,0 +1,44 @@
+// Liveness and readiness: /healthz while the process lives, /readyz when every dependency answers.
+import Router from '@koa/router';
+import type { AppDeps, AppState } from '../context.ts';
+
+const CHECK_TIMEOUT_MS = 2_000;
+
+function withTimeout(promise: Promise<unknown>): Promise<unknown> {
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS).unref()),
+  ]);
+}
+
+export function healthRoutes(deps: AppDeps): Router<AppState> {
+  const router = new Router<AppState>();
+
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+
+  router.get('/readyz', async (ctx) => {
+    const checks: Record<string, () => Promise<unknown>> = {
+      postgres: () => deps.orm.em.getConnection().execute('select 1'),
+      redis: () => deps.redis.ping(),
+      storage: () => deps.storage.ping(),
+    };
+    const results = await Promise.all(
+      Object.entries(checks).map(async ([name, check]) => {
+        try {
+          await withTimeout(check());
+          return [name, 'ok'] as const;
+        } catch (error) {
+          ctx.state.log.warn({ err: error, dependency: name }, 'readiness check failed');
+          return [name, 'down'] as const;
+        }
+      }),
+    );
+    const down = results.filter(([, state]) => state === 'down').map(([name]) => name);
+    ctx.status = down.length === 0 ? 200 : 503;
+    ctx.body = { status: down.length === 0 ? 'ready' : 'unavailable', checks: Object.fromEntries(results), down };
+  });
+
+  return router;
+}

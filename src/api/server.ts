@@ -1,0 +1,40 @@
+// Builds the API process from a config: its clients, the app and the HTTP server, each registered
+// for an ordered shutdown. Used by `start:api` and by the tests.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../shared/config.ts';
+import { createOrm } from '../shared/db/orm.ts';
+import type { Logger } from '../shared/log.ts';
+import { createDeliveryQueue, createRedis } from '../shared/queue.ts';
+import { Shutdown } from '../shared/shutdown.ts';
+import { createStorage } from '../shared/storage.ts';
+import { createApp } from './app.ts';
+import type { AppDeps } from './context.ts';
+
+export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
+
+export async function startApi(config: Config, log: Logger): Promise<ApiProcess> {
+  const shutdown = new Shutdown(log);
+  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL), (orm) => orm.close());
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer'), (redis) => redis.quit());
+  redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
+  const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
+  queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
+  const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
+
+  const deps: AppDeps = { config, orm, redis, queue, storage, log };
+  const server = createServer(createApp(deps).callback());
+  server.keepAliveTimeout = 65_000;
+  // Registered last, so closed first: no new request reaches clients that are closing.
+  shutdown.add('http', server, (server) => new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  }));
+  server.listen(config.PORT, config.HOST);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  const url = config.PORT === port ? config.PUBLIC_URL : `http://127.0.0.1:${port}`;
+  log.info({ url, port, host: config.HOST }, 'api listening');
+  return { server, url, deps, shutdown };
+}

@@ -1,0 +1,122 @@
+// Turns the fields of a submission, in arrival order, into a validated input:
+// the named parameters of the spec, and every other field kept as a custom field.
+import * as v from 'valibot';
+import type { CustomFields } from '../../shared/db/entities.ts';
+import { errors, type FieldErrors } from '../errors.ts';
+
+/** A body's fields as they arrived: JSON entries, urlencoded pairs or multipart fields. */
+export type RawFields = Array<[name: string, value: unknown]>;
+
+export const LIMITS = {
+  customFields: 100,
+  fieldNameLength: 200,
+  fieldValueBytes: 100 * 1024,
+  messageLength: 100_000,
+} as const;
+
+const noLineBreaks = v.regex(/^[^\r\n]*$/, 'Must not contain line breaks.');
+
+const text = (maxLength: number) =>
+  v.pipe(v.string('Must be a string.'), v.trim(), v.maxLength(maxLength, `Must be at most ${maxLength} characters.`));
+
+/** The named parameters of POST /api/contact-api/ (spec 4.2). */
+export const SubmissionFieldsSchema = v.object({
+  access_key: v.pipe(text(64), v.description('Verification key')),
+  email: v.pipe(text(254), noLineBreaks, v.email('Enter a valid email address.'), v.description("Sender's email address")),
+  message: v.pipe(text(LIMITS.messageLength), v.description('Message content')),
+  subject: v.optional(v.pipe(text(998), noLineBreaks, v.description('Email subject line; generated when omitted'))),
+  success_url: v.optional(v.pipe(text(2048), v.description('Redirect target on success (browser form posts)'))),
+  error_url: v.optional(v.pipe(text(2048), v.description('Redirect target on error (browser form posts)'))),
+  not_email_sent: v.optional(
+    v.pipe(
+      v.union([v.boolean(), v.string()], 'Must be a boolean.'),
+      v.transform((value) => value === true || ['true', '1', 'on', 'yes'].includes(String(value).trim().toLowerCase())),
+      v.description('When true, the submission is saved but no email is sent'),
+    ),
+  ),
+});
+
+const NAMED = new Set(Object.keys(SubmissionFieldsSchema.entries));
+const REQUIRED = ['access_key', 'email', 'message'] as const;
+
+export type SubmissionInput = {
+  accessKey: string;
+  email: string;
+  message: string;
+  subject: string | undefined;
+  successUrl: string | undefined;
+  errorUrl: string | undefined;
+  notEmailSent: boolean;
+  customFields: CustomFields;
+};
+
+const isScalar = (value: unknown): value is string | number | boolean =>
+  typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+
+const isBlank = (value: unknown) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+
+/** Validates the fields; throws the spec's 400 bodies. */
+export function parseSubmissionFields(fields: RawFields): SubmissionInput {
+  // Named parameters live in a null-prototype map: a field called __proto__ stays data.
+  const named: Record<string, unknown> = Object.create(null);
+  const customFields: CustomFields = [];
+  const fieldErrors: FieldErrors = Object.create(null);
+
+  for (const [name, value] of fields) {
+    if (NAMED.has(name)) {
+      if (name in named) fieldErrors[name] = ['Must be given once.'];
+      else named[name] = typeof value === 'number' ? String(value) : value;
+      continue;
+    }
+    collectCustomField(name, value, customFields, fieldErrors);
+  }
+
+  const missing = REQUIRED.filter((name) => isBlank(named[name]));
+  if (missing.length > 0) throw errors.missingFields(missing);
+
+  const result = v.safeParse(SubmissionFieldsSchema, { ...named });
+  if (!result.success) {
+    for (const issue of result.issues) {
+      const field = String(issue.path?.[0]?.key ?? '__all__');
+      fieldErrors[field] ??= [issue.message];
+    }
+  }
+  if (Object.keys(fieldErrors).length > 0 || !result.success) throw errors.invalidFields({ ...fieldErrors });
+
+  const input = result.output;
+  return {
+    accessKey: input.access_key,
+    email: input.email,
+    message: input.message,
+    subject: input.subject || undefined,
+    successUrl: input.success_url || undefined,
+    errorUrl: input.error_url || undefined,
+    notEmailSent: input.not_email_sent ?? false,
+    customFields,
+  };
+}
+
+function collectCustomField(name: string, value: unknown, into: CustomFields, fieldErrors: FieldErrors): void {
+  if (name.length > LIMITS.fieldNameLength) {
+    fieldErrors[name.slice(0, 40)] = [`Field name longer than ${LIMITS.fieldNameLength} characters.`];
+    return;
+  }
+  // A JSON array of scalars is a repeated field, as a repeated name is in a form post.
+  const values = Array.isArray(value) ? value : [value];
+  for (const item of values) {
+    if (item !== null && !isScalar(item)) {
+      fieldErrors[name] = ['Must be a string or a list of strings.'];
+      return;
+    }
+    const asText = item === null ? '' : String(item);
+    if (Buffer.byteLength(asText) > LIMITS.fieldValueBytes) {
+      fieldErrors[name] = [`Value larger than ${LIMITS.fieldValueBytes / 1024} KB.`];
+      return;
+    }
+    if (into.length >= LIMITS.customFields) {
+      fieldErrors[name] = [`Too many custom fields: at most ${LIMITS.customFields}.`];
+      return;
+    }
+    into.push([name, asText]);
+  }
+}

@@ -1,0 +1,12 @@
+// `npm run migrate`: applies pending migrations to DATABASE_URL (docker-compose runs it once before the API).
+import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
+import { createOrm, migrate } from '../shared/db/orm.ts';
+
+const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL']));
+const orm = await createOrm(config.DATABASE_URL, 2);
+try {
+  const applied = await migrate(orm);
+  process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'No pending migrations.\n');
+} finally {
+  await orm.close();
+}

@@ -1,0 +1,111 @@
+// `npm start`: the whole service on one machine. For each of DATABASE_URL, REDIS_URL, S3_ENDPOINT
+// and SMTP_URL that is unset it starts a real local service with its data under DATA_DIR,
+// applies the migrations, then runs the API and one worker as child processes.
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createOrm, migrate } from '../shared/db/orm.ts';
+import { loadConfigOrExit } from '../shared/config.ts';
+import { createLogger } from '../shared/log.ts';
+import {
+  LOCAL_S3_CREDENTIALS,
+  startMailCatcher,
+  startPostgres,
+  startRedis,
+  startS3,
+  stopChild,
+} from './services.ts';
+
+const log = createLogger('local');
+const env: NodeJS.ProcessEnv = { ...process.env };
+const dataDir = path.resolve(env.DATA_DIR || '.data');
+const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
+const children: ChildProcess[] = [];
+let stopping: Promise<void> | undefined;
+
+/** Stops what was started, newest first: the API, then the worker (it finishes its jobs), then the services. */
+function stopAll(exitCode: number): Promise<void> {
+  stopping ??= (async () => {
+    for (const { name, stop } of [...stops].reverse()) {
+      try {
+        await stop();
+        log.info({ name }, 'stopped');
+      } catch (error) {
+        log.error({ err: error, name }, 'stop failed');
+      }
+    }
+    process.exit(exitCode);
+  })();
+  return stopping;
+}
+
+process.once('SIGINT', () => void stopAll(0));
+process.once('SIGTERM', () => void stopAll(0));
+
+function runChild(name: string, script: string): ChildProcess {
+  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  children.push(child);
+  stops.push({ name, stop: () => stopChild(child, 'SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 30_000) + 5_000) });
+  child.once('exit', (code, signal) => {
+    if (stopping) return;
+    log.error({ name, code, signal }, 'child process exited; stopping everything');
+    void stopAll(1);
+  });
+  return child;
+}
+
+async function main(): Promise<void> {
+  const urls: Record<string, string> = {};
+  if (!env.DATABASE_URL) {
+    const pg = await startPostgres({ dir: path.join(dataDir, 'postgres'), persistent: true });
+    stops.push(pg);
+    env.DATABASE_URL = pg.url;
+  }
+  if (!env.REDIS_URL) {
+    const redis = await startRedis({ dir: path.join(dataDir, 'redis') });
+    stops.push(redis);
+    env.REDIS_URL = redis.url;
+  }
+  if (!env.S3_ENDPOINT) {
+    const s3 = await startS3({ dir: path.join(dataDir, 's3'), bucket: env.S3_BUCKET || 'contact-form-files' });
+    stops.push(s3);
+    env.S3_ENDPOINT = s3.url;
+    env.S3_ACCESS_KEY_ID ||= LOCAL_S3_CREDENTIALS.accessKeyId;
+    env.S3_SECRET_ACCESS_KEY ||= LOCAL_S3_CREDENTIALS.secretAccessKey;
+  }
+  if (!env.SMTP_URL) {
+    const mail = await startMailCatcher({ dir: path.join(dataDir, 'mail') });
+    stops.push(mail);
+    env.SMTP_URL = mail.url;
+    urls.mail = mail.webUrl;
+  }
+
+  const config = loadConfigOrExit(env);
+  const orm = await createOrm(config.DATABASE_URL, 2);
+  const applied = await migrate(orm);
+  await orm.close();
+  if (applied.length) log.info({ applied }, 'migrations applied');
+
+  runChild('worker', '../workers/main.ts');
+  runChild('api', '../api/main.ts');
+  urls.api = config.PUBLIC_URL;
+
+  const lines = [
+    '',
+    'Contact form service is running:',
+    `  API        ${urls.api}`,
+    ...(urls.mail ? [`  Mail UI    ${urls.mail}`] : []),
+    `  Data       ${dataDir}`,
+    'Press Ctrl+C to stop.',
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((error: unknown) => {
+  log.error({ err: error }, 'start failed');
+  void stopAll(1);
+});

@@ -1,0 +1,129 @@
+// Every environment variable the service reads, validated once at start.
+// A bad value stops the process with a message naming the variable.
+import * as v from 'valibot';
+
+const integer = (fallback: number, min = 0) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.regex(/^\d+$/, 'must be a whole number'),
+      v.transform(Number),
+      v.minValue(min, `must be at least ${min}`),
+    ),
+    String(fallback),
+  );
+
+const boolean = (fallback: boolean) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.toLowerCase(),
+      v.picklist(['true', 'false', '1', '0', 'yes', 'no'], 'must be true or false'),
+      v.transform((value) => value === 'true' || value === '1' || value === 'yes'),
+    ),
+    String(fallback),
+  );
+
+const url = (protocols: string[]) =>
+  v.pipe(
+    v.string(),
+    v.trim(),
+    v.url('must be a URL'),
+    v.check(
+      (value) => protocols.includes(new URL(value).protocol),
+      `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`,
+    ),
+  );
+
+const optionalText = v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty')));
+
+const EnvSchema = v.object({
+  PORT: integer(3000),
+  HOST: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), '0.0.0.0'),
+  PUBLIC_URL: v.optional(url(['http:', 'https:'])),
+  DATABASE_URL: url(['postgres:', 'postgresql:']),
+  REDIS_URL: url(['redis:', 'rediss:']),
+  S3_ENDPOINT: v.optional(url(['http:', 'https:'])),
+  S3_REGION: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), 'us-east-1'),
+  S3_BUCKET: v.optional(
+    v.pipe(v.string(), v.trim(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid bucket name')),
+    'contact-form-files',
+  ),
+  S3_ACCESS_KEY_ID: optionalText,
+  S3_SECRET_ACCESS_KEY: optionalText,
+  S3_FORCE_PATH_STYLE: boolean(true),
+  SMTP_URL: url(['smtp:', 'smtps:']),
+  MAIL_FROM: v.optional(
+    v.pipe(v.string(), v.trim(), v.regex(/^[^\r\n]+$/, 'must be one line'), v.minLength(3)),
+    'Contact Form <no-reply@localhost>',
+  ),
+  ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, 'must be at least 16 characters'))),
+  TRUST_PROXY: optionalText,
+  WORKER_CONCURRENCY: integer(50, 1),
+  EMAIL_MAX_ATTEMPTS: integer(8, 1),
+  EMAIL_RETRY_BACKOFF_MS: integer(30_000, 0),
+  DATA_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), '.data'),
+  LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
+  QUEUE_PREFIX: v.optional(
+    v.pipe(v.string(), v.regex(/^\{[A-Za-z0-9:_-]+\}$/, 'must be a Redis hash tag such as {cfs}')),
+    '{cfs}',
+  ),
+  SHUTDOWN_TIMEOUT_MS: integer(30_000, 0),
+});
+
+type Env = v.InferOutput<typeof EnvSchema>;
+
+export type Config = Env & { PUBLIC_URL: string };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads and validates the environment; throws a ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = parseEnv(EnvSchema, env) as Env;
+  const host = parsed.HOST === '0.0.0.0' || parsed.HOST === '::' ? 'localhost' : parsed.HOST;
+  return { ...parsed, PUBLIC_URL: (parsed.PUBLIC_URL ?? `http://${host}:${parsed.PORT}`).replace(/\/+$/, '') };
+}
+
+/** For tools that need a few variables only (the migration CLI needs just DATABASE_URL). */
+export function loadConfigSubset<const K extends keyof Env>(names: K[], env: NodeJS.ProcessEnv = process.env): Pick<Env, K> {
+  const schema = v.pick(EnvSchema, names as [K, ...K[]]) as unknown as v.GenericSchema<Record<string, string>, unknown>;
+  return parseEnv(schema, env) as Pick<Env, K>;
+}
+
+function parseEnv(schema: v.GenericSchema<Record<string, string>, unknown>, env: NodeJS.ProcessEnv): unknown {
+  // Treat empty strings as unset, as shells and compose files often export them.
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([name, value]) => name in EnvSchema.entries && value !== undefined && value !== ''),
+  );
+  const result = v.safeParse(schema, present);
+  if (!result.success) {
+    const lines = result.issues.map((issue) => {
+      const name = issue.path?.map((item) => String(item.key)).join('.') ?? '(environment)';
+      const reason = issue.kind === 'schema' && issue.received === 'undefined' ? 'is required' : issue.message;
+      return `  ${name}: ${reason}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.output;
+}
+
+/** For process entry points: a bad configuration ends the process with the message, not a stack trace. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  return exitOnConfigError(() => loadConfig(env));
+}
+
+export function exitOnConfigError<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,81 @@
+// The data model. PostgreSQL is the source of truth: a job in Redis carries only a submission id.
+import { randomUUID } from 'node:crypto';
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
+export type KeyStatus = (typeof KEY_STATUSES)[number];
+
+export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped'] as const;
+export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+
+/** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
+export type CustomFields = Array<[name: string, value: string]>;
+
+const createdAt = () => p.datetime().defaultRaw('now()').onCreate(() => new Date());
+
+export const VerificationKeySchema = defineEntity({
+  name: 'VerificationKey',
+  tableName: 'verification_keys',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    key: p.string().length(64).unique(),
+    /** Stored lower-cased: addresses compare case-insensitively. */
+    email: p.string().length(254),
+    status: p.enum(KEY_STATUSES).default('active'),
+    useDomain: p.boolean().default(false),
+    domains: p.json<string[]>().default('[]'),
+    createdAt: createdAt(),
+    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+  },
+  // Serves the "active keys of this address" count and the per-address listings.
+  indexes: [{ properties: ['email', 'status'], name: 'verification_keys_email_status_idx' }],
+});
+export type VerificationKey = InferEntity<typeof VerificationKeySchema>;
+
+export const SubmissionSchema = defineEntity({
+  name: 'Submission',
+  tableName: 'submissions',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    key: () => p.manyToOne(VerificationKeySchema).deleteRule('restrict'),
+    email: p.string().length(254),
+    message: p.text(),
+    subject: p.string().length(998),
+    customFields: p.json<CustomFields>().default('[]'),
+    emailStatus: p.enum(EMAIL_STATUSES).default('queued'),
+    emailAttempts: p.integer().default(0),
+    lastError: p.text().nullable(),
+    /** When a worker claimed the row for sending; an old claim is a crashed worker's. */
+    claimedAt: p.datetime().nullable(),
+    sentAt: p.datetime().nullable(),
+    messageId: p.string().length(998).nullable(),
+    clientIp: p.string().length(64).nullable(),
+    origin: p.string().length(2048).nullable(),
+    createdAt: createdAt(),
+    attachments: () => p.oneToMany(AttachmentSchema).mappedBy('submission'),
+  },
+  indexes: [
+    { properties: ['emailStatus', 'createdAt'], name: 'submissions_email_status_created_idx' },
+    { properties: ['key', 'createdAt'], name: 'submissions_key_created_idx' },
+  ],
+});
+export type Submission = InferEntity<typeof SubmissionSchema>;
+
+export const AttachmentSchema = defineEntity({
+  name: 'Attachment',
+  tableName: 'attachments',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade').index(),
+    fieldName: p.string().length(200),
+    filename: p.string().length(255),
+    contentType: p.string().length(255),
+    size: p.bigint('number'),
+    storageKey: p.string().length(1024),
+    sha256: p.string().length(64),
+    createdAt: createdAt(),
+  },
+});
+export type Attachment = InferEntity<typeof AttachmentSchema>;
+
+export const entities = [VerificationKeySchema, SubmissionSchema, AttachmentSchema];

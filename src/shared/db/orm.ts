@@ -1,0 +1,31 @@
+// MikroORM setup shared by the API, the workers and the tools.
+import { fileURLToPath } from 'node:url';
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import { entities } from './entities.ts';
+
+export type { MikroORM };
+
+export const MIGRATIONS_PATH = fileURLToPath(new URL('./migrations', import.meta.url));
+
+export function ormOptions(databaseUrl: string, poolMax = 20): Options {
+  return {
+    clientUrl: databaseUrl,
+    entities,
+    extensions: [Migrator],
+    pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
+    // The schema is owned by the migrations, never created implicitly.
+    ensureDatabase: false,
+    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: true },
+  };
+}
+
+export function createOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {
+  return MikroORM.init(ormOptions(databaseUrl, poolMax));
+}
+
+/** Applies pending migrations; returns their names. */
+export async function migrate(orm: MikroORM): Promise<string[]> {
+  const applied = await orm.migrator.up();
+  return applied.map((migration) => migration.name);
+}

@@ -1,0 +1,81 @@
+// Queue names, job payloads and the factories for Redis connections, queues and workers.
+// A job carries ids only; the worker reloads everything else from PostgreSQL.
+import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Config } from './config.ts';
+
+export const DELIVERY_QUEUE = 'deliveries';
+
+export type DeliveryJob = { submissionId: string };
+
+/** Job names on the delivery queue. */
+export const JOB = { submission: 'submission' } as const;
+
+/**
+ * The API fails fast when Redis is away (the submission is already committed and the
+ * reconciler enqueues it later); workers wait for Redis forever.
+ */
+export function createRedis(url: string, role: 'producer' | 'worker', extra: RedisOptions = {}): Redis {
+  const options: RedisOptions =
+    role === 'worker'
+      ? { maxRetriesPerRequest: null }
+      : { maxRetriesPerRequest: 1, connectTimeout: 2_000 };
+  return new Redis(url, { ...options, ...extra });
+}
+
+type QueueConfig = Pick<Config, 'QUEUE_PREFIX' | 'EMAIL_MAX_ATTEMPTS' | 'EMAIL_RETRY_BACKOFF_MS'>;
+
+export function createDeliveryQueue(connection: Redis, config: QueueConfig): Queue<DeliveryJob> {
+  return new Queue<DeliveryJob>(DELIVERY_QUEUE, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    defaultJobOptions: {
+      attempts: config.EMAIL_MAX_ATTEMPTS,
+      // Exponential backoff with jitter, so a burst of failures does not retry in lockstep.
+      backoff: { type: 'exponential', delay: config.EMAIL_RETRY_BACKOFF_MS, jitter: 0.5 },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      // Failed jobs stay for inspection for a week.
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  });
+}
+
+export function createDeliveryWorker(
+  connection: Redis,
+  prefix: string,
+  processor: Processor<DeliveryJob>,
+  options: Omit<WorkerOptions, 'connection' | 'prefix'>,
+): Worker<DeliveryJob> {
+  return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, { connection, prefix, ...options });
+}
+
+/** Enqueues a submission's delivery; jobId = submission id, so a second add is a no-op. */
+export async function enqueueDelivery(queue: Queue<DeliveryJob>, submissionId: string): Promise<void> {
+  await queue.add(JOB.submission, { submissionId }, { jobId: submissionId });
+}
+
+export class RedisUnavailableError extends Error {
+  override name = 'RedisUnavailableError';
+}
+
+/**
+ * For request paths: enqueue only while Redis is connected, and give up after `timeoutMs`,
+ * so a Redis outage never holds a request. The caller's row is committed already.
+ */
+export async function enqueueDeliveryFast(
+  queue: Queue<DeliveryJob>,
+  redis: Redis,
+  submissionId: string,
+  timeoutMs = 2_000,
+): Promise<void> {
+  if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedisUnavailableError(`enqueue timed out after ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([enqueueDelivery(queue, submissionId), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

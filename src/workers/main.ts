@@ -1,0 +1,10 @@
+// `npm run start:worker`: one delivery worker process with WORKER_CONCURRENCY parallel jobs.
+// Uses only the configured services and never starts any.
+import { loadConfigOrExit } from '../shared/config.ts';
+import { createLogger } from '../shared/log.ts';
+import { startWorker } from './worker.ts';
+
+const config = loadConfigOrExit();
+const log = createLogger('worker', config.LOG_LEVEL);
+const worker = await startWorker(config, log);
+worker.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);

@@ -1,0 +1,47 @@
+// Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
+// BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
+import type { Worker } from 'bullmq';
+import type { Config } from '../shared/config.ts';
+import { createOrm, type MikroORM } from '../shared/db/orm.ts';
+import type { Logger } from '../shared/log.ts';
+import { createMailTransport } from '../shared/mail.ts';
+import { createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
+import { Shutdown } from '../shared/shutdown.ts';
+import { createDeliveryProcessor } from './deliver.ts';
+
+export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
+
+export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
+  const shutdown = new Shutdown(log);
+  const orm = shutdown.add(
+    'postgres',
+    await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY + 2, 50)),
+    (orm) => orm.close(),
+  );
+  const transport = shutdown.add(
+    'smtp',
+    createMailTransport(config.SMTP_URL, Math.min(config.WORKER_CONCURRENCY, 20)),
+    (transport) => transport.close(),
+  );
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker'), (redis) => redis.quit());
+  redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
+
+  const processor = createDeliveryProcessor({
+    orm,
+    transport,
+    mailFrom: config.MAIL_FROM,
+    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+    log,
+  });
+  // Registered last, so closed first: it takes no new job and waits for the active ones.
+  const worker = shutdown.add(
+    'worker',
+    createDeliveryWorker(redis, config.QUEUE_PREFIX, processor, { concurrency: config.WORKER_CONCURRENCY }),
+    (worker) => worker.close(),
+  );
+  worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
+  worker.on('completed', (job, outcome) => log.debug({ submissionId: job.data.submissionId, outcome }, 'job done'));
+  await worker.waitUntilReady();
+  log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
+  return { worker, orm, shutdown };
+}
