@@ -16,7 +16,7 @@ export function ormOptions(databaseUrl: string, poolMax = 20): Options {
     pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
     // The schema is owned by the migrations, never created implicitly.
     ensureDatabase: false,
-    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: true },
+    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: true, silent: true },
   };
 }
 

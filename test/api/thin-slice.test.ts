@@ -1,0 +1,106 @@
+// The pipeline end to end: HTTP → PostgreSQL → BullMQ → worker → SMTP → `sent` in PostgreSQL.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+describe('POST /api/contact-api/ (JSON)', () => {
+  it('saves the submission, delivers it to the key owner and records `sent`', async () => {
+    const key = await h.createKey({ email: 'owner@example.test' });
+    const response = await postJson(`${h.url}/api/contact-api/`, {
+      access_key: key.key,
+      email: 'visitor@example.org',
+      message: 'Hello there,\nI would like a quote.',
+      company: 'Acme',
+    });
+
+    expect(response.status).toBe(200);
+    expect(response.json).toEqual({
+      success: true,
+      message: 'Message sent successfully.',
+      submission_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      attachments: 0,
+      email_status: 'queued',
+    });
+    const id = response.json.submission_id as string;
+
+    const [mail] = await h.sink.waitFor(1);
+    expect(mail!.envelope.to).toEqual(['owner@example.test']);
+    expect(mail!.parsed.from?.value[0]).toMatchObject({ name: 'Contact Form', address: 'forms@example.test' });
+    expect(mail!.parsed.replyTo?.value[0]?.address).toBe('visitor@example.org');
+    expect(mail!.parsed.subject).toBe('New contact form submission from visitor@example.org');
+    expect(mail!.parsed.text).toContain('I would like a quote.');
+    expect(mail!.parsed.text).toContain('company: Acme');
+    expect(mail!.parsed.text).toContain(id);
+    expect(mail!.parsed.html).toContain('I would like a quote.');
+    expect(mail!.parsed.messageId).toBe(`<submission-${id}@example.test>`);
+
+    const row = await eventually(async () => {
+      const [found] = await h.sql('select * from submissions where id = $1', [id]);
+      return found?.email_status === 'sent' ? found : undefined;
+    });
+    expect(row.email_attempts).toBe(1);
+    expect(row.sent_at).toBeInstanceOf(Date);
+    expect(row.message_id).toBe(`<submission-${id}@example.test>`);
+    expect(row.custom_fields).toEqual([['company', 'Acme']]);
+  });
+
+  it('enqueues a job that carries the submission id only, under that id', async () => {
+    const key = await h.createKey();
+    const queue = h.api.deps.queue;
+    await queue.pause();
+    try {
+      const response = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'hi' });
+      const id = response.json.submission_id as string;
+      const job = await queue.getJob(id);
+      expect(job?.data).toEqual({ submissionId: id });
+    } finally {
+      await queue.resume();
+    }
+  });
+
+  it('refuses an unknown key with 403 and saves nothing', async () => {
+    const before = await h.sql('select count(*)::int as n from submissions');
+    const response = await postJson(`${h.url}/api/contact-api/`, {
+      access_key: '00000000-0000-4000-8000-000000000000',
+      email: 'a@example.org',
+      message: 'hi',
+    });
+    expect(response.status).toBe(403);
+    expect(response.json).toEqual({
+      success: false,
+      message: 'Invalid or inactive verification key.',
+      errors: { access_key: ['Invalid or inactive verification key.'], __all__: ['Invalid or inactive verification key.'] },
+    });
+    const after = await h.sql('select count(*)::int as n from submissions');
+    expect(after[0]!.n).toBe(before[0]!.n);
+  });
+
+  it('answers missing fields with the spec body', async () => {
+    const response = await postJson(`${h.url}/api/contact-api/`, { email: ' ' });
+    expect(response.status).toBe(400);
+    expect(response.json).toEqual({
+      success: false,
+      message: 'Missing required fields.',
+      errors: {
+        __all__: ['Missing required fields.'],
+        access_key: ['This field is required.'],
+        email: ['This field is required.'],
+        message: ['This field is required.'],
+      },
+    });
+  });
+});
+
+describe('health', () => {
+  it('answers /healthz and /readyz', async () => {
+    expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${h.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ checks: { postgres: 'ok', redis: 'ok', storage: 'ok' }, down: [] });
+  });
+});

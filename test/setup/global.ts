@@ -1,0 +1,86 @@
+// Starts the real services once for the whole run, on free loopback ports, and stops them after.
+// Each test file then takes its own database, bucket, queue prefix and SMTP sink (test/support/harness.ts).
+// DATABASE_URL, REDIS_URL and S3_ENDPOINT, when set, name external services to use instead.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { createOrm, migrate } from '../../src/shared/db/orm.ts';
+import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalService } from '../../src/local/services.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin URL of the PostgreSQL server; test files create their databases from the template. */
+    postgresUrl: string;
+    templateDatabase: string;
+    redisUrl: string;
+    s3Endpoint: string;
+    s3AccessKeyId: string;
+    s3SecretAccessKey: string;
+  }
+}
+
+export const TEMPLATE_DATABASE = 'cfs_test_template';
+
+export default async function setup(project: TestProject) {
+  const started: LocalService[] = [];
+  const dir = await mkdtemp(path.join(tmpdir(), 'cfs-test-'));
+  const stopAll = async () => {
+    for (const service of started.reverse()) await service.stop().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    let postgresUrl = process.env.DATABASE_URL;
+    if (!postgresUrl) {
+      const postgres = await startPostgres({ dir: path.join(dir, 'postgres'), persistent: false, database: 'postgres' });
+      started.push(postgres);
+      postgresUrl = postgres.url;
+    }
+    let redisUrl = process.env.REDIS_URL;
+    if (!redisUrl) {
+      const redis = await startRedis();
+      started.push(redis);
+      redisUrl = redis.url;
+    }
+    let s3Endpoint = process.env.S3_ENDPOINT;
+    if (!s3Endpoint) {
+      const s3 = await startS3({ dir: path.join(dir, 's3'), bucket: 'cfs-test-default' });
+      started.push(s3);
+      s3Endpoint = s3.url;
+    }
+
+    await createTemplateDatabase(postgresUrl);
+
+    project.provide('postgresUrl', postgresUrl);
+    project.provide('templateDatabase', TEMPLATE_DATABASE);
+    project.provide('redisUrl', redisUrl);
+    project.provide('s3Endpoint', s3Endpoint);
+    project.provide('s3AccessKeyId', process.env.S3_ACCESS_KEY_ID ?? LOCAL_S3_CREDENTIALS.accessKeyId);
+    project.provide('s3SecretAccessKey', process.env.S3_SECRET_ACCESS_KEY ?? LOCAL_S3_CREDENTIALS.secretAccessKey);
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  return stopAll;
+}
+
+/** A migrated database that each test file copies (CREATE DATABASE ... TEMPLATE) for a clean start. */
+async function createTemplateDatabase(adminUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE_DATABASE} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${TEMPLATE_DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${TEMPLATE_DATABASE}`;
+  const orm = await createOrm(url.toString(), 1);
+  try {
+    await migrate(orm);
+  } finally {
+    await orm.close();
+  }
+}

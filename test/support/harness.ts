@@ -1,0 +1,184 @@
+// One test file's private world on the shared services: its own database (copied from the migrated
+// template), bucket, queue prefix and SMTP sink, plus the API and a worker started in-process.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { CreateBucketCommand, DeleteBucketCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { startApi, type ApiProcess } from '../../src/api/server.ts';
+import { loadConfig, type Config } from '../../src/shared/config.ts';
+import { VerificationKeySchema, type VerificationKey } from '../../src/shared/db/entities.ts';
+import type { MikroORM } from '../../src/shared/db/orm.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { createStorage, type Storage } from '../../src/shared/storage.ts';
+import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
+import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
+
+export type Harness = {
+  config: Config;
+  env: Record<string, string>;
+  api: ApiProcess;
+  /** Base URL of the API, e.g. http://127.0.0.1:41234 */
+  url: string;
+  orm: MikroORM;
+  storage: Storage;
+  sink: SmtpSink;
+  workers: WorkerProcess[];
+  startWorker: () => Promise<WorkerProcess>;
+  createKey: (fields?: Partial<Pick<VerificationKey, 'email' | 'status' | 'useDomain' | 'domains'>>) => Promise<VerificationKey>;
+  /** Runs one SQL query against this file's database. */
+  sql: <T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<T[]>;
+  stop: () => Promise<void>;
+};
+
+export type HarnessOptions = { env?: Record<string, string>; worker?: boolean };
+
+const suffix = () => randomBytes(5).toString('hex');
+const log = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
+
+export function withDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  return parsed.toString();
+}
+
+async function adminQuery(text: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+  await admin.connect();
+  try {
+    await admin.query(text);
+  } finally {
+    await admin.end();
+  }
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const database = `cfs_t_${suffix()}`;
+  const bucket = `cfs-t-${suffix()}`;
+  await adminQuery(`CREATE DATABASE ${database} TEMPLATE ${inject('templateDatabase')}`);
+  const sink = await startSmtpSink();
+
+  const env: Record<string, string> = {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: withDatabase(inject('postgresUrl'), database),
+    REDIS_URL: inject('redisUrl'),
+    S3_ENDPOINT: inject('s3Endpoint'),
+    S3_BUCKET: bucket,
+    S3_ACCESS_KEY_ID: inject('s3AccessKeyId'),
+    S3_SECRET_ACCESS_KEY: inject('s3SecretAccessKey'),
+    SMTP_URL: sink.url,
+    MAIL_FROM: 'Contact Form <forms@example.test>',
+    QUEUE_PREFIX: `{t${suffix()}}`,
+    WORKER_CONCURRENCY: '8',
+    EMAIL_RETRY_BACKOFF_MS: '200',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const storage = createStorage(config);
+  await storage.client.send(new CreateBucketCommand({ Bucket: bucket }));
+
+  const api = await startApi(config, log);
+  const orm = api.deps.orm;
+  const workers: WorkerProcess[] = [];
+  const addWorker = async () => {
+    const worker = await startWorker(config, log);
+    workers.push(worker);
+    return worker;
+  };
+  if (options.worker !== false) await addWorker();
+
+  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
+
+  return {
+    config,
+    env,
+    api,
+    url: api.url,
+    orm,
+    storage,
+    sink,
+    workers,
+    startWorker: addWorker,
+    async createKey(fields = {}) {
+      const em = orm.em.fork();
+      const key = em.create(VerificationKeySchema, {
+        key: randomUUID(),
+        email: fields.email ?? `owner-${suffix()}@example.test`,
+        status: fields.status ?? 'active',
+        useDomain: fields.useDomain ?? false,
+        domains: fields.domains ?? [],
+      });
+      await em.flush();
+      return key;
+    },
+    async sql(text, values) {
+      const result = await pool.query(text, values);
+      return result.rows;
+    },
+    async stop() {
+      for (const worker of workers) await worker.shutdown.run();
+      await api.shutdown.run();
+      await pool.end();
+      await sink.close();
+      await emptyBucket(storage, bucket);
+      storage.close();
+      await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
+      await adminQuery(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+    },
+  };
+}
+
+/** The keys of every object in the bucket: what a test checks to prove nothing was left behind. */
+export async function listObjectKeys(storage: Storage): Promise<string[]> {
+  const listed = await storage.client.send(new ListObjectsV2Command({ Bucket: storage.bucket }));
+  return (listed.Contents ?? []).map((object) => object.Key ?? '');
+}
+
+async function emptyBucket(storage: Storage, bucket: string): Promise<void> {
+  const keys = await listObjectKeys(storage);
+  if (keys.length) await storage.remove(keys);
+  await storage.client.send(new DeleteBucketCommand({ Bucket: bucket }));
+}
+
+async function deleteQueueKeys(redisUrl: string, prefix: string): Promise<void> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Polls until `check` returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, json, text };
+}

@@ -1,0 +1,73 @@
+// A real SMTP server that records what arrives, for the tests. Its answers can be scripted
+// (a 451 twice, a 550) to exercise the workers' retries.
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+
+export type ReceivedMail = { envelope: { from: string; to: string[] }; parsed: ParsedMail; raw: Buffer };
+
+/** Decides the answer to a message: undefined accepts it, an SMTP reply code and text refuses it. */
+export type SinkBehaviour = (session: SMTPServerSession) => { code: number; message: string } | undefined;
+
+export type SmtpSink = {
+  url: string;
+  port: number;
+  messages: ReceivedMail[];
+  behave: (behaviour: SinkBehaviour | undefined) => void;
+  waitFor: (count: number, timeoutMs?: number) => Promise<ReceivedMail[]>;
+  close: () => Promise<void>;
+};
+
+export async function startSmtpSink(): Promise<SmtpSink> {
+  const messages: ReceivedMail[] = [];
+  let behaviour: SinkBehaviour | undefined;
+  const server = new SMTPServer({
+    authOptional: true,
+    disabledCommands: ['STARTTLS'],
+    logger: false,
+    size: 100 * 1024 * 1024,
+    onData(stream, session, callback) {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => {
+        const refusal = behaviour?.(session);
+        if (refusal) {
+          callback(Object.assign(new Error(refusal.message), { responseCode: refusal.code }));
+          return;
+        }
+        const raw = Buffer.concat(chunks);
+        const envelope = {
+          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+          to: session.envelope.rcptTo.map((rcpt) => rcpt.address),
+        };
+        simpleParser(raw).then(
+          (parsed) => {
+            messages.push({ envelope, parsed, raw });
+            callback();
+          },
+          (error: Error) => callback(error),
+        );
+      });
+    },
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.server.address() as AddressInfo;
+
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    port,
+    messages,
+    behave: (next) => {
+      behaviour = next;
+    },
+    async waitFor(count, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (messages.length < count) {
+        if (Date.now() > deadline) throw new Error(`expected ${count} emails at the sink, got ${messages.length}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      return messages;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
