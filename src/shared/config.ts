@@ -32,7 +32,7 @@ const url = (protocols: string[]) =>
     v.trim(),
     v.url('must be a URL'),
     v.check(
-      (value) => protocols.includes(new URL(value).protocol),
+      (value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol),
       `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`,
     ),
   );

@@ -1,0 +1,29 @@
+# One image for the API, the delivery workers and the migration CLI; docker-compose.yml picks the command.
+# Node 24 runs the .ts sources directly (type stripping), so there is no build step.
+FROM node:24-bookworm-slim
+
+ENV NODE_ENV=production
+WORKDIR /app
+
+# Production dependencies only. The dev set (the `node` package, embedded-postgres, s3rver, vitest, ...)
+# is for local runs and tests; the image runs on its own Node 24. No install scripts: the only production
+# package with one is msgpackr-extract, which package.json's allowScripts also leaves off (its prebuilt
+# binary still installs as an optional dependency).
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && npm cache clean --force
+
+COPY tsconfig.json ./
+COPY src ./src
+
+USER node
+
+EXPOSE 3000
+
+# Liveness of the API (the worker and migrate services in docker-compose.yml turn this off).
+# The slim image has no curl: use Node's fetch.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+
+# Call node directly, not npm: signals (SIGTERM on `docker stop`) reach the process, which shuts down cleanly.
+CMD ["node", "src/api/main.ts"]

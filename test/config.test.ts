@@ -1,0 +1,58 @@
+// Configuration is read once and validated; a bad value stops the process with the variable's name.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/shared/config.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const VALID = {
+  DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  SMTP_URL: 'smtp://127.0.0.1:1025',
+};
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig(VALID);
+    expect(config).toMatchObject({
+      PORT: 3000,
+      HOST: '0.0.0.0',
+      PUBLIC_URL: 'http://localhost:3000',
+      S3_REGION: 'us-east-1',
+      S3_FORCE_PATH_STYLE: true,
+      WORKER_CONCURRENCY: 50,
+      EMAIL_MAX_ATTEMPTS: 8,
+      EMAIL_RETRY_BACKOFF_MS: 30_000,
+      DATA_DIR: '.data',
+    });
+  });
+
+  it.each([
+    ['PORT', 'abc', 'must be a whole number'],
+    ['DATABASE_URL', 'mysql://x/y', 'must start with postgres:// or postgresql://'],
+    ['SMTP_URL', 'not a url', 'must be a URL'],
+    ['S3_FORCE_PATH_STYLE', 'maybe', 'must be true or false'],
+    ['WORKER_CONCURRENCY', '0', 'must be at least 1'],
+    ['ADMIN_TOKEN', 'short', 'must be at least 16 characters'],
+  ])('names %s when it is %j', (name, value, reason) => {
+    expect(() => loadConfig({ ...VALID, [name]: value })).toThrow(`${name}: ${reason}`);
+  });
+
+  it('names a missing required variable', () => {
+    expect(() => loadConfig({ REDIS_URL: VALID.REDIS_URL, SMTP_URL: VALID.SMTP_URL })).toThrow('DATABASE_URL: is required');
+  });
+});
+
+describe('process start with a bad configuration', () => {
+  it.each(['src/api/main.ts', 'src/workers/main.ts'])('%s exits with a message naming the variable', (script) => {
+    const result = spawnSync(process.execPath, [script], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...VALID, EMAIL_MAX_ATTEMPTS: 'many' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(78);
+    expect(result.stderr).toContain('EMAIL_MAX_ATTEMPTS: must be a whole number');
+    expect(result.stderr).not.toContain('    at '); // a message, not a stack trace
+  });
+});
