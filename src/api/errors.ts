@@ -1,6 +1,8 @@
 // Errors are values with a stable id and an HTTP status; `renderError` maps them to the
 // spec's two body shapes in one place.
 
+import type { KeyRuleError } from '../shared/keys.ts';
+
 export type FieldErrors = Record<string, string[]>;
 
 export type FormErrorBody = { success: false; message: string; errors: FieldErrors; request_id?: string };
@@ -82,6 +84,13 @@ export const errors = {
   internal: () =>
     new ApiError(500, 'internal', 'Internal server error.', { __all__: ['Internal server error.'] }),
 };
+
+/** Maps a broken key rule to its HTTP error: the limit has a body of its own. */
+export function fromKeyRule(error: KeyRuleError): ApiError {
+  if (error.code === 'limit') return errors.keyLimit();
+  if (error.code === 'not_found') return errors.notFound(error.message);
+  return errors.invalidFields({ [error.field]: [error.message] });
+}
 
 export function renderError(error: ApiError, requestId?: string): FormErrorBody | KeyLimitBody {
   if (error.shape === 'key-limit') return { error: error.message };

@@ -6,10 +6,22 @@ import type { Config } from './config.ts';
 
 export const DELIVERY_QUEUE = 'deliveries';
 
-export type DeliveryJob = { submissionId: string };
+/** The jobs of the delivery queue: each names one row to deliver, by id. */
+export type DeliveryJobs = {
+  submission: { submissionId: string };
+  'key-email': { keyEmailId: string };
+};
+export type DeliveryJobName = keyof DeliveryJobs;
+export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 
-/** Job names on the delivery queue. */
-export const JOB = { submission: 'submission' } as const;
+/** A job to add: the job id is the row's id, so a second add of the same row is a no-op. */
+export type DeliveryRequest = { [N in DeliveryJobName]: { name: N; data: DeliveryJobs[N] } }[DeliveryJobName];
+
+export const submissionJob = (submissionId: string): DeliveryRequest => ({ name: 'submission', data: { submissionId } });
+export const keyEmailJob = (keyEmailId: string): DeliveryRequest => ({ name: 'key-email', data: { keyEmailId } });
+
+const jobIdOf = (request: DeliveryRequest) =>
+  request.name === 'submission' ? request.data.submissionId : request.data.keyEmailId;
 
 /**
  * The API fails fast when Redis is away (the submission is already committed and the
@@ -49,9 +61,9 @@ export function createDeliveryWorker(
   return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, { connection, prefix, ...options });
 }
 
-/** Enqueues a submission's delivery; jobId = submission id, so a second add is a no-op. */
-export async function enqueueDelivery(queue: Queue<DeliveryJob>, submissionId: string): Promise<void> {
-  await queue.add(JOB.submission, { submissionId }, { jobId: submissionId });
+/** Enqueues a delivery; jobId = the row's id, so a second add is a no-op. */
+export async function enqueueDelivery(queue: Queue<DeliveryJob>, request: DeliveryRequest): Promise<void> {
+  await queue.add(request.name, request.data, { jobId: jobIdOf(request) });
 }
 
 export class RedisUnavailableError extends Error {
@@ -65,7 +77,7 @@ export class RedisUnavailableError extends Error {
 export async function enqueueDeliveryFast(
   queue: Queue<DeliveryJob>,
   redis: Redis,
-  submissionId: string,
+  request: DeliveryRequest,
   timeoutMs = 2_000,
 ): Promise<void> {
   if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
@@ -74,7 +86,7 @@ export async function enqueueDeliveryFast(
     timer = setTimeout(() => reject(new RedisUnavailableError(`enqueue timed out after ${timeoutMs} ms`)), timeoutMs);
   });
   try {
-    await Promise.race([enqueueDelivery(queue, submissionId), timeout]);
+    await Promise.race([enqueueDelivery(queue, request), timeout]);
   } finally {
     clearTimeout(timer);
   }

@@ -1,11 +1,9 @@
 // The notification email for a submission: a plain-text and an HTML part.
 // Everything the sender wrote is escaped in the HTML part.
 import type { Attachment, Submission } from '../shared/db/entities.ts';
+import { escapeHtml, htmlDocument } from './html.ts';
 
 export type RenderedEmail = { subject: string; text: string; html: string };
-
-const escapeHtml = (value: string) =>
-  value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 
 export function renderSubmissionEmail(submission: Submission, attachments: Attachment[]): RenderedEmail {
   const received = submission.createdAt.toISOString();
@@ -28,17 +26,14 @@ export function renderSubmissionEmail(submission: Submission, attachments: Attac
     `Received: ${received}`,
   ].join('\n');
 
-  const html = `<!doctype html>
-<html><body style="font-family:sans-serif;line-height:1.5">
-<p>New submission to your contact form.</p>
+  const html = htmlDocument(`<p>New submission to your contact form.</p>
 <table cellpadding="4" style="border-collapse:collapse">
 ${rows.map(([name, value]) => `<tr><th align="left" valign="top">${escapeHtml(name)}</th><td>${escapeHtml(value)}</td></tr>`).join('\n')}
 </table>
 <h3>Message</h3>
 <p style="white-space:pre-wrap">${escapeHtml(submission.message)}</p>
 ${fileLines.length ? `<h3>Attachments</h3><ul>${fileLines.map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>` : ''}
-<p style="color:#666;font-size:small">Submission ${escapeHtml(submission.id)} · received ${escapeHtml(received)}</p>
-</body></html>`;
+<p style="color:#666;font-size:small">Submission ${escapeHtml(submission.id)} · received ${escapeHtml(received)}</p>`);
 
   return { subject: submission.subject, text, html };
 }

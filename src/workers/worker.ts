@@ -7,7 +7,7 @@ import type { Logger } from '../shared/log.ts';
 import { createMailTransport } from '../shared/mail.ts';
 import { createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
 import { Shutdown } from '../shared/shutdown.ts';
-import { createDeliveryProcessor } from './deliver.ts';
+import { createDeliveryProcessor } from './processor.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
@@ -30,6 +30,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     orm,
     transport,
     mailFrom: config.MAIL_FROM,
+    publicUrl: config.PUBLIC_URL,
     maxAttempts: config.EMAIL_MAX_ATTEMPTS,
     log,
   });
@@ -40,7 +41,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     (worker) => worker.close(),
   );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
-  worker.on('completed', (job, outcome) => log.debug({ submissionId: job.data.submissionId, outcome }, 'job done'));
+  worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
   await worker.waitUntilReady();
   log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return { worker, orm, shutdown };

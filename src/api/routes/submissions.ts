@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import { koaBody } from 'koa-body';
 import { findActiveKey } from '../../shared/keys.ts';
-import { enqueueDeliveryFast } from '../../shared/queue.ts';
+import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../errors.ts';
 import { parseSubmissionFields, type RawFields } from '../submissions/input.ts';
@@ -38,7 +38,7 @@ export function submissionRoutes(deps: AppDeps): Router<AppState> {
 
       if (submission.emailStatus === 'queued') {
         // The row is committed: if Redis fails now, the reconciler enqueues it later.
-        await enqueueDeliveryFast(deps.queue, deps.redis, submission.id).catch((error: unknown) =>
+        await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(submission.id)).catch((error: unknown) =>
           ctx.state.log.warn({ err: error, submissionId: submission.id }, 'enqueue failed; left for the reconciler'),
         );
       }

@@ -1,4 +1,4 @@
-// The data model. PostgreSQL is the source of truth: a job in Redis carries only a submission id.
+// The data model. PostgreSQL is the source of truth: a job in Redis carries only a row's id.
 import { randomUUID } from 'node:crypto';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
@@ -78,4 +78,32 @@ export const AttachmentSchema = defineEntity({
 });
 export type Attachment = InferEntity<typeof AttachmentSchema>;
 
-export const entities = [VerificationKeySchema, SubmissionSchema, AttachmentSchema];
+export const KEY_EMAIL_KINDS = ['new-key', 'all-keys'] as const;
+export type KeyEmailKind = (typeof KEY_EMAIL_KINDS)[number];
+
+/**
+ * An email of POST /: a new key to its owner, or all active keys of an address. Kept as a row
+ * so that it is delivered like a submission, through the queue, with retries and a status.
+ */
+export const KeyEmailSchema = defineEntity({
+  name: 'KeyEmail',
+  tableName: 'key_emails',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    kind: p.enum(KEY_EMAIL_KINDS),
+    email: p.string().length(254),
+    /** The new key, for `new-key`; `all-keys` lists the address's active keys at sending time. */
+    key: () => p.manyToOne(VerificationKeySchema).nullable().deleteRule('cascade'),
+    emailStatus: p.enum(EMAIL_STATUSES).default('queued'),
+    emailAttempts: p.integer().default(0),
+    lastError: p.text().nullable(),
+    claimedAt: p.datetime().nullable(),
+    sentAt: p.datetime().nullable(),
+    messageId: p.string().length(998).nullable(),
+    createdAt: createdAt(),
+  },
+  indexes: [{ properties: ['emailStatus', 'createdAt'], name: 'key_emails_email_status_created_idx' }],
+});
+export type KeyEmail = InferEntity<typeof KeyEmailSchema>;
+
+export const entities = [VerificationKeySchema, SubmissionSchema, AttachmentSchema, KeyEmailSchema];

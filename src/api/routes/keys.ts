@@ -1,0 +1,84 @@
+// POST / — verification keys: generateKey creates a key and emails it; getKeys emails every
+// active key of the address. What happens, in order: parse → validate → store → enqueue → respond.
+import Router from '@koa/router';
+import * as v from 'valibot';
+import { generateKey, KeyRuleError, parseDomains, requestAllKeysEmail } from '../../shared/keys.ts';
+import { enqueueDeliveryFast, keyEmailJob } from '../../shared/queue.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { errors, fromKeyRule } from '../errors.ts';
+import { jsonObjectBody } from '../middleware/json-body.ts';
+import { validate } from '../validate.ts';
+
+export const KeyRequestSchema = v.object({
+  email: v.pipe(
+    v.string('Must be a string.'),
+    v.trim(),
+    v.maxLength(254, 'Must be at most 254 characters.'),
+    v.email('Enter a valid email address.'),
+    v.description('Address to which the key or keys are sent'),
+  ),
+  requestType: v.optional(
+    v.pipe(
+      v.picklist(['generateKey', 'getKeys'], 'Must be generateKey or getKeys.'),
+      v.description('generateKey (default) creates a key; getKeys emails all active keys'),
+    ),
+    'generateKey',
+  ),
+  domains: v.optional(
+    v.pipe(
+      v.array(v.unknown(), 'Must be a list of host names.'),
+      v.description('generateKey only: restrict the new key to these host names (and their subdomains)'),
+    ),
+  ),
+});
+
+export function keyRoutes(deps: AppDeps): Router<AppState> {
+  const router = new Router<AppState>();
+
+  router.post(
+    '/',
+    jsonObjectBody(() => errors.invalidFields({ __all__: ['Send a JSON body with Content-Type: application/json.'] }, 'Unsupported content type.')),
+    async (ctx) => {
+      const body = ctx.request.body as Record<string, unknown>;
+      if (body.email === undefined || body.email === null || body.email === '') throw errors.missingFields(['email']);
+      const request = validate(KeyRequestSchema, body);
+      const em = deps.orm.em.fork();
+
+      try {
+        if (request.requestType === 'generateKey') {
+          const domains = parseDomains(request.domains ?? []);
+          const { key, activeKeys, keyEmail } = await generateKey(em, request.email, domains);
+          await enqueueKeyEmail(ctx, deps, keyEmail.id);
+          ctx.body = {
+            success: true,
+            message: `New key generated and sent to ${key.email}.`,
+            key: key.key,
+            keys_count: activeKeys,
+          };
+          return;
+        }
+
+        if (request.domains !== undefined) throw errors.invalidFields({ domains: ['Only with requestType generateKey.'] });
+        const { activeKeys, keyEmail } = await requestAllKeysEmail(em, request.email);
+        if (keyEmail) await enqueueKeyEmail(ctx, deps, keyEmail.id);
+        const email = request.email.toLowerCase();
+        ctx.body = {
+          success: true,
+          message: keyEmail ? `All keys have been emailed to ${email}.` : `No active keys for ${email}; nothing was emailed.`,
+          keys_count: activeKeys,
+        };
+      } catch (error) {
+        throw error instanceof KeyRuleError ? fromKeyRule(error) : error;
+      }
+    },
+  );
+
+  return router;
+}
+
+/** The row is committed: if Redis fails now, the reconciler sends the email later. */
+async function enqueueKeyEmail(ctx: AppContext, deps: AppDeps, keyEmailId: string): Promise<void> {
+  await enqueueDeliveryFast(deps.queue, deps.redis, keyEmailJob(keyEmailId)).catch((error: unknown) =>
+    ctx.state.log.warn({ err: error, keyEmailId }, 'enqueue failed; left for the reconciler'),
+  );
+}

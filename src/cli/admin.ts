@@ -1,0 +1,59 @@
+// `npm run admin -- <command>`: operator commands over the same key rules as the API.
+// Needs only DATABASE_URL.
+import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
+import type { VerificationKey } from '../shared/db/entities.ts';
+import { createOrm } from '../shared/db/orm.ts';
+import { KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys.ts';
+
+const USAGE = `Usage: npm run admin -- <command>
+  keys list <email>                 the address's keys and their states
+  keys disable <key>                active → disabled
+  keys enable <key>                 disabled → active
+  keys delete <key>                 active or disabled → deleted (final)
+  keys domains <key> [domain ...]   restrict the key to these domains (none: no restriction)`;
+
+const describe = (key: VerificationKey) =>
+  [key.key, key.status.padEnd(8), key.useDomain ? key.domains.join(',') : '(any domain)', key.createdAt.toISOString()].join('  ');
+
+async function run(args: string[]): Promise<number> {
+  const [group, command, target, ...rest] = args;
+  if (group !== 'keys' || !command || !target) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL']));
+  const orm = await createOrm(config.DATABASE_URL, 2);
+  const em = orm.em.fork();
+  try {
+    switch (command) {
+      case 'list': {
+        const keys = await listKeys(em, target);
+        process.stdout.write(keys.length ? `${keys.map(describe).join('\n')}\n` : `No keys for ${target}.\n`);
+        return 0;
+      }
+      case 'disable':
+      case 'enable':
+      case 'delete': {
+        const status = ({ disable: 'disabled', enable: 'active', delete: 'deleted' } as const)[command];
+        process.stdout.write(`${describe(await updateKey(em, target, { status }))}\n`);
+        return 0;
+      }
+      case 'domains': {
+        const key = await updateKey(em, target, { domains: parseDomains(rest), useDomain: rest.length > 0 });
+        process.stdout.write(`${describe(key)}\n`);
+        return 0;
+      }
+      default:
+        process.stderr.write(`${USAGE}\n`);
+        return 2;
+    }
+  } catch (error) {
+    if (!(error instanceof KeyRuleError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    return 1;
+  } finally {
+    await orm.close();
+  }
+}
+
+process.exitCode = await run(process.argv.slice(2));

@@ -1,0 +1,33 @@
+// The key-email job: a new key to its owner, or every active key of an address.
+import type { Job } from 'bullmq';
+import { KeyEmailSchema, VerificationKeySchema } from '../shared/db/entities.ts';
+import type { DeliveryJobs } from '../shared/queue.ts';
+import { renderAllKeysEmail, renderNewKeyEmail } from './render-keys.ts';
+import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
+
+export async function deliverKeyEmail(
+  context: SendContext & { mailFrom: string; publicUrl: string },
+  job: Job<DeliveryJobs['key-email']>,
+): Promise<SendOutcome> {
+  const { keyEmailId } = job.data;
+  return sendTracked(context, 'key_emails', keyEmailId, job, async () => {
+    const { em } = context;
+    const keyEmail = await em.findOneOrFail(KeyEmailSchema, keyEmailId, { populate: ['key'] });
+    const email =
+      keyEmail.kind === 'new-key' && keyEmail.key
+        ? renderNewKeyEmail(keyEmail.key, context.publicUrl)
+        : renderAllKeysEmail(
+            keyEmail.email,
+            await em.find(VerificationKeySchema, { email: keyEmail.email, status: 'active' }, { orderBy: { createdAt: 'asc' } }),
+            context.publicUrl,
+          );
+    return {
+      from: context.mailFrom,
+      to: keyEmail.email,
+      subject: email.subject,
+      text: email.text,
+      html: email.html,
+      messageId: messageIdFor('key-email', keyEmailId, context.mailFrom),
+    };
+  });
+}

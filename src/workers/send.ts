@@ -1,0 +1,81 @@
+// Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
+// claim the row, send, record the outcome. Both tables share the delivery columns.
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Logger } from '../shared/log.ts';
+import type { MailTransport } from '../shared/mail.ts';
+
+/** A claim older than this belongs to a worker that died mid-send; the row may be claimed again. */
+export const CLAIM_LEASE_MS = 5 * 60_000;
+
+export type DeliveryTable = 'submissions' | 'key_emails';
+export type SendOutcome = 'sent' | 'not-claimable';
+
+export type SendContext = {
+  em: EntityManager;
+  transport: MailTransport;
+  maxAttempts: number;
+  log: Logger;
+};
+
+export async function sendTracked(
+  context: SendContext,
+  table: DeliveryTable,
+  id: string,
+  job: Job,
+  buildMessage: () => Promise<Mail.Options>,
+): Promise<SendOutcome> {
+  const { em } = context;
+  // Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
+  const claimed = await em.execute<Array<{ email_attempts: number }>>(
+    `update ${table}
+        set email_status = 'sending', claimed_at = now(), email_attempts = email_attempts + 1
+      where id = ?
+        and (email_status in ('queued', 'retrying')
+             or (email_status = 'sending' and claimed_at < now() - make_interval(secs => ?)))
+      returning email_attempts`,
+    [id, CLAIM_LEASE_MS / 1000],
+  );
+  const attempt = claimed[0]?.email_attempts;
+  if (attempt === undefined) return 'not-claimable';
+
+  try {
+    const info = await context.transport.sendMail(await buildMessage());
+    await em.execute(
+      `update ${table} set email_status = 'sent', sent_at = now(), message_id = ?, last_error = null where id = ?`,
+      [info.messageId, id],
+    );
+    return 'sent';
+  } catch (error) {
+    const reason = describeSendError(error);
+    const finalAttempt =
+      isPermanent(error) || attempt >= context.maxAttempts || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    await em.execute(`update ${table} set email_status = ?, last_error = ?, claimed_at = null where id = ?`, [
+      finalAttempt ? 'failed' : 'retrying',
+      reason,
+      id,
+    ]);
+    context.log.warn({ table, id, attempt, finalAttempt, reason }, 'delivery failed');
+    throw finalAttempt ? new UnrecoverableError(reason) : new Error(reason);
+  }
+}
+
+/** Derived from the row's id, so a resend of the same email is recognisable. */
+export function messageIdFor(kind: string, id: string, mailFrom: string): string {
+  const domain = /@([^>\s]+)>?\s*$/.exec(mailFrom)?.[1] ?? 'localhost';
+  return `<${kind}-${id}@${domain}>`;
+}
+
+type SmtpError = Error & { responseCode?: number; response?: string };
+
+/** SMTP 5xx replies (a rejected recipient among them) will not succeed on retry. */
+function isPermanent(error: unknown): boolean {
+  const code = (error as SmtpError).responseCode;
+  return typeof code === 'number' && code >= 500 && code < 600;
+}
+
+function describeSendError(error: unknown): string {
+  const smtp = error as SmtpError;
+  return (smtp.response ?? smtp.message ?? String(error)).slice(0, 2000);
+}
