@@ -81,11 +81,10 @@ describe('npm start', () => {
     const ready = await fetch(`${api}/readyz`);
     expect(ready.status).toBe(200);
 
-    const [key] = await query<{ key: string }>(
-      running.banner.PostgreSQL!,
-      `insert into verification_keys (id, key, email) values (gen_random_uuid(), gen_random_uuid()::text, 'owner@example.test') returning key`,
-    );
-    const response = await postJson(`${api}/api/contact-api/`, { access_key: key!.key, email: 'visitor@example.org', message: 'Hi from npm start' });
+    const generated = await postJson(`${api}/`, { email: 'owner@example.test' });
+    expect(generated.status).toBe(200);
+    const key = generated.json as { key: string };
+    const response = await postJson(`${api}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'Hi from npm start' });
     expect(response.status).toBe(200);
     submissionId = response.json.submission_id;
 

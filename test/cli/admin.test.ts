@@ -1,0 +1,65 @@
+// `npm run admin -- keys …`: the operator CLI over the same key rules.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../support/harness.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ worker: false });
+});
+afterAll(() => h?.stop());
+
+function cli(...args: string[]) {
+  const result = spawnSync('npm', ['run', '--silent', 'admin', '--', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: h.env.DATABASE_URL },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const statusOf = async (key: string) =>
+  ((await h.sql('select status, use_domain, domains from verification_keys where key = $1', [key])) as any[])[0];
+
+describe('npm run admin -- keys', () => {
+  it('lists, disables, enables and deletes keys', async () => {
+    const key = await h.createKey({ email: 'cli@example.test' });
+
+    const list = cli('keys', 'list', 'CLI@example.test');
+    expect(list.status).toBe(0);
+    expect(list.stdout).toContain(key.key);
+    expect(list.stdout).toContain('active');
+
+    expect(cli('keys', 'disable', key.key).status).toBe(0);
+    expect((await statusOf(key.key)).status).toBe('disabled');
+    expect(cli('keys', 'enable', key.key).status).toBe(0);
+    expect((await statusOf(key.key)).status).toBe('active');
+    expect(cli('keys', 'delete', key.key).status).toBe(0);
+    expect((await statusOf(key.key)).status).toBe('deleted');
+
+    const refused = cli('keys', 'enable', key.key);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain('A deleted key cannot become active.');
+  });
+
+  it('sets and clears the domains of a key', async () => {
+    const key = await h.createKey();
+    expect(cli('keys', 'domains', key.key, 'Example.com', 'shop.example.org').status).toBe(0);
+    expect(await statusOf(key.key)).toEqual({ status: 'active', use_domain: true, domains: ['example.com', 'shop.example.org'] });
+    expect(cli('keys', 'domains', key.key, 'https://bad.example').status).toBe(1);
+    expect(cli('keys', 'domains', key.key).status).toBe(0);
+    expect((await statusOf(key.key)).use_domain).toBe(false);
+  });
+
+  it('reports an unknown key and prints usage for a bad command', () => {
+    const unknown = cli('keys', 'disable', 'no-such-key');
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toContain('Unknown key.');
+    const usage = cli('frobnicate');
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain('Usage: npm run admin');
+  });
+});
