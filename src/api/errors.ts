@@ -75,6 +75,10 @@ export const errors = {
     const message = `Too many files: at most ${limit} files per submission.`;
     return new ApiError(400, 'too_many_files', message, { __all__: [message] });
   },
+  storageFailed: () =>
+    new ApiError(500, 'storage_failed', 'The files could not be stored. Please try again.', {
+      __all__: ['The files could not be stored. Please try again.'],
+    }),
   unauthorized: () =>
     new ApiError(401, 'unauthorized', 'Authentication required.', { __all__: ['Authentication required.'] }, {
       headers: { 'WWW-Authenticate': 'Bearer' },

@@ -1,5 +1,6 @@
 // Every environment variable the service reads, validated once at start.
 // A bad value stops the process with a message naming the variable.
+import { isIP } from 'node:net';
 import * as v from 'valibot';
 
 const integer = (fallback: number, min = 0) =>
@@ -39,6 +40,33 @@ const url = (protocols: string[]) =>
 
 const optionalText = v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty')));
 
+/** Which proxies' X-Forwarded-For to believe: a hop count, or addresses and CIDR ranges. */
+export type TrustProxy = { hops: number } | { ranges: string[] };
+
+const CIDR = /^(?<address>[0-9a-fA-F:.]+)(?:\/(?<prefix>\d{1,3}))?$/;
+const isAddressOrRange = (entry: string) => {
+  const match = CIDR.exec(entry);
+  const address = match?.groups?.address ?? '';
+  const family = isIP(address);
+  const prefix = match?.groups?.prefix === undefined ? undefined : Number(match.groups.prefix);
+  return family !== 0 && (prefix === undefined || prefix <= (family === 4 ? 32 : 128));
+};
+
+const trustProxy = v.optional(
+  v.pipe(
+    v.string(),
+    v.trim(),
+    v.minLength(1),
+    v.check(
+      (value) => /^\d+$/.test(value) || value.split(',').every((entry) => isAddressOrRange(entry.trim())),
+      'must be a hop count or a comma-separated list of addresses and CIDR ranges',
+    ),
+    v.transform((value): TrustProxy =>
+      /^\d+$/.test(value) ? { hops: Number(value) } : { ranges: value.split(',').map((entry) => entry.trim()) },
+    ),
+  ),
+);
+
 const EnvSchema = v.object({
   PORT: integer(3000),
   HOST: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), '0.0.0.0'),
@@ -60,7 +88,7 @@ const EnvSchema = v.object({
     'Contact Form <no-reply@localhost>',
   ),
   ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, 'must be at least 16 characters'))),
-  TRUST_PROXY: optionalText,
+  TRUST_PROXY: trustProxy,
   WORKER_CONCURRENCY: integer(50, 1),
   EMAIL_MAX_ATTEMPTS: integer(8, 1),
   EMAIL_RETRY_BACKOFF_MS: integer(30_000, 0),
@@ -71,6 +99,8 @@ const EnvSchema = v.object({
     '{cfs}',
   ),
   SHUTDOWN_TIMEOUT_MS: integer(30_000, 0),
+  RATE_LIMIT_WINDOW_MS: integer(3_000, 1),
+  RATE_LIMIT_MAX: integer(1, 1),
 });
 
 type Env = v.InferOutput<typeof EnvSchema>;

@@ -3,6 +3,7 @@
 import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
+import { withTimeout } from './timeout.ts';
 
 export const DELIVERY_QUEUE = 'deliveries';
 
@@ -81,13 +82,5 @@ export async function enqueueDeliveryFast(
   timeoutMs = 2_000,
 ): Promise<void> {
   if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisUnavailableError(`enqueue timed out after ${timeoutMs} ms`)), timeoutMs);
-  });
-  try {
-    await Promise.race([enqueueDelivery(queue, request), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  await withTimeout(enqueueDelivery(queue, request), timeoutMs, `enqueue timed out after ${timeoutMs} ms`);
 }

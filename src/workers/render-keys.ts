@@ -1,6 +1,6 @@
 // The emails of POST /: a new key, and the list of every active key of an address.
 import type { VerificationKey } from '../shared/db/entities.ts';
-import { escapeHtml, htmlDocument } from './html.ts';
+import { escapeHtml, htmlDocument } from '../shared/html.ts';
 import type { RenderedEmail } from './render.ts';
 
 function exampleForm(publicUrl: string, key: string): string {

@@ -1,7 +1,7 @@
 // The notification email for a submission: a plain-text and an HTML part.
 // Everything the sender wrote is escaped in the HTML part.
 import type { Attachment, Submission } from '../shared/db/entities.ts';
-import { escapeHtml, htmlDocument } from './html.ts';
+import { escapeHtml, htmlDocument } from '../shared/html.ts';
 
 export type RenderedEmail = { subject: string; text: string; html: string };
 

@@ -2,16 +2,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../../shared/log.ts';
+import type { ClientIpResolver } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export function requestContext(log: Logger): Middleware<AppState> {
+export function requestContext(log: Logger, clientIp: ClientIpResolver): Middleware<AppState> {
   return async (ctx, next) => {
     const incoming = ctx.get('X-Request-Id');
     ctx.state.requestId = INCOMING_ID.test(incoming) ? incoming : randomUUID();
     ctx.state.log = log.child({ requestId: ctx.state.requestId });
-    ctx.state.clientIp = ctx.ip;
+    ctx.state.clientIp = clientIp(ctx.req.socket.remoteAddress ?? '', ctx.get('X-Forwarded-For') || undefined);
     ctx.set('X-Request-Id', ctx.state.requestId);
     const started = performance.now();
     try {

@@ -1,15 +1,10 @@
 // Liveness and readiness: /healthz while the process lives, /readyz when every dependency answers.
 import Router from '@koa/router';
+import { withTimeout } from '../../shared/timeout.ts';
 import type { AppDeps, AppState } from '../context.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
-function withTimeout(promise: Promise<unknown>): Promise<unknown> {
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS).unref()),
-  ]);
-}
 
 export function healthRoutes(deps: AppDeps): Router<AppState> {
   const router = new Router<AppState>();
@@ -27,7 +22,7 @@ export function healthRoutes(deps: AppDeps): Router<AppState> {
     const results = await Promise.all(
       Object.entries(checks).map(async ([name, check]) => {
         try {
-          await withTimeout(check());
+          await withTimeout(check(), CHECK_TIMEOUT_MS, `${name} check timed out`);
           return [name, 'ok'] as const;
         } catch (error) {
           ctx.state.log.warn({ err: error, dependency: name }, 'readiness check failed');

@@ -1,11 +1,13 @@
 // POST / — verification keys: generateKey creates a key and emails it; getKeys emails every
-// active key of the address. What happens, in order: parse → validate → store → enqueue → respond.
+// active key of the address. What happens, in order: rate limit → parse → validate → store → enqueue → respond.
 import Router from '@koa/router';
+import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { generateKey, KeyRuleError, parseDomains, requestAllKeysEmail } from '../../shared/keys.ts';
 import { enqueueDeliveryFast, keyEmailJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { errors, fromKeyRule } from '../errors.ts';
+import { formCors, preflight } from '../middleware/form-cors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 
@@ -32,11 +34,15 @@ export const KeyRequestSchema = v.object({
   ),
 });
 
-export function keyRoutes(deps: AppDeps): Router<AppState> {
+export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
   const router = new Router<AppState>();
+
+  router.options('/', formCors, preflight);
 
   router.post(
     '/',
+    formCors,
+    limiter,
     jsonObjectBody(() => errors.invalidFields({ __all__: ['Send a JSON body with Content-Type: application/json.'] }, 'Unsupported content type.')),
     async (ctx) => {
       const body = ctx.request.body as Record<string, unknown>;

@@ -1,72 +1,94 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
-// parse → validate → authenticate → store → enqueue → respond.
+// rate limit → parse (files stream to storage) → validate → authenticate → store → enqueue → respond.
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import { koaBody } from 'koa-body';
-import { findActiveKey } from '../../shared/keys.ts';
+import type { VerificationKey } from '../../shared/db/entities.ts';
 import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
-import type { AppDeps, AppState } from '../context.ts';
-import { errors } from '../errors.ts';
-import { parseSubmissionFields, type RawFields } from '../submissions/input.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { ApiError } from '../errors.ts';
+import { formCors, preflight } from '../middleware/form-cors.ts';
+import { rateLimit } from '../middleware/rate-limit.ts';
+import { authenticateKey } from '../submissions/authenticate.ts';
+import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts';
+import { requestDomain } from '../submissions/domains.ts';
+import { parseSubmissionFields } from '../submissions/input.ts';
+import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
 import { saveSubmission } from '../submissions/store.ts';
 
-const JSON_TYPES = ['application/json'];
+export const SUBMISSION_PATH = '/api/contact-api/';
 
-export function submissionRoutes(deps: AppDeps): Router<AppState> {
+export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>): Router<AppState> {
   const router = new Router<AppState>();
 
-  router.post(
-    '/api/contact-api/',
-    requireContentType(JSON_TYPES),
-    koaBody({ json: true, jsonLimit: '1mb', jsonStrict: true, urlencoded: false, multipart: false, text: false }),
-    async (ctx) => {
-      const fields = bodyFields(ctx.request.body);
-      const input = parseSubmissionFields(fields);
+  router.options(SUBMISSION_PATH, formCors, preflight);
 
+  router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
+    const submissionId = randomUUID();
+    let body: SubmissionBody | undefined;
+    let key: VerificationKey | undefined;
+    let saved = false;
+    try {
+      body = await readSubmissionBody(ctx, deps.storage, submissionId);
+      const input = parseSubmissionFields(body.fields);
+      const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       const em = deps.orm.em.fork();
-      const key = await findActiveKey(em, input.accessKey);
-      if (!key) throw errors.invalidKey();
+      key = await authenticateKey(em, input.accessKey, domain);
 
       const submission = await saveSubmission(em, {
-        id: randomUUID(),
+        id: submissionId,
         key,
         input,
-        files: [],
+        files: body.files,
         clientIp: ctx.state.clientIp,
         origin: ctx.get('Origin') || ctx.get('Referer') || undefined,
       });
+      saved = true;
 
       if (submission.emailStatus === 'queued') {
-        // The row is committed: if Redis fails now, the reconciler enqueues it later.
+        // Committed already: if Redis fails now, the reconciler enqueues the submission later.
         await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(submission.id)).catch((error: unknown) =>
-          ctx.state.log.warn({ err: error, submissionId: submission.id }, 'enqueue failed; left for the reconciler'),
+          ctx.state.log.warn({ err: error, submissionId }, 'enqueue failed; left for the reconciler'),
         );
       }
 
+      if (isBrowserFormPost(ctx)) {
+        const target = redirectTarget(input.successUrl, DEFAULT_SUCCESS_PATH, key);
+        redirect(ctx, withQuery(target, 'submission_id', submission.id));
+        return;
+      }
       ctx.body = {
         success: true,
         message: 'Message sent successfully.',
         submission_id: submission.id,
-        attachments: 0,
+        attachments: body.files.length,
         email_status: submission.emailStatus,
       };
-    },
-  );
+    } catch (error) {
+      // A refused request leaves nothing behind: the files stored while reading it go too.
+      if (!saved && body?.files.length) await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
+      // The body may be unread (a limit stopped it): close the connection rather than drain it.
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
+      if (error instanceof ApiError && isBrowserFormPost(ctx)) {
+        const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
+        const target = redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, key);
+        redirect(ctx, withQuery(target, 'error', error.message));
+        return;
+      }
+      throw error;
+    }
+  });
 
   return router;
 }
 
-function requireContentType(types: string[]) {
-  return async (ctx: { is: (types: string[]) => string | false | null }, next: () => Promise<unknown>) => {
-    if (!ctx.is(types)) throw errors.unsupportedMediaType(types);
-    await next();
-  };
+function redirect(ctx: AppContext, location: string): void {
+  ctx.status = 303;
+  ctx.set('Location', location);
+  ctx.body = null;
 }
 
-/** A JSON body must be an object; its entries are the fields in arrival order. */
-function bodyFields(body: unknown): RawFields {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw errors.malformedBody('expected a JSON object.');
-  }
-  return Object.entries(body);
+async function removeFiles(ctx: AppContext, deps: AppDeps, keys: string[]): Promise<void> {
+  await deps.storage.remove(keys).catch((error: unknown) =>
+    ctx.state.log.error({ err: error, keys }, 'could not delete the files of a refused submission'),
+  );
 }

@@ -1,0 +1,13 @@
+// A submission's key must be active, and a key restricted to domains must be used from one of them.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { VerificationKey } from '../../shared/db/entities.ts';
+import { findActiveKey } from '../../shared/keys.ts';
+import { errors } from '../errors.ts';
+import { keyAcceptsDomain } from './domains.ts';
+
+export async function authenticateKey(em: EntityManager, accessKey: string, domain: string | undefined): Promise<VerificationKey> {
+  const key = await findActiveKey(em, accessKey);
+  if (!key) throw errors.invalidKey();
+  if (!keyAcceptsDomain(key, domain)) throw errors.domainMismatch();
+  return key;
+}

@@ -1,0 +1,178 @@
+// Reads a multipart/form-data submission as it arrives: fields in order, each file streamed to
+// storage through a meter that hashes and counts it, nothing held whole in memory, no temp files.
+// The first limit crossed stops the reading, and every object stored for the request is deleted.
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import type { Logger } from '../../shared/log.ts';
+import type { Storage } from '../../shared/storage.ts';
+import { ApiError, errors } from '../errors.ts';
+import { displayFilename, safeContentType, storageFilename } from './filenames.ts';
+import { JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
+import type { RawFields } from './input.ts';
+import type { StoredFile } from './store.ts';
+
+export const FILE_LIMITS = { files: 10, bytesPerFile: 10 * 1024 * 1024 } as const;
+
+/** Field names and values of a multipart body share the bound of a JSON body. */
+const FIELD_BYTES = JSON_LIMIT_BYTES;
+/** Busboy's own caps, above ours, so that our counting decides; they bound a hostile body. */
+const PARSER_LIMITS = { files: FILE_LIMITS.files + 20, fields: 1_000, parts: 1_100, fieldNameSize: 1_000 };
+
+export type MultipartBody = { fields: RawFields; files: StoredFile[] };
+
+type Upload = { done: Promise<StoredFile | undefined>; meter: Transform };
+
+export function readMultipart(
+  req: IncomingMessage,
+  storage: Storage,
+  submissionId: string,
+  log: Logger,
+): Promise<MultipartBody> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({
+        headers: req.headers,
+        defParamCharset: 'utf8',
+        limits: { ...PARSER_LIMITS, fieldSize: FIELD_BYTES, fileSize: FILE_LIMITS.bytesPerFile },
+      });
+    } catch {
+      reject(errors.malformedBody('multipart/form-data needs a boundary.'));
+      return;
+    }
+
+    const fields: RawFields = [];
+    const uploads: Upload[] = [];
+    const objectKeys: string[] = [];
+    const aborter = new AbortController();
+    let fieldBytes = 0;
+    let fileCount = 0;
+    let failure: ApiError | undefined;
+
+    /** Stops reading, cancels the uploads, deletes what was stored, then rejects with `error`. */
+    const fail = (error: ApiError) => {
+      if (failure) return;
+      failure = error;
+      req.unpipe(parser);
+      aborter.abort();
+      for (const upload of uploads) upload.meter.destroy(error);
+      void Promise.allSettled(uploads.map((upload) => upload.done))
+        .then(() => (objectKeys.length ? storage.remove(objectKeys) : undefined))
+        .catch((cleanupError: unknown) => log.error({ err: cleanupError, objectKeys }, 'could not delete uploaded objects'))
+        .finally(() => reject(error));
+    };
+
+    /** A file counts once it has a name or its first byte: an empty file input is ignored. */
+    const countFile = () => {
+      fileCount += 1;
+      if (fileCount > FILE_LIMITS.files) fail(errors.tooManyFiles(FILE_LIMITS.files));
+      return !failure;
+    };
+
+    parser.on('field', (name, value, info) => {
+      if (failure) return;
+      fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
+      if (info.valueTruncated || fieldBytes > FIELD_BYTES) {
+        fail(errors.payloadTooLarge(`Form fields larger than ${FIELD_BYTES / 1024 / 1024} MB in all.`));
+        return;
+      }
+      if (info.nameTruncated) {
+        fail(errors.invalidFields({ [name.slice(0, 40)]: ['Field name too long.'] }));
+        return;
+      }
+      fields.push([name, value]);
+    });
+
+    parser.on('file', (fieldName, stream, info) => {
+      if (failure) {
+        stream.resume();
+        return;
+      }
+      const filename = displayFilename(info.filename);
+      if (filename && !countFile()) {
+        stream.resume();
+        return;
+      }
+      const objectKey = `submissions/${submissionId}/${uploads.length + 1}-${storageFilename(filename)}`;
+      const upload = streamFile(stream, {
+        fieldName,
+        filename,
+        contentType: safeContentType(info.mimeType),
+        objectKey,
+        onFirstByte: () => (filename ? true : countFile()),
+      });
+      uploads.push(upload);
+      stream.on('limit', () =>
+        fail(errors.payloadTooLarge(`File too large: at most ${FILE_LIMITS.bytesPerFile} bytes (10 MB) per file.`)),
+      );
+    });
+
+    const tooMany = (what: string) => () => fail(errors.invalidFields({ __all__: [`Too many ${what}.`] }, `Too many ${what}.`));
+    parser.on('filesLimit', () => fail(errors.tooManyFiles(FILE_LIMITS.files)));
+    parser.on('fieldsLimit', tooMany('fields'));
+    parser.on('partsLimit', tooMany('parts'));
+    parser.on('error', () => fail(errors.malformedBody('the multipart body could not be read.')));
+    req.on('aborted', () => fail(errors.malformedBody('the request was aborted.')));
+
+    parser.on('close', () => {
+      if (failure) return;
+      void Promise.allSettled(uploads.map((upload) => upload.done)).then((results) => {
+        if (failure) return;
+        const rejected = results.find((result) => result.status === 'rejected');
+        if (rejected) {
+          log.error({ err: rejected.reason }, 'storage upload failed');
+          fail(errors.storageFailed());
+          return;
+        }
+        const files = results.flatMap((result) => (result.status === 'fulfilled' && result.value ? [result.value] : []));
+        resolve({ fields, files });
+      });
+    });
+
+    req.pipe(parser);
+
+    function streamFile(
+      stream: Readable,
+      file: { fieldName: string; filename: string; contentType: string; objectKey: string; onFirstByte: () => boolean },
+    ): Upload {
+      const hash = createHash('sha256');
+      let size = 0;
+      const meter = new Transform({
+        transform(chunk: Buffer, _encoding, callback) {
+          if (size === 0 && !file.onFirstByte()) {
+            callback(failure);
+            return;
+          }
+          size += chunk.length;
+          hash.update(chunk);
+          callback(null, chunk);
+        },
+      });
+      objectKeys.push(file.objectKey);
+      const done = (async (): Promise<StoredFile | undefined> => {
+        await Promise.all([
+          pipeline(stream, meter),
+          storage.upload(file.objectKey, meter, file.contentType, aborter.signal),
+        ]);
+        if (size === 0 && !file.filename) {
+          // An empty file input: nothing to keep.
+          await storage.remove([file.objectKey]);
+          return undefined;
+        }
+        return {
+          fieldName: file.fieldName,
+          filename: file.filename || 'attachment',
+          contentType: file.contentType,
+          size,
+          storageKey: file.objectKey,
+          sha256: hash.digest('hex'),
+        };
+      })();
+      done.catch(() => undefined); // observed through allSettled
+      return { done, meter };
+    }
+  });
+}

@@ -1,0 +1,37 @@
+// Plain HTML form posts get a 303 to a page instead of JSON. Targets are checked so the service
+// cannot be used as an open redirector to arbitrary schemes or hosts.
+import type { VerificationKey } from '../../shared/db/entities.ts';
+import type { AppContext } from '../context.ts';
+import { isDomainAllowed } from './domains.ts';
+
+export const DEFAULT_SUCCESS_PATH = '/contact/success/';
+export const DEFAULT_ERROR_PATH = '/contact/error/';
+
+/** A browser's own form submission: a form content type, HTML preferred, no X-Requested-With. */
+export function isBrowserFormPost(ctx: AppContext): boolean {
+  return (
+    Boolean(ctx.is(['application/x-www-form-urlencoded', 'multipart/form-data'])) &&
+    !ctx.get('X-Requested-With') &&
+    ctx.accepts('json', 'html') === 'html'
+  );
+}
+
+/**
+ * An absolute http(s) URL, or a path starting with a single `/`; otherwise the default.
+ * For a key restricted to domains, an absolute URL must be on one of them.
+ */
+export function redirectTarget(requested: string | undefined, fallback: string, key: VerificationKey | undefined): string {
+  if (!requested) return fallback;
+  if (/^\/(?![/\\])[^\s\u0000-\u001f\u007f]*$/.test(requested)) return requested;
+  if (!URL.canParse(requested)) return fallback;
+  const url = new URL(requested);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return fallback;
+  if (key?.useDomain && !isDomainAllowed(url.hostname.toLowerCase(), key.domains)) return fallback;
+  return url.toString();
+}
+
+export function withQuery(target: string, name: string, value: string): string {
+  const url = new URL(target, 'http://placeholder.invalid');
+  url.searchParams.set(name, value);
+  return target.startsWith('/') ? `${url.pathname}${url.search}${url.hash}` : url.toString();
+}
