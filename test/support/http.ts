@@ -1,0 +1,36 @@
+// A small HTTP client for tests that need what fetch does not give: a chosen loopback source
+// address (to be a different client IP), no redirect following, raw bodies.
+import http from 'node:http';
+
+export type RawResponse = { status: number; headers: http.IncomingHttpHeaders; text: string; json: any };
+
+export function request(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer; localAddress?: string } = {},
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: options.method ?? 'GET', headers: options.headers, localAddress: options.localAddress, timeout: 20_000 },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: any;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('request timed out')));
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+export const form = (fields: Array<[string, string]>) => new URLSearchParams(fields).toString();
