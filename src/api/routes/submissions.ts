@@ -81,10 +81,10 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   return router;
 }
 
+/** 303 See Other: the browser follows with a GET. */
 function redirect(ctx: AppContext, location: string): void {
+  ctx.redirect(location);
   ctx.status = 303;
-  ctx.set('Location', location);
-  ctx.body = null;
 }
 
 async function removeFiles(ctx: AppContext, deps: AppDeps, keys: string[]): Promise<void> {

@@ -1,0 +1,83 @@
+// 1 request per 3 seconds per client IP, shared through Redis; X-Forwarded-For only through
+// trusted proxies. Each client is a different loopback source address.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../support/harness.ts';
+import { request } from '../support/http.ts';
+
+const LIMIT_MESSAGE = 'Too many requests. Please wait 3 seconds before trying again.';
+
+let limited: Harness;
+let behindProxy: Harness;
+let key: string;
+beforeAll(async () => {
+  limited = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000' }, worker: false });
+  behindProxy = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', TRUST_PROXY: '127.0.0.0/8' }, worker: false });
+  key = (await limited.createKey()).key;
+});
+afterAll(async () => {
+  await limited?.stop();
+  await behindProxy?.stop();
+});
+
+const submit = (h: Harness, localAddress: string, headers: Record<string, string> = {}) =>
+  request(`${h.url}/api/contact-api/`, {
+    method: 'POST',
+    localAddress,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ access_key: key, email: 'a@example.org', message: 'hi' }),
+  });
+
+describe('rate limit', () => {
+  it('allows one request per 3 seconds per IP and answers the next with 429', async () => {
+    const first = await submit(limited, '127.0.0.2');
+    expect(first.status).toBe(200);
+    const second = await submit(limited, '127.0.0.2');
+    expect(second.status).toBe(429);
+    expect(second.json).toEqual({ success: false, message: LIMIT_MESSAGE, errors: { __all__: [LIMIT_MESSAGE] } });
+    expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(Number(second.headers['retry-after'])).toBeLessThanOrEqual(3);
+    expect(second.headers['access-control-allow-origin']).toBe('*');
+    expect(await limited.sql('select count(*)::int as n from submissions')).toEqual([{ n: 1 }]);
+  });
+
+  it('counts each client IP on its own', async () => {
+    expect((await submit(limited, '127.0.0.3')).status).toBe(200);
+    expect((await submit(limited, '127.0.0.4')).status).toBe(200);
+    expect((await submit(limited, '127.0.0.3')).status).toBe(429);
+  });
+
+  it('counts POST / and POST /api/contact-api/ together, and not OPTIONS or pages', async () => {
+    const address = '127.0.0.5';
+    const options = await request(`${limited.url}/api/contact-api/`, { method: 'OPTIONS', localAddress: address });
+    expect(options.status).toBe(204);
+    expect((await request(`${limited.url}/healthz`, { localAddress: address })).status).toBe(200);
+    const keys = await request(`${limited.url}/`, {
+      method: 'POST',
+      localAddress: address,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'b@example.org', requestType: 'getKeys' }),
+    });
+    expect(keys.status).toBe(200);
+    expect((await submit(limited, address)).status).toBe(429);
+  });
+
+  it('is not fooled by a spoofed X-Forwarded-For when TRUST_PROXY is unset', async () => {
+    expect((await submit(limited, '127.0.0.6', { 'x-forwarded-for': '203.0.113.1' })).status).toBe(200);
+    expect((await submit(limited, '127.0.0.6', { 'x-forwarded-for': '203.0.113.2' })).status).toBe(429);
+  });
+
+  it('reads X-Forwarded-For from the right through trusted proxies', async () => {
+    // The proxy (127.0.0.7, trusted) appends the address it saw; a client-supplied left part is ignored.
+    expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '198.51.100.1' })).status).toBe(403);
+    expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '198.51.100.2' })).status).toBe(403);
+    expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '198.51.100.1' })).status).toBe(429);
+    expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '203.0.113.9, 198.51.100.2' })).status).toBe(429);
+  });
+
+  it('lets the next request through once the window has passed', async () => {
+    expect((await submit(limited, '127.0.0.8')).status).toBe(200);
+    expect((await submit(limited, '127.0.0.8')).status).toBe(429);
+    await new Promise((resolve) => setTimeout(resolve, 3_100));
+    expect((await submit(limited, '127.0.0.8')).status).toBe(200);
+  });
+});
