@@ -101,6 +101,18 @@ const EnvSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: integer(30_000, 0),
   RATE_LIMIT_WINDOW_MS: integer(3_000, 1),
   RATE_LIMIT_MAX: integer(1, 1),
+  ATTACH_MAX_BYTES: integer(10 * 1024 * 1024, 0),
+  LINK_TTL_SECONDS: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(60), v.maxValue(604_800, 'must be at most 604800 (7 days, the limit of S3 presigned URLs)')),
+    '604800',
+  ),
+  S3_PUBLIC_ENDPOINT: v.optional(url(['http:', 'https:'])),
+  EMAIL_STATUS_WAIT_MS: integer(0, 0),
+  RECONCILE_INTERVAL_MS: integer(30_000, 100),
+  RECONCILE_AFTER_MS: integer(30_000, 0),
+  DKIM_DOMAIN: optionalText,
+  DKIM_SELECTOR: optionalText,
+  DKIM_PRIVATE_KEY: optionalText,
 });
 
 type Env = v.InferOutput<typeof EnvSchema>;
@@ -114,6 +126,10 @@ export class ConfigError extends Error {
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = parseEnv(EnvSchema, env) as Env;
+  const dkim = [parsed.DKIM_DOMAIN, parsed.DKIM_SELECTOR, parsed.DKIM_PRIVATE_KEY];
+  if (dkim.some(Boolean) && !dkim.every(Boolean)) {
+    throw new ConfigError('Invalid configuration:\n  DKIM_DOMAIN, DKIM_SELECTOR, DKIM_PRIVATE_KEY: set all three or none');
+  }
   const host = parsed.HOST === '0.0.0.0' || parsed.HOST === '::' ? 'localhost' : parsed.HOST;
   return { ...parsed, PUBLIC_URL: (parsed.PUBLIC_URL ?? `http://${host}:${parsed.PORT}`).replace(/\/+$/, '') };
 }

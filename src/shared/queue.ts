@@ -11,12 +11,14 @@ export const DELIVERY_QUEUE = 'deliveries';
 export type DeliveryJobs = {
   submission: { submissionId: string };
   'key-email': { keyEmailId: string };
+  /** The reconciler's periodic run (see src/workers/reconcile.ts). */
+  reconcile: Record<string, never>;
 };
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 
 /** A job to add: the job id is the row's id, so a second add of the same row is a no-op. */
-export type DeliveryRequest = { [N in DeliveryJobName]: { name: N; data: DeliveryJobs[N] } }[DeliveryJobName];
+export type DeliveryRequest = { [N in 'submission' | 'key-email']: { name: N; data: DeliveryJobs[N] } }['submission' | 'key-email'];
 
 export const submissionJob = (submissionId: string): DeliveryRequest => ({ name: 'submission', data: { submissionId } });
 export const keyEmailJob = (keyEmailId: string): DeliveryRequest => ({ name: 'key-email', data: { keyEmailId } });

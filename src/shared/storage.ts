@@ -7,6 +7,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Config } from './config.ts';
 
 export type Storage = {
@@ -15,6 +16,8 @@ export type Storage = {
   /** Streams a body into the bucket without holding it in memory. */
   upload: (key: string, body: Readable, contentType: string, signal?: AbortSignal) => Promise<void>;
   download: (key: string) => Promise<Readable>;
+  /** A time-limited GET URL for the object, signed for S3_PUBLIC_ENDPOINT when that is set. */
+  presign: (key: string, filename: string, ttlSeconds: number) => Promise<string>;
   remove: (keys: string[]) => Promise<void>;
   /** Resolves when the bucket answers; used by the readiness check. */
   ping: () => Promise<void>;
@@ -23,21 +26,19 @@ export type Storage = {
 
 type StorageConfig = Pick<
   Config,
-  'S3_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'S3_ACCESS_KEY_ID' | 'S3_SECRET_ACCESS_KEY' | 'S3_FORCE_PATH_STYLE'
+  | 'S3_ENDPOINT'
+  | 'S3_PUBLIC_ENDPOINT'
+  | 'S3_REGION'
+  | 'S3_BUCKET'
+  | 'S3_ACCESS_KEY_ID'
+  | 'S3_SECRET_ACCESS_KEY'
+  | 'S3_FORCE_PATH_STYLE'
 >;
 
 export function createStorage(config: StorageConfig): Storage {
-  const client = new S3Client({
-    region: config.S3_REGION,
-    ...(config.S3_ENDPOINT ? { endpoint: config.S3_ENDPOINT } : {}),
-    forcePathStyle: config.S3_FORCE_PATH_STYLE,
-    ...(config.S3_ACCESS_KEY_ID && config.S3_SECRET_ACCESS_KEY
-      ? { credentials: { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY } }
-      : {}),
-    // Non-AWS servers (MinIO, s3rver) mishandle the aws-chunked checksum framing on streamed bodies.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const client = s3Client(config, config.S3_ENDPOINT);
+  // Links in emails must work from the recipient's machine: sign them for the public address.
+  const publicClient = config.S3_PUBLIC_ENDPOINT ? s3Client(config, config.S3_PUBLIC_ENDPOINT) : client;
   const bucket = config.S3_BUCKET;
 
   return {
@@ -63,6 +64,14 @@ export function createStorage(config: StorageConfig): Storage {
       if (!(result.Body instanceof Readable)) throw new Error(`object ${key} has no readable body`);
       return result.Body;
     },
+    presign(key, filename, ttlSeconds) {
+      const disposition = `attachment; filename*=UTF-8''${encodeURIComponent(filename)}`;
+      return getSignedUrl(
+        publicClient,
+        new GetObjectCommand({ Bucket: bucket, Key: key, ResponseContentDisposition: disposition }),
+        { expiresIn: ttlSeconds },
+      );
+    },
     async remove(keys) {
       for (let start = 0; start < keys.length; start += 1000) {
         const batch = keys.slice(start, start + 1000);
@@ -76,6 +85,21 @@ export function createStorage(config: StorageConfig): Storage {
     },
     close() {
       client.destroy();
+      if (publicClient !== client) publicClient.destroy();
     },
   };
+}
+
+function s3Client(config: StorageConfig, endpoint: string | undefined): S3Client {
+  return new S3Client({
+    region: config.S3_REGION,
+    ...(endpoint ? { endpoint } : {}),
+    forcePathStyle: config.S3_FORCE_PATH_STYLE,
+    ...(config.S3_ACCESS_KEY_ID && config.S3_SECRET_ACCESS_KEY
+      ? { credentials: { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY } }
+      : {}),
+    // Non-AWS servers (MinIO, s3rver) mishandle the aws-chunked checksum framing on streamed bodies.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
 }

@@ -22,12 +22,14 @@ export async function deliverKeyEmail(
             context.publicUrl,
           );
     return {
-      from: context.mailFrom,
-      to: keyEmail.email,
-      subject: email.subject,
-      text: email.text,
-      html: email.html,
-      messageId: messageIdFor('key-email', keyEmailId, context.mailFrom),
+      message: {
+        from: context.mailFrom,
+        to: keyEmail.email,
+        subject: email.subject,
+        text: email.text,
+        html: email.html,
+        messageId: messageIdFor('key-email', keyEmailId, context.mailFrom),
+      },
     };
   });
 }

@@ -1,30 +1,39 @@
 // Routes each job of the delivery queue to its handler by name.
-import type { Job } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import type { MailTransport } from '../shared/mail.ts';
 import type { DeliveryJob, DeliveryJobs } from '../shared/queue.ts';
+import type { Storage } from '../shared/storage.ts';
 import { deliverSubmission } from './deliver.ts';
 import { deliverKeyEmail } from './key-mail.ts';
+import { reconcile } from './reconcile.ts';
 import type { SendOutcome } from './send.ts';
 
 export type ProcessorDeps = {
   orm: MikroORM;
   transport: MailTransport;
+  storage: Storage;
+  queue: Queue<DeliveryJob>;
   mailFrom: string;
   publicUrl: string;
   maxAttempts: number;
+  attachMaxBytes: number;
+  linkTtlSeconds: number;
+  reconcileAfterMs: number;
   log: Logger;
 };
 
 export function createDeliveryProcessor(deps: ProcessorDeps) {
-  return async (job: Job<DeliveryJob>): Promise<SendOutcome> => {
+  return async (job: Job<DeliveryJob>): Promise<SendOutcome | number> => {
     const context = { ...deps, em: deps.orm.em.fork() };
     switch (job.name) {
       case 'submission':
         return deliverSubmission(context, job as Job<DeliveryJobs['submission']>);
       case 'key-email':
         return deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
+      case 'reconcile':
+        return reconcile(context.em, deps.queue, deps.log, { staleAfterMs: deps.reconcileAfterMs });
       default:
         throw new Error(`unknown job ${job.name}`);
     }

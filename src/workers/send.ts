@@ -24,7 +24,7 @@ export async function sendTracked(
   table: DeliveryTable,
   id: string,
   job: Job,
-  buildMessage: () => Promise<Mail.Options>,
+  buildMessage: () => Promise<{ message: Mail.Options; release?: () => void }>,
 ): Promise<SendOutcome> {
   const { em } = context;
   // Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
@@ -40,8 +40,11 @@ export async function sendTracked(
   const attempt = claimed[0]?.email_attempts;
   if (attempt === undefined) return 'not-claimable';
 
+  let release: (() => void) | undefined;
   try {
-    const info = await context.transport.sendMail(await buildMessage());
+    const built = await buildMessage();
+    release = built.release;
+    const info = await context.transport.sendMail(built.message);
     await em.execute(
       `update ${table} set email_status = 'sent', sent_at = now(), message_id = ?, last_error = null where id = ?`,
       [info.messageId, id],
@@ -58,6 +61,8 @@ export async function sendTracked(
     ]);
     context.log.warn({ table, id, attempt, finalAttempt, reason }, 'delivery failed');
     throw finalAttempt ? new UnrecoverableError(reason) : new Error(reason);
+  } finally {
+    release?.();
   }
 }
 

@@ -5,9 +5,11 @@ import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { createMailTransport } from '../shared/mail.ts';
-import { createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
+import { createDeliveryQueue, createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
+import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createDeliveryProcessor } from './processor.ts';
+import { RECONCILE_SCHEDULER_ID } from './reconcile.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
@@ -20,18 +22,38 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   );
   const transport = shutdown.add(
     'smtp',
-    createMailTransport(config.SMTP_URL, Math.min(config.WORKER_CONCURRENCY, 20)),
+    createMailTransport(
+      config.SMTP_URL,
+      Math.min(config.WORKER_CONCURRENCY, 20),
+      config.DKIM_DOMAIN && config.DKIM_SELECTOR && config.DKIM_PRIVATE_KEY
+        ? { domainName: config.DKIM_DOMAIN, keySelector: config.DKIM_SELECTOR, privateKey: config.DKIM_PRIVATE_KEY.replace(/\\n/g, '\n') }
+        : undefined,
+    ),
     (transport) => transport.close(),
   );
+  const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker'), (redis) => redis.quit());
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
+  const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
+  queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
+  // Upserting the same scheduler id from every worker keeps exactly one schedule for the fleet.
+  await queue.upsertJobScheduler(
+    RECONCILE_SCHEDULER_ID,
+    { every: config.RECONCILE_INTERVAL_MS },
+    { name: 'reconcile', data: {}, opts: { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } } },
+  );
 
   const processor = createDeliveryProcessor({
     orm,
     transport,
+    storage,
+    queue,
     mailFrom: config.MAIL_FROM,
     publicUrl: config.PUBLIC_URL,
     maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+    attachMaxBytes: config.ATTACH_MAX_BYTES,
+    linkTtlSeconds: config.LINK_TTL_SECONDS,
+    reconcileAfterMs: config.RECONCILE_AFTER_MS,
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.
