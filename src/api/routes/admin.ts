@@ -1,13 +1,16 @@
-// The operator API under /admin (bearer token): key listing and key changes.
+// The operator API under /admin (bearer token): keys, and submissions with their delivery status.
 import Router from '@koa/router';
 import * as v from 'valibot';
-import { KEY_STATUSES } from '../../shared/db/entities.ts';
+import { EMAIL_STATUSES, KEY_STATUSES, SubmissionSchema } from '../../shared/db/entities.ts';
+import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
 import { keyRecord, KeyRuleError, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors, fromKeyRule } from '../errors.ts';
 import { adminAuth } from '../middleware/admin-auth.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const KeyPatchSchema = v.strictObject(
   {
@@ -17,6 +20,16 @@ export const KeyPatchSchema = v.strictObject(
   },
   'Only status, use_domain and domains can be changed.',
 );
+
+const SubmissionListQuerySchema = v.object({
+  key: v.optional(v.pipe(v.string('Give one key.'), v.minLength(1))),
+  status: v.optional(v.picklist(EMAIL_STATUSES, `Must be one of ${EMAIL_STATUSES.join(', ')}.`)),
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
+    '50',
+  ),
+  cursor: v.optional(v.string('Give one cursor.')),
+});
 
 const KeyListQuerySchema = v.object({
   email: v.pipe(v.string('Give ?email=<address>.'), v.trim(), v.email('Enter a valid email address.')),
@@ -30,6 +43,23 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
     const keys = await listKeys(deps.orm.em.fork(), email);
     ctx.body = { email: email.toLowerCase(), keys: keys.map(keyRecord) };
+  });
+
+  router.get('/submissions/:id', async (ctx) => {
+    const id = ctx.params.id ?? '';
+    const em = deps.orm.em.fork();
+    const submission = UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
+    if (!submission) throw errors.notFound('Unknown submission.');
+    ctx.body = await submissionRecord(em, submission);
+  });
+
+  router.get('/submissions', async (ctx) => {
+    const query = validate(SubmissionListQuerySchema, { ...ctx.query });
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    if (query.cursor !== undefined && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
+    const em = deps.orm.em.fork();
+    const { page, nextCursor } = await listSubmissions(em, query, after);
+    ctx.body = { submissions: await Promise.all(page.map((row) => submissionRecord(em, row))), next_cursor: nextCursor };
   });
 
   router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {

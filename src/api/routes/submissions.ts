@@ -1,5 +1,6 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
-// rate limit → parse (files stream to storage) → validate → authenticate → store → enqueue → respond.
+// rate limit → parse (files stream to storage) → validate → authenticate → store → enqueue
+// → (optionally wait for the delivery) → respond.
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { VerificationKey } from '../../shared/db/entities.ts';
@@ -13,7 +14,7 @@ import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts'
 import { requestDomain } from '../submissions/domains.ts';
 import { parseSubmissionFields } from '../submissions/input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
-import { saveSubmission } from '../submissions/store.ts';
+import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -51,6 +52,12 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         );
       }
 
+      // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
+      const emailStatus =
+        submission.emailStatus === 'queued' && deps.config.EMAIL_STATUS_WAIT_MS > 0
+          ? await waitForDelivery(em, submission.id, deps.config.EMAIL_STATUS_WAIT_MS)
+          : submission.emailStatus;
+
       if (isBrowserFormPost(ctx)) {
         const target = redirectTarget(input.successUrl, DEFAULT_SUCCESS_PATH, key);
         redirect(ctx, withQuery(target, 'submission_id', submission.id));
@@ -61,7 +68,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         message: 'Message sent successfully.',
         submission_id: submission.id,
         attachments: body.files.length,
-        email_status: submission.emailStatus,
+        email_status: emailStatus,
       };
     } catch (error) {
       // A refused request leaves nothing behind: the files stored while reading it go too.

@@ -1,6 +1,12 @@
 // Saving an accepted submission: one transaction for the row and its attachments.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, SubmissionSchema, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
+import {
+  AttachmentSchema,
+  SubmissionSchema,
+  type EmailStatus,
+  type Submission,
+  type VerificationKey,
+} from '../../shared/db/entities.ts';
 import type { SubmissionInput } from './input.ts';
 
 export type StoredFile = {
@@ -40,4 +46,17 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     for (const file of submission.files) tx.create(AttachmentSchema, { ...file, submission: row });
     return row;
   });
+}
+
+const POLL_MS = 50;
+
+/** Waits up to `timeoutMs` for the delivery to end (`sent` or `failed`); returns the status then. */
+export async function waitForDelivery(em: EntityManager, id: string, timeoutMs: number): Promise<EmailStatus> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [row] = await em.execute<Array<{ email_status: EmailStatus }>>('select email_status from submissions where id = ?', [id]);
+    const status = row?.email_status ?? 'queued';
+    if (status === 'sent' || status === 'failed' || Date.now() + POLL_MS > deadline) return status;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
 }

@@ -1,0 +1,49 @@
+// Reading submissions for operators (API and tools): one record shape, newest-first pages.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AttachmentSchema, SubmissionSchema, type EmailStatus, type Submission } from './db/entities.ts';
+
+export async function submissionRecord(em: EntityManager, submission: Submission) {
+  const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+  return {
+    submission_id: submission.id,
+    email_status: submission.emailStatus,
+    email_attempts: submission.emailAttempts,
+    last_error: submission.lastError ?? null,
+    sent_at: submission.sentAt?.toISOString() ?? null,
+    created_at: submission.createdAt.toISOString(),
+    email: submission.email,
+    subject: submission.subject,
+    message: submission.message,
+    custom_fields: submission.customFields.map(([name, value]) => ({ name, value })),
+    attachments: files.map((file) => ({ filename: file.filename, size: file.size, content_type: file.contentType })),
+  };
+}
+
+export type SubmissionPageQuery = { key?: string; status?: EmailStatus; limit: number; cursor?: string };
+
+/** The cursor is the (created_at, id) of the last row shown, so pages stay stable while rows arrive. */
+export function encodeCursor(submission: Pick<Submission, 'createdAt' | 'id'>): string {
+  return Buffer.from(`${submission.createdAt.toISOString()}|${submission.id}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: Date; id: string } | undefined {
+  const [createdAt, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!createdAt || !id || Number.isNaN(Date.parse(createdAt)) || !/^[0-9a-f-]{36}$/.test(id)) return undefined;
+  return { createdAt: new Date(createdAt), id };
+}
+
+export async function listSubmissions(em: EntityManager, query: SubmissionPageQuery, after?: { createdAt: Date; id: string }) {
+  const rows = await em.find(
+    SubmissionSchema,
+    {
+      ...(query.key ? { key: { key: query.key } } : {}),
+      ...(query.status ? { emailStatus: query.status } : {}),
+      ...(after
+        ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }
+        : {}),
+    },
+    { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: query.limit + 1 },
+  );
+  const page = rows.slice(0, query.limit);
+  return { page, nextCursor: rows.length > query.limit ? encodeCursor(page[page.length - 1]!) : null };
+}
