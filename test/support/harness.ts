@@ -22,6 +22,7 @@ export type Harness = {
   url: string;
   orm: MikroORM;
   storage: Storage;
+  /** Replaceable: a test that restarts the SMTP server puts the new sink here for stop(). */
   sink: SmtpSink;
   workers: WorkerProcess[];
   startWorker: () => Promise<WorkerProcess>;
@@ -93,7 +94,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
 
-  return {
+  const harness: Harness = {
     config,
     env,
     api,
@@ -123,13 +124,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       for (const worker of workers) await worker.shutdown.run();
       await api.shutdown.run();
       await pool.end();
-      await sink.close();
+      await harness.sink.close().catch(() => undefined);
       await emptyBucket(storage, bucket);
       storage.close();
       await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
       await adminQuery(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
     },
   };
+  return harness;
 }
 
 /** The keys of every object in the bucket: what a test checks to prove nothing was left behind. */

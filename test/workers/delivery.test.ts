@@ -1,0 +1,221 @@
+// The delivery worker: the email's content and files, retries and statuses, the operator view.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { startSmtpSink } from '../support/smtp-sink.ts';
+
+const TOKEN = 'delivery-test-admin-token';
+let h: Harness;
+let key: { key: string; email: string };
+beforeAll(async () => {
+  h = await startHarness({ env: { ADMIN_TOKEN: TOKEN, EMAIL_RETRY_BACKOFF_MS: '150', EMAIL_MAX_ATTEMPTS: '4' } });
+  key = await h.createKey({ email: 'owner@example.test' });
+});
+afterAll(() => h?.stop());
+
+const submit = (fields: Record<string, unknown>, base = h) =>
+  postJson(`${base.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'Hello', ...fields });
+const statusOf = async (id: string, base = h) => (await base.sql('select * from submissions where id = $1', [id]))[0]!;
+const untilStatus = (id: string, status: string, base = h) =>
+  eventually(async () => {
+    const row = await statusOf(id, base);
+    return row.email_status === status ? row : undefined;
+  }, 20_000, `submission ${id} to be ${status}`);
+const mailFor = (id: string, sink = h.sink) =>
+  eventually(async () => sink.messages.find((mail) => mail.parsed.messageId?.includes(id)), 20_000, `the email of ${id}`);
+const admin = async (path: string) => {
+  const response = await fetch(`${h.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  return { status: response.status, json: (await response.json()) as any };
+};
+const sha256 = (data: Buffer | Uint8Array) => createHash('sha256').update(data).digest('hex');
+
+describe('the notification email', () => {
+  it('goes to the key owner from MAIL_FROM, replies to the sender, and lists every field in order', async () => {
+    const response = await submit({ subject: 'Quote', zebra: 'last?', alpha: 'first?', message: 'Line one\nLine two' });
+    const id = response.json.submission_id;
+    const mail = await mailFor(id);
+    expect(mail.envelope.to).toEqual(['owner@example.test']);
+    expect(mail.parsed.from?.value[0]?.address).toBe('forms@example.test');
+    expect(mail.parsed.replyTo?.value[0]?.address).toBe('visitor@example.org');
+    expect(mail.parsed.subject).toBe('Quote');
+    const text = mail.parsed.text ?? '';
+    expect(text.indexOf('zebra: last?')).toBeGreaterThan(-1);
+    expect(text.indexOf('zebra: last?')).toBeLessThan(text.indexOf('alpha: first?'));
+    expect(text).toContain('Line one\nLine two');
+    expect(text).toContain(`Submission: ${id}`);
+    expect(text).toMatch(/Received: \d{4}-\d{2}-\d{2}T/);
+    expect(mail.parsed.messageId).toBe(`<submission-${id}@example.test>`);
+  });
+
+  it('escapes everything the sender wrote in the HTML part', async () => {
+    const response = await submit({
+      message: '<script>alert(1)</script>',
+      '<img src=x onerror=alert(2)>': '<b>bold</b>',
+      email: 'visitor@example.org',
+    });
+    const mail = await mailFor(response.json.submission_id);
+    const html = String(mail.parsed.html);
+    expect(html).not.toContain('<script>');
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('<b>bold');
+    expect(html).toContain('&#60;script&#62;alert(1)&#60;/script&#62;');
+  });
+
+  it('attaches the files, streamed from storage, byte-identical', async () => {
+    const first = Buffer.alloc(300_000, 7);
+    const second = Buffer.from('plain text file\n');
+    const body = new FormData();
+    body.set('access_key', key.key);
+    body.set('email', 'visitor@example.org');
+    body.set('message', 'with files');
+    body.append('files', new Blob([first], { type: 'application/octet-stream' }), 'data.bin');
+    body.append('files', new Blob([second], { type: 'text/plain' }), 'notes.txt');
+    const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+    const json = (await response.json()) as any;
+    expect(json.attachments).toBe(2);
+    const mail = await mailFor(json.submission_id);
+    expect(mail.parsed.attachments.map((a) => [a.filename, sha256(a.content)])).toEqual([
+      ['data.bin', sha256(first)],
+      ['notes.txt', sha256(second)],
+    ]);
+  });
+
+  it('links files past ATTACH_MAX_BYTES with presigned URLs instead of attaching them', async () => {
+    const small = await startHarness({ env: { ATTACH_MAX_BYTES: '1000', LINK_TTL_SECONDS: '3600' } });
+    try {
+      const owner = await small.createKey();
+      const content = Buffer.alloc(5_000, 3);
+      const body = new FormData();
+      body.set('access_key', owner.key);
+      body.set('email', 'visitor@example.org');
+      body.set('message', 'big file');
+      body.append('file', new Blob([content]), 'big.bin');
+      const response = await fetch(`${small.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+      const id = ((await response.json()) as any).submission_id;
+      const mail = await mailFor(id, small.sink);
+      expect(mail.parsed.attachments).toHaveLength(0);
+      const link = /https?:\/\/\S+big\.bin\S*/.exec(mail.parsed.text ?? '')?.[0];
+      expect(link).toContain('X-Amz-Expires=3600');
+      const download = await fetch(link!);
+      expect(download.status).toBe(200);
+      expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(content));
+    } finally {
+      await small.stop();
+    }
+  });
+});
+
+describe('retries and statuses', () => {
+  it('retries a 451 twice and ends `sent` after 3 attempts', async () => {
+    let refusals = 0;
+    h.sink.behave(() => (refusals++ < 2 ? { code: 451, message: 'Try again later' } : undefined));
+    try {
+      const id = (await submit({ message: 'retry me' })).json.submission_id;
+      const retrying = await untilStatus(id, 'retrying');
+      expect(retrying.last_error).toContain('451');
+      const sent = await untilStatus(id, 'sent');
+      expect(sent.email_attempts).toBe(3);
+      expect(sent.last_error).toBeNull();
+    } finally {
+      h.sink.behave(undefined);
+    }
+  });
+
+  it('does not retry a 550: `failed` after one attempt, with the reply as last error', async () => {
+    h.sink.behave(() => ({ code: 550, message: 'Mailbox unavailable' }));
+    try {
+      const id = (await submit({ message: 'fail me' })).json.submission_id;
+      const failed = await untilStatus(id, 'failed');
+      expect(failed.email_attempts).toBe(1);
+      expect(failed.last_error).toContain('550');
+      expect(failed.last_error).toContain('Mailbox unavailable');
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect((await statusOf(id)).email_attempts).toBe(1);
+    } finally {
+      h.sink.behave(undefined);
+    }
+  });
+
+  it('ends `failed` when EMAIL_MAX_ATTEMPTS transient failures are used up', async () => {
+    h.sink.behave(() => ({ code: 421, message: 'Service not available' }));
+    try {
+      const id = (await submit({ message: 'always deferred' })).json.submission_id;
+      const failed = await untilStatus(id, 'failed');
+      expect(failed.email_attempts).toBe(4);
+      expect(failed.last_error).toContain('421');
+    } finally {
+      h.sink.behave(undefined);
+    }
+  });
+
+  it('delivers once the SMTP server is back after being down longer than the first backoff', async () => {
+    const port = h.sink.port;
+    await h.sink.close();
+    const id = (await submit({ message: 'while smtp is down' })).json.submission_id;
+    const retrying = await untilStatus(id, 'retrying');
+    expect(retrying.last_error).toMatch(/ECONNREFUSED|connect/i);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const revived = await startSmtpSink(port);
+    try {
+      await untilStatus(id, 'sent');
+      await mailFor(id, revived);
+    } finally {
+      await revived.close();
+      h.sink = await startSmtpSink(port);
+    }
+  });
+});
+
+describe('operator view', () => {
+  it('shows one submission with its delivery status', async () => {
+    const id = (await submit({ subject: 'Admin view', topic: 'support' })).json.submission_id;
+    await untilStatus(id, 'sent');
+    const { status, json } = await admin(`/admin/submissions/${id}`);
+    expect(status).toBe(200);
+    expect(json).toEqual({
+      submission_id: id,
+      email_status: 'sent',
+      email_attempts: 1,
+      last_error: null,
+      sent_at: expect.stringMatching(/^\d{4}-/),
+      created_at: expect.stringMatching(/^\d{4}-/),
+      email: 'visitor@example.org',
+      subject: 'Admin view',
+      message: 'Hello',
+      custom_fields: [{ name: 'topic', value: 'support' }],
+      attachments: [],
+    });
+    expect((await admin('/admin/submissions/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+
+  it('lists submissions newest first, filtered, paged by cursor', async () => {
+    const other = await h.createKey();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await submit({ access_key: other.key, message: `page ${i}`, not_email_sent: true })).json.submission_id);
+    const first = await admin(`/admin/submissions?key=${other.key}&limit=2`);
+    expect(first.json.submissions.map((s: any) => s.submission_id)).toEqual([ids[4], ids[3]]);
+    const second = await admin(`/admin/submissions?key=${other.key}&limit=2&cursor=${first.json.next_cursor}`);
+    expect(second.json.submissions.map((s: any) => s.submission_id)).toEqual([ids[2], ids[1]]);
+    const third = await admin(`/admin/submissions?key=${other.key}&limit=2&cursor=${second.json.next_cursor}`);
+    expect(third.json.submissions.map((s: any) => s.submission_id)).toEqual([ids[0]]);
+    expect(third.json.next_cursor).toBeNull();
+    const skipped = await admin(`/admin/submissions?key=${other.key}&status=skipped&limit=200`);
+    expect(skipped.json.submissions).toHaveLength(5);
+    expect((await admin(`/admin/submissions?key=${other.key}&status=sent`)).json.submissions).toHaveLength(0);
+    expect((await admin('/admin/submissions?status=nope')).status).toBe(400);
+    expect((await admin('/admin/submissions?cursor=garbage')).status).toBe(400);
+  });
+});
+
+describe('EMAIL_STATUS_WAIT_MS', () => {
+  it('answers with the delivery outcome when waiting is configured', async () => {
+    const waiting = await startHarness({ env: { EMAIL_STATUS_WAIT_MS: '10000' } });
+    try {
+      const owner = await waiting.createKey();
+      const response = await postJson(`${waiting.url}/api/contact-api/`, { access_key: owner.key, email: 'a@example.org', message: 'wait' });
+      expect(response.json.email_status).toBe('sent');
+    } finally {
+      await waiting.stop();
+    }
+  });
+});
