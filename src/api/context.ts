@@ -1,7 +1,7 @@
 // What every request handler can reach: the services built once at start.
 import type { ParameterizedContext } from 'koa';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared/queue.ts';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
@@ -11,7 +11,7 @@ import type { Storage } from '../shared/storage.ts';
 export type AppDeps = {
   config: Config;
   orm: MikroORM;
-  redis: Redis;
+  redis: RedisClient;
   queue: Queue<DeliveryJob>;
   storage: Storage;
   log: Logger;

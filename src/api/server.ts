@@ -17,7 +17,7 @@ export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown:
 export async function startApi(config: Config, log: Logger): Promise<ApiProcess> {
   const shutdown = new Shutdown(log);
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL), (orm) => orm.close());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer'), (redis) => redis.quit());
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), (redis) => redis.quit());
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));

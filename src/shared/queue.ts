@@ -1,7 +1,7 @@
 // Queue names, job payloads and the factories for Redis connections, queues and workers.
 // A job carries ids only; the worker reloads everything else from PostgreSQL.
 import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import { withTimeout } from './timeout.ts';
 
@@ -26,21 +26,32 @@ export const keyEmailJob = (keyEmailId: string): DeliveryRequest => ({ name: 'ke
 const jobIdOf = (request: DeliveryRequest) =>
   request.name === 'submission' ? request.data.submissionId : request.data.keyEmailId;
 
+/** A single Redis server or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */
+export type RedisClient = Redis | Cluster;
+
 /**
  * The API fails fast when Redis is away (the submission is already committed and the
  * reconciler enqueues it later); workers wait for Redis forever.
  */
-export function createRedis(url: string, role: 'producer' | 'worker', extra: RedisOptions = {}): Redis {
+export function createRedis(url: string, role: 'producer' | 'worker', cluster = false): RedisClient {
   const options: RedisOptions =
-    role === 'worker'
-      ? { maxRetriesPerRequest: null }
-      : { maxRetriesPerRequest: 1, connectTimeout: 2_000 };
-  return new Redis(url, { ...options, ...extra });
+    role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, connectTimeout: 2_000 };
+  if (!cluster) return new Redis(url, options);
+  const seed = new URL(url);
+  return new Cluster([{ host: seed.hostname, port: Number(seed.port) || 6379 }], {
+    redisOptions: {
+      ...options,
+      ...(seed.username ? { username: decodeURIComponent(seed.username) } : {}),
+      ...(seed.password ? { password: decodeURIComponent(seed.password) } : {}),
+      ...(seed.protocol === 'rediss:' ? { tls: {} } : {}),
+    },
+    ...(role === 'worker' ? {} : { clusterRetryStrategy: (times: number) => Math.min(times * 200, 2_000) }),
+  });
 }
 
 type QueueConfig = Pick<Config, 'QUEUE_PREFIX' | 'EMAIL_MAX_ATTEMPTS' | 'EMAIL_RETRY_BACKOFF_MS'>;
 
-export function createDeliveryQueue(connection: Redis, config: QueueConfig): Queue<DeliveryJob> {
+export function createDeliveryQueue(connection: RedisClient, config: QueueConfig): Queue<DeliveryJob> {
   return new Queue<DeliveryJob>(DELIVERY_QUEUE, {
     connection,
     prefix: config.QUEUE_PREFIX,
@@ -56,7 +67,7 @@ export function createDeliveryQueue(connection: Redis, config: QueueConfig): Que
 }
 
 export function createDeliveryWorker(
-  connection: Redis,
+  connection: RedisClient,
   prefix: string,
   processor: Processor<DeliveryJob>,
   options: Omit<WorkerOptions, 'connection' | 'prefix'>,
@@ -79,7 +90,7 @@ export class RedisUnavailableError extends Error {
  */
 export async function enqueueDeliveryFast(
   queue: Queue<DeliveryJob>,
-  redis: Redis,
+  redis: RedisClient,
   request: DeliveryRequest,
   timeoutMs = 2_000,
 ): Promise<void> {

@@ -21,6 +21,7 @@ export type ProcessorDeps = {
   attachMaxBytes: number;
   linkTtlSeconds: number;
   reconcileAfterMs: number;
+  claimLeaseMs: number;
   log: Logger;
 };
 
@@ -33,7 +34,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps) {
       case 'key-email':
         return deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
       case 'reconcile':
-        return reconcile(context.em, deps.queue, deps.log, { staleAfterMs: deps.reconcileAfterMs });
+        return reconcile(context.em, deps.queue, deps.log, { staleAfterMs: deps.reconcileAfterMs, claimLeaseMs: deps.claimLeaseMs });
       default:
         throw new Error(`unknown job ${job.name}`);
     }

@@ -5,20 +5,19 @@ import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import { enqueueDelivery, keyEmailJob, submissionJob, type DeliveryJob } from '../shared/queue.ts';
-import { CLAIM_LEASE_MS } from './send.ts';
 
 export const RECONCILE_SCHEDULER_ID = 'reconcile';
 const BATCH = 500;
 /** Job states in which a job will still run: such a row is in hand. */
 const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
-export type ReconcileOptions = { staleAfterMs: number };
+export type ReconcileOptions = { staleAfterMs: number; claimLeaseMs: number };
 
 /** Returns how many rows were enqueued again. */
 export async function reconcile(em: EntityManager, queue: Queue<DeliveryJob>, log: Logger, options: ReconcileOptions): Promise<number> {
   const stale = `((email_status in ('queued', 'retrying') and created_at < now() - make_interval(secs => ?))
                   or (email_status = 'sending' and claimed_at < now() - make_interval(secs => ?)))`;
-  const ages = [options.staleAfterMs / 1000, CLAIM_LEASE_MS / 1000];
+  const ages = [options.staleAfterMs / 1000, options.claimLeaseMs / 1000];
   const rows = await em.execute<Array<{ id: string; kind: 'submission' | 'key-email' }>>(
     `(select id, 'submission' as kind, created_at from submissions where ${stale} order by created_at limit ${BATCH})
      union all

@@ -6,14 +6,13 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Logger } from '../shared/log.ts';
 import type { MailTransport } from '../shared/mail.ts';
 
-/** A claim older than this belongs to a worker that died mid-send; the row may be claimed again. */
-export const CLAIM_LEASE_MS = 5 * 60_000;
-
 export type DeliveryTable = 'submissions' | 'key_emails';
 export type SendOutcome = 'sent' | 'not-claimable';
 
 export type SendContext = {
   em: EntityManager;
+  /** A claim older than this belongs to a worker that died mid-send; the row may be claimed again. */
+  claimLeaseMs: number;
   transport: MailTransport;
   maxAttempts: number;
   log: Logger;
@@ -35,7 +34,7 @@ export async function sendTracked(
         and (email_status in ('queued', 'retrying')
              or (email_status = 'sending' and claimed_at < now() - make_interval(secs => ?)))
       returning email_attempts`,
-    [id, CLAIM_LEASE_MS / 1000],
+    [id, context.claimLeaseMs / 1000],
   );
   const attempt = claimed[0]?.email_attempts;
   if (attempt === undefined) return 'not-claimable';

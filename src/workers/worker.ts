@@ -32,16 +32,20 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     (transport) => transport.close(),
   );
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker'), (redis) => redis.quit());
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), (redis) => redis.quit());
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
-  // Upserting the same scheduler id from every worker keeps exactly one schedule for the fleet.
-  await queue.upsertJobScheduler(
-    RECONCILE_SCHEDULER_ID,
-    { every: config.RECONCILE_INTERVAL_MS },
-    { name: 'reconcile', data: {}, opts: { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } } },
-  );
+  // Upserting the same scheduler id from every worker keeps exactly one schedule for the fleet;
+  // upserting again after a reconnect restores it if Redis lost its data.
+  const scheduleReconciler = () =>
+    queue.upsertJobScheduler(
+      RECONCILE_SCHEDULER_ID,
+      { every: config.RECONCILE_INTERVAL_MS },
+      { name: 'reconcile', data: {}, opts: { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } } },
+    );
+  await scheduleReconciler();
+  redis.on('ready', () => void scheduleReconciler().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the reconciler')));
 
   const processor = createDeliveryProcessor({
     orm,
@@ -54,12 +58,18 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     attachMaxBytes: config.ATTACH_MAX_BYTES,
     linkTtlSeconds: config.LINK_TTL_SECONDS,
     reconcileAfterMs: config.RECONCILE_AFTER_MS,
+    claimLeaseMs: config.CLAIM_LEASE_MS,
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.
   const worker = shutdown.add(
     'worker',
-    createDeliveryWorker(redis, config.QUEUE_PREFIX, processor, { concurrency: config.WORKER_CONCURRENCY }),
+    createDeliveryWorker(redis, config.QUEUE_PREFIX, processor, {
+      concurrency: config.WORKER_CONCURRENCY,
+      // A job whose worker died is taken up again after this long.
+      lockDuration: config.JOB_LOCK_MS,
+      stalledInterval: config.JOB_LOCK_MS,
+    }),
     (worker) => worker.close(),
   );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));

@@ -14,6 +14,8 @@ export type SmtpSink = {
   port: number;
   messages: ReceivedMail[];
   behave: (behaviour: SinkBehaviour | undefined) => void;
+  /** Makes the server wait this long before answering each message, as a real one does. */
+  delay: (ms: number) => void;
   waitFor: (count: number, timeoutMs?: number) => Promise<ReceivedMail[]>;
   close: () => Promise<void>;
 };
@@ -22,6 +24,7 @@ export type SmtpSink = {
 export async function startSmtpSink(port = 0): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   let behaviour: SinkBehaviour | undefined;
+  let delayMs = 0;
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ['STARTTLS'],
@@ -30,7 +33,8 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', () => {
+      stream.on('end', async () => {
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
         const refusal = behaviour?.(session);
         if (refusal) {
           callback(Object.assign(new Error(refusal.message), { responseCode: refusal.code }));
@@ -51,6 +55,8 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
       });
     },
   });
+  // A client that dies mid-conversation (a killed worker) resets its connection: not the sink's failure.
+  server.on('error', () => undefined);
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const bound = (server.server.address() as AddressInfo).port;
 
@@ -60,6 +66,9 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
     messages,
     behave: (next) => {
       behaviour = next;
+    },
+    delay: (ms) => {
+      delayMs = ms;
     },
     async waitFor(count, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;

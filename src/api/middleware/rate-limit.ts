@@ -2,7 +2,7 @@
 // (a fixed window: INCR, and PEXPIRE on the first hit). Over the limit: 429 with Retry-After.
 // While Redis is unreachable the limit is not enforced: losing submissions would be worse.
 import type { Middleware } from 'koa';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../shared/queue.ts';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
 import { withTimeout } from '../../shared/timeout.ts';
@@ -12,7 +12,7 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return { count, redis.call('PTTL', KEYS[1]) }`;
 
-export type RateLimitOptions = { redis: Redis; prefix: string; windowMs: number; max: number; timeoutMs?: number };
+export type RateLimitOptions = { redis: RedisClient; prefix: string; windowMs: number; max: number; timeoutMs?: number };
 
 export function rateLimit(options: RateLimitOptions): Middleware<AppState> {
   const { redis, prefix, windowMs, max, timeoutMs = 500 } = options;
