@@ -14,7 +14,7 @@ export type Storage = {
   client: S3Client;
   bucket: string;
   /** Streams a body into the bucket without holding it in memory. */
-  upload: (key: string, body: Readable, contentType: string, signal?: AbortSignal) => Promise<void>;
+  upload: (key: string, body: Readable, contentType: string) => Promise<void>;
   download: (key: string) => Promise<Readable>;
   /** A time-limited GET URL for the object, signed for S3_PUBLIC_ENDPOINT when that is set. */
   presign: (key: string, filename: string, ttlSeconds: number) => Promise<string>;
@@ -44,20 +44,14 @@ export function createStorage(config: StorageConfig): Storage {
   return {
     client,
     bucket,
-    async upload(key, body, contentType, signal) {
+    async upload(key, body, contentType) {
       const upload = new Upload({
         client,
         params: { Bucket: bucket, Key: key, Body: body, ContentType: contentType },
         queueSize: 2,
         leavePartsOnError: false,
       });
-      const abort = () => void upload.abort();
-      signal?.addEventListener('abort', abort, { once: true });
-      try {
-        await upload.done();
-      } finally {
-        signal?.removeEventListener('abort', abort);
-      }
+      await upload.done();
     },
     async download(key) {
       const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));

@@ -11,7 +11,7 @@ import type { Storage } from '../../shared/storage.ts';
 import { ApiError, errors } from '../errors.ts';
 import { displayFilename, safeContentType, storageFilename } from './filenames.ts';
 import { JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
-import type { RawFields } from './input.ts';
+import { LIMITS, type RawFields } from './input.ts';
 import type { StoredFile } from './store.ts';
 
 export const FILE_LIMITS = { files: 10, bytesPerFile: 10 * 1024 * 1024 } as const;
@@ -37,7 +37,8 @@ export function readMultipart(
       parser = busboy({
         headers: req.headers,
         defParamCharset: 'utf8',
-        limits: { ...PARSER_LIMITS, fieldSize: FIELD_BYTES, fileSize: FILE_LIMITS.bytesPerFile },
+        // Busboy signals 'limit' when a file reaches fileSize: one byte more than we accept.
+        limits: { ...PARSER_LIMITS, fieldSize: FIELD_BYTES, fileSize: FILE_LIMITS.bytesPerFile + 1 },
       });
     } catch {
       reject(errors.malformedBody('multipart/form-data needs a boundary.'));
@@ -47,7 +48,6 @@ export function readMultipart(
     const fields: RawFields = [];
     const uploads: Upload[] = [];
     const objectKeys: string[] = [];
-    const aborter = new AbortController();
     let fieldBytes = 0;
     let fileCount = 0;
     let failure: ApiError | undefined;
@@ -57,7 +57,8 @@ export function readMultipart(
       if (failure) return;
       failure = error;
       req.unpipe(parser);
-      aborter.abort();
+      // Ending each body makes its upload fail on its own; an upload whose body was read whole
+      // finishes first. Only then are the objects deleted, so none lands after the deletion.
       for (const upload of uploads) upload.meter.destroy(error);
       void Promise.allSettled(uploads.map((upload) => upload.done))
         .then(() => (objectKeys.length ? storage.remove(objectKeys) : undefined))
@@ -89,6 +90,11 @@ export function readMultipart(
     parser.on('file', (fieldName, stream, info) => {
       if (failure) {
         stream.resume();
+        return;
+      }
+      if (fieldName.length > LIMITS.fieldNameLength) {
+        stream.resume();
+        fail(errors.invalidFields({ [fieldName.slice(0, 40)]: [`Field name longer than ${LIMITS.fieldNameLength} characters.`] }));
         return;
       }
       const filename = displayFilename(info.filename);
@@ -155,7 +161,7 @@ export function readMultipart(
       const done = (async (): Promise<StoredFile | undefined> => {
         await Promise.all([
           pipeline(stream, meter),
-          storage.upload(file.objectKey, meter, file.contentType, aborter.signal),
+          storage.upload(file.objectKey, meter, file.contentType),
         ]);
         if (size === 0 && !file.filename) {
           // An empty file input: nothing to keep.
