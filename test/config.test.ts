@@ -9,6 +9,7 @@ const VALID = {
   DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db',
   REDIS_URL: 'redis://127.0.0.1:6379',
   SMTP_URL: 'smtp://127.0.0.1:1025',
+  SECRET: 'a-server-secret-of-at-least-32-characters',
 };
 
 describe('loadConfig', () => {
@@ -39,7 +40,12 @@ describe('loadConfig', () => {
   });
 
   it('names a missing required variable', () => {
-    expect(() => loadConfig({ REDIS_URL: VALID.REDIS_URL, SMTP_URL: VALID.SMTP_URL })).toThrow('DATABASE_URL: is required');
+    expect(() => loadConfig({ ...VALID, DATABASE_URL: undefined })).toThrow('DATABASE_URL: is required');
+  });
+
+  it('refuses to start without a SECRET, or with a short one', () => {
+    expect(() => loadConfig({ ...VALID, SECRET: undefined })).toThrow('SECRET: is required');
+    expect(() => loadConfig({ ...VALID, SECRET: 'short' })).toThrow('SECRET: must be at least 32 characters');
   });
 });
 

@@ -6,6 +6,7 @@ import type { MikroORM } from '../shared/db/orm.ts';
 import type { Config } from '../shared/config.ts';
 import type { Logger } from '../shared/log.ts';
 import type { DeliveryJob } from '../shared/queue.ts';
+import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 
 export type AppDeps = {
@@ -14,6 +15,7 @@ export type AppDeps = {
   redis: RedisClient;
   queue: Queue<DeliveryJob>;
   storage: Storage;
+  vault: KeyVault;
   log: Logger;
 };
 

@@ -1,7 +1,7 @@
 // Errors are values with a stable id and an HTTP status; `renderError` maps them to the
 // spec's two body shapes in one place.
 
-import type { KeyRuleError } from '../shared/keys.ts';
+import { EmailCapError, type KeyRuleError } from '../shared/keys.ts';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -62,6 +62,10 @@ export const errors = {
       headers: { 'Retry-After': String(retryAfterSeconds) },
     });
   },
+  emailCap: (message: string, retryAfterSeconds: number) =>
+    new ApiError(429, 'email_cap', message, { email: [message], __all__: [message] }, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    }),
   unsupportedMediaType: (allowed: string[]) => {
     const message = `Unsupported content type. Use ${allowed.join(', ')}.`;
     return new ApiError(415, 'unsupported_media_type', message, { __all__: [message] });
@@ -92,6 +96,7 @@ export const errors = {
 /** Maps a broken key rule to its HTTP error: the limit has a body of its own. */
 export function fromKeyRule(error: KeyRuleError): ApiError {
   if (error.code === 'limit') return errors.keyLimit();
+  if (error instanceof EmailCapError) return errors.emailCap(error.message, error.retryAfterSeconds);
   if (error.code === 'not_found') return errors.notFound(error.message);
   return errors.invalidFields({ [error.field]: [error.message] });
 }

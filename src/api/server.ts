@@ -8,6 +8,7 @@ import { createOrm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { createDeliveryQueue, createRedis } from '../shared/queue.ts';
 import { Shutdown } from '../shared/shutdown.ts';
+import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
 import { createApp } from './app.ts';
 import type { AppDeps } from './context.ts';
@@ -23,7 +24,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
 
-  const deps: AppDeps = { config, orm, redis, queue, storage, log };
+  const deps: AppDeps = { config, orm, redis, queue, storage, vault: createKeyVault(config.SECRET), log };
   const server = createServer(createApp(deps).callback());
   server.keepAliveTimeout = 65_000;
   // Registered last, so closed first: no new request reaches clients that are closing.

@@ -2,11 +2,13 @@
 // and SMTP_URL that is unset it starts a real local service with its data under DATA_DIR,
 // applies the migrations, then runs the API and one worker as child processes.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/log.ts';
+import { generateSecret } from '../shared/secrets.ts';
 import {
   LOCAL_S3_CREDENTIALS,
   startMailCatcher,
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
     urls.mail = mail.webUrl;
   }
 
+  env.SECRET ||= await keptSecret(path.join(dataDir, 'secret'));
   const config = loadConfigOrExit(env);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const applied = await migrate(orm);
@@ -116,6 +119,18 @@ async function main(): Promise<void> {
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** The server secret of this data directory: made once, then kept, since the stored keys depend on it. */
+async function keptSecret(file: string): Promise<string> {
+  try {
+    return (await readFile(file, 'utf8')).trim();
+  } catch {
+    const secret = generateSecret();
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, `${secret}\n`, { mode: 0o600 });
+    return secret;
+  }
 }
 
 async function waitForHttp(url: string, timeoutMs: number): Promise<void> {

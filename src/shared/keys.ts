@@ -5,10 +5,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   KeyEmailSchema,
   VerificationKeySchema,
+  type CaptchaProvider,
   type KeyEmail,
   type KeyStatus,
   type VerificationKey,
 } from './db/entities.ts';
+import type { KeyVault } from './secrets.ts';
 
 export const MAX_ACTIVE_KEYS = 10;
 export const MAX_DOMAINS = 20;
@@ -17,7 +19,7 @@ export const MAX_DOMAINS = 20;
 export class KeyRuleError extends Error {
   override name = 'KeyRuleError';
   readonly field: string;
-  readonly code: 'limit' | 'invalid' | 'not_found';
+  readonly code: 'limit' | 'invalid' | 'not_found' | 'email_cap';
   constructor(code: KeyRuleError['code'], field: string, message: string) {
     super(message);
     this.code = code;
@@ -50,8 +52,33 @@ export function parseDomains(inputs: unknown[]): string[] {
 }
 
 /** The key that may authenticate a submission: known and active. */
-export async function findActiveKey(em: EntityManager, key: string): Promise<VerificationKey | null> {
-  return em.findOne(VerificationKeySchema, { key, status: 'active' });
+export async function findActiveKey(em: EntityManager, vault: KeyVault, key: string): Promise<VerificationKey | null> {
+  return em.findOne(VerificationKeySchema, { keyHash: vault.hash(key), status: 'active' });
+}
+
+/**
+ * POST / sends email to any address it is given: at most `perHour` emails to one address per
+ * hour, checked under the address's advisory lock so that concurrent requests cannot overshoot.
+ */
+async function lockAddressAndCheckEmailCap(tx: EntityManager, email: string, perHour: number): Promise<void> {
+  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`keys:${email}`]);
+  const [row] = await tx.execute<Array<{ sent: number; retry_after: number | null }>>(
+    `select count(*)::int as sent,
+            ceil(extract(epoch from (min(created_at) + interval '1 hour' - now())))::int as retry_after
+       from key_emails where email = ? and created_at > now() - interval '1 hour'`,
+    [email],
+  );
+  if (row && row.sent >= perHour) {
+    throw new EmailCapError(Math.max(1, row.retry_after ?? 3600));
+  }
+}
+
+export class EmailCapError extends KeyRuleError {
+  readonly retryAfterSeconds: number;
+  constructor(retryAfterSeconds: number) {
+    super('email_cap', 'email', 'Too many emails to this address. Please try again later.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }
 
 export const countActiveKeys = (em: EntityManager, email: string) =>
@@ -64,18 +91,21 @@ export const countActiveKeys = (em: EntityManager, email: string) =>
  */
 export async function generateKey(
   em: EntityManager,
-  rawEmail: string,
-  domains: string[] = [],
-): Promise<{ key: VerificationKey; activeKeys: number; keyEmail: KeyEmail }> {
-  const email = normaliseEmail(rawEmail);
+  vault: KeyVault,
+  request: { email: string; domains?: string[]; emailsPerHour: number },
+): Promise<{ key: VerificationKey; keyValue: string; activeKeys: number; keyEmail: KeyEmail }> {
+  const email = normaliseEmail(request.email);
+  const domains = request.domains ?? [];
   return em.transactional(async (tx) => {
-    await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`keys:${email}`]);
+    await lockAddressAndCheckEmailCap(tx, email, request.emailsPerHour);
     const held = await tx.count(VerificationKeySchema, { email, status: { $ne: 'deleted' } });
     if (held >= MAX_ACTIVE_KEYS) {
       throw new KeyRuleError('limit', 'email', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`);
     }
+    const keyValue = randomUUID();
     const key = tx.create(VerificationKeySchema, {
-      key: randomUUID(),
+      keyHash: vault.hash(keyValue),
+      keyEncrypted: vault.encrypt(keyValue),
       email,
       useDomain: domains.length > 0,
       domains,
@@ -83,17 +113,18 @@ export async function generateKey(
     const keyEmail = tx.create(KeyEmailSchema, { kind: 'new-key', email, key });
     await tx.flush();
     const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
-    return { key, activeKeys, keyEmail };
+    return { key, keyValue, activeKeys, keyEmail };
   });
 }
 
 /** Records an email listing every active key of the address; none when it has no active key. */
 export async function requestAllKeysEmail(
   em: EntityManager,
-  rawEmail: string,
+  request: { email: string; emailsPerHour: number },
 ): Promise<{ activeKeys: number; keyEmail: KeyEmail | undefined }> {
-  const email = normaliseEmail(rawEmail);
+  const email = normaliseEmail(request.email);
   return em.transactional(async (tx) => {
+    await lockAddressAndCheckEmailCap(tx, email, request.emailsPerHour);
     const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
     if (activeKeys === 0) return { activeKeys, keyEmail: undefined };
     const keyEmail = tx.create(KeyEmailSchema, { kind: 'all-keys', email });
@@ -112,11 +143,11 @@ const TRANSITIONS: Record<KeyStatus, KeyStatus[]> = {
   deleted: [],
 };
 
-export type KeyChanges = { status?: KeyStatus; useDomain?: boolean; domains?: string[] };
+export type KeyChanges = { status?: KeyStatus; useDomain?: boolean; domains?: string[]; captcha?: CaptchaProvider | null };
 
-export async function updateKey(em: EntityManager, keyValue: string, changes: KeyChanges): Promise<VerificationKey> {
+export async function updateKey(em: EntityManager, vault: KeyVault, keyValue: string, changes: KeyChanges): Promise<VerificationKey> {
   return em.transactional(async (tx) => {
-    const key = await tx.findOne(VerificationKeySchema, { key: keyValue });
+    const key = await tx.findOne(VerificationKeySchema, { keyHash: vault.hash(keyValue) });
     if (!key) throw new KeyRuleError('not_found', 'key', 'Unknown key.');
     const current: KeyStatus = key.status;
     if (changes.status && changes.status !== current) {
@@ -124,9 +155,13 @@ export async function updateKey(em: EntityManager, keyValue: string, changes: Ke
         throw new KeyRuleError('invalid', 'status', `A ${current} key cannot become ${changes.status}.`);
       }
       key.status = changes.status;
-    } else if (current === 'deleted' && (changes.useDomain !== undefined || changes.domains !== undefined)) {
+    } else if (
+      current === 'deleted' &&
+      (changes.useDomain !== undefined || changes.domains !== undefined || changes.captcha !== undefined)
+    ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }
+    if (changes.captcha !== undefined) key.captcha = changes.captcha;
     if (changes.domains !== undefined) key.domains = changes.domains;
     if (changes.useDomain !== undefined) key.useDomain = changes.useDomain;
     else if (changes.domains !== undefined) key.useDomain = changes.domains.length > 0;
@@ -138,13 +173,14 @@ export async function updateKey(em: EntityManager, keyValue: string, changes: Ke
 }
 
 /** The key record as operators see it (API and CLI). */
-export function keyRecord(key: VerificationKey) {
+export function keyRecord(key: VerificationKey, vault: KeyVault) {
   return {
-    key: key.key,
+    key: vault.decrypt(key.keyEncrypted),
     status: key.status,
     email: key.email,
     use_domain: key.useDomain,
     domains: key.domains,
+    captcha: key.captcha ?? null,
     created_at: key.createdAt.toISOString(),
     updated_at: key.updatedAt.toISOString(),
   };

@@ -19,7 +19,8 @@ export async function submissionRecord(em: EntityManager, submission: Submission
   };
 }
 
-export type SubmissionPageQuery = { key?: string; status?: EmailStatus; limit: number; cursor?: string };
+/** `keyHash`: the lookup index of the key (see src/shared/secrets.ts). */
+export type SubmissionPageQuery = { keyHash?: string; status?: EmailStatus; limit: number };
 
 /** The cursor is the (created_at, id) of the last row shown, so pages stay stable while rows arrive. */
 export function encodeCursor(submission: Pick<Submission, 'createdAt' | 'id'>): string {
@@ -36,7 +37,7 @@ export async function listSubmissions(em: EntityManager, query: SubmissionPageQu
   const rows = await em.find(
     SubmissionSchema,
     {
-      ...(query.key ? { key: { key: query.key } } : {}),
+      ...(query.keyHash ? { key: { keyHash: query.keyHash } } : {}),
       ...(query.status ? { emailStatus: query.status } : {}),
       ...(after
         ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }

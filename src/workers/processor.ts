@@ -4,6 +4,7 @@ import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import type { MailTransport } from '../shared/mail.ts';
 import type { DeliveryJob, DeliveryJobs } from '../shared/queue.ts';
+import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deliverSubmission } from './deliver.ts';
 import { deliverKeyEmail } from './key-mail.ts';
@@ -14,6 +15,7 @@ export type ProcessorDeps = {
   orm: MikroORM;
   transport: MailTransport;
   storage: Storage;
+  vault: KeyVault;
   queue: Queue<DeliveryJob>;
   mailFrom: string;
   publicUrl: string;

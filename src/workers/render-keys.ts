@@ -18,14 +18,17 @@ function howToGetKeysAgain(publicUrl: string, email: string): string {
   return `To receive all your active keys again, POST {"email": "${email}", "requestType": "getKeys"} to ${publicUrl}/ (Content-Type: application/json).`;
 }
 
-export function renderNewKeyEmail(key: VerificationKey, publicUrl: string): RenderedEmail {
-  const form = exampleForm(publicUrl, key.key);
+/** A key as its emails show it: the value, opened from its sealed copy by the worker. */
+export type KeyForEmail = Pick<VerificationKey, 'email' | 'useDomain' | 'domains' | 'createdAt'> & { value: string };
+
+export function renderNewKeyEmail(key: KeyForEmail, publicUrl: string): RenderedEmail {
+  const form = exampleForm(publicUrl, key.value);
   const domains = key.useDomain ? `It only works from these domains (and their subdomains): ${key.domains.join(', ')}.` : '';
   const again = howToGetKeysAgain(publicUrl, key.email);
   const text = [
     'Your new verification key for the contact form service:',
     '',
-    `  ${key.key}`,
+    `  ${key.value}`,
     '',
     'Put it in the access_key field of your contact form. Submissions are then emailed to this address.',
     ...(domains ? [domains] : []),
@@ -39,7 +42,7 @@ export function renderNewKeyEmail(key: VerificationKey, publicUrl: string): Rend
     'Keep the key out of public repositories; for server-side use, keep it in an environment variable.',
   ].join('\n');
   const html = htmlDocument(`<p>Your new verification key for the contact form service:</p>
-<p style="font-family:monospace;font-size:1.2em">${escapeHtml(key.key)}</p>
+<p style="font-family:monospace;font-size:1.2em">${escapeHtml(key.value)}</p>
 <p>Put it in the <code>access_key</code> field of your contact form. Submissions are then emailed to this address.</p>
 ${domains ? `<p>${escapeHtml(domains)}</p>` : ''}
 <p>A minimal HTML form:</p>
@@ -49,9 +52,9 @@ ${domains ? `<p>${escapeHtml(domains)}</p>` : ''}
   return { subject: 'Your contact form verification key', text, html };
 }
 
-export function renderAllKeysEmail(email: string, keys: VerificationKey[], publicUrl: string): RenderedEmail {
-  const line = (key: VerificationKey) =>
-    `${key.key} (created ${key.createdAt.toISOString().slice(0, 10)}${key.useDomain ? `; domains: ${key.domains.join(', ')}` : ''})`;
+export function renderAllKeysEmail(email: string, keys: KeyForEmail[], publicUrl: string): RenderedEmail {
+  const line = (key: KeyForEmail) =>
+    `${key.value} (created ${key.createdAt.toISOString().slice(0, 10)}${key.useDomain ? `; domains: ${key.domains.join(', ')}` : ''})`;
   const again = howToGetKeysAgain(publicUrl, email);
   const text = [
     `The active verification keys of ${email}:`,

@@ -6,6 +6,7 @@ import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { createMailTransport } from '../shared/mail.ts';
 import { createDeliveryQueue, createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
+import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createDeliveryProcessor } from './processor.ts';
@@ -51,6 +52,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     orm,
     transport,
     storage,
+    vault: createKeyVault(config.SECRET),
     queue,
     mailFrom: config.MAIL_FROM,
     publicUrl: config.PUBLIC_URL,

@@ -51,6 +51,7 @@ describe('PATCH /admin/keys/:key', () => {
       email: 'ops@example.test',
       use_domain: false,
       domains: [],
+      captcha: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

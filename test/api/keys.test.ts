@@ -59,7 +59,7 @@ describe('generateKey', () => {
   it('restricts the key to the given domains', async () => {
     const response = await generate(freshAddress(), { domains: ['Example.com', 'shop.example.org'] });
     expect(response.status).toBe(200);
-    const [row] = await h.sql('select use_domain, domains from verification_keys where key = $1', [response.json.key]);
+    const [row] = await h.sql('select use_domain, domains from verification_keys where key_hash = $1', [h.hashKey(response.json.key)]);
     expect(row).toEqual({ use_domain: true, domains: ['example.com', 'shop.example.org'] });
   });
 
@@ -75,10 +75,10 @@ describe('generateKey', () => {
     expect(refused.status).toBe(400);
     expect(refused.json).toEqual({ error: 'You have reached the maximum of 10 active keys.' });
 
-    await h.sql(`update verification_keys set status = 'disabled' where key = $1`, [keys[0]]);
+    await h.sql(`update verification_keys set status = 'disabled' where key_hash = $1`, [h.hashKey(keys[0]!)]);
     expect((await generate(email)).status).toBe(400);
 
-    await h.sql(`update verification_keys set status = 'deleted' where key = $1`, [keys[1]]);
+    await h.sql(`update verification_keys set status = 'deleted' where key_hash = $1`, [h.hashKey(keys[1]!)]);
     const afterDelete = await generate(email);
     expect(afterDelete.status).toBe(200);
     expect(afterDelete.json.keys_count).toBe(9); // 10 held: 9 active + 1 disabled
@@ -101,7 +101,7 @@ describe('getKeys', () => {
     const email = freshAddress();
     const created = [];
     for (let i = 0; i < 3; i++) created.push((await generate(email)).json.key as string);
-    await h.sql(`update verification_keys set status = 'disabled' where key = $1`, [created[2]]);
+    await h.sql(`update verification_keys set status = 'disabled' where key_hash = $1`, [h.hashKey(created[2]!)]);
     await waitForMailsTo(email, 3);
 
     const response = await postJson(`${h.url}/`, { email, requestType: 'getKeys' });

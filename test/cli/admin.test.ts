@@ -14,7 +14,7 @@ afterAll(() => h?.stop());
 function cli(...args: string[]) {
   const result = spawnSync('npm', ['run', '--silent', 'admin', '--', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: h.env.DATABASE_URL },
+    env: { ...process.env, DATABASE_URL: h.env.DATABASE_URL, SECRET: h.env.SECRET },
     encoding: 'utf8',
     timeout: 30_000,
   });
@@ -22,7 +22,7 @@ function cli(...args: string[]) {
 }
 
 const statusOf = async (key: string) =>
-  ((await h.sql('select status, use_domain, domains from verification_keys where key = $1', [key])) as any[])[0];
+  ((await h.sql('select status, use_domain, domains from verification_keys where key_hash = $1', [h.hashKey(key)])) as any[])[0];
 
 describe('npm run admin -- keys', () => {
   it('lists, disables, enables and deletes keys', async () => {

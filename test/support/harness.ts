@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../../src/shared/config.ts';
 import { VerificationKeySchema, type VerificationKey } from '../../src/shared/db/entities.ts';
 import type { MikroORM } from '../../src/shared/db/orm.ts';
 import { createLogger } from '../../src/shared/log.ts';
+import { createKeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
@@ -26,15 +27,21 @@ export type Harness = {
   sink: SmtpSink;
   workers: WorkerProcess[];
   startWorker: () => Promise<WorkerProcess>;
-  createKey: (fields?: Partial<Pick<VerificationKey, 'email' | 'status' | 'useDomain' | 'domains'>>) => Promise<VerificationKey>;
+  createKey: (fields?: Partial<Pick<VerificationKey, 'email' | 'status' | 'useDomain' | 'domains' | 'captcha'>>) => Promise<TestKey>;
+  /** The lookup index stored for a key value (key_hash). */
+  hashKey: (value: string) => string;
   /** Runs one SQL query against this file's database. */
   sql: <T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<T[]>;
   stop: () => Promise<void>;
 };
 
+/** A key created by the fixture: its row and its plain value. */
+export type TestKey = { id: string; key: string; email: string };
+
 export type HarnessOptions = { env?: Record<string, string>; worker?: boolean };
 
 const suffix = () => randomBytes(5).toString('hex');
+export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123';
 const log = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
 
 export function withDatabase(url: string, database: string): string {
@@ -70,11 +77,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     S3_SECRET_ACCESS_KEY: inject('s3SecretAccessKey'),
     SMTP_URL: sink.url,
     MAIL_FROM: 'Contact Form <forms@example.test>',
+    SECRET: TEST_SECRET,
     QUEUE_PREFIX: `{t${suffix()}}`,
     WORKER_CONCURRENCY: '8',
     EMAIL_RETRY_BACKOFF_MS: '200',
     // Most tests send many requests from one address; the rate-limit tests set their own limit.
     RATE_LIMIT_MAX: '1000000',
+    KEY_EMAILS_PER_HOUR: '1000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...options.env,
   };
@@ -92,6 +101,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
   if (options.worker !== false) await addWorker();
 
+  const vault = createKeyVault(config.SECRET);
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
 
   const harness: Harness = {
@@ -106,16 +116,20 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     startWorker: addWorker,
     async createKey(fields = {}) {
       const em = orm.em.fork();
+      const value = randomUUID();
       const key = em.create(VerificationKeySchema, {
-        key: randomUUID(),
+        keyHash: vault.hash(value),
+        keyEncrypted: vault.encrypt(value),
         email: fields.email ?? `owner-${suffix()}@example.test`,
         status: fields.status ?? 'active',
         useDomain: fields.useDomain ?? false,
         domains: fields.domains ?? [],
+        captcha: fields.captcha ?? null,
       });
       await em.flush();
-      return key;
+      return { id: key.id, key: value, email: key.email };
     },
+    hashKey: (value) => vault.hash(value),
     async sql(text, values) {
       const result = await pool.query(text, values);
       return result.rows;

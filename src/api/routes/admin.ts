@@ -1,7 +1,7 @@
 // The operator API under /admin (bearer token): keys, and submissions with their delivery status.
 import Router from '@koa/router';
 import * as v from 'valibot';
-import { EMAIL_STATUSES, KEY_STATUSES, SubmissionSchema } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SubmissionSchema } from '../../shared/db/entities.ts';
 import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
 import { keyRecord, KeyRuleError, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
@@ -17,8 +17,9 @@ export const KeyPatchSchema = v.strictObject(
     status: v.optional(v.picklist(KEY_STATUSES, `Must be one of ${KEY_STATUSES.join(', ')}.`)),
     use_domain: v.optional(v.boolean('Must be true or false.')),
     domains: v.optional(v.array(v.unknown(), 'Must be a list of host names.')),
+    captcha: v.optional(v.nullable(v.picklist(CAPTCHA_PROVIDERS, `Must be null or one of ${CAPTCHA_PROVIDERS.join(', ')}.`))),
   },
-  'Only status, use_domain and domains can be changed.',
+  'Only status, use_domain, domains and captcha can be changed.',
 );
 
 const SubmissionListQuerySchema = v.object({
@@ -42,7 +43,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
   router.get('/keys', async (ctx) => {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
     const keys = await listKeys(deps.orm.em.fork(), email);
-    ctx.body = { email: email.toLowerCase(), keys: keys.map(keyRecord) };
+    ctx.body = { email: email.toLowerCase(), keys: keys.map((key) => keyRecord(key, deps.vault)) };
   });
 
   router.get('/submissions/:id', async (ctx) => {
@@ -58,19 +59,24 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     if (query.cursor !== undefined && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
     const em = deps.orm.em.fork();
-    const { page, nextCursor } = await listSubmissions(em, query, after);
+    const { page, nextCursor } = await listSubmissions(
+      em,
+      { keyHash: query.key === undefined ? undefined : deps.vault.hash(query.key), status: query.status, limit: query.limit },
+      after,
+    );
     ctx.body = { submissions: await Promise.all(page.map((row) => submissionRecord(em, row))), next_cursor: nextCursor };
   });
 
   router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
     const patch = validate(KeyPatchSchema, ctx.request.body);
     try {
-      const key = await updateKey(deps.orm.em.fork(), ctx.params.key ?? '', {
+      const key = await updateKey(deps.orm.em.fork(), deps.vault, ctx.params.key ?? '', {
         status: patch.status,
         useDomain: patch.use_domain,
         domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
+        captcha: patch.captcha,
       });
-      ctx.body = keyRecord(key);
+      ctx.body = keyRecord(key, deps.vault);
     } catch (error) {
       throw error instanceof KeyRuleError ? fromKeyRule(error) : error;
     }

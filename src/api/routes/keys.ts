@@ -53,19 +53,26 @@ export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<
       try {
         if (request.requestType === 'generateKey') {
           const domains = parseDomains(request.domains ?? []);
-          const { key, activeKeys, keyEmail } = await generateKey(em, request.email, domains);
+          const { key, keyValue, activeKeys, keyEmail } = await generateKey(em, deps.vault, {
+            email: request.email,
+            domains,
+            emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR,
+          });
           await enqueueKeyEmail(ctx, deps, keyEmail.id);
           ctx.body = {
             success: true,
             message: `New key generated and sent to ${key.email}.`,
-            key: key.key,
+            key: keyValue,
             keys_count: activeKeys,
           };
           return;
         }
 
         if (request.domains !== undefined) throw errors.invalidFields({ domains: ['Only with requestType generateKey.'] });
-        const { activeKeys, keyEmail } = await requestAllKeysEmail(em, request.email);
+        const { activeKeys, keyEmail } = await requestAllKeysEmail(em, {
+          email: request.email,
+          emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR,
+        });
         if (keyEmail) await enqueueKeyEmail(ctx, deps, keyEmail.id);
         const email = request.email.toLowerCase();
         ctx.body = {

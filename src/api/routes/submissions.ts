@@ -33,7 +33,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       const input = parseSubmissionFields(body.fields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       const em = deps.orm.em.fork();
-      key = await authenticateKey(em, input.accessKey, domain);
+      key = await authenticateKey(em, deps.vault, input.accessKey, domain);
 
       const submission = await saveSubmission(em, {
         id: submissionId,

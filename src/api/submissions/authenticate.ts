@@ -2,11 +2,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { VerificationKey } from '../../shared/db/entities.ts';
 import { findActiveKey } from '../../shared/keys.ts';
+import type { KeyVault } from '../../shared/secrets.ts';
 import { errors } from '../errors.ts';
 import { keyAcceptsDomain } from './domains.ts';
 
-export async function authenticateKey(em: EntityManager, accessKey: string, domain: string | undefined): Promise<VerificationKey> {
-  const key = await findActiveKey(em, accessKey);
+export async function authenticateKey(
+  em: EntityManager,
+  vault: KeyVault,
+  accessKey: string,
+  domain: string | undefined,
+): Promise<VerificationKey> {
+  const key = await findActiveKey(em, vault, accessKey);
   if (!key) throw errors.invalidKey();
   if (!keyAcceptsDomain(key, domain)) throw errors.domainMismatch();
   return key;

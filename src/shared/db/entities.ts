@@ -5,6 +5,9 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type KeyStatus = (typeof KEY_STATUSES)[number];
 
+export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile'] as const;
+export type CaptchaProvider = (typeof CAPTCHA_PROVIDERS)[number];
+
 export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
@@ -18,12 +21,17 @@ export const VerificationKeySchema = defineEntity({
   tableName: 'verification_keys',
   properties: {
     id: p.uuid().primary().onCreate(() => randomUUID()),
-    key: p.string().length(64).unique(),
+    /** HMAC-SHA256 of the key under SECRET: how a key is found (see src/shared/secrets.ts). */
+    keyHash: p.string().length(64).unique(),
+    /** The key itself, AES-256-GCM under a key derived from SECRET, for emailing it again. */
+    keyEncrypted: p.text(),
     /** Stored lower-cased: addresses compare case-insensitively. */
     email: p.string().length(254),
     status: p.enum(KEY_STATUSES).default('active'),
     useDomain: p.boolean().default(false),
     domains: p.json<string[]>().default('[]'),
+    /** Captcha required on submissions with this key: none, hCaptcha or Cloudflare Turnstile. */
+    captcha: p.enum(CAPTCHA_PROVIDERS).nullable(),
     createdAt: createdAt(),
     updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
   },
@@ -102,7 +110,11 @@ export const KeyEmailSchema = defineEntity({
     messageId: p.string().length(998).nullable(),
     createdAt: createdAt(),
   },
-  indexes: [{ properties: ['emailStatus', 'createdAt'], name: 'key_emails_email_status_created_idx' }],
+  indexes: [
+    { properties: ['emailStatus', 'createdAt'], name: 'key_emails_email_status_created_idx' },
+    // Serves the per-address cap on emails sent by POST / (mail bombing).
+    { properties: ['email', 'createdAt'], name: 'key_emails_email_created_idx' },
+  ],
 });
 export type KeyEmail = InferEntity<typeof KeyEmailSchema>;
 
