@@ -16,7 +16,8 @@ export function ormOptions(databaseUrl: string, poolMax = 20): Options {
     pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
     // The schema is owned by the migrations, never created implicitly.
     ensureDatabase: false,
-    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: true, silent: true },
+    // No snapshot file: new migrations are diffed against a freshly migrated database (npm run migration:create).
+    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: false, silent: true },
   };
 }
 
