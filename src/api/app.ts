@@ -9,6 +9,7 @@ import { requestContext } from './middleware/request-context.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { healthRoutes } from './routes/health.ts';
 import { keyRoutes } from './routes/keys.ts';
+import { metricsRoutes } from './routes/metrics.ts';
 import { pageRoutes } from './routes/pages.ts';
 import { submissionRoutes } from './routes/submissions.ts';
 
@@ -32,6 +33,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   const routers = [
     healthRoutes(deps),
+    metricsRoutes(),
     pageRoutes(),
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),

@@ -14,6 +14,8 @@ export function requestContext(log: Logger, clientIp: ClientIpResolver): Middlew
     ctx.state.log = log.child({ requestId: ctx.state.requestId });
     ctx.state.clientIp = clientIp(ctx.req.socket.remoteAddress ?? '', ctx.get('X-Forwarded-For') || undefined);
     ctx.set('X-Request-Id', ctx.state.requestId);
+    // No response of this service is meant to be sniffed into another type.
+    ctx.set('X-Content-Type-Options', 'nosniff');
     const started = performance.now();
     try {
       await next();

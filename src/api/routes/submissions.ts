@@ -1,6 +1,6 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
-// rate limit → parse (files stream to storage) → validate → authenticate → store → enqueue
-// → (optionally wait for the delivery) → respond.
+// rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
+// → store → enqueue → (optionally wait for the delivery) → respond.
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { VerificationKey } from '../../shared/db/entities.ts';
@@ -9,7 +9,9 @@ import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
+import { submissionsAccepted, submissionsRejected } from '../../shared/metrics.ts';
 import { authenticateKey } from '../submissions/authenticate.ts';
+import { CAPTCHA_FIELDS, verifyCaptcha } from '../submissions/captcha.ts';
 import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts';
 import { requestDomain } from '../submissions/domains.ts';
 import { parseSubmissionFields } from '../submissions/input.ts';
@@ -23,6 +25,9 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
   router.options(SUBMISSION_PATH, formCors, preflight);
 
+  const { HONEYPOT_FIELD } = deps.config;
+  const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
+
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
     const submissionId = randomUUID();
     let body: SubmissionBody | undefined;
@@ -30,10 +35,18 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
     let saved = false;
     try {
       body = await readSubmissionBody(ctx, deps.storage, submissionId);
-      const input = parseSubmissionFields(body.fields);
+      if (isHoneypotFilled(body.fields, HONEYPOT_FIELD)) {
+        // A bot: answer as if accepted, so it learns nothing; keep nothing, send nothing.
+        await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
+        submissionsRejected.inc({ reason: 'honeypot' });
+        respondAccepted(ctx, { id: submissionId, attachments: body.files.length, emailStatus: 'queued' }, undefined);
+        return;
+      }
+      const input = parseSubmissionFields(body.fields, ignoredFields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       const em = deps.orm.em.fork();
       key = await authenticateKey(em, deps.vault, input.accessKey, domain);
+      if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
 
       const submission = await saveSubmission(em, {
         id: submissionId,
@@ -58,19 +71,10 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
           ? await waitForDelivery(em, submission.id, deps.config.EMAIL_STATUS_WAIT_MS)
           : submission.emailStatus;
 
-      if (isBrowserFormPost(ctx)) {
-        const target = redirectTarget(input.successUrl, DEFAULT_SUCCESS_PATH, key);
-        redirect(ctx, withQuery(target, 'submission_id', submission.id));
-        return;
-      }
-      ctx.body = {
-        success: true,
-        message: 'Message sent successfully.',
-        submission_id: submission.id,
-        attachments: body.files.length,
-        email_status: emailStatus,
-      };
+      submissionsAccepted.inc();
+      respondAccepted(ctx, { id: submission.id, attachments: body.files.length, emailStatus }, { successUrl: input.successUrl, key });
     } catch (error) {
+      submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
       // A refused request leaves nothing behind: the files stored while reading it go too.
       if (!saved && body?.files.length) await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
       // The body may be unread (a limit stopped it): close the connection rather than drain it.
@@ -87,6 +91,29 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
   return router;
 }
+
+/** The success answer: JSON, or for a plain HTML form a 303 to its success page. */
+function respondAccepted(
+  ctx: AppContext,
+  accepted: { id: string; attachments: number; emailStatus: string },
+  redirectTo: { successUrl: string | undefined; key: VerificationKey } | undefined,
+): void {
+  if (isBrowserFormPost(ctx)) {
+    const target = redirectTarget(redirectTo?.successUrl, DEFAULT_SUCCESS_PATH, redirectTo?.key);
+    redirect(ctx, withQuery(target, 'submission_id', accepted.id));
+    return;
+  }
+  ctx.body = {
+    success: true,
+    message: 'Message sent successfully.',
+    submission_id: accepted.id,
+    attachments: accepted.attachments,
+    email_status: accepted.emailStatus,
+  };
+}
+
+const isHoneypotFilled = (fields: SubmissionBody['fields'], name: string) =>
+  fields.some(([field, value]) => field === name && value !== undefined && value !== null && value !== '' && value !== false);
 
 /** 303 See Other: the browser follows with a GET. */
 function redirect(ctx: AppContext, location: string): void {

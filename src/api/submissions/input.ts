@@ -55,14 +55,18 @@ const isScalar = (value: unknown): value is string | number | boolean =>
 
 const isBlank = (value: unknown) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
 
-/** Validates the fields; throws the spec's 400 bodies. */
-export function parseSubmissionFields(fields: RawFields): SubmissionInput {
+/**
+ * Validates the fields; throws the spec's 400 bodies. `ignored` names fields that are read
+ * elsewhere (the honeypot, captcha answers) and are not custom fields.
+ */
+export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<string> = new Set()): SubmissionInput {
   // Named parameters live in a null-prototype map: a field called __proto__ stays data.
   const named: Record<string, unknown> = Object.create(null);
   const customFields: CustomFields = [];
   const fieldErrors: FieldErrors = Object.create(null);
 
   for (const [name, value] of fields) {
+    if (ignored.has(name)) continue;
     if (NAMED.has(name)) {
       if (name in named) fieldErrors[name] = ['Must be given once.'];
       else named[name] = typeof value === 'number' ? String(value) : value;

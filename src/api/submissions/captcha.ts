@@ -1,0 +1,50 @@
+// Captcha per key: hCaptcha or Cloudflare Turnstile, verified server-side against the provider's
+// verify URL (configurable, so it can be tested against a local endpoint).
+import type { Config } from '../../shared/config.ts';
+import type { CaptchaProvider } from '../../shared/db/entities.ts';
+import { errors } from '../errors.ts';
+import type { RawFields } from './input.ts';
+
+export const CAPTCHA_FIELDS: Record<CaptchaProvider, string> = {
+  hcaptcha: 'h-captcha-response',
+  turnstile: 'cf-turnstile-response',
+};
+
+type CaptchaConfig = Pick<Config, 'HCAPTCHA_SECRET' | 'HCAPTCHA_VERIFY_URL' | 'TURNSTILE_SECRET' | 'TURNSTILE_VERIFY_URL'>;
+
+const VERIFY_TIMEOUT_MS = 5_000;
+
+/** Throws the form-style error when the captcha answer is missing or refused by the provider. */
+export async function verifyCaptcha(
+  provider: CaptchaProvider,
+  fields: RawFields,
+  clientIp: string,
+  config: CaptchaConfig,
+): Promise<void> {
+  const field = CAPTCHA_FIELDS[provider];
+  const answer = fields.find(([name]) => name === field)?.[1];
+  if (typeof answer !== 'string' || answer.trim() === '') {
+    throw errors.invalidFields({ [field]: ['Complete the captcha.'] }, 'Captcha required.');
+  }
+  const [secret, verifyUrl] =
+    provider === 'hcaptcha'
+      ? [config.HCAPTCHA_SECRET, config.HCAPTCHA_VERIFY_URL]
+      : [config.TURNSTILE_SECRET, config.TURNSTILE_VERIFY_URL];
+  if (!secret) throw new Error(`the key requires ${provider} but its secret is not configured`);
+
+  let verdict: { success?: unknown };
+  try {
+    const response = await fetch(verifyUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ secret, response: answer, remoteip: clientIp }),
+      signal: AbortSignal.timeout(VERIFY_TIMEOUT_MS),
+    });
+    verdict = (await response.json()) as { success?: unknown };
+  } catch {
+    throw errors.unavailable('Captcha verification is unavailable. Please try again.');
+  }
+  if (verdict.success !== true) {
+    throw errors.invalidFields({ [field]: ['Captcha verification failed.'] }, 'Captcha verification failed.');
+  }
+}

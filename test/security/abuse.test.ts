@@ -1,0 +1,165 @@
+// Abuse and keys at rest: a dump yields no key, POST / cannot mail-bomb an address, the honeypot
+// discards bots silently, captcha per key is verified server-side, headers are set.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { request } from '../support/http.ts';
+
+const TOKEN = 'abuse-test-admin-token-0123';
+let verifyCalls: Array<Record<string, string>> = [];
+let verifier: Server;
+let h: Harness;
+
+beforeAll(async () => {
+  // A local stand-in for the hCaptcha / Turnstile verify endpoint.
+  verifier = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      const params = Object.fromEntries(new URLSearchParams(body));
+      verifyCalls.push({ path: req.url ?? '', ...params });
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ success: params.response === 'good-token' && params.secret?.startsWith('server-secret') }));
+    });
+  });
+  await new Promise<void>((resolve) => verifier.listen(0, '127.0.0.1', resolve));
+  const verifyBase = `http://127.0.0.1:${(verifier.address() as AddressInfo).port}`;
+  h = await startHarness({
+    env: {
+      ADMIN_TOKEN: TOKEN,
+      KEY_EMAILS_PER_HOUR: '5',
+      HCAPTCHA_SECRET: 'server-secret-h',
+      HCAPTCHA_VERIFY_URL: `${verifyBase}/hcaptcha`,
+      TURNSTILE_SECRET: 'server-secret-t',
+      TURNSTILE_VERIFY_URL: `${verifyBase}/turnstile`,
+    },
+  });
+});
+afterAll(async () => {
+  await h?.stop();
+  await new Promise((resolve) => verifier?.close(resolve));
+});
+
+const count = async (table: string) => ((await h.sql(`select count(*)::int as n from ${table}`)) as [{ n: number }])[0].n;
+const submit = (fields: Record<string, unknown>) => postJson(`${h.url}/api/contact-api/`, { email: 'a@example.org', message: 'hi', ...fields });
+
+describe('keys at rest', () => {
+  it('keeps no usable key in the database', async () => {
+    const response = await postJson(`${h.url}/`, { email: 'dump@example.test' });
+    const key = response.json.key as string;
+    const rows = await h.sql('select * from verification_keys where email = $1', ['dump@example.test']);
+    expect(rows).toHaveLength(1);
+    const dump = JSON.stringify(rows);
+    expect(dump).not.toContain(key);
+    expect(dump).not.toContain(key.replace(/-/g, ''));
+    // Yet the key works, and getKeys can still email it.
+    expect((await submit({ access_key: key })).status).toBe(200);
+    await postJson(`${h.url}/`, { email: 'dump@example.test', requestType: 'getKeys' });
+    const list = await eventually(async () =>
+      h.sink.messages.find((mail) => mail.envelope.to.includes('dump@example.test') && mail.parsed.subject === 'Your contact form verification keys'),
+    );
+    expect(list.parsed.text).toContain(key);
+  });
+});
+
+describe('mail bombing through POST /', () => {
+  it('sends at most KEY_EMAILS_PER_HOUR emails to one address, then answers 429 and sends nothing', async () => {
+    const victim = 'victim@example.test';
+    for (let i = 0; i < 3; i++) expect((await postJson(`${h.url}/`, { email: victim })).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await postJson(`${h.url}/`, { email: victim, requestType: 'getKeys' })).status).toBe(200);
+    const keysBefore = await h.sql('select count(*)::int as n from verification_keys where email = $1', [victim]);
+    const refused = await postJson(`${h.url}/`, { email: victim });
+    expect(refused.status).toBe(429);
+    expect(refused.json).toMatchObject({ success: false, errors: { email: [expect.stringContaining('Too many emails')] } });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(3000);
+    expect((await postJson(`${h.url}/`, { email: victim.toUpperCase(), requestType: 'getKeys' })).status).toBe(429);
+    expect(await h.sql('select count(*)::int as n from verification_keys where email = $1', [victim])).toEqual(keysBefore);
+    expect(await h.sql('select count(*)::int as n from key_emails where email = $1', [victim])).toEqual([{ n: 5 }]);
+  });
+});
+
+describe('honeypot', () => {
+  it('answers a filled botcheck as if accepted, and keeps and sends nothing', async () => {
+    const key = await h.createKey();
+    const [rows, objects] = [await count('submissions'), (await listObjectKeys(h.storage)).length];
+    const body = new FormData();
+    body.set('access_key', key.key);
+    body.set('email', 'bot@example.org');
+    body.set('message', 'buy now');
+    body.set('botcheck', 'on');
+    body.append('file', new Blob([Buffer.alloc(2048, 1)]), 'spam.bin');
+    const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+    const json = (await response.json()) as any;
+    expect(response.status).toBe(200);
+    expect(json).toEqual({ success: true, message: 'Message sent successfully.', submission_id: expect.any(String), attachments: 1, email_status: 'queued' });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await count('submissions')).toBe(rows);
+    expect((await listObjectKeys(h.storage)).length).toBe(objects);
+    expect(await h.sql(`select id from submissions where email = 'bot@example.org'`)).toEqual([]);
+    expect(h.sink.messages.some((mail) => mail.parsed.text?.includes('buy now'))).toBe(false);
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    expect(metrics).toMatch(/cfs_submissions_rejected_total\{reason="honeypot"\} [1-9]/);
+  });
+
+  it('ignores an empty botcheck and does not store it as a custom field', async () => {
+    const key = await h.createKey();
+    const response = await submit({ access_key: key.key, botcheck: '' });
+    expect(response.status).toBe(200);
+    const [row] = await h.sql('select custom_fields from submissions where id = $1', [response.json.submission_id]);
+    expect(row!.custom_fields).toEqual([]);
+  });
+});
+
+describe('captcha per key', () => {
+  const admin = (key: string, body: unknown) =>
+    fetch(`${h.url}/admin/keys/${key}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it.each([
+    ['hcaptcha', 'h-captcha-response', '/hcaptcha', 'server-secret-h'],
+    ['turnstile', 'cf-turnstile-response', '/turnstile', 'server-secret-t'],
+  ] as const)('%s: refuses a missing or wrong answer and accepts a verified one', async (provider, field, path, secret) => {
+    const key = await h.createKey();
+    expect((await admin(key.key, { captcha: provider })).status).toBe(200);
+
+    const missing = await submit({ access_key: key.key });
+    expect(missing.status).toBe(400);
+    expect(missing.json.errors[field]).toEqual(['Complete the captcha.']);
+
+    verifyCalls = [];
+    const wrong = await submit({ access_key: key.key, [field]: 'bad-token' });
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.errors[field]).toEqual(['Captcha verification failed.']);
+
+    const right = await submit({ access_key: key.key, [field]: 'good-token' });
+    expect(right.status).toBe(200);
+    expect(verifyCalls.map((call) => [call.path, call.secret, call.response])).toEqual([
+      [path, secret, 'bad-token'],
+      [path, secret, 'good-token'],
+    ]);
+    const [row] = await h.sql('select custom_fields from submissions where id = $1', [right.json.submission_id]);
+    expect(row!.custom_fields).toEqual([]);
+  });
+
+  it('does not ask a key without captcha', async () => {
+    const key = await h.createKey();
+    expect((await submit({ access_key: key.key })).status).toBe(200);
+  });
+});
+
+describe('headers', () => {
+  it('sends nosniff everywhere and no X-Powered-By', async () => {
+    for (const path of ['/healthz', '/contact/success/', '/no-such-page']) {
+      const response = await request(`${h.url}${path}`);
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
+      expect(response.headers['x-powered-by']).toBeUndefined();
+    }
+    const page = await request(`${h.url}/contact/error/`);
+    expect(page.headers['content-security-policy']).toBeDefined();
+    expect(page.headers['referrer-policy']).toBe('no-referrer');
+  });
+});
