@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createOrm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
+import { registerQueueDepth } from '../shared/metrics.ts';
 import { createDeliveryQueue, createRedis } from '../shared/queue.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createKeyVault } from '../shared/secrets.ts';
@@ -22,6 +23,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
+  registerQueueDepth(queue);
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
 
   const deps: AppDeps = { config, orm, redis, queue, storage, vault: createKeyVault(config.SECRET), log };

@@ -1,8 +1,18 @@
-// Prometheus metrics of this process (prom-client), exposed at GET /metrics.
-import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
+// Prometheus metrics (prom-client). Each process has its own registry: the API serves it at
+// GET /metrics, a worker on METRICS_PORT.
+import type { Queue } from 'bullmq';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
+
+export const httpRequestDuration = new Histogram({
+  name: 'cfs_http_request_duration_seconds',
+  help: 'HTTP requests by route and status, with their latency',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
 
 export const submissionsAccepted = new Counter({
   name: 'cfs_submissions_accepted_total',
@@ -16,3 +26,43 @@ export const submissionsRejected = new Counter({
   labelNames: ['reason'] as const,
   registers: [registry],
 });
+
+export const deliveries = new Counter({
+  name: 'cfs_deliveries_total',
+  help: 'Delivery attempts by email kind and outcome (sent, retry, failed, not-claimable)',
+  labelNames: ['kind', 'outcome'] as const,
+  registers: [registry],
+});
+
+export const deliveryRetries = new Counter({
+  name: 'cfs_delivery_retries_total',
+  help: 'Delivery attempts that failed transiently and will be retried',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const deliveryLatency = new Histogram({
+  name: 'cfs_delivery_latency_seconds',
+  help: 'Time from acceptance (row created) to `sent`',
+  labelNames: ['kind'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800, 3600],
+  registers: [registry],
+});
+
+const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+
+/** Queue depth, read from Redis when the metrics are scraped. */
+export function registerQueueDepth(queue: Queue): void {
+  if (registry.getSingleMetric('cfs_queue_jobs')) return;
+  new Gauge({
+    name: 'cfs_queue_jobs',
+    help: 'Jobs in the delivery queue by state',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const counts = await queue.getJobCounts(...QUEUE_STATES).catch(() => undefined);
+      if (!counts) return;
+      for (const state of QUEUE_STATES) this.set({ state }, counts[state] ?? 0);
+    },
+  });
+}

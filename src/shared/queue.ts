@@ -8,9 +8,10 @@ import { withTimeout } from './timeout.ts';
 export const DELIVERY_QUEUE = 'deliveries';
 
 /** The jobs of the delivery queue: each names one row to deliver, by id. */
+/** Ids only: the row to deliver, and the id of the request that created it (to follow it in logs). */
 export type DeliveryJobs = {
-  submission: { submissionId: string };
-  'key-email': { keyEmailId: string };
+  submission: { submissionId: string; requestId?: string };
+  'key-email': { keyEmailId: string; requestId?: string };
   /** The reconciler's periodic run (see src/workers/reconcile.ts). */
   reconcile: Record<string, never>;
 };
@@ -20,8 +21,14 @@ export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 /** A job to add: the job id is the row's id, so a second add of the same row is a no-op. */
 export type DeliveryRequest = { [N in 'submission' | 'key-email']: { name: N; data: DeliveryJobs[N] } }['submission' | 'key-email'];
 
-export const submissionJob = (submissionId: string): DeliveryRequest => ({ name: 'submission', data: { submissionId } });
-export const keyEmailJob = (keyEmailId: string): DeliveryRequest => ({ name: 'key-email', data: { keyEmailId } });
+export const submissionJob = (submissionId: string, requestId?: string): DeliveryRequest => ({
+  name: 'submission',
+  data: requestId ? { submissionId, requestId } : { submissionId },
+});
+export const keyEmailJob = (keyEmailId: string, requestId?: string): DeliveryRequest => ({
+  name: 'key-email',
+  data: requestId ? { keyEmailId, requestId } : { keyEmailId },
+});
 
 const jobIdOf = (request: DeliveryRequest) =>
   request.name === 'submission' ? request.data.submissionId : request.data.keyEmailId;

@@ -29,14 +29,16 @@ export type ProcessorDeps = {
 
 export function createDeliveryProcessor(deps: ProcessorDeps) {
   return async (job: Job<DeliveryJob>): Promise<SendOutcome | number> => {
-    const context = { ...deps, em: deps.orm.em.fork() };
+    // One logger per job, carrying the id of the request that created the row.
+    const log = deps.log.child({ job: job.name, jobId: job.id, requestId: (job.data as { requestId?: string }).requestId });
+    const context = { ...deps, log, em: deps.orm.em.fork() };
     switch (job.name) {
       case 'submission':
         return deliverSubmission(context, job as Job<DeliveryJobs['submission']>);
       case 'key-email':
         return deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
       case 'reconcile':
-        return reconcile(context.em, deps.queue, deps.log, { staleAfterMs: deps.reconcileAfterMs, claimLeaseMs: deps.claimLeaseMs });
+        return reconcile(context.em, deps.queue, log, { staleAfterMs: deps.reconcileAfterMs, claimLeaseMs: deps.claimLeaseMs });
       default:
         throw new Error(`unknown job ${job.name}`);
     }

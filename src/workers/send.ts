@@ -4,6 +4,7 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Logger } from '../shared/log.ts';
+import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.ts';
 import type { MailTransport } from '../shared/mail.ts';
 
 export type DeliveryTable = 'submissions' | 'key_emails';
@@ -37,17 +38,23 @@ export async function sendTracked(
     [id, context.claimLeaseMs / 1000],
   );
   const attempt = claimed[0]?.email_attempts;
-  if (attempt === undefined) return 'not-claimable';
+  if (attempt === undefined) {
+    deliveries.inc({ kind: table, outcome: 'not-claimable' });
+    return 'not-claimable';
+  }
 
   let release: (() => void) | undefined;
   try {
     const built = await buildMessage();
     release = built.release;
     const info = await context.transport.sendMail(built.message);
-    await em.execute(
-      `update ${table} set email_status = 'sent', sent_at = now(), message_id = ?, last_error = null where id = ?`,
+    const [sent] = await em.execute<Array<{ created_at: Date; sent_at: Date }>>(
+      `update ${table} set email_status = 'sent', sent_at = now(), message_id = ?, last_error = null where id = ?
+       returning created_at, sent_at`,
       [info.messageId, id],
     );
+    deliveries.inc({ kind: table, outcome: 'sent' });
+    if (sent) deliveryLatency.observe({ kind: table }, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
     return 'sent';
   } catch (error) {
     const reason = describeSendError(error);
@@ -58,6 +65,8 @@ export async function sendTracked(
       reason,
       id,
     ]);
+    deliveries.inc({ kind: table, outcome: finalAttempt ? 'failed' : 'retry' });
+    if (!finalAttempt) deliveryRetries.inc({ kind: table });
     context.log.warn({ table, id, attempt, finalAttempt, reason }, 'delivery failed');
     throw finalAttempt ? new UnrecoverableError(reason) : new Error(reason);
   } finally {

@@ -1,6 +1,10 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
+import { registerQueueDepth, registry } from '../shared/metrics.ts';
 import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
@@ -13,6 +17,23 @@ import { createDeliveryProcessor } from './processor.ts';
 import { RECONCILE_SCHEDULER_ID } from './reconcile.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
+
+/** GET /metrics of this worker process, for Prometheus. */
+async function serveMetrics(host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if (req.url !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  });
+  server.listen(port, host);
+  await once(server, 'listening');
+  return server;
+}
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
   const shutdown = new Shutdown(log);
@@ -37,6 +58,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
+  registerQueueDepth(queue);
   // Upserting the same scheduler id from every worker keeps exactly one schedule for the fleet;
   // upserting again after a reconnect restores it if Redis lost its data.
   const scheduleReconciler = () =>
@@ -75,6 +97,11 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     (worker) => worker.close(),
   );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
+  if (config.METRICS_PORT !== undefined) {
+    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT);
+    shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
+    log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
+  }
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
   await worker.waitUntilReady();
   log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');

@@ -49,15 +49,20 @@ describe('POST /api/contact-api/ (JSON)', () => {
     expect(row.custom_fields).toEqual([['company', 'Acme']]);
   });
 
-  it('enqueues a job that carries the submission id only, under that id', async () => {
+  it('enqueues a job of ids only (the submission and the request), under the submission id', async () => {
     const key = await h.createKey();
     const queue = h.api.deps.queue;
     await queue.pause();
     try {
-      const response = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'hi' });
+      const response = await postJson(
+        `${h.url}/api/contact-api/`,
+        { access_key: key.key, email: 'a@example.org', message: 'hi' },
+        { 'x-request-id': 'trace-me-123' },
+      );
+      expect(response.headers.get('x-request-id')).toBe('trace-me-123');
       const id = response.json.submission_id as string;
       const job = await queue.getJob(id);
-      expect(job?.data).toEqual({ submissionId: id });
+      expect(job?.data).toEqual({ submissionId: id, requestId: 'trace-me-123' });
     } finally {
       await queue.resume();
     }

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from '../../shared/log.ts';
+import { httpRequestDuration } from '../../shared/metrics.ts';
 import type { ClientIpResolver } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 
@@ -20,10 +21,11 @@ export function requestContext(log: Logger, clientIp: ClientIpResolver): Middlew
     try {
       await next();
     } finally {
-      ctx.state.log.debug(
-        { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(performance.now() - started) },
-        'request',
-      );
+      const seconds = (performance.now() - started) / 1000;
+      // The route pattern, not the path: ids in paths would make unbounded label values.
+      const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      httpRequestDuration.observe({ method: ctx.method, route, status: String(ctx.status) }, seconds);
+      ctx.state.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request');
     }
   };
 }

@@ -91,7 +91,7 @@ export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<
 
 /** The row is committed: if Redis fails now, the reconciler sends the email later. */
 async function enqueueKeyEmail(ctx: AppContext, deps: AppDeps, keyEmailId: string): Promise<void> {
-  await enqueueDeliveryFast(deps.queue, deps.redis, keyEmailJob(keyEmailId)).catch((error: unknown) =>
+  await enqueueDeliveryFast(deps.queue, deps.redis, keyEmailJob(keyEmailId, ctx.state.requestId)).catch((error: unknown) =>
     ctx.state.log.warn({ err: error, keyEmailId }, 'enqueue failed; left for the reconciler'),
   );
 }

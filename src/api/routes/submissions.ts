@@ -60,7 +60,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
       if (submission.emailStatus === 'queued') {
         // Committed already: if Redis fails now, the reconciler enqueues the submission later.
-        await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(submission.id)).catch((error: unknown) =>
+        await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(submission.id, ctx.state.requestId)).catch((error: unknown) =>
           ctx.state.log.warn({ err: error, submissionId }, 'enqueue failed; left for the reconciler'),
         );
       }

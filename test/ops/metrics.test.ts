@@ -1,0 +1,41 @@
+// Prometheus metrics on the API (GET /metrics) and on a worker (METRICS_PORT).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/local/services.ts';
+import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+
+let h: Harness;
+let workerMetrics: string;
+beforeAll(async () => {
+  const port = await freePort();
+  h = await startHarness({ env: { METRICS_PORT: String(port) } });
+  workerMetrics = `http://127.0.0.1:${port}/metrics`;
+});
+afterAll(() => h?.stop());
+
+const metricValue = (text: string, pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+
+describe('metrics', () => {
+  it('counts requests by route and status, submissions, deliveries and queue depth', async () => {
+    const key = await h.createKey();
+    const ok = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'count me' });
+    await postJson(`${h.url}/api/contact-api/`, { access_key: key.key });
+    await eventually(async () => {
+      const [row] = await h.sql('select email_status from submissions where id = $1', [ok.json.submission_id]);
+      return row?.email_status === 'sent' ? true : undefined;
+    });
+
+    const api = await (await fetch(`${h.url}/metrics`)).text();
+    expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="200"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="400"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(metricValue(api, /cfs_submissions_accepted_total (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(metricValue(api, /cfs_submissions_rejected_total\{reason="missing_fields"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(api).toMatch(/cfs_queue_jobs\{state="waiting"\} \d+/);
+    expect(api).toMatch(/cfs_queue_jobs\{state="failed"\} \d+/);
+
+    const worker = await (await fetch(workerMetrics)).text();
+    expect(metricValue(worker, /cfs_deliveries_total\{kind="submissions",outcome="sent"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(metricValue(worker, /cfs_delivery_latency_seconds_count\{kind="submissions"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(worker).toContain('cfs_delivery_retries_total');
+    expect((await fetch(workerMetrics.replace('/metrics', '/other'))).status).toBe(404);
+  });
+});
