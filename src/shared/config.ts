@@ -122,6 +122,8 @@ const EnvSchema = v.object({
   TURNSTILE_SECRET: optionalText,
   TURNSTILE_VERIFY_URL: v.optional(url(['http:', 'https:']), 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
   REDIS_CLUSTER: boolean(false),
+  RETENTION_DAYS: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number of days'), v.transform(Number), v.minValue(1))),
+  RETENTION_INTERVAL_MS: integer(3_600_000, 100),
   METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535))),
   JOB_LOCK_MS: integer(30_000, 1_000),
   CLAIM_LEASE_MS: integer(5 * 60_000, 1_000),

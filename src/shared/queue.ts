@@ -14,6 +14,8 @@ export type DeliveryJobs = {
   'key-email': { keyEmailId: string; requestId?: string };
   /** The reconciler's periodic run (see src/workers/reconcile.ts). */
   reconcile: Record<string, never>;
+  /** The retention run (see src/workers/retention.ts). */
+  retention: Record<string, never>;
 };
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];

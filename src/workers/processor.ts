@@ -9,6 +9,7 @@ import type { Storage } from '../shared/storage.ts';
 import { deliverSubmission } from './deliver.ts';
 import { deliverKeyEmail } from './key-mail.ts';
 import { reconcile } from './reconcile.ts';
+import { applyRetention } from './retention.ts';
 import type { SendOutcome } from './send.ts';
 
 export type ProcessorDeps = {
@@ -24,6 +25,7 @@ export type ProcessorDeps = {
   linkTtlSeconds: number;
   reconcileAfterMs: number;
   claimLeaseMs: number;
+  retentionDays: number | undefined;
   log: Logger;
 };
 
@@ -37,6 +39,8 @@ export function createDeliveryProcessor(deps: ProcessorDeps) {
         return deliverSubmission(context, job as Job<DeliveryJobs['submission']>);
       case 'key-email':
         return deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
+      case 'retention':
+        return deps.retentionDays ? applyRetention(context.em, deps.storage, log, deps.retentionDays) : 0;
       case 'reconcile':
         return reconcile(context.em, deps.queue, log, { staleAfterMs: deps.reconcileAfterMs, claimLeaseMs: deps.claimLeaseMs });
       default:

@@ -15,6 +15,7 @@ import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createDeliveryProcessor } from './processor.ts';
 import { RECONCILE_SCHEDULER_ID } from './reconcile.ts';
+import { RETENTION_SCHEDULER_ID } from './retention.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
@@ -61,14 +62,17 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   registerQueueDepth(queue);
   // Upserting the same scheduler id from every worker keeps exactly one schedule for the fleet;
   // upserting again after a reconnect restores it if Redis lost its data.
-  const scheduleReconciler = () =>
-    queue.upsertJobScheduler(
-      RECONCILE_SCHEDULER_ID,
-      { every: config.RECONCILE_INTERVAL_MS },
-      { name: 'reconcile', data: {}, opts: { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } } },
-    );
-  await scheduleReconciler();
-  redis.on('ready', () => void scheduleReconciler().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the reconciler')));
+  const housekeeping = { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } };
+  const schedule = async () => {
+    await queue.upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: config.RECONCILE_INTERVAL_MS }, { name: 'reconcile', data: {}, opts: housekeeping });
+    if (config.RETENTION_DAYS) {
+      await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: config.RETENTION_INTERVAL_MS }, { name: 'retention', data: {}, opts: housekeeping });
+    } else {
+      await queue.removeJobScheduler(RETENTION_SCHEDULER_ID);
+    }
+  };
+  await schedule();
+  redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
 
   const processor = createDeliveryProcessor({
     orm,
@@ -83,6 +87,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     linkTtlSeconds: config.LINK_TTL_SECONDS,
     reconcileAfterMs: config.RECONCILE_AFTER_MS,
     claimLeaseMs: config.CLAIM_LEASE_MS,
+    retentionDays: config.RETENTION_DAYS,
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.
@@ -97,6 +102,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     (worker) => worker.close(),
   );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
+  worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'job failed'));
   if (config.METRICS_PORT !== undefined) {
     const metrics = await serveMetrics(config.HOST, config.METRICS_PORT);
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
