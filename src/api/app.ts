@@ -7,6 +7,7 @@ import { errorHandler } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { metricsRoutes } from './routes/metrics.ts';
@@ -34,7 +35,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const routers = [
     healthRoutes(deps),
     metricsRoutes(),
-    pageRoutes(),
+    docsRoutes(deps),
+    pageRoutes(deps),
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
     adminRoutes(deps),

@@ -25,6 +25,40 @@ export type MultipartBody = { fields: RawFields; files: StoredFile[] };
 
 type Upload = { done: Promise<StoredFile | undefined>; meter: Transform };
 
+/**
+ * Passes a multipart body up to its close delimiter (`--boundary--`) and drops the rest. Busboy
+ * keeps parsing parts that follow the delimiter in the same chunk and then waits forever for
+ * their end; per RFC 2046 what follows the delimiter is an epilogue to ignore anyway.
+ */
+function cutAtCloseDelimiter(boundary: string): Transform {
+  const atStart = Buffer.from(`--${boundary}--`);
+  const inBody = Buffer.from(`\r\n--${boundary}--`);
+  let carry = Buffer.alloc(0);
+  let first = true;
+  let closed = false;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      if (closed) return callback();
+      const data = carry.length ? Buffer.concat([carry, chunk]) : chunk;
+      const at = first && data.subarray(0, atStart.length).equals(atStart) ? 0 : data.indexOf(inBody);
+      if (data.length >= atStart.length) first = false;
+      if (at >= 0) {
+        closed = true;
+        const end = at + (at === 0 && data[0] === 45 ? atStart.length : inBody.length);
+        carry = Buffer.alloc(0);
+        return callback(null, data.subarray(0, end));
+      }
+      // Keep the last bytes: a delimiter may straddle two chunks.
+      const keep = Math.min(data.length, inBody.length - 1);
+      carry = Buffer.from(data.subarray(data.length - keep));
+      callback(null, data.subarray(0, data.length - keep));
+    },
+    flush(callback) {
+      callback(null, closed ? undefined : carry);
+    },
+  });
+}
+
 export function readMultipart(
   req: IncomingMessage,
   storage: Storage,
@@ -56,7 +90,7 @@ export function readMultipart(
     const fail = (error: ApiError) => {
       if (failure) return;
       failure = error;
-      req.unpipe(parser);
+      req.unpipe();
       // Ending each body makes its upload fail on its own; an upload whose body was read whole
       // finishes first. Only then are the objects deleted, so none lands after the deletion.
       for (const upload of uploads) upload.meter.destroy(error);
@@ -111,6 +145,8 @@ export function readMultipart(
         onFirstByte: () => (filename ? true : countFile()),
       });
       uploads.push(upload);
+      // A body that ends inside a file errors the file stream, and busboy may then emit nothing else.
+      stream.on('error', () => fail(errors.malformedBody('the multipart body ended inside a file.')));
       stream.on('limit', () =>
         fail(errors.payloadTooLarge(`File too large: at most ${FILE_LIMITS.bytesPerFile} bytes (10 MB) per file.`)),
       );
@@ -138,7 +174,9 @@ export function readMultipart(
       });
     });
 
-    req.pipe(parser);
+    const boundary = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(req.headers['content-type'] ?? '');
+    const body = boundary ? req.pipe(cutAtCloseDelimiter(boundary[1] ?? boundary[2] ?? '')) : req;
+    body.pipe(parser);
 
     function streamFile(
       stream: Readable,

@@ -1,0 +1,134 @@
+// The OpenAPI 3.1 document, generated from the same valibot schemas that validate the requests
+// (one source of truth), plus valibot descriptions of the responses.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { KeyPatchSchema } from './routes/admin.ts';
+import { KeyRequestSchema } from './routes/keys.ts';
+import { SubmissionFieldsSchema } from './submissions/input.ts';
+
+const jsonSchema = (schema: v.GenericSchema) =>
+  toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
+
+const FormError = v.object({
+  success: v.literal(false),
+  message: v.string(),
+  errors: v.pipe(v.record(v.string(), v.array(v.string())), v.description('Field name (or __all__) → messages')),
+  request_id: v.optional(v.pipe(v.string(), v.description('On 500 only: the id under which the log has the detail'))),
+});
+const KeyLimitError = v.object({ error: v.string() });
+const GenerateKeyResponse = v.object({ success: v.literal(true), message: v.string(), key: v.string(), keys_count: v.number() });
+const GetKeysResponse = v.object({ success: v.literal(true), message: v.string(), keys_count: v.number() });
+const SubmissionResponse = v.object({
+  success: v.literal(true),
+  message: v.string(),
+  submission_id: v.pipe(v.string(), v.uuid()),
+  attachments: v.number(),
+  email_status: v.picklist(['queued', 'skipped', 'sending', 'retrying', 'sent', 'failed']),
+});
+
+const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
+const formError = (description: string) => ({ description, content: json(FormError) });
+const CORS_PREFLIGHT = {
+  summary: 'CORS preflight',
+  responses: { 204: { description: 'Access-Control-Allow-Origin: *, Allow-Methods: POST, OPTIONS, Allow-Headers: Content-Type, X-Requested-With, Accept' } },
+};
+const rateLimited = formError('Too many requests (1 per 3 seconds per client IP by default); Retry-After says when to retry');
+
+export function buildOpenApi(publicUrl: string) {
+  const submissionBody = { ...jsonSchema(SubmissionFieldsSchema), additionalProperties: { description: 'Any other field is stored as a custom field' } };
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Contact form service',
+      version: '1',
+      description: 'Accepts contact-form submissions, stores them, and delivers each as an email to the owner of the verification key.',
+    },
+    servers: [{ url: publicUrl }],
+    components: {
+      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' } },
+    },
+    paths: {
+      '/': {
+        post: {
+          summary: 'Generate a verification key, or email all active keys of an address',
+          requestBody: { required: true, content: json(KeyRequestSchema) },
+          responses: {
+            200: { description: 'generateKey: the new key; getKeys: how many keys were emailed', content: { 'application/json': { schema: { oneOf: [jsonSchema(GenerateKeyResponse), jsonSchema(GetKeysResponse)] } } } },
+            400: { description: 'Invalid request, or the address already holds 10 keys', content: { 'application/json': { schema: { oneOf: [jsonSchema(FormError), jsonSchema(KeyLimitError)] } } } },
+            429: formError('Rate limited, or too many emails to this address this hour'),
+          },
+        },
+        options: CORS_PREFLIGHT,
+      },
+      '/api/contact-api/': {
+        post: {
+          summary: 'Submit a contact form',
+          description: 'Plain HTML form posts (urlencoded or multipart, Accept preferring text/html, no X-Requested-With) get 303 redirects to success_url / error_url instead of JSON.',
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: submissionBody },
+              'application/x-www-form-urlencoded': { schema: submissionBody },
+              'multipart/form-data': {
+                schema: {
+                  ...submissionBody,
+                  additionalProperties: {
+                    description: 'Custom fields, and files (at most 10, 10 MB each) under any field name',
+                    oneOf: [{ type: 'string' }, { type: 'string', contentMediaType: 'application/octet-stream' }],
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            200: { description: 'Saved', content: json(SubmissionResponse) },
+            303: { description: 'Redirect for a plain HTML form post' },
+            400: formError('Missing or invalid fields, domain mismatch, too many files'),
+            403: formError('Unknown, disabled or deleted key'),
+            413: formError('Body or file too large'),
+            415: formError('Unsupported content type'),
+            429: rateLimited,
+            500: formError('Unexpected failure; the body carries request_id'),
+          },
+        },
+        options: CORS_PREFLIGHT,
+      },
+      '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'The process is alive' } } } },
+      '/readyz': { get: { summary: 'Readiness', responses: { 200: { description: 'PostgreSQL, Redis and storage answer' }, 503: { description: 'Something is down: {down: [...]}' } } } },
+      '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Text exposition format' } } } },
+      '/admin/keys': {
+        get: {
+          summary: "List an address's keys",
+          security: [{ adminToken: [] }],
+          parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
+          responses: { 200: { description: 'The keys with their states' }, 401: formError('No or wrong token') },
+        },
+      },
+      '/admin/keys/{key}': {
+        patch: {
+          summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha',
+          security: [{ adminToken: [] }],
+          parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string' } }],
+          requestBody: { required: true, content: json(KeyPatchSchema) },
+          responses: { 200: { description: 'The key record' }, 400: formError('Invalid change'), 401: formError('No or wrong token'), 404: formError('Unknown key') },
+        },
+      },
+      '/admin/submissions': {
+        get: {
+          summary: 'Submissions, newest first, paged by cursor',
+          security: [{ adminToken: [] }],
+          parameters: ['key', 'status', 'limit', 'cursor'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+          responses: { 200: { description: '{submissions, next_cursor}' }, 401: formError('No or wrong token') },
+        },
+      },
+      '/admin/submissions/{id}': {
+        get: {
+          summary: 'One submission with its delivery status',
+          security: [{ adminToken: [] }],
+          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          responses: { 200: { description: 'The submission record' }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
+        },
+      },
+    },
+  };
+}
