@@ -9,6 +9,7 @@ import { errors, fromKeyRule } from '../errors.ts';
 import { adminAuth } from '../middleware/admin-auth.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
+import { submissionsCsv } from './export.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -32,6 +33,8 @@ const SubmissionListQuerySchema = v.object({
   cursor: v.optional(v.string('Give one cursor.')),
 });
 
+const CsvQuerySchema = v.object({ key: v.pipe(v.string('Give ?key=<key>.'), v.minLength(1, 'Give ?key=<key>.')) });
+
 const KeyListQuerySchema = v.object({
   email: v.pipe(v.string('Give ?email=<address>.'), v.trim(), v.email('Enter a valid email address.')),
 });
@@ -44,6 +47,13 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
     const keys = await listKeys(deps.orm.em.fork(), email);
     ctx.body = { email: email.toLowerCase(), keys: keys.map((key) => keyRecord(key, deps.vault)) };
+  });
+
+  router.get('/submissions.csv', async (ctx) => {
+    const { key } = validate(CsvQuerySchema, { key: ctx.query.key });
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.attachment('submissions.csv');
+    ctx.body = await submissionsCsv(deps.orm.em.fork(), deps.vault.hash(key));
   });
 
   router.get('/submissions/:id', async (ctx) => {

@@ -1,0 +1,71 @@
+// GET /admin/submissions.csv?key=… — a key's submissions as CSV, streamed page by page, with one
+// column per custom field name.
+import { PassThrough } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Submission } from '../../shared/db/entities.ts';
+import { listSubmissions } from '../../shared/submissions.ts';
+
+const PAGE = 500;
+const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at'] as const;
+
+/** RFC 4180 quoting, and a leading ' on values a spreadsheet would run as a formula. */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+const csvRow = (cells: string[]) => `${cells.map(csvCell).join(',')}\r\n`;
+
+/** The custom field names of the key's submissions, in order of first appearance. */
+async function customFieldNames(em: EntityManager, keyHash: string): Promise<string[]> {
+  const rows = await em.execute<Array<{ name: string }>>(
+    `select name from (
+       select distinct on (field.pair->>0) field.pair->>0 as name, s.created_at, field.position
+         from submissions s
+         join verification_keys k on k.id = s.key_id
+         cross join lateral jsonb_array_elements(s.custom_fields) with ordinality as field(pair, position)
+        where k.key_hash = ?
+        order by field.pair->>0, s.created_at, s.id, field.position) firsts
+     order by created_at, position`,
+    [keyHash],
+  );
+  return rows.map((row) => row.name);
+}
+
+export async function submissionsCsv(em: EntityManager, keyHash: string): Promise<PassThrough> {
+  const names = await customFieldNames(em, keyHash);
+  const out = new PassThrough();
+  out.write(csvRow([...FIXED, ...names]));
+  const write = (submission: Submission) => {
+    const values = new Map<string, string[]>();
+    for (const [name, value] of submission.customFields) values.set(name, [...(values.get(name) ?? []), value]);
+    return out.write(
+      csvRow([
+        submission.id,
+        submission.createdAt.toISOString(),
+        submission.email,
+        submission.subject,
+        submission.message,
+        submission.emailStatus,
+        submission.sentAt?.toISOString() ?? '',
+        // A repeated field keeps all its values in its one column.
+        ...names.map((name) => (values.get(name) ?? []).join('\n')),
+      ]),
+    );
+  };
+  void (async () => {
+    let after: { createdAt: Date; id: string } | undefined;
+    for (;;) {
+      const { page } = await listSubmissions(em, { keyHash, limit: PAGE }, after);
+      for (const submission of page) {
+        if (!write(submission)) await new Promise((resolve) => out.once('drain', resolve));
+      }
+      em.clear(); // pages are written out; the identity map need not keep them
+      if (page.length < PAGE) break;
+      const last = page[page.length - 1]!;
+      after = { createdAt: last.createdAt, id: last.id };
+    }
+    out.end();
+  })().catch((error: unknown) => out.destroy(error as Error));
+  return out;
+}
