@@ -5,6 +5,7 @@ import type { AppDeps, AppState } from './context.ts';
 import { errors } from './errors.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
+import { queueBoard } from './queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { docsRoutes } from './routes/docs.ts';
@@ -45,5 +46,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
+  app.use(queueBoard(deps));
   return app;
 }

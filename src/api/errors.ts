@@ -85,7 +85,8 @@ export const errors = {
     }),
   unauthorized: () =>
     new ApiError(401, 'unauthorized', 'Authentication required.', { __all__: ['Authentication required.'] }, {
-      headers: { 'WWW-Authenticate': 'Bearer' },
+      // Basic lets a browser prompt for the token on the queue dashboard; API clients use Bearer.
+      headers: { 'WWW-Authenticate': 'Bearer, Basic realm="Contact form admin"' },
     }),
   notFound: (what = 'Not found.') => new ApiError(404, 'not_found', what, { __all__: [what] }),
   unavailable: (detail: string) => new ApiError(503, 'unavailable', detail, { __all__: [detail] }),

@@ -28,11 +28,13 @@ export async function sendTracked(
 ): Promise<SendOutcome> {
   const { em } = context;
   // Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
+  // A `failed` row is claimable too: its job only runs again when an operator retries it on the
+  // queue dashboard (nothing was sent for it, so nothing is sent twice).
   const claimed = await em.execute<Array<{ email_attempts: number }>>(
     `update ${table}
         set email_status = 'sending', claimed_at = now(), email_attempts = email_attempts + 1
       where id = ?
-        and (email_status in ('queued', 'retrying')
+        and (email_status in ('queued', 'retrying', 'failed')
              or (email_status = 'sending' and claimed_at < now() - make_interval(secs => ?)))
       returning email_attempts`,
     [id, context.claimLeaseMs / 1000],
