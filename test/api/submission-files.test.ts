@@ -548,3 +548,32 @@ describe('storage failure', () => {
     expect(await brokenSnapshot()).toEqual(before);
   });
 });
+
+describe('parts without a name', () => {
+  it('answers a file or field part whose Content-Disposition has no name without crashing', async () => {
+    const h2 = await startHarness({ worker: false });
+    try {
+      const key = await h2.createKey();
+      const boundary = 'noNameBoundary';
+      const body = [
+        `--${boundary}\r\nContent-Disposition: form-data; name="access_key"\r\n\r\n${key.key}\r\n`,
+        `--${boundary}\r\nContent-Disposition: form-data; name="email"\r\n\r\na@example.org\r\n`,
+        `--${boundary}\r\nContent-Disposition: form-data; name="message"\r\n\r\nm\r\n`,
+        `--${boundary}\r\nContent-Disposition: form-data; filename="nameless.txt"\r\n\r\nfile without a field name\r\n`,
+        `--${boundary}\r\nContent-Disposition: form-data\r\n\r\nfield without a name\r\n`,
+        `--${boundary}--\r\n`,
+      ].join('');
+      const response = await fetch(`${h2.url}/api/contact-api/`, {
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, accept: 'application/json' },
+        body,
+      });
+      expect(response.status).toBe(200);
+      const json = (await response.json()) as any;
+      expect(json.attachments).toBe(1);
+      expect((await fetch(`${h2.url}/healthz`)).status).toBe(200);
+    } finally {
+      await h2.stop();
+    }
+  });
+});

@@ -107,8 +107,10 @@ export function readMultipart(
       return !failure;
     };
 
-    parser.on('field', (name, value, info) => {
+    // Busboy hands a part without a name in its Content-Disposition over with `name` undefined.
+    parser.on('field', (rawName: string | undefined, value, info) => {
       if (failure) return;
+      const name = rawName ?? '';
       fieldBytes += Buffer.byteLength(name) + Buffer.byteLength(value);
       if (info.valueTruncated || fieldBytes > FIELD_BYTES) {
         fail(errors.payloadTooLarge(`Form fields larger than ${FIELD_BYTES / 1024 / 1024} MB in all.`));
@@ -121,7 +123,8 @@ export function readMultipart(
       fields.push([name, value]);
     });
 
-    parser.on('file', (fieldName, stream, info) => {
+    parser.on('file', (rawFieldName: string | undefined, stream, info) => {
+      const fieldName = rawFieldName ?? '';
       if (failure) {
         stream.resume();
         return;
