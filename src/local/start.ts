@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
+import PinoPretty from 'pino-pretty';
 import { createLogger } from '../shared/log.ts';
 import { generateSecret } from '../shared/secrets.ts';
 import {
@@ -18,7 +19,9 @@ import {
   stopChild,
 } from './services.ts';
 
-const log = createLogger('local');
+// Every process's JSON log lines, made readable for a person at the terminal.
+const readable = PinoPretty({ colorize: Boolean(process.stdout.isTTY), translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' });
+const log = createLogger('local', process.env.LOG_LEVEL ?? 'info', readable);
 const env: NodeJS.ProcessEnv = { ...process.env };
 const dataDir = path.resolve(env.DATA_DIR || '.data');
 const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
@@ -50,8 +53,9 @@ setInterval(() => process.ppid !== parentPid && void stopAll(0), 1_000).unref();
 function runChild(name: string, script: string): ChildProcess {
   const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
     env,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
+  child.stdout?.pipe(readable, { end: false });
   children.push(child);
   stops.push({ name, stop: () => stopChild(child, 'SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 30_000) + 5_000) });
   child.once('exit', (code, signal) => {
