@@ -71,6 +71,7 @@ const listMail = async (mailUi: string) => (await (await fetch(`${mailUi}/api/em
 
 describe('npm start', () => {
   let submissionId: string;
+  let accessKey: string;
 
   it('runs the whole service, delivers to the mail catcher and stops cleanly', async () => {
     const running = await npmStart();
@@ -84,6 +85,7 @@ describe('npm start', () => {
     const generated = await postJson(`${api}/`, { email: 'owner@example.test' });
     expect(generated.status).toBe(200);
     const key = generated.json as { key: string };
+    accessKey = key.key;
     const response = await postJson(`${api}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'Hi from npm start' });
     expect(response.status).toBe(200);
     submissionId = response.json.submission_id;
@@ -101,6 +103,9 @@ describe('npm start', () => {
     expect(row?.email_status).toBe('sent');
     const mails = await listMail(running.banner['Mail UI']!);
     expect(mails.some((m) => m.text.includes(submissionId))).toBe(true);
+    // The key still works: the server secret it is stored under was kept in DATA_DIR.
+    const again = await postJson(`http://localhost:${port}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'after restart' });
+    expect(again.status).toBe(200);
     await stopAndCheckNothingLeft(running);
   });
 });

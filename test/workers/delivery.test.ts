@@ -1,5 +1,5 @@
 // The delivery worker: the email's content and files, retries and statuses, the operator view.
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
@@ -216,6 +216,24 @@ describe('EMAIL_STATUS_WAIT_MS', () => {
       expect(response.json.email_status).toBe('sent');
     } finally {
       await waiting.stop();
+    }
+  });
+});
+
+describe('DKIM', () => {
+  it('signs every email when DKIM_DOMAIN, DKIM_SELECTOR and DKIM_PRIVATE_KEY are set', async () => {
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString().replace(/\n/g, '\\n');
+    const signed = await startHarness({ env: { DKIM_DOMAIN: 'example.test', DKIM_SELECTOR: 'forms2026', DKIM_PRIVATE_KEY: pem } });
+    try {
+      const owner = await signed.createKey();
+      const id = (await postJson(`${signed.url}/api/contact-api/`, { access_key: owner.key, email: 'a@example.org', message: 'signed' })).json.submission_id;
+      const mail = await mailFor(id, signed.sink);
+      const signature = /^DKIM-Signature:.*(?:\r\n[ \t].*)*/m.exec(mail.raw.toString('utf8'))?.[0] ?? '';
+      expect(signature).toMatch(/\bd=example\.test;/);
+      expect(signature).toMatch(/\bs=forms2026;/);
+    } finally {
+      await signed.stop();
     }
   });
 });

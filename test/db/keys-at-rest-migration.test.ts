@@ -1,0 +1,57 @@
+// The keys-at-rest migration converts keys stored in plain text by the earlier schema.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
+import { createKeyVault } from '../../src/shared/secrets.ts';
+import { withDatabase } from '../support/harness.ts';
+
+const SECRET = 'migration-test-secret-0123456789abcdef';
+const database = `cfs_migration_${Date.now()}`;
+let orm: MikroORM;
+
+async function admin(text: string) {
+  const client = new pg.Client({ connectionString: inject('postgresUrl') });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+beforeAll(async () => {
+  await admin(`CREATE DATABASE ${database}`);
+  orm = await createOrm(withDatabase(inject('postgresUrl'), database), 2);
+});
+afterAll(async () => {
+  await orm?.close();
+  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+});
+
+describe('keys-at-rest migration', () => {
+  it('replaces plain keys by their HMAC and a sealed copy that opens to the same key', async () => {
+    await orm.migrator.up({ to: 'Migration20261121055329_key_emails' });
+    const em = orm.em.fork();
+    await em.execute(
+      `insert into verification_keys (id, key, email) values
+         (gen_random_uuid(), 'plain-key-one', 'a@example.test'), (gen_random_uuid(), 'plain-key-two', 'b@example.test')`,
+    );
+
+    const previous = process.env.SECRET;
+    process.env.SECRET = SECRET;
+    try {
+      await orm.migrator.up();
+    } finally {
+      if (previous === undefined) delete process.env.SECRET;
+      else process.env.SECRET = previous;
+    }
+
+    const vault = createKeyVault(SECRET);
+    const rows = await em.execute<Array<Record<string, string>>>('select * from verification_keys order by email');
+    expect(rows.map((row) => row.key_hash)).toEqual([vault.hash('plain-key-one'), vault.hash('plain-key-two')]);
+    expect(rows.map((row) => vault.decrypt(row.key_encrypted!))).toEqual(['plain-key-one', 'plain-key-two']);
+    expect(rows.every((row) => !('key' in row))).toBe(true);
+    expect(JSON.stringify(rows)).not.toContain('plain-key');
+  });
+});
