@@ -16,6 +16,17 @@ export type CustomFields = Array<[name: string, value: string]>;
 
 const createdAt = () => p.datetime().defaultRaw('now()').onCreate(() => new Date());
 
+/** The delivery state of a row whose email a worker sends: submissions and key emails alike. */
+const deliveryColumns = () => ({
+  emailStatus: p.enum(EMAIL_STATUSES).default('queued'),
+  emailAttempts: p.integer().default(0),
+  lastError: p.text().nullable(),
+  /** When a worker claimed the row for sending; an old claim is a crashed worker's. */
+  claimedAt: p.datetime().nullable(),
+  sentAt: p.datetime().nullable(),
+  messageId: p.string().length(998).nullable(),
+});
+
 export const VerificationKeySchema = defineEntity({
   name: 'VerificationKey',
   tableName: 'verification_keys',
@@ -50,13 +61,7 @@ export const SubmissionSchema = defineEntity({
     message: p.text(),
     subject: p.string().length(998),
     customFields: p.json<CustomFields>().default('[]'),
-    emailStatus: p.enum(EMAIL_STATUSES).default('queued'),
-    emailAttempts: p.integer().default(0),
-    lastError: p.text().nullable(),
-    /** When a worker claimed the row for sending; an old claim is a crashed worker's. */
-    claimedAt: p.datetime().nullable(),
-    sentAt: p.datetime().nullable(),
-    messageId: p.string().length(998).nullable(),
+    ...deliveryColumns(),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
     createdAt: createdAt(),
@@ -102,12 +107,7 @@ export const KeyEmailSchema = defineEntity({
     email: p.string().length(254),
     /** The new key, for `new-key`; `all-keys` lists the address's active keys at sending time. */
     key: () => p.manyToOne(VerificationKeySchema).nullable().deleteRule('cascade'),
-    emailStatus: p.enum(EMAIL_STATUSES).default('queued'),
-    emailAttempts: p.integer().default(0),
-    lastError: p.text().nullable(),
-    claimedAt: p.datetime().nullable(),
-    sentAt: p.datetime().nullable(),
-    messageId: p.string().length(998).nullable(),
+    ...deliveryColumns(),
     createdAt: createdAt(),
   },
   indexes: [
