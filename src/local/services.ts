@@ -60,6 +60,23 @@ function waitForOutput(child: ChildProcess, pattern: RegExp, name: string, timeo
   });
 }
 
+/**
+ * Server processes started here, with the signal that stops each cleanly. If this process exits
+ * without stopping them (an interrupted test run), they are signalled on the way out: 'exit'
+ * handlers run synchronously, and the servers then shut themselves down.
+ */
+const running = new Map<ChildProcess, NodeJS.Signals>();
+process.on('exit', () => {
+  for (const [child, signal] of running) child.kill(signal);
+});
+
+function spawnTracked(stopSignal: NodeJS.Signals, ...args: Parameters<typeof spawn>): ChildProcess {
+  const child = spawn(...args);
+  running.set(child, stopSignal);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
 /** Stops a child by PID with a signal, escalating to SIGKILL if it outlives the grace period. */
 export function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -132,7 +149,7 @@ export async function startPostgres(options: PostgresOptions): Promise<LocalServ
   }
 
   const durability = options.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
-  const child = spawn(
+  const child = spawnTracked('SIGINT',
     binaries.postgres,
     ['-D', dataDir, '-p', String(port), '-k', dataDir, '-c', `listen_addresses=${LOOPBACK}`, '-c', 'max_connections=200', ...durability],
     { ...asUser, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -198,7 +215,7 @@ export async function startRedis(options: RedisOptions = {}): Promise<LocalServi
     ? ['--dir', path.resolve(options.dir), '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '']
     : ['--appendonly', 'no', '--save', ''];
   if (options.dir) await mkdir(options.dir, { recursive: true });
-  const child = spawn(
+  const child = spawnTracked('SIGTERM',
     binary,
     ['--port', String(port), '--bind', LOOPBACK, '--maxmemory-policy', 'noeviction', ...persistence, ...(options.extraArgs ?? [])],
     { stdio: ['ignore', 'pipe', 'pipe'] },

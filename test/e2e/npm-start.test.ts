@@ -23,8 +23,14 @@ beforeAll(async () => {
   port = await freePort();
 });
 
-afterAll(async () => {
+const killSpawned = () => {
   for (const child of spawned) if (child.exitCode === null && child.pid) process.kill(-child.pid, 'SIGKILL');
+};
+// An interrupted run skips afterAll; the process groups of npm start go on the way out.
+process.once('exit', killSpawned);
+
+afterAll(async () => {
+  killSpawned();
   await rm(dataDir, { recursive: true, force: true });
 });
 

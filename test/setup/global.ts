@@ -27,9 +27,13 @@ export default async function setup(project: TestProject) {
   const started: LocalService[] = [];
   const dir = await mkdtemp(path.join(tmpdir(), 'cfs-test-'));
   const stopAll = async () => {
-    for (const service of started.reverse()) await service.stop().catch(() => undefined);
+    for (const service of started.splice(0).reverse()) await service.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   };
+  // Interrupted runs (Ctrl+C, a CI timeout) skip the teardown: stop the servers here instead.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void stopAll().finally(() => process.exit(130)));
+  }
   try {
     let postgresUrl = process.env.DATABASE_URL;
     if (!postgresUrl) {
