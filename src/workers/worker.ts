@@ -40,14 +40,19 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const shutdown = new Shutdown(log);
   const orm = shutdown.add(
     'postgres',
-    await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY + 2, 50)),
+    // A job holds a connection only for each short query, not while it talks SMTP: a few per
+    // process suffice, and 50 each exhausted PostgreSQL's max_connections with four workers
+    // ("too many clients", jobs retried after the backoff; npm run bench, scenario 3).
+    await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY, 10)),
     (orm) => orm.close(),
   );
   const transport = shutdown.add(
     'smtp',
     createMailTransport(
       config.SMTP_URL,
-      Math.min(config.WORKER_CONCURRENCY, 20),
+      // One connection per concurrent job: a job waiting for a free connection holds its claim
+      // and its open attachment streams while doing nothing (npm run bench, scenario 3).
+      config.WORKER_CONCURRENCY,
       config.DKIM_DOMAIN && config.DKIM_SELECTOR && config.DKIM_PRIVATE_KEY
         ? { domainName: config.DKIM_DOMAIN, keySelector: config.DKIM_SELECTOR, privateKey: config.DKIM_PRIVATE_KEY.replace(/\\n/g, '\n') }
         : undefined,

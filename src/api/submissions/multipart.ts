@@ -181,6 +181,8 @@ export function readMultipart(
     const body = boundary ? req.pipe(cutAtCloseDelimiter(boundary[1] ?? boundary[2] ?? '')) : req;
     body.pipe(parser);
 
+    let lastUpload: Promise<void> = Promise.resolve();
+
     function streamFile(
       stream: Readable,
       file: { fieldName: string; filename: string; contentType: string; objectKey: string; onFirstByte: () => boolean },
@@ -199,7 +201,14 @@ export function readMultipart(
         },
       });
       objectKeys.push(file.objectKey);
+      // One file at a time: the next file is read only once the previous one is stored, so a
+      // request holds one upload's parts in memory and TCP backpressure paces the client.
+      // (Concurrent files piled up whole in memory when storage was slower: npm run bench, scenario 5.)
+      const previous = lastUpload;
+      // A failure may destroy the meter before its pipeline exists; the pipeline reports the error.
+      meter.on('error', () => undefined);
       const done = (async (): Promise<StoredFile | undefined> => {
+        await previous;
         await Promise.all([
           pipeline(stream, meter),
           storage.upload(file.objectKey, meter, file.contentType),
@@ -219,6 +228,7 @@ export function readMultipart(
         };
       })();
       done.catch(() => undefined); // observed through allSettled
+      lastUpload = done.then(() => undefined, () => undefined);
       return { done, meter };
     }
   });

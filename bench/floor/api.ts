@@ -1,0 +1,114 @@
+// The floor of the intake design, run as its own process: a bare Koa handler on the same
+// PostgreSQL, Redis and S3 that does what every accepted submission must cost at least:
+//   POST /json       parse → one INSERT (pg) → one queue.add (BullMQ) → 200
+//   POST /multipart  the same, plus one S3 PutObject per file (busboy, each file read into memory)
+// No rate limit, no validation, no key lookup, no transaction, no ORM.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import busboy from 'busboy';
+import Koa from 'koa';
+import pg from 'pg';
+import { createDeliveryQueue, createRedis, submissionJob, enqueueDelivery } from '../../src/shared/queue.ts';
+
+const env = (name: string) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is required`);
+  return value;
+};
+
+const keyId = env('FLOOR_KEY_ID');
+const pool = new pg.Pool({ connectionString: env('DATABASE_URL'), max: Number(process.env.FLOOR_POOL ?? '20') });
+const redis = createRedis(env('REDIS_URL'), 'producer');
+const queue = createDeliveryQueue(redis, { QUEUE_PREFIX: env('QUEUE_PREFIX'), EMAIL_MAX_ATTEMPTS: 8, EMAIL_RETRY_BACKOFF_MS: 30_000 });
+const bucket = env('S3_BUCKET');
+const s3 = new S3Client({
+  region: 'us-east-1',
+  endpoint: env('S3_ENDPOINT'),
+  forcePathStyle: true,
+  credentials: { accessKeyId: env('S3_ACCESS_KEY_ID'), secretAccessKey: env('S3_SECRET_ACCESS_KEY') },
+  requestChecksumCalculation: 'WHEN_REQUIRED',
+  responseChecksumValidation: 'WHEN_REQUIRED',
+});
+
+const INSERT = `insert into submissions (id, key_id, email, message, subject, custom_fields, client_ip, origin)
+                values ($1, $2, $3, $4, $5, $6, $7, null)`;
+
+async function store(fields: Record<string, string>, clientIp: string): Promise<string> {
+  const id = randomUUID();
+  const email = fields.email ?? '';
+  await pool.query(INSERT, [id, keyId, email, fields.message ?? '', fields.subject ?? `New contact form submission from ${email}`, '[]', clientIp]);
+  await enqueueDelivery(queue, submissionJob(id));
+  return id;
+}
+
+function readAll(req: NodeJS.ReadableStream): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function readMultipart(ctx: Koa.Context, id: string): Promise<{ fields: Record<string, string>; files: number }> {
+  return new Promise((resolve, reject) => {
+    const fields: Record<string, string> = {};
+    const puts: Array<Promise<unknown>> = [];
+    const parser = busboy({ headers: ctx.req.headers });
+    parser.on('field', (name, value) => {
+      fields[name] = value;
+    });
+    parser.on('file', (_name, stream, info) => {
+      const key = `floor/${id}/${puts.length + 1}-${info.filename}`;
+      puts.push(
+        readAll(stream).then((body) =>
+          s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length, ContentType: info.mimeType })),
+        ),
+      );
+    });
+    parser.on('error', reject);
+    parser.on('close', () => {
+      Promise.all(puts).then(() => resolve({ fields, files: puts.length }), reject);
+    });
+    ctx.req.pipe(parser);
+  });
+}
+
+const app = new Koa();
+app.use(async (ctx) => {
+  if (ctx.method !== 'POST') {
+    ctx.status = 404;
+    return;
+  }
+  const clientIp = ctx.req.socket.remoteAddress ?? '';
+  if (ctx.path === '/json') {
+    const fields = JSON.parse((await readAll(ctx.req)).toString()) as Record<string, string>;
+    const id = await store(fields, clientIp);
+    ctx.body = { success: true, submission_id: id, attachments: 0 };
+    return;
+  }
+  if (ctx.path === '/multipart') {
+    const { fields, files } = await readMultipart(ctx, randomUUID());
+    const id = await store(fields, clientIp);
+    ctx.body = { success: true, submission_id: id, attachments: files };
+    return;
+  }
+  ctx.status = 404;
+});
+
+const server = createServer(app.callback());
+server.keepAliveTimeout = 65_000;
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`floor listening ${(server.address() as AddressInfo).port}\n`);
+});
+process.on('SIGTERM', () => {
+  server.close();
+  server.closeIdleConnections();
+  void Promise.allSettled([queue.close(), pool.end()]).then(() => {
+    redis.disconnect();
+    s3.destroy();
+    process.exit(0);
+  });
+});

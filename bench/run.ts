@@ -1,0 +1,770 @@
+// `npm run bench`: starts real services (PostgreSQL, redis-server, s3rver, an SMTP sink), runs
+// bounded load against the service and against a floor baseline on the same services, and prints
+// one table where every figure stands beside its baseline from this run. See README "Benchmarks".
+//
+//   npm run bench                 the full run (ends by itself within 15 minutes)
+//   npm run bench -- --quick      short windows and small backlogs, for a smoke check
+//   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth)
+//   npm run bench -- --profile    also write V8 CPU profiles of the API, worker and floor processes to bench/profiles/
+//                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
+//   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
+//   npm run bench -- --sink-delay=200          the SMTP sink's delay per message (default 50 ms)
+//   npm run bench -- --node-flags="--max-semi-space-size=8"   Node flags for every process under test
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis } from '../src/local/services.ts';
+import { createOrm, migrate } from '../src/shared/db/orm.ts';
+import { generateKey } from '../src/shared/keys.ts';
+import { createKeyVault } from '../src/shared/secrets.ts';
+import { createDeliveryQueue, submissionJob, type DeliveryJob } from '../src/shared/queue.ts';
+import { BENCH_MESSAGE, BENCH_OWNER, BENCH_SENDER, MAIL_FROM } from './floor/message.ts';
+import { clientAddress, multipartRequest, now, percentile, runLoad, uploadAtOnce, type LoadResult, type RequestSpec } from './support/load.ts';
+import {
+  busyShare,
+  childPids,
+  cpuMs,
+  killAllNow,
+  machineCpu,
+  peakRssBytes,
+  resetPeakRss,
+  ROOT,
+  rssBytes,
+  sampleRss,
+  sleep,
+  spawnNode,
+  stopAll,
+  track,
+  waitForMessage,
+  type Child,
+} from './support/proc.ts';
+import { renderTable, met, type Row } from './support/report.ts';
+import { startSink, type Sink } from './support/sink.ts';
+
+// ---------------------------------------------------------------- settings
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const profile = args.includes('--profile');
+const option = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+const only = option('only')?.split(',').map(Number);
+const workerCounts = option('workers')?.split(',').map(Number);
+const nodeFlags = option('node-flags')?.split(/\s+/).filter(Boolean) ?? [];
+const runs = (scenario: number) => !only || only.includes(scenario);
+
+const S = quick
+  ? { warmupMs: 1_000, measureMs: 3_000, rounds: 1, backlog: 1_000, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000 }
+  : { warmupMs: 3_000, measureMs: 6_000, rounds: 2, backlog: 5_000, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000 };
+if (workerCounts) S.workerCounts = workerCounts;
+const CLIENTS = 64;
+const MAX_REQUESTS = 300_000; // per load phase, beside the time bound
+const WORKER_CONCURRENCY = 50;
+const SINK_DELAY_MS = Number(option('sink-delay') ?? 50);
+const DEADLINE_MS = 13 * 60_000; // the whole run, services included; stopping takes the rest of the 15 minutes at most
+const QUEUE_PREFIX = '{bench}';
+const FLOOR_PREFIX = '{floor}';
+const BUCKET = 'cfs-bench';
+const MB = 1024 * 1024;
+
+const started = Date.now();
+const rows: Row[] = [];
+const notes: string[] = [];
+const log = (message: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${message}\n`);
+
+// ---------------------------------------------------------------- lifecycle
+
+let finishing = false;
+async function finish(code: number): Promise<never> {
+  if (finishing) await new Promise(() => undefined);
+  finishing = true;
+  await stopAll();
+  process.exit(code);
+}
+process.on('SIGINT', () => {
+  log('interrupted: stopping everything');
+  void finish(130);
+});
+process.on('SIGTERM', () => void finish(143));
+process.on('exit', killAllNow);
+const deadline = setTimeout(() => {
+  log(`hard deadline of ${DEADLINE_MS / 60_000} minutes reached: stopping everything`);
+  printReport(true);
+  void finish(1);
+}, DEADLINE_MS);
+deadline.unref();
+
+// ---------------------------------------------------------------- services
+
+const dir = await mkdtemp(path.join(os.tmpdir(), 'cfs-bench-'));
+track({ name: 'temp dir', stop: () => rm(dir, { recursive: true, force: true }) });
+const profileDir = path.join(ROOT, 'bench', 'profiles');
+if (profile) await mkdir(profileDir, { recursive: true });
+
+type Ctx = {
+  env: Record<string, string>;
+  sql: pg.Pool;
+  redis: Redis;
+  queue: Queue<DeliveryJob>;
+  sink: Sink;
+  keyId: string;
+  accessKey: string;
+  postgresPid: () => number;
+  redisPid: number;
+  s3Pid: number;
+  s3: S3Client;
+};
+
+async function startServices(): Promise<Ctx> {
+  log('starting PostgreSQL, Redis, S3 and the SMTP sink');
+  const postgres = await startPostgres({ dir: path.join(dir, 'postgres'), persistent: false, database: 'contact_form' });
+  track({ name: 'postgres', stop: postgres.stop });
+  const redisService = await startRedis();
+  track({ name: 'redis', stop: redisService.stop, pid: redisService.child.pid });
+  const s3Child = await spawnNode({
+    name: 's3rver',
+    script: 'bench/support/s3-process.ts',
+    env: { S3_DIR: path.join(dir, 's3'), S3_BUCKET: BUCKET },
+    ipc: true,
+  });
+  const { url: s3Url } = await waitForMessage<{ type: 'ready'; url: string }>(s3Child, 'ready');
+  const sink = await startSink(SINK_DELAY_MS);
+
+  // The key is made by the service's own code, so the benchmark follows the schema as it changes.
+  const secret = randomBytes(32).toString('base64url');
+  const orm = await createOrm(postgres.url, 1);
+  let accessKey: string;
+  let keyId: string;
+  try {
+    await migrate(orm);
+    const created = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
+    accessKey = created.keyValue;
+    keyId = created.key.id;
+  } finally {
+    await orm.close();
+  }
+  const sql = new pg.Pool({ connectionString: postgres.url, max: 4 });
+  track({ name: 'sql pool', stop: () => sql.end() });
+  // The key's own email is not part of any scenario.
+  await sql.query('delete from key_emails');
+  const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
+  track({ name: 'redis client', stop: async () => void redis.disconnect() });
+  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX, EMAIL_MAX_ATTEMPTS: 8, EMAIL_RETRY_BACKOFF_MS: 30_000 });
+  track({ name: 'queue', stop: () => queue.close() });
+  const s3 = new S3Client({
+    region: 'us-east-1',
+    endpoint: s3Url,
+    forcePathStyle: true,
+    credentials: LOCAL_S3_CREDENTIALS,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  track({ name: 's3 client', stop: async () => s3.destroy() });
+
+  const postmasterPid = Number(readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  return {
+    env: {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_URL: postgres.url,
+      REDIS_URL: redisService.url,
+      S3_ENDPOINT: s3Url,
+      S3_BUCKET: BUCKET,
+      S3_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
+      S3_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
+      SMTP_URL: sink.url,
+      MAIL_FROM,
+      QUEUE_PREFIX,
+      // The limiter runs on every request (one Redis script each); each client has its own
+      // address, and the ceiling is high enough that nobody is refused.
+      RATE_LIMIT_MAX: '1000000',
+      WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+      SECRET: secret,
+      LOG_LEVEL: 'info',
+    },
+    sql,
+    redis,
+    queue,
+    sink,
+    keyId,
+    accessKey,
+    postgresPid: () => postmasterPid,
+    redisPid: redisService.child.pid!,
+    s3Pid: s3Child.pid,
+    s3,
+  };
+}
+
+async function machineLine(ctx: Ctx): Promise<string> {
+  const cpus = os.cpus();
+  const { rows: pgRows } = await ctx.sql.query<{ server_version: string }>('show server_version');
+  const info = await ctx.redis.info('server');
+  const redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? '?';
+  return (
+    `Machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? '?'}), ${(os.totalmem() / 1024 ** 3).toFixed(0)} GB RAM, ` +
+    `load average ${os.loadavg()[0]!.toFixed(2)} at start; Node ${process.versions.node}, ` +
+    `PostgreSQL ${pgRows[0]!.server_version}, Redis ${redisVersion}`
+  );
+}
+
+// ---------------------------------------------------------------- processes under test
+
+/**
+ * The Node flags that `npm run start:api` / `start:worker` give the service's processes (read from
+ * package.json), so the benchmark runs them as they are deployed.
+ */
+const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+const deployedFlags = (script: string) => /\bnode\s+((?:--\S+\s+)*)src\//.exec(scripts[script] ?? '')?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
+
+/** Node flags of a process under test: --node-flags, and a CPU profile with --profile. */
+const flagsFor = (name: string, deployed: string[] = []) => [
+  ...deployed,
+  ...nodeFlags,
+  ...(profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : []),
+];
+
+async function spawnApi(ctx: Ctx, name = 'api'): Promise<{ child: Child; url: string }> {
+  const child = await spawnNode({
+    name,
+    script: 'src/api/main.ts',
+    env: ctx.env,
+    readyPattern: /api listening/,
+    nodeArgs: flagsFor(name, deployedFlags('start:api')),
+  });
+  const port = /"port":(\d+)/.exec(child.output())?.[1];
+  const url = `http://127.0.0.1:${port}`;
+  // Listening comes before Redis is connected: wait until every dependency answers.
+  const until = Date.now() + 20_000;
+  while (!(await fetch(`${url}/readyz`).then((response) => response.ok, () => false))) {
+    if (Date.now() > until) throw new Error(`${name} never became ready:\n${child.output()}`);
+    await sleep(100);
+  }
+  return { child, url };
+}
+
+async function spawnFloor(ctx: Ctx): Promise<{ child: Child; url: string }> {
+  const child = await spawnNode({
+    name: 'floor',
+    script: 'bench/floor/api.ts',
+    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, FLOOR_KEY_ID: ctx.keyId },
+    readyPattern: /floor listening \d+/,
+    nodeArgs: flagsFor('floor'),
+  });
+  const port = /floor listening (\d+)/.exec(child.output())?.[1];
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+function spawnWorker(ctx: Ctx, index: number, env: Record<string, string> = {}): Promise<Child> {
+  return spawnNode({
+    name: `worker-${index}`,
+    script: 'src/workers/main.ts',
+    env: { ...ctx.env, ...env },
+    readyPattern: /worker ready/,
+    nodeArgs: flagsFor(`worker-${index}`, deployedFlags('start:worker')),
+  });
+}
+
+function spawnFloorWorker(ctx: Ctx): Promise<Child> {
+  return spawnNode({
+    name: 'floor-worker',
+    script: 'bench/floor/worker.ts',
+    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, WORKER_CONCURRENCY: String(WORKER_CONCURRENCY) },
+    readyPattern: /floor worker ready/,
+    nodeArgs: flagsFor('floor-worker'),
+  });
+}
+
+/** Stops a process under test, noting the warnings and errors it logged. */
+async function stopReporting(child: Child, context: string): Promise<void> {
+  await child.stop();
+  const problems = child.problems();
+  if (problems) notes.push(`${context}: ${child.name} logged ${problems.count} warning(s)/error(s), the first: ${problems.first}`);
+}
+
+/** Empties the tables the scenarios fill and every Redis key (no worker may be running). */
+async function resetState(ctx: Ctx): Promise<void> {
+  await ctx.sql.query('truncate submissions, attachments');
+  await ctx.redis.flushall();
+}
+
+// ---------------------------------------------------------------- CPU accounting
+
+type CpuProbe = { label: string; pids: () => number[] };
+
+/** The processes under test first, then the shared services and the benchmark process itself. */
+function cpuProbes(ctx: Ctx, own: CpuProbe[]): CpuProbe[] {
+  return [
+    ...own,
+    { label: 'postgres', pids: () => [ctx.postgresPid(), ...childPids(ctx.postgresPid())] },
+    { label: 'redis', pids: () => [ctx.redisPid] },
+    { label: 's3', pids: () => [ctx.s3Pid] },
+    { label: 'sink', pids: () => [ctx.sink.child.pid] },
+    { label: 'bench', pids: () => [process.pid] },
+  ];
+}
+
+const probe = (label: string, children: Child[]): CpuProbe => ({ label, pids: () => children.map((child) => child.pid) });
+
+function cpuSnapshot(probes: CpuProbe[]): Map<string, number> {
+  return new Map(probes.map((probe) => [probe.label, probe.pids().reduce((sum, pid) => sum + cpuMs(pid), 0)]));
+}
+
+/** Transactions committed in PostgreSQL (each autocommit statement is one) and Redis commands run. */
+async function roundTrips(ctx: Ctx): Promise<{ pg: number; redis: number }> {
+  const { rows: stat } = await ctx.sql.query<{ n: string }>(
+    `select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()`,
+  );
+  const info = await ctx.redis.info('stats');
+  return { pg: Number(stat[0]?.n ?? 0), redis: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0) };
+}
+
+const cpuTable: string[] = [];
+function recordCpu(title: string, before: Map<string, number>, after: Map<string, number>, units: number, busy: number, trips?: { before: { pg: number; redis: number }; after: { pg: number; redis: number } }): void {
+  const parts = [...after]
+    .map(([label, ms]) => [label, (ms - (before.get(label) ?? 0)) / Math.max(1, units)] as const)
+    .filter(([, perUnit]) => perUnit >= 0.005)
+    .map(([label, perUnit]) => `${label} ${perUnit.toFixed(2)}`);
+  const perUnit = (value: number) => (value / Math.max(1, units)).toFixed(1);
+  const tripText = trips
+    ? `; pg xacts ${perUnit(trips.after.pg - trips.before.pg)}, redis cmds ${perUnit(trips.after.redis - trips.before.redis)}`
+    : '';
+  cpuTable.push(`${title.padEnd(34)} ${parts.join(', ')}  (all cores ${(busy * 100).toFixed(0)}% busy${tripText})`);
+}
+
+// ---------------------------------------------------------------- load phases
+
+async function loadPhase(ctx: Ctx, title: string, target: Child, url: string, request: RequestSpec, onMeasured?: (body: string, at: number) => void, extra: CpuProbe[] = [], maxRps?: number): Promise<LoadResult> {
+  const probes = cpuProbes(ctx, [probe(target.name === 'floor' ? 'floor' : 'api', [target]), ...extra]);
+  const beforeMachine = machineCpu();
+  let beforeCpu = cpuSnapshot(probes);
+  let measuring = false;
+  let tripsBefore: Promise<{ pg: number; redis: number }> | undefined;
+  const switchTimer = setTimeout(() => {
+    beforeCpu = cpuSnapshot(probes);
+    tripsBefore = roundTrips(ctx);
+    measuring = true;
+  }, S.warmupMs);
+  const result = await runLoad({
+    url,
+    clients: CLIENTS,
+    warmupMs: S.warmupMs,
+    durationMs: S.measureMs,
+    maxRequests: MAX_REQUESTS,
+    request,
+    ...(onMeasured ? { onMeasured } : {}),
+    ...(maxRps ? { maxRps } : {}),
+  });
+  clearTimeout(switchTimer);
+  const afterCpu = cpuSnapshot(probes);
+  if (measuring && tripsBefore) {
+    const trips = { before: await tripsBefore, after: await roundTrips(ctx) };
+    recordCpu(title, beforeCpu, afterCpu, result.completed, busyShare(beforeMachine, machineCpu()), trips);
+  }
+  if (result.errors) notes.push(`${title}: ${result.errors} failed requests (first: ${result.firstError})`);
+  log(`${title}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.errors} errors`);
+  return result;
+}
+
+/** Unmeasured load right after a process starts, so that its code is compiled before it is measured. */
+async function prime(url: string, request: RequestSpec): Promise<void> {
+  await runLoad({ url, clients: CLIENTS, warmupMs: S.warmupMs, durationMs: 0, maxRequests: MAX_REQUESTS, request });
+}
+
+type Summary = { rps: number; p50: number; p99: number };
+
+function combine(phases: LoadResult[]): Summary {
+  const ok = phases.reduce((sum, phase) => sum + phase.ok, 0);
+  const seconds = phases.reduce((sum, phase) => sum + phase.seconds, 0);
+  const latencies = phases.flatMap((phase) => phase.latencies).sort((a, b) => a - b);
+  return { rps: ok / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+}
+
+function intakeRows(scenario: string, service: Summary, floor: Summary): void {
+  rows.push(
+    { scenario, metric: 'throughput', service: service.rps, baseline: floor.rps, unit: 'req/s', target: { kind: 'ratio>=', value: 0.7 } },
+    { scenario, metric: 'latency p50', service: service.p50, baseline: floor.p50, unit: 'ms' },
+    { scenario, metric: 'latency p99', service: service.p99, baseline: floor.p99, unit: 'ms', target: { kind: 'ratio<=', value: 2 } },
+  );
+}
+
+const jsonBody = (accessKey: string) =>
+  Buffer.from(
+    JSON.stringify({ access_key: accessKey, email: BENCH_SENDER, message: BENCH_MESSAGE, name: 'Ada Lovelace', company: 'Analytical Engines Ltd' }),
+  );
+
+// ---------------------------------------------------------------- 1, 2: intake
+
+async function intake(ctx: Ctx, scenario: string, serviceRequest: RequestSpec, floorRequest: RequestSpec): Promise<void> {
+  await resetState(ctx);
+  const api = await spawnApi(ctx);
+  const floor = await spawnFloor(ctx);
+  const servicePhases = [];
+  const floorPhases = [];
+  try {
+    await prime(floor.url, floorRequest);
+    await prime(api.url, serviceRequest);
+    await resetState(ctx);
+    // Alternating rounds, so that a noisy neighbour hurts both sides alike.
+    for (let round = 1; round <= S.rounds; round += 1) {
+      floorPhases.push(await loadPhase(ctx, `${scenario} floor #${round}`, floor.child, floor.url, floorRequest));
+      servicePhases.push(await loadPhase(ctx, `${scenario} service #${round}`, api.child, api.url, serviceRequest));
+    }
+  } finally {
+    await stopReporting(api.child, scenario);
+    await stopReporting(floor.child, scenario);
+  }
+  intakeRows(scenario, combine(servicePhases), combine(floorPhases));
+}
+
+// ---------------------------------------------------------------- 3: delivery
+
+async function seedBacklog(ctx: Ctx, count: number, attachmentKey?: { key: string; size: number }): Promise<string[]> {
+  const { rows: seeded } = await ctx.sql.query<{ id: string }>(
+    `insert into submissions (id, key_id, email, message, subject, custom_fields, client_ip)
+     select gen_random_uuid(), $1, $2, $3, $4, $5, '127.0.0.1' from generate_series(1, $6::int)
+     returning id`,
+    [ctx.keyId, BENCH_SENDER, BENCH_MESSAGE, `New contact form submission from ${BENCH_SENDER}`, JSON.stringify([['name', 'Ada Lovelace'], ['company', 'Analytical Engines Ltd']]), count],
+  );
+  const ids = seeded.map((row) => row.id);
+  if (attachmentKey) {
+    await ctx.sql.query(
+      `insert into attachments (id, submission_id, field_name, filename, content_type, size, storage_key, sha256)
+       select gen_random_uuid(), id, 'file', 'attachment.bin', 'application/octet-stream', $2, $3, repeat('0', 64)
+         from unnest($1::uuid[]) as id`,
+      [ids, attachmentKey.size, attachmentKey.key],
+    );
+  }
+  for (let start = 0; start < ids.length; start += 1_000) {
+    await ctx.queue.addBulk(ids.slice(start, start + 1_000).map((id) => {
+      const job = submissionJob(id);
+      return { name: job.name, data: job.data, opts: { jobId: id } };
+    }));
+  }
+  return ids;
+}
+
+type Drain = { count: number; seconds: number; busy: number; drained: boolean };
+
+/** Runs the baseline loop: `processes` processes, `perProcess` messages each, 50 at a time each. */
+async function mailLoop(ctx: Ctx, title: string, processes: number, total: number, extraEnv: Record<string, string> = {}, watchRss = false): Promise<Drain & { peakRss: number }> {
+  const children: Child[] = [];
+  try {
+    for (let index = 0; index < processes; index += 1) {
+      const count = Math.floor(total / processes) + (index < total % processes ? 1 : 0);
+      const child = await spawnNode({
+        name: `mail-loop-${index}`,
+        script: 'bench/floor/mail-loop.ts',
+        env: { ...ctx.env, ...extraEnv, COUNT: String(count), CONCURRENCY: String(WORKER_CONCURRENCY) },
+        ipc: true,
+        nodeArgs: nodeFlags,
+      });
+      await waitForMessage(child, 'ready');
+      children.push(child);
+    }
+    const samplers = watchRss ? children.map((child) => (resetPeakRss(child.pid), sampleRss(child.pid))) : [];
+    ctx.sink.reset();
+    const probes = cpuProbes(ctx, [probe('loop', children)]);
+    const beforeCpu = cpuSnapshot(probes);
+    const tripsBefore = await roundTrips(ctx);
+    const beforeMachine = machineCpu();
+    const t0 = now();
+    const done = children.map((child) => waitForMessage<{ type: 'done'; failed: number; firstError?: string }>(child, 'done', S.drainCapMs + 5_000));
+    for (const child of children) child.child.send({ type: 'go' });
+    const drained = await ctx.sink.waitFor(total, Date.now() + S.drainCapMs);
+    const busy = busyShare(beforeMachine, machineCpu());
+    recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
+    const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
+    for (const result of await Promise.allSettled(done)) {
+      if (result.status === 'fulfilled' && result.value.failed) notes.push(`baseline loop: ${result.value.failed} sends failed (${result.value.firstError})`);
+    }
+    return { ...elapsed(ctx.sink, t0, total), drained, busy, peakRss };
+  } finally {
+    for (const child of children) await child.stop();
+  }
+}
+
+/** Throughput at the sink: messages over the time from the start to the last arrival. */
+function elapsed(sink: Sink, t0: number, expected: number): { count: number; seconds: number } {
+  const arrivals = sink.arrivals.slice(0, expected);
+  const last = arrivals.length ? arrivals[arrivals.length - 1]!.at : now();
+  return { count: arrivals.length, seconds: Math.max(0.001, (arrivals.length >= expected ? last : now()) - t0) / 1000 };
+}
+
+async function serviceDrain(ctx: Ctx, title: string, workers: number, count: number, attachment?: { key: string; size: number }, watchRss = false): Promise<Drain & { peakRss: number; idleRss: number }> {
+  await resetState(ctx);
+  await ctx.queue.pause();
+  await seedBacklog(ctx, count, attachment);
+  const children: Child[] = [];
+  try {
+    for (let index = 0; index < workers; index += 1) children.push(await spawnWorker(ctx, index + 1));
+    await sleep(500);
+    const idleRss = Math.max(0, ...children.map((child) => rssBytes(child.pid)));
+    const samplers = watchRss ? children.map((child) => (resetPeakRss(child.pid), sampleRss(child.pid))) : [];
+    ctx.sink.reset();
+    const probes = cpuProbes(ctx, [probe('worker', children)]);
+    const beforeCpu = cpuSnapshot(probes);
+    const tripsBefore = await roundTrips(ctx);
+    const beforeMachine = machineCpu();
+    const t0 = now();
+    await ctx.queue.resume();
+    const drained = await ctx.sink.waitFor(count, Date.now() + S.drainCapMs);
+    const busy = busyShare(beforeMachine, machineCpu());
+    recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
+    const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
+    const result = { ...elapsed(ctx.sink, t0, count), drained, busy, peakRss, idleRss };
+    // Let the last rows be marked sent before checking them.
+    await sleep(300);
+    const { rows: sent } = await ctx.sql.query<{ n: string }>(`select count(*) as n from submissions where email_status = 'sent'`);
+    if (Number(sent[0]!.n) < result.count) notes.push(`delivery ${workers}w: ${result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
+    return result;
+  } finally {
+    for (const child of children) await stopReporting(child, title);
+  }
+}
+
+async function delivery(ctx: Ctx): Promise<void> {
+  const scenario = `3 Delivery (${S.backlog.toLocaleString('en-US')} emails)`;
+  const results = new Map<number, { service: Drain; baseline: Drain }>();
+  for (const workers of S.workerCounts) {
+    const baseline = await mailLoop(ctx, `3 baseline loop ${workers}×${WORKER_CONCURRENCY}`, workers, S.backlog);
+    log(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: ${(baseline.count / baseline.seconds).toFixed(0)} emails/s, cpu ${(baseline.busy * 100).toFixed(0)}%`);
+    const service = await serviceDrain(ctx, `3 service ${workers} worker(s)`, workers, S.backlog);
+    log(`delivery service ${workers} worker(s): ${(service.count / service.seconds).toFixed(0)} emails/s, cpu ${(service.busy * 100).toFixed(0)}%`);
+    if (!service.drained) notes.push(`delivery ${workers} worker(s): only ${service.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s; throughput is over that time`);
+    if (!baseline.drained) notes.push(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: only ${baseline.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s`);
+    results.set(workers, { service, baseline });
+    rows.push(
+      { scenario, metric: `${workers} worker${workers > 1 ? 's' : ''}: emails/s`, service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
+      { scenario, metric: `${workers} worker${workers > 1 ? 's' : ''}: CPU busy`, service: service.busy * 100, baseline: baseline.busy * 100, unit: '%' },
+    );
+  }
+  // Scaling: each worker count against the one before it, on the service.
+  for (let index = 1; index < S.workerCounts.length; index += 1) {
+    const fewer = S.workerCounts[index - 1]!;
+    const more = S.workerCounts[index]!;
+    const a = results.get(fewer)!.service;
+    const b = results.get(more)!.service;
+    // "Growing with workers until the CPU is full": more workers must deliver more while the
+    // cores have room; once the larger count fills them, it must at least not deliver less;
+    // when the smaller count had filled them already, there is nothing left to grow into.
+    const fullBefore = a.busy >= 0.9;
+    const fullAfter = b.busy >= 0.9;
+    rows.push({
+      scenario,
+      metric: `scaling ${more} vs ${fewer} workers`,
+      service: b.count / b.seconds,
+      baseline: a.count / a.seconds,
+      unit: 'emails/s',
+      ...(fullBefore ? {} : { target: { kind: 'ratio>=', value: fullAfter ? 1 : 1.05 } as const }),
+    });
+    if (fullBefore) notes.push(`scaling ${more} vs ${fewer} workers: no target, all cores were already ${(a.busy * 100).toFixed(0)}% busy with ${fewer}`);
+    else if (fullAfter) notes.push(`scaling ${more} vs ${fewer} workers: the cores filled up (${(a.busy * 100).toFixed(0)}% → ${(b.busy * 100).toFixed(0)}% busy), so the target is only "no less"`);
+  }
+}
+
+// ---------------------------------------------------------------- 4: end to end
+
+async function endToEnd(ctx: Ctx): Promise<void> {
+  const scenario = '4 End to end (load of 1)';
+  // The service under the 64 clients of scenario 1, then the floor pipeline (floor API + bare
+  // worker) paced to the same arrival rate: with the same load, the figures compare.
+  const measure = async (kind: 'service' | 'floor', maxRps?: number) => {
+    await resetState(ctx);
+    const target = kind === 'service' ? await spawnApi(ctx) : await spawnFloor(ctx);
+    const worker = kind === 'service' ? await spawnWorker(ctx, 1) : await spawnFloorWorker(ctx);
+    const answered = new Map<string, number>();
+    try {
+      ctx.sink.reset();
+      const request: RequestSpec =
+        kind === 'service'
+          ? { path: '/api/contact-api/', contentType: 'application/json', body: jsonBody(ctx.accessKey) }
+          : { path: '/json', contentType: 'application/json', body: jsonBody(ctx.accessKey) };
+      const title = `4 ${kind} + 1 worker${maxRps ? ` at ${maxRps.toFixed(0)} req/s` : ''}`;
+      const onMeasured = (body: string, at: number) => {
+        const id = (JSON.parse(body) as { submission_id: string }).submission_id;
+        answered.set(`submission-${id}`, at);
+      };
+      const load = await loadPhase(ctx, title, target.child, target.url, request, onMeasured, [probe('worker', [worker])], maxRps);
+      // Wait (bounded) for the measured submissions to reach the sink.
+      const waitUntil = Date.now() + S.drainCapMs;
+      const arrived = () => {
+        let n = 0;
+        for (const arrival of ctx.sink.arrivals) if (answered.has(arrival.id)) n += 1;
+        return n;
+      };
+      while (arrived() < answered.size && Date.now() < waitUntil) await sleep(200);
+      const delays: number[] = [];
+      for (const arrival of ctx.sink.arrivals) {
+        const at = answered.get(arrival.id);
+        if (at !== undefined) delays.push(arrival.at - at);
+      }
+      if (delays.length < answered.size) {
+        // Not arrived by the cap: counted at the cap, so the percentiles are lower bounds.
+        const missing = answered.size - delays.length;
+        const waited = now() - Math.min(...answered.values());
+        for (let n = 0; n < missing; n += 1) delays.push(waited);
+        notes.push(`${title}: ${missing} of ${answered.size} emails had not arrived after ${S.drainCapMs / 1000} s; counted at that age, so its figures are lower bounds`);
+      }
+      delays.sort((a, b) => a - b);
+      return { p50: percentile(delays, 0.5), p99: percentile(delays, 0.99), rps: load.rps };
+    } finally {
+      await stopReporting(target.child, scenario);
+      await stopReporting(worker, scenario);
+    }
+  };
+  const service = await measure('service');
+  const floor = await measure('floor', service.rps);
+  log(`end to end: service p50 ${service.p50.toFixed(0)} p99 ${service.p99.toFixed(0)} ms; floor p50 ${floor.p50.toFixed(0)} p99 ${floor.p99.toFixed(0)} ms`);
+  rows.push(
+    { scenario, metric: 'intake while delivering', service: service.rps, baseline: floor.rps, unit: 'req/s' },
+    { scenario, metric: '200 → sink p50', service: service.p50, baseline: floor.p50, unit: 'ms' },
+    { scenario, metric: '200 → sink p99', service: service.p99, baseline: floor.p99, unit: 'ms' },
+  );
+}
+
+// ---------------------------------------------------------------- 5: memory
+
+async function memory(ctx: Ctx): Promise<void> {
+  const clients = S.uploadClients;
+  const apiScenario = `5 Memory: API, ${clients}×10 files of 10 MB at once`;
+  const fields = [
+    { name: 'access_key', value: ctx.accessKey },
+    { name: 'email', value: BENCH_SENDER },
+    { name: 'message', value: 'Big files attached.' },
+  ];
+  const growth = async (kind: 'service' | 'floor') => {
+    await resetState(ctx);
+    const target = kind === 'service' ? await spawnApi(ctx, 'api-memory') : await spawnFloor(ctx);
+    const route = kind === 'service' ? '/api/contact-api/' : '/multipart';
+    try {
+      // One small upload first, so that the code is loaded and the clients are connected.
+      await uploadAtOnce(target.url, route, fields, 1, 1, 1024);
+      await sleep(1_000);
+      const before = rssBytes(target.child.pid);
+      resetPeakRss(target.child.pid);
+      const sampler = sampleRss(target.child.pid);
+      const result = await uploadAtOnce(target.url, route, fields, clients, 10, 10 * MB);
+      const peak = Math.max(sampler.stop(), peakRssBytes(target.child.pid));
+      if (result.errors) notes.push(`5 ${kind} uploads: ${result.errors} failed (first: ${result.firstError})`);
+      log(`memory ${kind}: RSS ${(before / MB).toFixed(0)} → peak ${(peak / MB).toFixed(0)} MB, ${result.ok} uploads in ${result.seconds.toFixed(1)} s`);
+      return (peak - before) / MB;
+    } finally {
+      await stopReporting(target.child, apiScenario);
+    }
+  };
+  const floorGrowth = await growth('floor');
+  const serviceGrowth = await growth('service');
+  rows.push({ scenario: apiScenario, metric: 'RSS growth', service: serviceGrowth, baseline: floorGrowth, unit: 'MB', target: { kind: '<=', value: 150 } });
+
+  // A worker draining emails that each carry a 5 MB attachment streamed from S3.
+  const count = S.bigEmails;
+  const workerScenario = `5 Memory: worker, ${count.toLocaleString('en-US')} emails with 5 MB attached`;
+  const size = 5 * MB;
+  const key = 'bench/attachment-5mb.bin';
+  await ctx.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: Buffer.alloc(size, 7), ContentLength: size }));
+  const baseline = await mailLoop(ctx, '5 baseline loop, 5 MB attached', 1, count, { ATTACH_KEY: key }, true);
+  log(`memory baseline loop: peak RSS ${(baseline.peakRss / MB).toFixed(0)} MB, ${(baseline.count / baseline.seconds).toFixed(0)} emails/s`);
+  const service = await serviceDrain(ctx, '5 worker, 5 MB attached', 1, count, { key, size }, true);
+  log(`memory worker: idle ${(service.idleRss / MB).toFixed(0)} MB, peak RSS ${(service.peakRss / MB).toFixed(0)} MB, ${(service.count / service.seconds).toFixed(0)} emails/s`);
+  if (!service.drained) notes.push(`5 worker: only ${service.count} of ${count} emails within ${S.drainCapMs / 1000} s`);
+  rows.push(
+    { scenario: workerScenario, metric: 'peak RSS', service: service.peakRss / MB, baseline: baseline.peakRss / MB, unit: 'MB', target: { kind: '<=', value: 300 } },
+    { scenario: workerScenario, metric: 'emails/s', service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s' },
+  );
+}
+
+// ---------------------------------------------------------------- 6: growth
+
+async function growth(ctx: Ctx): Promise<void> {
+  const scenario = `6 Growth: ${(S.growthRows / 1e6).toLocaleString('en-US')}M rows vs empty`;
+  await resetState(ctx);
+  const api = await spawnApi(ctx);
+  const request: RequestSpec = { path: '/api/contact-api/', contentType: 'application/json', body: jsonBody(ctx.accessKey) };
+  const empty = [];
+  let full;
+  try {
+    await prime(api.url, request);
+    await resetState(ctx);
+    empty.push(await loadPhase(ctx, '6 empty table #1', api.child, api.url, request));
+    const t0 = Date.now();
+    await ctx.sql.query(
+      `insert into submissions (id, key_id, email, message, subject, custom_fields, email_status, email_attempts, client_ip, sent_at, created_at)
+       select gen_random_uuid(), $1, 'visitor' || n || '@example.test', $2, 'Hello ' || n, $3, 'sent', 1, '127.0.0.1',
+              now() - make_interval(secs => n), now() - make_interval(secs => n)
+         from generate_series(1, $4::int) as n`,
+      [ctx.keyId, BENCH_MESSAGE, JSON.stringify([['name', 'Ada Lovelace']]), S.growthRows],
+    );
+    await ctx.sql.query('vacuum analyze submissions');
+    log(`inserted ${S.growthRows} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    full = await loadPhase(ctx, `6 ${S.growthRows} rows`, api.child, api.url, request);
+    await ctx.sql.query('truncate submissions, attachments');
+    empty.push(await loadPhase(ctx, '6 empty table #2', api.child, api.url, request));
+  } finally {
+    await stopReporting(api.child, scenario);
+  }
+  const emptySummary = combine(empty);
+  const fullSummary = combine([full]);
+  rows.push(
+    { scenario, metric: 'throughput', service: fullSummary.rps, baseline: emptySummary.rps, unit: 'req/s', target: { kind: 'ratio>=', value: 0.9 } },
+    { scenario, metric: 'latency p99', service: fullSummary.p99, baseline: emptySummary.p99, unit: 'ms', target: { kind: 'ratio<=', value: 1.1 } },
+  );
+}
+
+// ---------------------------------------------------------------- report
+
+let machine = '';
+let printed = false;
+function printReport(partial = false): void {
+  if (printed) return;
+  printed = true;
+  const out: string[] = [];
+  out.push('', machine, `Settings: ${CLIENTS} keep-alive clients from ${clientAddress(0)}…${clientAddress(CLIENTS - 1)}, ` +
+    `${S.rounds}×(${S.warmupMs / 1000} s warm-up + ${S.measureMs / 1000} s measured) per side, rate limit on (RATE_LIMIT_MAX=1000000), ` +
+    `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${SINK_DELAY_MS} ms` +
+    `${deployedFlags('start:api').length ? `, API flags (start:api) ${deployedFlags('start:api').join(' ')}` : ''}` +
+    `${deployedFlags('start:worker').length ? `, worker flags (start:worker) ${deployedFlags('start:worker').join(' ')}` : ''}` +
+    `${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}${quick ? ', --quick' : ''}${partial ? ' — PARTIAL (deadline)' : ''}`, '');
+  out.push(renderTable(rows), '');
+  const missed = rows.filter((row) => met(row) === false);
+  out.push(missed.length ? `Targets missed: ${missed.map((row) => `${row.scenario} / ${row.metric}`).join('; ')}` : 'All targets met.');
+  if (cpuTable.length) out.push('', 'CPU ms per request (intake) or per email (delivery), by process, in the measured windows:', ...cpuTable.map((line) => `  ${line}`));
+  if (notes.length) out.push('', 'Notes:', ...notes.map((note) => `  - ${note}`));
+  out.push('', `Total time ${((Date.now() - started) / 1000).toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(2)} at the end.`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+let exitCode = 0;
+try {
+  const ctx = await startServices();
+  machine = await machineLine(ctx);
+  log(machine);
+  if (runs(1)) {
+    const body = jsonBody(ctx.accessKey);
+    await intake(ctx, '1 Intake JSON', { path: '/api/contact-api/', contentType: 'application/json', body }, { path: '/json', contentType: 'application/json', body });
+  }
+  if (runs(2)) {
+    const fields = [
+      { name: 'access_key', value: ctx.accessKey },
+      { name: 'email', value: BENCH_SENDER },
+      { name: 'message', value: BENCH_MESSAGE },
+    ];
+    const files = [1, 2, 3].map((n) => ({ name: 'file', filename: `photo-${n}.jpg`, contentType: 'image/jpeg', size: 100 * 1024 }));
+    const service = multipartRequest('/api/contact-api/', fields, files);
+    await intake(ctx, '2 Intake multipart 3×100 KB', service, { ...service, path: '/multipart' });
+  }
+  if (runs(3)) await delivery(ctx);
+  if (runs(4)) await endToEnd(ctx);
+  if (runs(5)) await memory(ctx);
+  if (runs(6)) await growth(ctx);
+} catch (error) {
+  exitCode = 1;
+  notes.push(`run failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+} finally {
+  printReport(exitCode !== 0);
+}
+await finish(exitCode);

@@ -1,0 +1,52 @@
+// The benchmark's SMTP sink, run as its own process: it accepts every message, waits SINK_DELAY_MS
+// before answering it (as a real server takes its time), keeps nothing but the Message-ID and the
+// arrival time, and reports arrivals to its parent over IPC in small batches.
+import type { AddressInfo } from 'node:net';
+import { SMTPServer } from 'smtp-server';
+
+type Arrival = [id: string, at: number, bytes: number];
+
+const send = (message: unknown) => process.send?.(message);
+let delayMs = Number(process.env.SINK_DELAY_MS ?? '0');
+let pending: Arrival[] = [];
+const now = () => performance.timeOrigin + performance.now();
+
+const server = new SMTPServer({
+  authOptional: true,
+  disabledCommands: ['STARTTLS'],
+  logger: false,
+  size: 200 * 1024 * 1024,
+  onData(stream, _session, callback) {
+    let head = '';
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      // The headers are at the start: keep only enough of the message to read its Message-ID.
+      if (head.length < 16_384) head += chunk.toString('latin1', 0, Math.min(chunk.length, 16_384));
+    });
+    stream.on('end', () => {
+      const at = now();
+      const id = /^Message-ID:\s*<([^@>]+)@/im.exec(head)?.[1] ?? '';
+      pending.push([id, at, bytes]);
+      if (delayMs > 0) setTimeout(() => callback(), delayMs);
+      else callback();
+    });
+  },
+});
+server.on('error', () => undefined);
+
+setInterval(() => {
+  if (pending.length === 0) return;
+  send({ type: 'mail', items: pending });
+  pending = [];
+}, 20);
+
+process.on('message', (message: { type: string; ms?: number }) => {
+  if (message.type === 'delay') delayMs = message.ms ?? 0;
+});
+process.on('disconnect', () => process.exit(0));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+
+server.listen(0, '127.0.0.1', () => {
+  send({ type: 'ready', port: (server.server.address() as AddressInfo).port });
+});

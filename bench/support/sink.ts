@@ -1,0 +1,45 @@
+// The parent's side of the SMTP sink process (sink-process.ts): arrivals by Message-ID.
+import { spawnNode, waitForMessage, type Child } from './proc.ts';
+
+export type Arrival = { id: string; at: number; bytes: number };
+
+export type Sink = {
+  url: string;
+  child: Child;
+  /** Every message received since the last reset, in arrival order. */
+  arrivals: Arrival[];
+  count: () => number;
+  reset: () => void;
+  setDelay: (ms: number) => void;
+  /** Resolves when `count` messages have arrived, or at the deadline (epoch ms) with what there is. */
+  waitFor: (count: number, deadline: number) => Promise<boolean>;
+  stop: () => Promise<void>;
+};
+
+export async function startSink(delayMs: number): Promise<Sink> {
+  const child = await spawnNode({ name: 'smtp-sink', script: 'bench/support/sink-process.ts', env: { SINK_DELAY_MS: String(delayMs) }, ipc: true });
+  const { port } = await waitForMessage<{ type: 'ready'; port: number }>(child, 'ready');
+  const sink: Sink = {
+    url: `smtp://127.0.0.1:${port}`,
+    child,
+    arrivals: [],
+    count: () => sink.arrivals.length,
+    reset: () => {
+      sink.arrivals = [];
+    },
+    setDelay: (ms) => child.child.send({ type: 'delay', ms }),
+    async waitFor(count, deadline) {
+      while (sink.arrivals.length < count) {
+        if (Date.now() > deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return true;
+    },
+    stop: child.stop,
+  };
+  child.child.on('message', (message: { type: string; items?: Array<[string, number, number]> }) => {
+    if (message.type !== 'mail' || !message.items) return;
+    for (const [id, at, bytes] of message.items) sink.arrivals.push({ id, at, bytes });
+  });
+  return sink;
+}
