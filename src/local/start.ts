@@ -52,7 +52,7 @@ setInterval(() => process.ppid !== parentPid && void stopAll(0), 1_000).unref();
 
 function runChild(name: string, script: string): ChildProcess {
   const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
-    env,
+    env: { ...env, CFS_EXIT_WITH_PARENT: '1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   child.stdout?.pipe(readable, { end: false });

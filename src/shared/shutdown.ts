@@ -47,5 +47,10 @@ export class Shutdown {
     };
     process.once('SIGINT', handler);
     process.once('SIGTERM', handler);
+    // Started by `npm start`: if that launcher dies without signalling us, shut down too.
+    if (process.env.CFS_EXIT_WITH_PARENT === '1') {
+      const parent = process.ppid;
+      setInterval(() => process.ppid !== parent && handler('SIGTERM'), 1_000).unref();
+    }
   }
 }
