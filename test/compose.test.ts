@@ -166,7 +166,7 @@ describe('docker-compose.yml', () => {
     }
     expect(words(service(config, 'migrate').command)).toBe('node src/cli/migrate.ts');
     expect(words(service(config, 'api').command)).toBe('node src/api/main.ts');
-    expect(words(service(config, 'worker').command)).toBe('node src/workers/main.ts');
+    expect(words(service(config, 'worker').command)).toBe('node --max-semi-space-size=4 src/workers/main.ts');
   });
 
   it('lets the worker scale: no host ports, no container name, no HTTP health check', async () => {

@@ -24,7 +24,11 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
   registerQueueDepth(queue);
-  const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
+  const storage = shutdown.add(
+    'storage',
+    createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }),
+    (storage) => storage.close(),
+  );
 
   const deps: AppDeps = { config, orm, redis, queue, storage, vault: createKeyVault(config.SECRET), log };
   const server = createServer(createApp(deps).callback());

@@ -50,8 +50,8 @@ process.once('SIGTERM', () => void stopAll(0));
 const parentPid = process.ppid;
 setInterval(() => process.ppid !== parentPid && void stopAll(0), 1_000).unref();
 
-function runChild(name: string, script: string): ChildProcess {
-  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url))], {
+function runChild(name: string, script: string, nodeFlags: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL(script, import.meta.url))], {
     env: { ...env, CFS_EXIT_WITH_PARENT: '1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -102,7 +102,8 @@ async function main(): Promise<void> {
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');
 
-  runChild('worker', '../workers/main.ts');
+  // A small young generation keeps the worker's memory low under base64-heavy mail (npm run bench).
+  runChild('worker', '../workers/main.ts', ['--max-semi-space-size=4']);
   runChild('api', '../api/main.ts');
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;

@@ -102,6 +102,7 @@ const EnvSchema = v.object({
   RATE_LIMIT_WINDOW_MS: integer(3_000, 1),
   RATE_LIMIT_MAX: integer(1, 1),
   ATTACH_MAX_BYTES: integer(10 * 1024 * 1024, 0),
+  UPLOAD_CONCURRENCY: integer(3, 1),
   LINK_TTL_SECONDS: v.optional(
     v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(60), v.maxValue(604_800, 'must be at most 604800 (7 days, the limit of S3 presigned URLs)')),
     '604800',

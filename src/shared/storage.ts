@@ -35,8 +35,13 @@ type StorageConfig = Pick<
   | 'S3_FORCE_PATH_STYLE'
 >;
 
-export function createStorage(config: StorageConfig): Storage {
+/**
+ * `maxConcurrentUploads` bounds the uploads in flight in this process: each holds a 5 MB part in
+ * memory, and an upload waiting for a slot does not read its body, so the client is paced by TCP.
+ */
+export function createStorage(config: StorageConfig, options: { maxConcurrentUploads?: number } = {}): Storage {
   const client = s3Client(config, config.S3_ENDPOINT);
+  const uploadSlots = new Semaphore(options.maxConcurrentUploads ?? Infinity);
   // Links in emails must work from the recipient's machine: sign them for the public address.
   const publicClient = config.S3_PUBLIC_ENDPOINT ? s3Client(config, config.S3_PUBLIC_ENDPOINT) : client;
   const bucket = config.S3_BUCKET;
@@ -45,13 +50,18 @@ export function createStorage(config: StorageConfig): Storage {
     client,
     bucket,
     async upload(key, body, contentType) {
-      const upload = new Upload({
-        client,
-        params: { Bucket: bucket, Key: key, Body: body, ContentType: contentType },
-        queueSize: 2,
-        leavePartsOnError: false,
-      });
-      await upload.done();
+      await uploadSlots.acquire();
+      try {
+        const upload = new Upload({
+          client,
+          params: { Bucket: bucket, Key: key, Body: body, ContentType: contentType },
+          queueSize: 2,
+          leavePartsOnError: false,
+        });
+        await upload.done();
+      } finally {
+        uploadSlots.release();
+      }
     },
     async download(key) {
       const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
@@ -82,6 +92,28 @@ export function createStorage(config: StorageConfig): Storage {
       if (publicClient !== client) publicClient.destroy();
     },
   };
+}
+
+/** At most `limit` holders at once; the others wait in arrival order. */
+class Semaphore {
+  private active = 0;
+  private readonly waiting: Array<() => void> = [];
+  private readonly limit: number;
+  constructor(limit: number) {
+    this.limit = limit;
+  }
+  async acquire(): Promise<void> {
+    if (this.active < this.limit) {
+      this.active += 1;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next(); // the slot passes straight to the next holder
+    else this.active -= 1;
+  }
 }
 
 function s3Client(config: StorageConfig, endpoint: string | undefined): S3Client {
