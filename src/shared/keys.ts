@@ -81,9 +81,6 @@ export class EmailCapError extends KeyRuleError {
   }
 }
 
-export const countActiveKeys = (em: EntityManager, email: string) =>
-  em.count(VerificationKeySchema, { email: normaliseEmail(email), status: 'active' });
-
 /**
  * Creates a key and the row of its email in one transaction. The limit counts every key that is
  * not deleted (a disabled key can be enabled again); a per-address advisory lock makes the
