@@ -9,6 +9,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 60_000,
-    reporters: ['default'],
+    reporters: ['default', './test/setup/summary-reporter.ts'],
   },
 });
