@@ -51,9 +51,19 @@ export function parseDomains(inputs: unknown[]): string[] {
   return [...new Set(domains)];
 }
 
-/** The key that may authenticate a submission: known and active. */
-export async function findActiveKey(em: EntityManager, vault: KeyVault, key: string): Promise<VerificationKey | null> {
-  return em.findOne(VerificationKeySchema, { keyHash: vault.hash(key), status: 'active' });
+/** What a submission needs of its key. */
+export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'useDomain' | 'domains' | 'captcha'>;
+
+/**
+ * The key that may authenticate a submission: known and active. One indexed query and no entity
+ * hydration: this runs on every submission (npm run bench).
+ */
+export async function findActiveKey(em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> {
+  const [row] = await em.execute<Array<{ id: string; email: string; use_domain: boolean; domains: string[]; captcha: ActiveKey['captcha'] }>>(
+    `select id, email, use_domain, domains, captcha from verification_keys where key_hash = ? and status = 'active'`,
+    [vault.hash(key)],
+  );
+  return row ? { id: row.id, email: row.email, useDomain: row.use_domain, domains: row.domains, captcha: row.captcha ?? null } : null;
 }
 
 /**

@@ -3,7 +3,7 @@
 // → store → enqueue → (optionally wait for the delivery) → respond.
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { VerificationKey } from '../../shared/db/entities.ts';
+import type { ActiveKey } from '../../shared/keys.ts';
 import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
@@ -31,7 +31,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
     const submissionId = randomUUID();
     let body: SubmissionBody | undefined;
-    let key: VerificationKey | undefined;
+    let key: ActiveKey | undefined;
     let saved = false;
     try {
       body = await readSubmissionBody(ctx, deps.storage, submissionId);
@@ -96,7 +96,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 function respondAccepted(
   ctx: AppContext,
   accepted: { id: string; attachments: number; emailStatus: string },
-  redirectTo: { successUrl: string | undefined; key: VerificationKey } | undefined,
+  redirectTo: { successUrl: string | undefined; key: ActiveKey } | undefined,
 ): void {
   if (isBrowserFormPost(ctx)) {
     const target = redirectTarget(redirectTo?.successUrl, DEFAULT_SUCCESS_PATH, redirectTo?.key);

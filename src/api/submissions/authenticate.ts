@@ -1,7 +1,6 @@
 // A submission's key must be active, and a key restricted to domains must be used from one of them.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { VerificationKey } from '../../shared/db/entities.ts';
-import { findActiveKey } from '../../shared/keys.ts';
+import { findActiveKey, type ActiveKey } from '../../shared/keys.ts';
 import type { KeyVault } from '../../shared/secrets.ts';
 import { errors } from '../errors.ts';
 import { keyAcceptsDomain } from './domains.ts';
@@ -11,7 +10,7 @@ export async function authenticateKey(
   vault: KeyVault,
   accessKey: string,
   domain: string | undefined,
-): Promise<VerificationKey> {
+): Promise<ActiveKey> {
   const key = await findActiveKey(em, vault, accessKey);
   if (!key) throw errors.invalidKey();
   if (!keyAcceptsDomain(key, domain)) throw errors.domainMismatch();

@@ -1,6 +1,6 @@
 // Domain restriction of keys: the request's domain is the host of Origin, or of Referer when
 // there is no Origin; a port is ignored; an allowed `example.com` also covers its subdomains.
-import type { VerificationKey } from '../../shared/db/entities.ts';
+import type { ActiveKey } from '../../shared/keys.ts';
 
 export function requestDomain(origin: string, referer: string): string | undefined {
   const source = origin || referer;
@@ -15,5 +15,5 @@ export function isDomainAllowed(host: string | undefined, allowed: string[]): bo
 }
 
 /** Whether the key may be used for a request from `host`. */
-export const keyAcceptsDomain = (key: VerificationKey, host: string | undefined) =>
+export const keyAcceptsDomain = (key: ActiveKey, host: string | undefined) =>
   !key.useDomain || isDomainAllowed(host, key.domains);

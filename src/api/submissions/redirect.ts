@@ -1,6 +1,6 @@
 // Plain HTML form posts get a 303 to a page instead of JSON. Targets are checked so the service
 // cannot be used as an open redirector to arbitrary schemes or hosts.
-import type { VerificationKey } from '../../shared/db/entities.ts';
+import type { ActiveKey } from '../../shared/keys.ts';
 import type { AppContext } from '../context.ts';
 import { isDomainAllowed } from './domains.ts';
 
@@ -20,7 +20,7 @@ export function isBrowserFormPost(ctx: AppContext): boolean {
  * An absolute http(s) URL, or a path starting with a single `/`; otherwise the default.
  * For a key restricted to domains, an absolute URL must be on one of them.
  */
-export function redirectTarget(requested: string | undefined, fallback: string, key: VerificationKey | undefined): string {
+export function redirectTarget(requested: string | undefined, fallback: string, key: ActiveKey | undefined): string {
   if (!requested) return fallback;
   if (/^\/(?![/\\])[^\s\u0000-\u001f\u007f]*$/.test(requested)) return requested;
   if (!URL.canParse(requested)) return fallback;
