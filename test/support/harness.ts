@@ -13,6 +13,7 @@ import { createLogger } from '../../src/shared/log.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
+import { jsonOrUndefined } from './http.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
 
 export type Harness = {
@@ -192,11 +193,5 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, json, text };
+  return { status: response.status, headers: response.headers, json: jsonOrUndefined(text), text };
 }

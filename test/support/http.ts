@@ -2,6 +2,15 @@
 // address (to be a different client IP), no redirect following, raw bodies.
 import http from 'node:http';
 
+/** The body as JSON when it is JSON, else undefined: tests look at both. */
+export function jsonOrUndefined(text: string): any {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 export type RawResponse = { status: number; headers: http.IncomingHttpHeaders; text: string; json: any };
 
 export function request(
@@ -17,13 +26,7 @@ export function request(
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let json: any;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json: jsonOrUndefined(text) });
         });
       },
     );

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import net from 'node:net';
+import { jsonOrUndefined } from './http.ts';
 
 export type FieldPart = { name: string; value: string };
 export type FilePart = {
@@ -108,13 +109,7 @@ export function postRaw(
       const chunks: Buffer[] = [];
       const done = () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let json: any;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text, json, bodyWritten: offset >= body.length });
+        finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, text, json: jsonOrUndefined(text), bodyWritten: offset >= body.length });
       };
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', done);
