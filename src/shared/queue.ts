@@ -7,8 +7,10 @@ import { withTimeout } from './timeout.ts';
 
 export const DELIVERY_QUEUE = 'deliveries';
 
-/** The jobs of the delivery queue: each names one row to deliver, by id. */
-/** Ids only: the row to deliver, and the id of the request that created it (to follow it in logs). */
+/**
+ * The jobs of the delivery queue. Ids only: the row to deliver, and the id of the request that
+ * created it (to follow it in logs); the periodic jobs carry nothing.
+ */
 export type DeliveryJobs = {
   submission: { submissionId: string; requestId?: string };
   'key-email': { keyEmailId: string; requestId?: string };
@@ -20,8 +22,10 @@ export type DeliveryJobs = {
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 
+type RowJobName = 'submission' | 'key-email';
+
 /** A job to add: the job id is the row's id, so a second add of the same row is a no-op. */
-export type DeliveryRequest = { [N in 'submission' | 'key-email']: { name: N; data: DeliveryJobs[N] } }['submission' | 'key-email'];
+export type DeliveryRequest = { [N in RowJobName]: { name: N; data: DeliveryJobs[N] } }[RowJobName];
 
 export const submissionJob = (submissionId: string, requestId?: string): DeliveryRequest => ({
   name: 'submission',
