@@ -3,6 +3,7 @@ import Koa from 'koa';
 import { clientIpResolver } from './client-ip.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { errors } from './errors.ts';
+import { adminGuard } from './middleware/admin-auth.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './queue-board.ts';
@@ -26,6 +27,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     // Nothing answered: a 404 in the spec's error shape rather than Koa's plain text.
     if (ctx.status === 404 && ctx.body == null) throw errors.notFound();
   });
+  // Before every router: the admin surface is authenticated in whatever spelling its path arrives.
+  app.use(adminGuard(deps.config.ADMIN_TOKEN));
   // One limiter for both public POST endpoints: a client's requests count together.
   const limiter = rateLimit({
     redis: deps.redis,

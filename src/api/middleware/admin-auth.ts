@@ -1,6 +1,11 @@
-// Guards /admin: `Authorization: Bearer <ADMIN_TOKEN>` (or Basic with the token as password, for
-// browsers on the queue dashboard), compared in constant time. Without ADMIN_TOKEN /admin is a 404.
+// Guards the operator surface: every request whose path, however it is spelled, names /admin
+// needs `Authorization: Bearer <ADMIN_TOKEN>` (or Basic with the token as password, for browsers
+// on the queue dashboard), compared in constant time. Without ADMIN_TOKEN it is a 404.
+//
+// The guard runs once, at the app level, before any router: routers and adapters each have their
+// own idea of case, encoding and slashes, so authentication must not depend on which one matches.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { posix } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
@@ -18,9 +23,37 @@ function presentedToken(header: string): string | undefined {
   return undefined;
 }
 
-export function adminAuth(adminToken: string | undefined): Middleware<AppState> {
+/** Percent-decodes until nothing changes (at most a few rounds); a malformed escape stops it. */
+function decoded(path: string): string {
+  let current = path;
+  for (let round = 0; round < 4; round++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(current);
+    } catch {
+      return current;
+    }
+    if (next === current) return current;
+    current = next;
+  }
+  return current;
+}
+
+/**
+ * Whether a request path names the admin surface in any spelling: decoded, lower-cased, with
+ * backslashes, doubled slashes and dot segments resolved, and its first segment starting with
+ * "admin" (so `/admin;x` and `/administrator` are covered too; nothing public lives there).
+ */
+export function isAdminPath(path: string): boolean {
+  const canonical = posix.normalize(`/${decoded(path).toLowerCase().replace(/\\/g, '/')}`);
+  const first = canonical.split('/').find((segment) => segment.length > 0) ?? '';
+  return first.startsWith('admin');
+}
+
+export function adminGuard(adminToken: string | undefined): Middleware<AppState> {
   const expected = adminToken ? digest(adminToken) : undefined;
   return async (ctx, next) => {
+    if (!isAdminPath(ctx.path)) return next();
     if (!expected) throw errors.notFound();
     const given = presentedToken(ctx.get('Authorization'));
     // Comparing fixed-length digests keeps the time independent of where the strings differ.

@@ -1,5 +1,6 @@
 // GET /openapi.json (generated from the request schemas) and GET /docs, a page rendered from it.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import { escapeHtml } from '../../shared/html.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { buildOpenApi } from '../openapi.ts';
@@ -14,7 +15,7 @@ type Operation = {
 };
 
 export function docsRoutes(deps: AppDeps): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
   const document = buildOpenApi(deps.config.PUBLIC_URL);
   const html = renderDocs(document);
 

@@ -1,6 +1,7 @@
 // POST / — verification keys: generateKey creates a key and emails it; getKeys emails every
 // active key of the address. What happens, in order: rate limit → parse → validate → store → enqueue → respond.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { generateKey, KeyRuleError, parseDomains, requestAllKeysEmail } from '../../shared/keys.ts';
@@ -35,7 +36,7 @@ export const KeyRequestSchema = v.object({
 });
 
 export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
 
   router.options('/', formCors, preflight);
 

@@ -1,7 +1,8 @@
 // The service's own pages: the start page (request a key, try a live form) and the pages a plain
 // HTML form lands on after a redirect. Small, accessible, no external resources; the only script
 // is the start page's, served from this origin so the CSP needs no 'unsafe-inline'.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import type { Config } from '../../shared/config.ts';
 import type { AppContext, AppState } from '../context.ts';
 import { escapeHtml } from '../../shared/html.ts';
@@ -48,7 +49,7 @@ ${body}
 export type PageDeps = { config: Pick<Config, 'HONEYPOT_FIELD' | 'PUBLIC_URL'> };
 
 export function pageRoutes(deps: PageDeps): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
   const honeypotField = deps.config.HONEYPOT_FIELD;
   const publicUrl = deps.config.PUBLIC_URL;
 

@@ -2,7 +2,8 @@
 // rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
 // → store → enqueue → (optionally wait for the delivery) → respond.
 import { randomUUID } from 'node:crypto';
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
@@ -21,7 +22,7 @@ import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
 export const SUBMISSION_PATH = '/api/contact-api/';
 
 export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
 
   router.options(SUBMISSION_PATH, formCors, preflight);
 

@@ -1,0 +1,8 @@
+// Every router of the API matches paths the same way: case-sensitively, with an optional trailing
+// slash. One spelling of a path reaches a route; other spellings are 404s.
+import Router from '@koa/router';
+import type { AppState } from './context.ts';
+
+export function createRouter(prefix?: string): Router<AppState> {
+  return new Router<AppState>({ prefix, sensitive: true, strict: false });
+}
