@@ -9,6 +9,7 @@ import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { confirmRoutes } from './routes/confirm.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { keyRoutes } from './routes/keys.ts';
@@ -43,6 +44,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     pageRoutes(deps),
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
+    confirmRoutes(deps, limiter),
     adminRoutes(deps),
   ];
   for (const router of routers) {

@@ -79,6 +79,18 @@ export const errors = {
     const message = `Too many files: at most ${limit} files per submission.`;
     return new ApiError(400, 'too_many_files', message, { __all__: [message] });
   },
+  storageQuota: (quotaMb: number) => {
+    const message = `This key's storage quota (${quotaMb} MB of files) is full.`;
+    return new ApiError(413, 'storage_quota', message, { __all__: [message] });
+  },
+  unconfirmedFiles: (retryAfterSeconds: number) => {
+    const message =
+      'Too many submissions with files for an address that has not confirmed it wants them. ' +
+      'Its owner can confirm through the link in the key email.';
+    return new ApiError(429, 'unconfirmed_files', message, { __all__: [message] }, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    });
+  },
   storageFailed: () =>
     new ApiError(500, 'storage_failed', 'The files could not be stored. Please try again.', {
       __all__: ['The files could not be stored. Please try again.'],

@@ -10,6 +10,7 @@ import { loadConfig, type Config } from '../../src/shared/config.ts';
 import { VerificationKeySchema, type VerificationKey } from '../../src/shared/db/entities.ts';
 import type { MikroORM } from '../../src/shared/db/orm.ts';
 import { createLogger } from '../../src/shared/log.ts';
+import { mailboxOf } from '../../src/shared/consent.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
@@ -85,6 +86,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // Most tests send many requests from one address; the rate-limit tests set their own limit.
     RATE_LIMIT_MAX: '1000000',
     KEY_EMAILS_PER_HOUR: '1000',
+    // Keys made here belong to unconfirmed mailboxes; the consent tests set their own allowance.
+    UNCONFIRMED_EMAILS_PER_HOUR: '1000000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...options.env,
   };
@@ -118,10 +121,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async createKey(fields = {}) {
       const em = orm.em.fork();
       const value = randomUUID();
+      const email = fields.email ?? `owner-${suffix()}@example.test`;
       const key = em.create(VerificationKeySchema, {
         keyHash: vault.hash(value),
         keyEncrypted: vault.encrypt(value),
-        email: fields.email ?? `owner-${suffix()}@example.test`,
+        email,
+        mailbox: mailboxOf(email),
         status: fields.status ?? 'active',
         useDomain: fields.useDomain ?? false,
         domains: fields.domains ?? [],

@@ -1,16 +1,17 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
 // rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
-// → store → enqueue → (optionally wait for the delivery) → respond.
+// → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
-import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
+import { enqueueDeliveryFast, keyEmailJob, submissionJob, type DeliveryRequest } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { submissionsAccepted, submissionsRejected } from '../../shared/metrics.ts';
+import { admissionWrites, admitSubmission } from '../submissions/admit.ts';
 import { authenticateKey } from '../submissions/authenticate.ts';
 import { CAPTCHA_FIELDS, verifyCaptcha } from '../submissions/captcha.ts';
 import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts';
@@ -48,6 +49,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       const em = deps.orm.em.fork();
       key = await authenticateKey(em, deps.vault, input.accessKey, domain);
       if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
+      const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
+      const activeKey = key;
 
       const submission = await saveSubmission(em, {
         id: submissionId,
@@ -56,15 +59,16 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         files: body.files,
         clientIp: ctx.state.clientIp,
         origin: ctx.get('Origin') || ctx.get('Referer') || undefined,
+        storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
+        admit: {
+          run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR),
+          writes: admissionWrites(key, delivery),
+        },
       });
       saved = true;
 
-      if (submission.emailStatus === 'queued') {
-        // Committed already: if Redis fails now, the reconciler enqueues the submission later.
-        await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(submission.id, ctx.state.requestId)).catch((error: unknown) =>
-          ctx.state.log.warn({ err: error, submissionId }, 'enqueue failed; left for the reconciler'),
-        );
-      }
+      if (submission.emailStatus === 'queued') await enqueue(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
+      if (submission.confirmEmailId) await enqueue(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
 
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
       const emailStatus =
@@ -91,6 +95,13 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   });
 
   return router;
+}
+
+/** The row is committed already: if Redis fails now, the reconciler enqueues it later. */
+async function enqueue(ctx: AppContext, deps: AppDeps, job: DeliveryRequest): Promise<void> {
+  await enqueueDeliveryFast(deps.queue, deps.redis, job).catch((error: unknown) =>
+    ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'),
+  );
 }
 
 /** The success answer: JSON, or for a plain HTML form a 303 to its success page. */
