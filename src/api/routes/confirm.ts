@@ -8,10 +8,9 @@ import type { Middleware } from 'koa';
 import { confirmMailbox, createConsentSigner } from '../../shared/consent.ts';
 import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { escapeHtml } from '../../shared/html.ts';
 import { FORM_TYPE, readBodyText } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
-import { page, SECURITY_HEADERS, sendHtml } from './pages.ts';
+import { renderPage } from '../view.ts';
 
 export const CONFIRM_PATH = '/confirm';
 
@@ -25,17 +24,7 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
   router.get(CONFIRM_PATH, (ctx) => {
     const fields = linkFields(new URLSearchParams(ctx.querystring));
     if (!valid(fields)) return invalidLink(ctx);
-    sendHtml(ctx, SECURITY_HEADERS, page('Confirm your address', `<div class="card">
-<h1>Receive your contact form messages</h1>
-<p>Confirm that <strong>${escapeHtml(fields.address)}</strong> wants the messages sent to it through
-this service. Until then, an address receives at most ${deps.config.UNCONFIRMED_EMAILS_PER_HOUR} of them an hour
-and the rest wait.</p>
-<form method="POST" action="${CONFIRM_PATH}">
-<input type="hidden" name="address" value="${escapeHtml(fields.address)}">
-<input type="hidden" name="token" value="${escapeHtml(fields.token)}">
-<div class="actions"><button type="submit">Confirm ${escapeHtml(fields.address)}</button></div>
-</form>
-</div>`));
+    renderPage(ctx, 'confirm', { ...fields, per_hour: deps.config.UNCONFIRMED_EMAILS_PER_HOUR });
   });
 
   router.post(CONFIRM_PATH, limiter, async (ctx) => {
@@ -50,11 +39,7 @@ and the rest wait.</p>
       await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(id, ctx.state.requestId)).catch(() => undefined);
     }
     ctx.state.log.info({ released: released.length }, 'address confirmed');
-    sendHtml(ctx, SECURITY_HEADERS, page('Address confirmed', `<div class="card result result-ok">
-<h1>Thank you</h1>
-<p role="status"><strong>${escapeHtml(fields.address)}</strong> now receives every message sent to it.
-${released.length ? `${released.length} waiting message${released.length === 1 ? ' is' : 's are'} on the way.` : ''}</p>
-</div>`));
+    renderPage(ctx, 'confirmed', { address: fields.address, released: released.length });
   });
 
   return router;
@@ -63,9 +48,5 @@ ${released.length ? `${released.length} waiting message${released.length === 1 ?
 const linkFields = (params: URLSearchParams): LinkFields => ({ address: params.get('address') ?? '', token: params.get('token') ?? '' });
 
 function invalidLink(ctx: AppContext): void {
-  sendHtml(ctx, SECURITY_HEADERS, page('Link not valid', `<div class="card result result-error">
-<h1>This link is not valid</h1>
-<p role="alert">Open the link from your most recent key email, or ask for your keys again on the start page.</p>
-</div>`));
-  ctx.status = 400;
+  renderPage(ctx, 'link-invalid', {}, { status: 400 });
 }
