@@ -1,6 +1,7 @@
 // One template mechanism for every page and email: Liquid files (liquidjs). HTML templates escape
 // every output by default; raw output must be asked for by name (`{{ value | raw }}`). Text
 // templates (the plain-text parts of emails) do not escape. Templates are parsed once and cached.
+// Inside templates, `layout` and `render` name files in full (`'layout.html.liquid'`).
 import { Liquid } from 'liquidjs';
 
 export type Templates = { render: (name: string, data: Record<string, unknown>) => string };
@@ -15,5 +16,7 @@ export function createTemplates(root: string, kind: 'html' | 'text'): Templates 
     strictFilters: true,
     ...(kind === 'html' ? { outputEscape: 'escape' as const } : {}),
   });
-  return { render: (name, data) => engine.renderFileSync(name, data) as string };
+  // liquidjs adds the extension only to names without one, and email names have one (`x.text`).
+  const file = (name: string) => (name.endsWith('.liquid') ? name : `${name}.liquid`);
+  return { render: (name, data) => engine.renderFileSync(file(name), data) as string };
 }

@@ -7,7 +7,7 @@ import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type Verification
 import type { KeyVault } from '../shared/secrets.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import { renderAllKeysEmail, renderConfirmEmail, renderNewKeyEmail, type KeyForEmail } from './render-keys.ts';
-import type { RenderedEmail } from './render.ts';
+import type { RenderedEmail } from './email-templates.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
 type KeyMailContext = SendContext & {
