@@ -1,7 +1,7 @@
 // Errors are values with a stable id and an HTTP status; `renderError` maps them to the
 // spec's two body shapes in one place.
 
-import { EmailCapError, type KeyRuleError } from '../shared/keys.ts';
+import { EmailCapError, MAX_ACTIVE_KEYS, type KeyRuleError } from '../shared/keys.ts';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -55,7 +55,7 @@ export const errors = {
       __all__: ['Domain does not match.'],
     }),
   keyLimit: () =>
-    new ApiError(400, 'key_limit', 'You have reached the maximum of 10 active keys.', {}, { shape: 'key-limit' }),
+    new ApiError(400, 'key_limit', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`, {}, { shape: 'key-limit' }),
   rateLimited: (retryAfterSeconds: number) => {
     const message = `Too many requests. Please wait ${retryAfterSeconds} seconds before trying again.`;
     return new ApiError(429, 'rate_limited', message, { __all__: [message] }, {

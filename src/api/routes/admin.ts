@@ -5,9 +5,9 @@ import { createRouter } from '../router.ts';
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SubmissionSchema } from '../../shared/db/entities.ts';
 import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
-import { keyRecord, KeyRuleError, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
+import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
-import { errors, fromKeyRule } from '../errors.ts';
+import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 import { submissionsCsv } from './export.ts';
@@ -79,17 +79,13 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 
   router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
     const patch = validate(KeyPatchSchema, ctx.request.body);
-    try {
-      const key = await updateKey(deps.orm.em.fork(), deps.vault, ctx.params.key ?? '', {
-        status: patch.status,
-        useDomain: patch.use_domain,
-        domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
-        captcha: patch.captcha,
-      });
-      ctx.body = keyRecord(key, deps.vault);
-    } catch (error) {
-      throw error instanceof KeyRuleError ? fromKeyRule(error) : error;
-    }
+    const key = await updateKey(deps.orm.em.fork(), deps.vault, ctx.params.key ?? '', {
+      status: patch.status,
+      useDomain: patch.use_domain,
+      domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
+      captcha: patch.captcha,
+    });
+    ctx.body = keyRecord(key, deps.vault);
   });
 
   return router;

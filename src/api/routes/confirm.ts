@@ -6,13 +6,15 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { confirmMailbox, createConsentSigner } from '../../shared/consent.ts';
-import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
+import { submissionJob } from '../../shared/queue.ts';
+import { enqueueCommitted } from '../enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { FORM_TYPE, readBodyText } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { renderPage } from '../view.ts';
 
 export const CONFIRM_PATH = '/confirm';
+const ENQUEUE_IN_REQUEST = 200;
 
 type LinkFields = { address: string; token: string };
 
@@ -34,10 +36,9 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
     if (!valid(fields)) return invalidLink(ctx);
 
     const released = await confirmMailbox(deps.orm.em.fork(), fields.address);
-    for (const id of released) {
-      // Committed as `queued`: whatever fails to enqueue now, the reconciler enqueues later.
-      await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(id, ctx.state.requestId)).catch(() => undefined);
-    }
+    // A flood may have held thousands: the request enqueues a bounded first part, and the
+    // reconciler enqueues the rest (they are `queued` rows without a job).
+    for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
     ctx.state.log.info({ released: released.length }, 'address confirmed');
     renderPage(ctx, 'confirmed', { address: fields.address, released: released.length });
   });

@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
-import { enqueueDeliveryFast, keyEmailJob, submissionJob, type DeliveryRequest } from '../../shared/queue.ts';
+import { keyEmailJob, submissionJob } from '../../shared/queue.ts';
+import { enqueueCommitted } from '../enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
@@ -67,8 +68,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       });
       saved = true;
 
-      if (submission.emailStatus === 'queued') await enqueue(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
-      if (submission.confirmEmailId) await enqueue(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
+      if (submission.emailStatus === 'queued') await enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
+      if (submission.confirmEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
 
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
       const emailStatus =
@@ -95,13 +96,6 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   });
 
   return router;
-}
-
-/** The row is committed already: if Redis fails now, the reconciler enqueues it later. */
-async function enqueue(ctx: AppContext, deps: AppDeps, job: DeliveryRequest): Promise<void> {
-  await enqueueDeliveryFast(deps.queue, deps.redis, job).catch((error: unknown) =>
-    ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'),
-  );
 }
 
 /** The success answer: JSON, or for a plain HTML form a 303 to its success page. */
