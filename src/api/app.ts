@@ -1,4 +1,5 @@
 // Builds the Koa app: middleware in the order a request meets it.
+import type Router from '@koa/router';
 import Koa from 'koa';
 import { clientIpResolver } from './client-ip.ts';
 import type { AppDeps, AppState } from './context.ts';
@@ -8,6 +9,7 @@ import { errorHandler } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
+import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { confirmRoutes } from './routes/confirm.ts';
 import { docsRoutes } from './routes/docs.ts';
@@ -37,16 +39,17 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     windowMs: deps.config.RATE_LIMIT_WINDOW_MS,
     max: deps.config.RATE_LIMIT_MAX,
   });
-  const routers = [
+  const routers: Array<Router<AppState>> = [];
+  routers.push(
     healthRoutes(deps),
     metricsRoutes(),
-    docsRoutes(deps),
+    docsRoutes(deps, () => registeredRoutes(routers)),
     pageRoutes(deps),
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
     confirmRoutes(deps, limiter),
     adminRoutes(deps),
-  ];
+  );
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

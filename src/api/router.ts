@@ -6,3 +6,7 @@ import type { AppState } from './context.ts';
 export function createRouter(prefix?: string): Router<AppState> {
   return new Router<AppState>({ prefix, sensitive: true, strict: false });
 }
+
+/** The routes the routers registered, for the API description. */
+export const registeredRoutes = (routers: Array<Router<AppState>>) =>
+  routers.flatMap((router) => router.stack.map((layer) => ({ methods: layer.methods, path: String(layer.path) })));

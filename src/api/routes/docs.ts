@@ -2,7 +2,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import type { AppDeps, AppState } from '../context.ts';
-import { buildOpenApi } from '../openapi.ts';
+import { buildOpenApi, type RegisteredRoute } from '../openapi.ts';
 import { renderPage } from '../view.ts';
 
 type Operation = {
@@ -13,15 +13,22 @@ type Operation = {
   responses: Record<string, { description: string }>;
 };
 
-export function docsRoutes(deps: AppDeps): Router<AppState> {
+/** `routes`: every route of the app's routers, read once on the first request (all exist by then). */
+export function docsRoutes(deps: AppDeps, routes: () => RegisteredRoute[]): Router<AppState> {
   const router = createRouter();
-  const document = buildOpenApi(deps.config.PUBLIC_URL);
-  const view = docsView(document);
+  let built: { document: ReturnType<typeof buildOpenApi>; view: ReturnType<typeof docsView> } | undefined;
+  const docs = () => {
+    if (!built) {
+      const document = buildOpenApi(deps.config.PUBLIC_URL, routes());
+      built = { document, view: docsView(document) };
+    }
+    return built;
+  };
 
   router.get('/openapi.json', (ctx) => {
-    ctx.body = document;
+    ctx.body = docs().document;
   });
-  router.get('/docs', (ctx) => renderPage(ctx, 'docs', view));
+  router.get('/docs', (ctx) => renderPage(ctx, 'docs', docs().view));
   return router;
 }
 
