@@ -8,6 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
+import { deleteSubmissions } from '../shared/submissions.ts';
 
 export const RETENTION_SCHEDULER_ID = 'retention';
 const BATCH = 500;
@@ -47,21 +48,4 @@ async function deleteOlderThan(em: EntityManager, storage: Storage, where: strin
     deleted += rows.length;
   }
   return deleted;
-}
-
-/** Deletes submissions with their files, giving their bytes back to their keys' quotas. */
-export async function deleteSubmissions(em: EntityManager, storage: Storage, ids: string[]): Promise<void> {
-  const files = await em.execute<Array<{ storage_key: string }>>('select storage_key from attachments where submission_id in (?)', [ids]);
-  // Files first: a crash between the two steps leaves rows pointing at nothing, never orphan files.
-  if (files.length) await storage.remove(files.map((file) => file.storage_key));
-  await em.transactional(async (tx) => {
-    await tx.execute(
-      `update verification_keys k set stored_bytes = greatest(0, k.stored_bytes - s.bytes)
-         from (select sub.key_id, sum(a.size) as bytes from attachments a join submissions sub on sub.id = a.submission_id
-                where sub.id in (?) group by sub.key_id) s
-        where k.id = s.key_id`,
-      [ids],
-    );
-    await tx.execute('delete from submissions where id in (?)', [ids]); // attachments cascade
-  });
 }
