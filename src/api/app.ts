@@ -35,7 +35,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   const routers = [
     healthRoutes(deps),
-    metricsRoutes(),
+    metricsRoutes(deps),
     docsRoutes(deps),
     pageRoutes(deps),
     keyRoutes(deps, limiter),
