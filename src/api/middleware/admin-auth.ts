@@ -4,6 +4,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
+import { adminCsrf } from './admin-csrf.ts';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -20,11 +21,13 @@ function presentedToken(header: string): string | undefined {
 
 export function adminAuth(adminToken: string | undefined): Middleware<AppState> {
   const expected = adminToken ? digest(adminToken) : undefined;
+  const csrf = adminCsrf();
   return async (ctx, next) => {
     if (!expected) throw errors.notFound();
     const given = presentedToken(ctx.get('Authorization'));
     // Comparing fixed-length digests keeps the time independent of where the strings differ.
     if (given === undefined || !timingSafeEqual(digest(given), expected)) throw errors.unauthorized();
-    await next();
+    // Basic credentials are cached by browsers: a valid token alone does not prove intent.
+    await csrf(ctx, next);
   };
 }
