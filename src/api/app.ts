@@ -32,6 +32,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     prefix: deps.config.QUEUE_PREFIX,
     windowMs: deps.config.RATE_LIMIT_WINDOW_MS,
     max: deps.config.RATE_LIMIT_MAX,
+    ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
   });
   const routers = [
     healthRoutes(deps),
