@@ -42,7 +42,7 @@ export async function prepareFiles(
     };
   }
   const listed = await Promise.all(
-    files.map(async (file) => ({ file, link: await storage.presign(file.storageKey, withoutBidiControls(file.filename), options.linkTtlSeconds) })),
+    files.map(async (file) => ({ file, link: await storage.presign(file.storageKey, withoutBidiControls(file.filename), options.linkTtlSeconds, file.contentType) })),
   );
   return { listed, attachments: [], release: () => undefined };
 }

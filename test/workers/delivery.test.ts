@@ -1,5 +1,6 @@
 // The delivery worker: the email's content and files, retries and statuses, the operator view.
 import { createHash, generateKeyPairSync } from 'node:crypto';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
@@ -146,6 +147,44 @@ describe('the notification email', () => {
       const download = await fetch(link!);
       expect(download.status).toBe(200);
       expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(content));
+    } finally {
+      await small.stop();
+    }
+  });
+});
+
+describe('stored files', () => {
+  it('are stored and linked as downloads of a passive type, whatever type the client declared', async () => {
+    const small = await startHarness({ env: { ATTACH_MAX_BYTES: '10' } });
+    try {
+      const owner = await small.createKey();
+      const files = [
+        ['page.html', 'text/html', '<script>alert(document.domain)</script>', 'application/octet-stream'],
+        ['logo.svg', 'image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>', 'application/octet-stream'],
+        ['feed.xml', 'application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><script>alert(1)</script></html>', 'application/octet-stream'],
+        ['photo.png', 'image/png', 'not really a png', 'image/png'],
+      ] as const;
+      const body = new FormData();
+      body.set('access_key', owner.key);
+      body.set('email', 'visitor@example.org');
+      body.set('message', 'files of every kind');
+      for (const [name, type, content] of files) body.append('file', new Blob([content], { type }), name);
+      const response = await fetch(`${small.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+      const id = ((await response.json()) as any).submission_id;
+      const mail = await mailFor(id, small.sink);
+      for (const [name, , content, served] of files) {
+        const link = new RegExp(`https?://\\S+${name.replace('.', '\\.')}\\S*`).exec(mail.parsed.text ?? '')?.[0];
+        const download = await fetch(link!);
+        expect(download.status).toBe(200);
+        expect(download.headers.get('content-type')).toBe(served);
+        expect(download.headers.get('content-disposition')).toBe(`attachment; filename*=UTF-8''${name}`);
+        expect(await download.text()).toBe(content);
+      }
+      // The objects themselves, should the bucket be reached another way.
+      const [row] = await small.sql<{ storage_key: string }>(`select storage_key from attachments where submission_id = $1 and filename = 'page.html'`, [id]);
+      const head = await small.storage.client.send(new HeadObjectCommand({ Bucket: small.storage.bucket, Key: row!.storage_key }));
+      expect(head.ContentType).toBe('application/octet-stream');
+      expect(head.ContentDisposition).toBe('attachment');
     } finally {
       await small.stop();
     }
