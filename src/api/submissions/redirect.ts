@@ -36,6 +36,7 @@ const PLACEHOLDER = 'http://placeholder.invalid';
 
 /** The path as a browser would resolve it on this host, or undefined when it would leave the host. */
 function normalisedPath(path: string): string | undefined {
+  if (!URL.canParse(path, PLACEHOLDER)) return undefined;
   const url = new URL(path, PLACEHOLDER);
   if (url.origin !== PLACEHOLDER || /^\/[/\\]/.test(url.pathname)) return undefined;
   return `${url.pathname}${url.search}${url.hash}`;
