@@ -38,11 +38,12 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     prefix: deps.config.QUEUE_PREFIX,
     windowMs: deps.config.RATE_LIMIT_WINDOW_MS,
     max: deps.config.RATE_LIMIT_MAX,
+    ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
   });
   const routers: Array<Router<AppState>> = [];
   routers.push(
     healthRoutes(deps),
-    metricsRoutes(),
+    metricsRoutes(deps),
     docsRoutes(deps, () => registeredRoutes(routers)),
     pageRoutes(deps),
     keyRoutes(deps, limiter),

@@ -122,7 +122,13 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       },
       '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'The process is alive' } } } },
       '/readyz': { get: { summary: 'Readiness', responses: { 200: { description: 'PostgreSQL, Redis and storage answer' }, 503: { description: 'Something is down: {down: [...]}' } } } },
-      '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Text exposition format' } } } },
+      '/metrics': {
+        get: {
+          summary: 'Prometheus metrics',
+          security: [{ adminToken: [] }],
+          responses: { 200: { description: 'Text exposition format' }, 401: { description: 'No valid admin token' }, 404: { description: 'ADMIN_TOKEN is not set' } },
+        },
+      },
       '/admin/keys': {
         get: {
           summary: "List an address's keys",

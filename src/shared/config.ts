@@ -101,6 +101,11 @@ const EnvSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: integer(30_000, 0),
   RATE_LIMIT_WINDOW_MS: integer(3_000, 1),
   RATE_LIMIT_MAX: integer(1, 1),
+  // One IPv6 subscriber usually holds a whole /64: the limiter counts per prefix of this length.
+  RATE_LIMIT_IPV6_PREFIX: v.optional(
+    v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1, 'must be at least 1'), v.maxValue(128, 'must be at most 128')),
+    '64',
+  ),
   ATTACH_MAX_BYTES: integer(10 * 1024 * 1024, 0),
   UPLOAD_CONCURRENCY: integer(3, 1),
   LINK_TTL_SECONDS: v.optional(

@@ -101,7 +101,7 @@ describe('honeypot', () => {
     expect((await listObjectKeys(h.storage)).length).toBe(objects);
     expect(await h.sql(`select id from submissions where email = 'bot@example.org'`)).toEqual([]);
     expect(h.sink.messages.some((mail) => mail.parsed.text?.includes('buy now'))).toBe(false);
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const metrics = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metrics).toMatch(/cfs_submissions_rejected_total\{reason="honeypot"\} [1-9]/);
   });
 

@@ -9,6 +9,7 @@ import { posix } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
+import { adminCsrf } from './admin-csrf.ts';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -50,14 +51,25 @@ export function isAdminPath(path: string): boolean {
   return first.startsWith('admin');
 }
 
-export function adminGuard(adminToken: string | undefined): Middleware<AppState> {
+/** The token check alone: 404 without ADMIN_TOKEN, 401 for a missing or wrong token. */
+export function requireAdminToken(adminToken: string | undefined): Middleware<AppState> {
   const expected = adminToken ? digest(adminToken) : undefined;
   return async (ctx, next) => {
-    if (!isAdminPath(ctx.path)) return next();
     if (!expected) throw errors.notFound();
     const given = presentedToken(ctx.get('Authorization'));
     // Comparing fixed-length digests keeps the time independent of where the strings differ.
     if (given === undefined || !timingSafeEqual(digest(given), expected)) throw errors.unauthorized();
     await next();
+  };
+}
+
+/** The admin surface, whatever the spelling of its path: the token, then the cross-site check. */
+export function adminGuard(adminToken: string | undefined): Middleware<AppState> {
+  const token = requireAdminToken(adminToken);
+  // Basic credentials are cached by browsers: a valid token alone does not prove intent.
+  const csrf = adminCsrf();
+  return async (ctx, next) => {
+    if (!isAdminPath(ctx.path)) return next();
+    await token(ctx, () => csrf(ctx, next));
   };
 }

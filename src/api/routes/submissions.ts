@@ -13,7 +13,7 @@ import { formCors, preflight } from '../middleware/form-cors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { submissionsAccepted, submissionsRejected } from '../../shared/metrics.ts';
 import { admissionWrites, admitSubmission } from '../submissions/admit.ts';
-import { authenticateKey } from '../submissions/authenticate.ts';
+import { authenticateKey, vouchingKey } from '../submissions/authenticate.ts';
 import { CAPTCHA_FIELDS, verifyCaptcha } from '../submissions/captcha.ts';
 import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts';
 import { requestDomain } from '../submissions/domains.ts';
@@ -87,7 +87,9 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       if (!ctx.req.complete) ctx.set('Connection', 'close');
       if (error instanceof ApiError && isBrowserFormPost(ctx)) {
         const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
-        const target = redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, key);
+        // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.
+        const voucher = key ?? (await errorUrlVoucher(ctx, deps, body));
+        const target = voucher ? redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, voucher) : DEFAULT_ERROR_PATH;
         redirect(ctx, withQuery(target, 'error', error.message));
         return;
       }
@@ -125,6 +127,16 @@ const isHoneypotFilled = (fields: SubmissionBody['fields'], name: string) =>
 function redirect(ctx: AppContext, location: string): void {
   ctx.redirect(location);
   ctx.status = 303;
+}
+
+/** The error came before the key was checked: check it now, for the redirect only. */
+async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
+  const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
+  if (accessKey === undefined) return undefined;
+  return vouchingKey(deps.orm.em.fork(), deps.vault, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+    ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
+    return undefined;
+  });
 }
 
 async function removeFiles(ctx: AppContext, deps: AppDeps, keys: string[]): Promise<void> {
