@@ -5,7 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
-import { chown, mkdir, mkdtemp, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -129,9 +129,14 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     if (account) removeUser(account);
   });
 
-  async function npmStart(): Promise<Running> {
-    const child = spawn('npm', ['start'], { cwd: project, env, uid: account?.uid, gid: account?.gid, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  function spawnNpmStart(startEnv = env): ChildProcess {
+    const child = spawn('npm', ['start'], { cwd: project, env: startEnv, uid: account?.uid, gid: account?.gid, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     spawned.push(child);
+    return child;
+  }
+
+  async function npmStart(): Promise<Running> {
+    const child = spawnNpmStart();
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -208,6 +213,27 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     expect(again.status).toBe(200);
     await stopAndCheckNothingLeft(running);
   });
+
+  // Only root may install packages: anyone else is told the package and the command.
+  if (unprivileged || !AS_ROOT) {
+    it('tells an unprivileged user without redis-server what to install', async () => {
+      // A PATH with npm, node and sh (npm runs scripts with it) but no redis-server.
+      const bin = path.join(base, 'bin');
+      await mkdir(bin);
+      for (const program of ['npm', 'node', 'sh']) await symlink(run('sh', ['-c', `command -v ${program}`]).trim(), path.join(bin, program));
+      const child = spawnNpmStart({ ...env, PATH: bin });
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code, output).toBe(1);
+      expect(output).toContain('Redis could not start: redis-server is not installed (not found on PATH)');
+      expect(output).toContain('It can be installed automatically only as root.');
+      expect(output).toContain('What to do: install the redis-server package (Debian/Ubuntu: `sudo apt-get install -y redis-server`)');
+      expect(output).not.toContain('undefined');
+      expect(descendants(child.pid!).filter(isAlive)).toEqual([]); // the PostgreSQL it had started is stopped
+    });
+  }
 });
 
 describe('npm start when a local service cannot start', () => {
