@@ -7,7 +7,7 @@ import { chmod, cp, lstat, mkdir, mkdtemp, readlink, rename, rm, symlink } from 
 import { createServer } from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
-import { requireSystemTool, spawnFailure } from './system-tools.ts';
+import { MissingToolError, requireSystemTool, spawnFailure } from './system-tools.ts';
 
 export type LocalService = {
   name: string;
@@ -318,8 +318,8 @@ export function ensureRedisServer(): string {
       alternative: 'or set REDIS_URL to a running Redis >= 6.2',
     });
   } catch (error) {
-    const [cause, remedy] = causeOf(error).split('\nWhat to do: ');
-    throw new ServiceStartError('Redis', cause!, remedy ?? 'install redis-server.');
+    if (error instanceof MissingToolError) throw new ServiceStartError('Redis', error.reason, error.remedy);
+    throw error;
   }
 }
 

@@ -20,6 +20,18 @@ export type SystemTool = {
 
 export type ToolLookup = { path: string; problem?: undefined } | { path?: undefined; problem: string };
 
+/** A program that is missing: what and why (`reason`), and the command that installs it (`remedy`). */
+export class MissingToolError extends Error {
+  readonly reason: string;
+  readonly remedy: string;
+  constructor(reason: string, remedy: string) {
+    super(`${reason}\nWhat to do: ${remedy}`);
+    this.name = 'MissingToolError';
+    this.reason = reason;
+    this.remedy = remedy;
+  }
+}
+
 const isExecutable = (file: string) => {
   try {
     accessSync(file, constants.X_OK);
@@ -43,18 +55,18 @@ function find(tool: SystemTool, env: NodeJS.ProcessEnv): string | undefined {
   return onPath(tool.binary, env);
 }
 
-function missingMessage(tool: SystemTool, env: NodeJS.ProcessEnv, cause: string): string {
+function missing(tool: SystemTool, env: NodeJS.ProcessEnv, installCause: string): MissingToolError {
   const chosen = tool.pathVariable ? env[tool.pathVariable] : undefined;
   const what = chosen
     ? `${tool.pathVariable}=${chosen} is not an executable file`
     : `${tool.binary} is not installed (not found on PATH)`;
   const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
-  return (
-    `${what}; it is needed for ${tool.neededFor}.${cause ? ` ${cause}` : ''}\n` +
-    `What to do: install the ${tool.package} package (Debian/Ubuntu: \`${sudo}apt-get install -y ${tool.package}\`)` +
-    (chosen ? ` and unset ${tool.pathVariable}, or point ${tool.pathVariable} at ${tool.binary}` : '') +
-    (tool.alternative ? `, ${tool.alternative}` : '') +
-    ', then run the command again.'
+  return new MissingToolError(
+    `${what}; it is needed for ${tool.neededFor}.${installCause ? ` ${installCause}` : ''}`,
+    `install the ${tool.package} package (Debian/Ubuntu: \`${sudo}apt-get install -y ${tool.package}\`)` +
+      (chosen ? ` and unset ${tool.pathVariable}, or point ${tool.pathVariable} at ${tool.binary}` : '') +
+      (tool.alternative ? `, ${tool.alternative}` : '') +
+      ', then run the command again.',
   );
 }
 
@@ -68,10 +80,10 @@ export function spawnFailure(command: string, result: ReturnType<typeof spawnSyn
 
 /**
  * Finds each tool, installing the missing ones in one apt-get run when this is Debian or Ubuntu as
- * root (never upgrading what is installed). A tool that is still missing gets a `problem`: the
- * message that says what is missing, why, and the command that installs it.
+ * root (never upgrading what is installed). A tool still missing gets the error that says what is
+ * missing, why, and the command that installs it.
  */
-export function ensureSystemTools(tools: SystemTool[], env: NodeJS.ProcessEnv = process.env): Record<string, ToolLookup> {
+function findOrInstall(tools: SystemTool[], env: NodeJS.ProcessEnv): Map<SystemTool, string | MissingToolError> {
   const found = new Map(tools.map((tool) => [tool, find(tool, env)]));
   // A path chosen through an environment variable is the user's choice: installing would not change it.
   const installable = tools.filter((tool) => !found.get(tool) && !(tool.pathVariable && env[tool.pathVariable]));
@@ -93,17 +105,19 @@ export function ensureSystemTools(tools: SystemTool[], env: NodeJS.ProcessEnv = 
       if (update.status !== 0) cause += `\n(${spawnFailure('apt-get update', update)})`;
     }
   }
+  return new Map(tools.map((tool) => [tool, found.get(tool) ?? missing(tool, env, cause)]));
+}
+
+/** Each tool's path, or the message that says how to install it (see findOrInstall), by binary name. */
+export function ensureSystemTools(tools: SystemTool[], env: NodeJS.ProcessEnv = process.env): Record<string, ToolLookup> {
   return Object.fromEntries(
-    tools.map((tool) => {
-      const path = found.get(tool);
-      return [tool.binary, path ? { path } : { problem: missingMessage(tool, env, cause) }];
-    }),
+    [...findOrInstall(tools, env)].map(([tool, found]) => [tool.binary, typeof found === 'string' ? { path: found } : { problem: found.message }]),
   );
 }
 
-/** One tool, or an Error that says what is missing and how to install it. */
+/** One tool's path; a MissingToolError when it is missing and could not be installed. */
 export function requireSystemTool(tool: SystemTool, env: NodeJS.ProcessEnv = process.env): string {
-  const lookup = ensureSystemTools([tool], env)[tool.binary]!;
-  if (lookup.problem !== undefined) throw new Error(lookup.problem);
-  return lookup.path;
+  const found = findOrInstall([tool], env).get(tool)!;
+  if (typeof found !== 'string') throw found;
+  return found;
 }

@@ -220,7 +220,10 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
       // A PATH with npm, node and sh (npm runs scripts with it) but no redis-server.
       const bin = path.join(base, 'bin');
       await mkdir(bin);
-      for (const program of ['npm', 'node', 'sh']) await symlink(run('sh', ['-c', `command -v ${program}`]).trim(), path.join(bin, program));
+      for (const program of ['npm', 'node', 'sh']) {
+        const found = spawnSync('sh', ['-c', `command -v ${program}`], { env, encoding: 'utf8' }).stdout.trim(); // the newcomer's own
+        await symlink(found, path.join(bin, program));
+      }
       const child = spawnNpmStart({ ...env, PATH: bin });
       let output = '';
       child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
