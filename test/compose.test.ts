@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../src/shared/config.ts';
 
@@ -46,9 +46,12 @@ afterAll(async () => {
  * (DATABASE_URL, S3_* set by a developer or CI) nor a local .env changes what the defaults resolve to.
  */
 function dockerCompose(file: string, ...args: string[]): Promise<Run> {
+  // Found or installed by the global setup (DOCKER_COMPOSE, else docker-compose on PATH).
+  const found = inject('testTools')['docker-compose']!;
+  if (found.problem !== undefined) return Promise.reject(new Error(found.problem));
   return new Promise((resolve, reject) => {
     execFile(
-      'docker-compose',
+      found.path,
       ['--env-file', emptyEnvFile, '-f', file, ...args],
       { cwd: path.dirname(file), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000 },
       (error, stdout, stderr) => {

@@ -12,6 +12,7 @@ import { createLogger } from '../shared/log.ts';
 import { generateSecret } from '../shared/secrets.ts';
 import {
   LOCAL_S3_CREDENTIALS,
+  ServiceStartError,
   startMailCatcher,
   startPostgres,
   startRedis,
@@ -148,6 +149,8 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  log.error({ err: error }, 'start failed');
+  // A service that could not start is explained in plain words (which, why, what to do), not a stack.
+  if (error instanceof ServiceStartError) process.stderr.write(`\nnpm start: ${error.message}\n\n`);
+  else log.error({ err: error }, 'start failed');
   void stopAll(1);
 });

@@ -1,7 +1,11 @@
-// `npm start` as a newcomer runs it: real local services, migrations, API and worker; an email in
-// the mail catcher; SIGTERM leaves no process behind; a second start finds the earlier data.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+// `npm start` as a newcomer runs it: from a copy of the project in a fresh 0700 directory whose path
+// has a space in it, as the current user and (when that is root) once more as an unprivileged user.
+// Real local services, migrations, API and worker; an email in the mail catcher; PostgreSQL never
+// runs as root; SIGTERM leaves no process behind; a second start finds the earlier data.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { lstatSync, readFileSync } from 'node:fs';
+import { chown, mkdir, mkdtemp, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -11,56 +15,73 @@ import { eventually, postJson } from '../support/harness.ts';
 import { descendants, isAlive } from '../support/processes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+const AS_ROOT = process.getuid?.() === 0;
 
+type Account = { name: string; uid: number; gid: number };
 type Running = { child: ChildProcess; output: () => string; banner: Record<string, string> };
 
-let dataDir: string;
-let port: number;
 const spawned: ChildProcess[] = [];
-
-beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(tmpdir(), 'cfs-npm-start-'));
-  port = await freePort();
-});
-
 const killSpawned = () => {
   for (const child of spawned) if (child.exitCode === null && child.pid) process.kill(-child.pid, 'SIGKILL');
 };
 // An interrupted run skips afterAll; the process groups of npm start go on the way out.
 process.once('exit', killSpawned);
 
-afterAll(async () => {
-  killSpawned();
-  await rm(dataDir, { recursive: true, force: true });
-});
+const run = (command: string, args: string[]) => {
+  const result = spawnSync(command, args, { encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${result.error?.message ?? ''}${result.stderr}`);
+  return result.stdout;
+};
 
-async function npmStart(): Promise<Running> {
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100' };
-  for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'SMTP_URL', 'PUBLIC_URL']) delete env[name];
-  const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  spawned.push(child);
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await eventually(async () => (output.includes('Press Ctrl+C to stop.') ? true : undefined), 90_000, `npm start banner:\n${output}`);
-  const banner = Object.fromEntries(
-    [...output.matchAll(/^ {2}(API|Mail UI|PostgreSQL|Data)\s+(\S+)$/gm)].map((match) => [match[1]!, match[2]!]),
-  );
-  return { child, output: () => output, banner };
+/** A system user for the test, removed afterwards. */
+function createUser(): Account {
+  const name = `cfs-t${randomBytes(4).toString('hex')}`;
+  run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', name]);
+  return { name, uid: Number(run('id', ['-u', name])), gid: Number(run('id', ['-g', name])) };
 }
 
-async function stopAndCheckNothingLeft(running: Running): Promise<void> {
-  const pids = descendants(running.child.pid!);
-  expect(pids.length).toBeGreaterThanOrEqual(4); // launcher, API, worker, PostgreSQL, redis-server …
-  const exited = new Promise<number | null>((resolve) => running.child.once('exit', (code) => resolve(code)));
-  running.child.kill('SIGTERM');
-  expect(await exited).toBe(0);
-  const left = await eventually(async () => {
-    const alive = pids.filter(isAlive);
-    return alive.length === 0 ? alive : undefined;
-  }, 15_000, 'every process of npm start to end').catch(() => pids.filter(isAlive));
-  expect(left).toEqual([]);
+function removeUser(account: Account): void {
+  spawnSync('userdel', [account.name]);
+  spawnSync('groupdel', [account.name]); // left behind where USERGROUPS_ENAB is off
 }
+
+/**
+ * A copy of the project as a fresh clone has it (plus node_modules, as `npm ci` would make it) in a
+ * new 0700 temporary directory with a space in its path, owned by `owner` when given.
+ */
+async function copyProject(owner?: Account): Promise<{ base: string; project: string }> {
+  const base = await mkdtemp(path.join(tmpdir(), 'cfs newcomer-'));
+  const project = path.join(base, 'contact form');
+  await mkdir(project);
+  const skip = new Set(['.git', '.data', '.env', 'coverage']);
+  const entries = (await readdir(ROOT)).filter((entry) => !skip.has(entry)).map((entry) => path.join(ROOT, entry));
+  run('cp', ['-a', '--', ...entries, project]);
+  if (owner) run('chown', ['-R', `${owner.uid}:${owner.gid}`, base]);
+  return { base, project };
+}
+
+/** The environment of a login shell: no npm or vitest variables of this run, no node_modules on PATH. */
+function newcomerEnv(home: string, account: Account | undefined, port: number): NodeJS.ProcessEnv {
+  const PATH = (process.env.PATH ?? '').split(':').filter((dir) => !dir.includes('node_modules')).join(':');
+  const user = account?.name ?? process.env.USER ?? 'root';
+  return { PATH, HOME: home, USER: user, LOGNAME: user, LANG: 'C.UTF-8', PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100' };
+}
+
+function uidOf(pid: number): number | undefined {
+  try {
+    return Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+const commandOf = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+};
 
 async function query<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: url });
@@ -75,15 +96,93 @@ async function query<T extends pg.QueryResultRow>(url: string, text: string, val
 type MailDevEmail = { subject: string; text: string; to: Array<{ address: string }> };
 const listMail = async (mailUi: string) => (await (await fetch(`${mailUi}/api/email`)).json()) as MailDevEmail[];
 
-describe('npm start', () => {
+const accounts: Array<{ label: string; unprivileged: boolean }> = [
+  { label: AS_ROOT ? 'as root' : 'as the current user', unprivileged: false },
+  ...(AS_ROOT ? [{ label: 'as an unprivileged user created for the test', unprivileged: true }] : []),
+];
+
+describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unprivileged }) => {
+  let account: Account | undefined;
+  let base: string;
+  let project: string;
+  let env: NodeJS.ProcessEnv;
+  let port: number;
   let submissionId: string;
   let accessKey: string;
 
+  beforeAll(async () => {
+    if (unprivileged) account = createUser();
+    ({ base, project } = await copyProject(account));
+    const home = path.join(base, 'home');
+    await mkdir(home, { mode: 0o700 });
+    if (account) await chown(home, account.uid, account.gid);
+    port = await freePort();
+    env = newcomerEnv(home, account, port);
+  });
+
+  afterAll(async () => {
+    killSpawned();
+    // As root the cluster lives where .data/postgres links to (see README): remove it with the copy.
+    const link = path.join(project, '.data', 'postgres');
+    if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) await rm(await readlink(link), { recursive: true, force: true });
+    await rm(base, { recursive: true, force: true });
+    if (account) removeUser(account);
+  });
+
+  function spawnNpmStart(startEnv = env): ChildProcess {
+    const child = spawn('npm', ['start'], { cwd: project, env: startEnv, uid: account?.uid, gid: account?.gid, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    spawned.push(child);
+    return child;
+  }
+
+  async function npmStart(): Promise<Running> {
+    const child = spawnNpmStart();
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await eventually(async () => {
+      if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+      return output.includes('Press Ctrl+C to stop.') ? true : undefined;
+    }, 90_000, `npm start banner:\n${output}`);
+    const banner = Object.fromEntries(
+      [...output.matchAll(/^ {2}(API|Mail UI|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
+    );
+    return { child, output: () => output, banner };
+  }
+
+  /** PostgreSQL runs, and never as root: as the `postgres` user when started by root, else as the user. */
+  function expectPostgresNotRoot(running: Running): void {
+    const servers = descendants(running.child.pid!).filter((pid) => /\/bin\/postgres -D/.test(commandOf(pid)));
+    expect(servers).toHaveLength(1);
+    const uid = uidOf(servers[0]!);
+    expect(uid).not.toBe(0);
+    if (account) expect(uid).toBe(account.uid);
+    else if (AS_ROOT) expect(uid).toBe(Number(run('id', ['-u', 'postgres'])));
+  }
+
+  async function stopAndCheckNothingLeft(running: Running): Promise<void> {
+    const pids = descendants(running.child.pid!);
+    expect(pids.length).toBeGreaterThanOrEqual(4); // launcher, API, worker, PostgreSQL, redis-server …
+    const exited = new Promise<number | null>((resolve) => running.child.once('exit', (code) => resolve(code)));
+    running.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    const left = await eventually(async () => {
+      const alive = pids.filter(isAlive);
+      return alive.length === 0 ? alive : undefined;
+    }, 15_000, 'every process of npm start to end').catch(() => pids.filter(isAlive));
+    expect(left).toEqual([]);
+    // Nothing above the project was opened up for the postgres user.
+    expect((await stat(base)).mode & 0o777).toBe(0o700);
+  }
+
   it('runs the whole service, delivers to the mail catcher and stops cleanly', async () => {
+    expect((await stat(base)).mode & 0o777).toBe(0o700);
     const running = await npmStart();
     const api = `http://localhost:${port}`;
     expect(running.banner.API).toBe(api);
     expect(running.banner['Mail UI']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(running.banner.Data).toBe(path.join(project, '.data'));
+    expectPostgresNotRoot(running);
 
     const ready = await fetch(`${api}/readyz`);
     expect(ready.status).toBe(200);
@@ -113,5 +212,63 @@ describe('npm start', () => {
     const again = await postJson(`http://localhost:${port}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'after restart' });
     expect(again.status).toBe(200);
     await stopAndCheckNothingLeft(running);
+  });
+
+  // Only root may install packages: anyone else is told the package and the command.
+  if (unprivileged || !AS_ROOT) {
+    it('tells an unprivileged user without redis-server what to install', async () => {
+      // A PATH with npm, node and sh (npm runs scripts with it) but no redis-server.
+      const bin = path.join(base, 'bin');
+      await mkdir(bin);
+      for (const program of ['npm', 'node', 'sh']) {
+        const found = spawnSync('sh', ['-c', `command -v ${program}`], { env, encoding: 'utf8' }).stdout.trim(); // the newcomer's own
+        await symlink(found, path.join(bin, program));
+      }
+      const child = spawnNpmStart({ ...env, PATH: bin });
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+      expect(code, output).toBe(1);
+      expect(output).toContain('Redis could not start: redis-server is not installed (not found on PATH)');
+      expect(output).toContain('It can be installed automatically only as root.');
+      expect(output).toContain('What to do: install the redis-server package (Debian/Ubuntu: `sudo apt-get install -y redis-server`)');
+      expect(output).not.toContain('undefined');
+      expect(descendants(child.pid!).filter(isAlive)).toEqual([]); // the PostgreSQL it had started is stopped
+    });
+  }
+});
+
+describe('npm start when a local service cannot start', () => {
+  let dataDir: string;
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'cfs broken-'));
+  });
+
+  afterAll(async () => {
+    const link = path.join(dataDir, 'postgres');
+    if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) await rm(await readlink(link), { recursive: true, force: true });
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('names the service, gives the tool its own words and says what to do', async () => {
+    // A data directory left by a PostgreSQL this one cannot read.
+    await mkdir(path.join(dataDir, 'postgres'), { recursive: true, mode: 0o700 });
+    await writeFile(path.join(dataDir, 'postgres', 'PG_VERSION'), '9.6\n');
+    await writeFile(path.join(dataDir, 'postgres', 'postgresql.conf'), '');
+    const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(await freePort()), LOG_LEVEL: 'warn' };
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'SMTP_URL', 'PUBLIC_URL']) delete env[name];
+    const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    spawned.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code, output).not.toBe(0);
+    expect(output).toContain('PostgreSQL could not start');
+    expect(output).toMatch(/incompatible with server/); // PostgreSQL's own explanation
+    expect(output).toMatch(/What to do: .*DATABASE_URL/);
+    expect(output).not.toContain('undefined');
   });
 });

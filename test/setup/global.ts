@@ -1,6 +1,7 @@
 // Starts the real services once for the whole run, on free loopback ports, and stops them after.
 // Each test file then takes its own database, bucket, queue prefix and SMTP sink (test/support/harness.ts).
 // DATABASE_URL, REDIS_URL and S3_ENDPOINT, when set, name external services to use instead.
+// First it finds (or, on Debian/Ubuntu as root, installs) the system programs some tests need.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../src/shared/db/orm.ts';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalService } from '../../src/local/services.ts';
+import { ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -18,12 +20,26 @@ declare module 'vitest' {
     s3Endpoint: string;
     s3AccessKeyId: string;
     s3SecretAccessKey: string;
+    /** Where each program of TEST_TOOLS is, or why it is missing (the tests that need it fail with that). */
+    testTools: Record<string, ToolLookup>;
   }
 }
+
+/** System programs that npm cannot provide, and the tests that need them. */
+export const TEST_TOOLS: SystemTool[] = [
+  { binary: 'chromium', package: 'chromium', neededFor: 'the browser tests (test/e2e/browser.test.ts)', pathVariable: 'CHROMIUM_PATH' },
+  { binary: 'docker-compose', package: 'docker-compose', neededFor: 'the compose file check (test/compose.test.ts)', pathVariable: 'DOCKER_COMPOSE' },
+];
 
 export const TEMPLATE_DATABASE = 'cfs_test_template';
 
 export default async function setup(project: TestProject) {
+  const testTools = ensureSystemTools(TEST_TOOLS);
+  for (const { problem } of Object.values(testTools)) {
+    // Said once here, and again by each test that needs the program (those tests fail).
+    if (problem) process.stderr.write(`\n${problem}\n`);
+  }
+  project.provide('testTools', testTools);
   const started: LocalService[] = [];
   const dir = await mkdtemp(path.join(tmpdir(), 'cfs-test-'));
   const stopAll = async () => {

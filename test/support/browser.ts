@@ -1,23 +1,21 @@
 // A real browser for the tests: Debian's chromium driven by playwright-core (which cannot download
 // browsers here), and a tiny HTTP server for pages on another origin.
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
-
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+import { inject } from 'vitest';
 
 /**
  * Launches headless chromium. Playwright gives every launch a fresh temporary profile
  * (--user-data-dir) and removes it on close.
  */
 export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`No browser at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH.`);
-  }
+  // Found or installed by the global setup (CHROMIUM_PATH, else chromium on PATH); if missing, this says how to install it.
+  const found = inject('testTools').chromium!;
+  if (found.problem !== undefined) throw new Error(found.problem);
   return chromium.launch({
-    executablePath: CHROMIUM_PATH,
+    executablePath: found.path,
     headless: true,
     timeout: 30_000,
     args: [
