@@ -154,7 +154,7 @@ async function startServices(): Promise<Ctx> {
   await sql.query('delete from key_emails');
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
   track({ name: 'redis client', stop: async () => void redis.disconnect() });
-  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX, EMAIL_MAX_ATTEMPTS: 8, EMAIL_RETRY_BACKOFF_MS: 30_000 });
+  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
   track({ name: 'queue', stop: () => queue.close() });
   const s3 = new S3Client({
     region: 'us-east-1',

@@ -3,8 +3,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
+import { SETTLED, sqlList } from './statuses.ts';
 
-export const RETENTION_SCHEDULER_ID = 'retention';
 const BATCH = 500;
 /** One run deletes at most this many batches; the next run continues. */
 const MAX_BATCHES = 100;
@@ -15,7 +15,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
     const rows = await em.execute<Array<{ id: string }>>(
       `select id from submissions
         where created_at < now() - make_interval(days => ?)
-          and email_status in ('sent', 'failed', 'skipped')
+          and email_status in (${sqlList(SETTLED)})
         order by created_at limit ${BATCH}`,
       [days],
     );
