@@ -4,9 +4,9 @@
 // every SMTP_PROBE_INTERVAL_MS. The first success closes the breaker and lifts the limit, and the
 // backlog drains. Held jobs go back to the queue without an attempt, so they keep their place.
 //
-// It opens after SMTP_BREAKER_THRESHOLD consecutive temporary SMTP failures of distinct messages in
-// one worker process (refused or dropped connections, timeouts, 4xx replies); a single message
-// that keeps failing does not open it. Its state lives in Redis (src/shared/smtp-breaker.ts).
+// It opens after SMTP_BREAKER_THRESHOLD consecutive temporary SMTP failures in one worker process
+// (refused or dropped connections, timeouts, 4xx replies) of at least two messages: a single message
+// that keeps failing (its recipient greylists it, say) does not open it. Its state lives in Redis (src/shared/smtp-breaker.ts).
 import { Worker, type Queue } from 'bullmq';
 import type { Logger } from '../shared/log.ts';
 import { smtpBreakerTrips } from '../shared/metrics.ts';
@@ -18,7 +18,8 @@ export type BreakerOptions = { prefix: string; threshold: number; probeIntervalM
 export type Admission = 'closed' | 'probe';
 
 export class SmtpBreaker {
-  /** The messages whose latest attempt failed temporarily since the last success in this process. */
+  /** Temporary failures since the last success in this process, and of which messages. */
+  private failures = 0;
   private readonly failing = new Set<string>();
   private readonly redis: RedisClient;
   private readonly queue: Queue<DeliveryJob>;
@@ -45,6 +46,7 @@ export class SmtpBreaker {
 
   /** The SMTP server accepted a message: a probe's success closes the breaker for the fleet. */
   async succeeded(admission: Admission): Promise<void> {
+    this.failures = 0;
     this.failing.clear();
     if (admission !== 'probe') return;
     const closed = await this.redis.del(breakerKey(this.options.prefix));
@@ -60,10 +62,13 @@ export class SmtpBreaker {
 
   /** A temporary SMTP failure of message `id`. */
   async failed(admission: Admission, id: string, reason: string): Promise<void> {
+    this.failures += 1;
     this.failing.add(id);
-    if (admission !== 'probe' && this.failing.size < this.options.threshold) return;
-    const failures = this.failing.size;
+    const serverWide = this.failures >= this.options.threshold && (this.failing.size >= 2 || this.options.threshold === 1);
+    if (admission !== 'probe' && !serverWide) return;
+    const failures = this.failures;
     // Counted afresh once the breaker closes again.
+    this.failures = 0;
     this.failing.clear();
     const key = breakerKey(this.options.prefix);
     const opened = await this.redis.hsetnx(key, 'since', new Date().toISOString());
