@@ -21,6 +21,12 @@ export class SmtpBreaker {
   /** Temporary failures since the last success in this process, and of which messages. */
   private failures = 0;
   private readonly failing = new Set<string>();
+  /**
+   * Until then the breaker is known closed without asking Redis (one command less per email). A
+   * stale answer costs little: whoever opens the breaker also rate-limits the queue, so this worker
+   * fetches nothing more meanwhile.
+   */
+  private closedUntil = 0;
   private readonly redis: RedisClient;
   private readonly queue: Queue<DeliveryJob>;
   private readonly options: BreakerOptions;
@@ -35,7 +41,11 @@ export class SmtpBreaker {
 
   /** Before a delivery. While the breaker is open, only the probe passes; any other job is put back. */
   async admit(): Promise<Admission> {
-    if (!(await this.redis.exists(breakerKey(this.options.prefix)))) return 'closed';
+    if (Date.now() < this.closedUntil) return 'closed';
+    if (!(await this.redis.exists(breakerKey(this.options.prefix)))) {
+      this.closedUntil = Date.now() + Math.min(1_000, this.options.probeIntervalMs / 2);
+      return 'closed';
+    }
     const token = await this.redis.set(probeKey(this.options.prefix), '1', 'PX', this.options.probeIntervalMs, 'NX');
     if (token === 'OK') return 'probe';
     const wait = await this.redis.pttl(probeKey(this.options.prefix));
@@ -67,6 +77,7 @@ export class SmtpBreaker {
     const serverWide = this.failures >= this.options.threshold && (this.failing.size >= 2 || this.options.threshold === 1);
     if (admission !== 'probe' && !serverWide) return;
     const failures = this.failures;
+    this.closedUntil = 0;
     // Counted afresh once the breaker closes again.
     this.failures = 0;
     this.failing.clear();
