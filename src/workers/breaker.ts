@@ -6,7 +6,8 @@
 //
 // It opens after SMTP_BREAKER_THRESHOLD consecutive temporary SMTP failures in one worker process
 // (refused or dropped connections, timeouts, 4xx replies) of at least two messages: a single message
-// that keeps failing (its recipient greylists it, say) does not open it. Its state lives in Redis (src/shared/smtp-breaker.ts).
+// that keeps failing (its recipient greylists it, say) does not open it. Its state lives in Redis
+// (src/shared/smtp-breaker.ts), so one worker's finding holds for the fleet.
 import { Worker, type Queue } from 'bullmq';
 import type { Logger } from '../shared/log.ts';
 import { smtpBreakerTrips } from '../shared/metrics.ts';

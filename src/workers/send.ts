@@ -62,17 +62,11 @@ export async function sendTracked(
   }
 
   let release: (() => void) | undefined;
-  let smtp = false;
+  let messageId: string;
   try {
     const built = await buildMessage();
     release = built.release;
-    smtp = true;
-    const info = await context.transport.sendMail(built.message);
-    smtp = false;
-    const sent = await context.recorder.markSent(table, id, info.messageId, performance.now());
-    deliveries.inc({ kind: table, outcome: 'sent' });
-    if (sent) deliveryLatency.observe({ kind: table }, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
-    return 'sent';
+    messageId = (await context.transport.sendMail(built.message)).messageId;
   } catch (error) {
     const reason = describeSendError(error);
     const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
@@ -93,10 +87,16 @@ export async function sendTracked(
     deliveries.inc({ kind: table, outcome: finalAttempt ? 'failed' : 'retry' });
     if (!finalAttempt) deliveryRetries.inc({ kind: table });
     context.log.warn({ table, id, attempt, finalAttempt, reason }, 'delivery failed');
-    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, smtp);
+    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isServerSide(error));
   } finally {
     release?.();
   }
+  // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
+  // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
+  const sent = await context.recorder.markSent(table, id, messageId, performance.now());
+  deliveries.inc({ kind: table, outcome: 'sent' });
+  if (sent) deliveryLatency.observe({ kind: table }, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
+  return 'sent';
 }
 
 /** Derived from the row's id, so a resend of the same email is recognisable. */
@@ -111,6 +111,15 @@ type SmtpError = Error & { responseCode?: number; response?: string };
 function isPermanent(error: unknown): boolean {
   const code = (error as SmtpError).responseCode;
   return typeof code === 'number' && code >= 500 && code < 600;
+}
+
+/** nodemailer's codes for a server that cannot be reached or talked to (not, say, an attachment stream that broke). */
+const SERVER_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EPROTOCOL']);
+
+/** The SMTP server refused (a reply code) or could not be reached: what the circuit breaker counts. */
+function isServerSide(error: unknown): boolean {
+  const smtp = error as SmtpError & { code?: string };
+  return typeof smtp.responseCode === 'number' || SERVER_CODES.has(smtp.code ?? '');
 }
 
 function describeSendError(error: unknown): string {
