@@ -22,8 +22,10 @@ const MAX_BATCH = 500;
 
 export function createSentRecorder(databaseUrl: string, connections = 2): SentRecorder {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: connections });
-  // An idle connection that breaks is replaced on the next query; the error must not crash the process.
+  // A connection that breaks (idle, or while the pool closes it) is replaced on the next query, and
+  // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const pending: Pending[] = [];
   let busy = 0;
 
