@@ -46,6 +46,7 @@ import {
 } from './support/proc.ts';
 import { renderTable, met, type Row } from './support/report.ts';
 import { startSink, type Sink } from './support/sink.ts';
+import { freePort, quantileMs, scrapeSentWindow } from './support/sent-window.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -154,7 +155,7 @@ async function startServices(): Promise<Ctx> {
   await sql.query('delete from key_emails');
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
   track({ name: 'redis client', stop: async () => void redis.disconnect() });
-  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX, EMAIL_MAX_ATTEMPTS: 8, EMAIL_RETRY_BACKOFF_MS: 30_000 });
+  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
   track({ name: 'queue', stop: () => queue.close() });
   const s3 = new S3Client({
     region: 'us-east-1',
@@ -495,13 +496,25 @@ function elapsed(sink: Sink, t0: number, expected: number): { count: number; sec
   return { count: arrivals.length, seconds: Math.max(0.001, (arrivals.length >= expected ? last : now()) - t0) / 1000 };
 }
 
-async function serviceDrain(ctx: Ctx, title: string, workers: number, count: number, attachment?: { key: string; size: number }, watchRss = false): Promise<Drain & { peakRss: number; idleRss: number }> {
+/**
+ * The duplicate window (250 → `sent` committed) during a drain: p50/p99, and the share of the busy
+ * job slots' time spent inside it, which is the share of a SIGKILLed worker's in-flight jobs that
+ * would be sent twice.
+ */
+type SentWindow = { p50: number; p99: number; share: number };
+
+async function serviceDrain(ctx: Ctx, title: string, workers: number, count: number, attachment?: { key: string; size: number }, watchRss = false): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow }> {
   await resetState(ctx);
   await ctx.queue.pause();
   await seedBacklog(ctx, count, attachment);
   const children: Child[] = [];
+  const metricsUrls: string[] = [];
   try {
-    for (let index = 0; index < workers; index += 1) children.push(await spawnWorker(ctx, index + 1));
+    for (let index = 0; index < workers; index += 1) {
+      const port = await freePort();
+      metricsUrls.push(`http://127.0.0.1:${port}/metrics`);
+      children.push(await spawnWorker(ctx, index + 1, { METRICS_PORT: String(port) }));
+    }
     await sleep(500);
     const idleRss = Math.max(0, ...children.map((child) => rssBytes(child.pid)));
     const samplers = watchRss ? children.map((child) => (resetPeakRss(child.pid), sampleRss(child.pid))) : [];
@@ -519,9 +532,13 @@ async function serviceDrain(ctx: Ctx, title: string, workers: number, count: num
     const result = { ...elapsed(ctx.sink, t0, count), drained, busy, peakRss, idleRss };
     // Let the last rows be marked sent before checking them.
     await sleep(300);
+    const histogram = await scrapeSentWindow(metricsUrls).catch(() => undefined);
+    const window = histogram?.count
+      ? { p50: quantileMs(histogram, 0.5), p99: quantileMs(histogram, 0.99), share: histogram.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
+      : undefined;
     const { rows: sent } = await ctx.sql.query<{ n: string }>(`select count(*) as n from submissions where email_status = 'sent'`);
     if (Number(sent[0]!.n) < result.count) notes.push(`delivery ${workers}w: ${result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
-    return result;
+    return { ...result, window };
   } finally {
     for (const child of children) await stopReporting(child, title);
   }
@@ -542,6 +559,15 @@ async function delivery(ctx: Ctx): Promise<void> {
       { scenario, metric: `${workers} worker${workers > 1 ? 's' : ''}: emails/s`, service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
       { scenario, metric: `${workers} worker${workers > 1 ? 's' : ''}: CPU busy`, service: service.busy * 100, baseline: baseline.busy * 100, unit: '%' },
     );
+    if (service.window) {
+      // The floor loop records nothing after a send: these figures have no baseline.
+      const label = `${workers} worker${workers > 1 ? 's' : ''}`;
+      rows.push(
+        { scenario, metric: `${label}: 250 → sent p50`, service: service.window.p50, baseline: Number.NaN, unit: 'ms' },
+        { scenario, metric: `${label}: 250 → sent p99`, service: service.window.p99, baseline: Number.NaN, unit: 'ms' },
+        { scenario, metric: `${label}: in-flight share in that window`, service: service.window.share * 100, baseline: Number.NaN, unit: '%', target: { kind: '<=', value: 0.1 } },
+      );
+    }
   }
   // Scaling: each worker count against the one before it, on the service.
   for (let index = 1; index < S.workerCounts.length; index += 1) {

@@ -22,11 +22,14 @@ describe('loadConfig', () => {
       S3_REGION: 'us-east-1',
       S3_FORCE_PATH_STYLE: true,
       WORKER_CONCURRENCY: 50,
-      EMAIL_MAX_ATTEMPTS: 8,
       EMAIL_RETRY_BACKOFF_MS: 30_000,
+      EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000,
+      EMAIL_RETRY_HORIZON_MS: 5 * 24 * 3_600_000,
       DATA_DIR: '.data',
       RATE_LIMIT_IPV6_PREFIX: 64,
     });
+    // No attempt limit: temporary failures are retried until EMAIL_RETRY_HORIZON_MS.
+    expect(config.EMAIL_MAX_ATTEMPTS).toBeUndefined();
   });
 
   it.each([

@@ -21,7 +21,7 @@ const env = (name: string) => {
 const keyId = env('FLOOR_KEY_ID');
 const pool = new pg.Pool({ connectionString: env('DATABASE_URL'), max: Number(process.env.FLOOR_POOL ?? '20') });
 const redis = createRedis(env('REDIS_URL'), 'producer');
-const queue = createDeliveryQueue(redis, { QUEUE_PREFIX: env('QUEUE_PREFIX'), EMAIL_MAX_ATTEMPTS: 8, EMAIL_RETRY_BACKOFF_MS: 30_000 });
+const queue = createDeliveryQueue(redis, { QUEUE_PREFIX: env('QUEUE_PREFIX') });
 const bucket = env('S3_BUCKET');
 const s3 = new S3Client({
   region: 'us-east-1',

@@ -20,7 +20,7 @@ type Row = { email: string; subject: string; message: string; owner: string };
 
 const worker = createDeliveryWorker(
   redis,
-  env('QUEUE_PREFIX'),
+  { QUEUE_PREFIX: env('QUEUE_PREFIX'), EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000 },
   async (job) => {
     const { submissionId } = job.data as DeliveryJobs['submission'];
     const { rows } = await pool.query<Row>(

@@ -90,8 +90,14 @@ const EnvSchema = v.object({
   ADMIN_TOKEN: v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, 'must be at least 16 characters'))),
   TRUST_PROXY: trustProxy,
   WORKER_CONCURRENCY: integer(50, 1),
-  EMAIL_MAX_ATTEMPTS: integer(8, 1),
+  /** Unset: no limit, temporary failures are retried until EMAIL_RETRY_HORIZON_MS. */
+  EMAIL_MAX_ATTEMPTS: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1, 'must be at least 1'))),
   EMAIL_RETRY_BACKOFF_MS: integer(30_000, 0),
+  EMAIL_RETRY_MAX_BACKOFF_MS: integer(3_600_000, 0),
+  /** Age of a row after which a temporary failure makes it `failed` (5 days, as Postfix's maximal_queue_lifetime). */
+  EMAIL_RETRY_HORIZON_MS: integer(5 * 24 * 3_600_000, 1_000),
+  SMTP_BREAKER_THRESHOLD: integer(5, 1),
+  SMTP_PROBE_INTERVAL_MS: integer(30_000, 100),
   DATA_DIR: v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), '.data'),
   LOG_LEVEL: v.optional(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), 'info'),
   QUEUE_PREFIX: v.optional(

@@ -49,6 +49,33 @@ export const deliveryLatency = new Histogram({
   registers: [registry],
 });
 
+export const sentRecordDuration = new Histogram({
+  name: 'cfs_delivery_sent_record_seconds',
+  help: "From the SMTP server's acceptance to the `sent` status committed: the window in which a killed worker causes a duplicate",
+  buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+export const smtpBreakerTrips = new Counter({
+  name: 'cfs_smtp_breaker_trips_total',
+  help: 'Times this worker opened the SMTP circuit breaker (deliveries held until a probe succeeds)',
+  registers: [registry],
+});
+
+/** Whether the fleet's SMTP circuit breaker is open, read from Redis when the metrics are scraped. */
+export function registerBreakerState(read: () => Promise<boolean>): void {
+  if (registry.getSingleMetric('cfs_smtp_breaker_open')) return;
+  new Gauge({
+    name: 'cfs_smtp_breaker_open',
+    help: '1 while the SMTP circuit breaker holds deliveries (the SMTP server refuses or is unreachable)',
+    registers: [registry],
+    async collect() {
+      const open = await read().catch(() => undefined);
+      if (open !== undefined) this.set(open ? 1 : 0);
+    },
+  });
+}
+
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
 /** Queue depth, read from Redis when the metrics are scraped. */

@@ -1,26 +1,27 @@
 // Queue names, job payloads and the factories for Redis connections, queues and workers.
 // A job carries ids only; the worker reloads everything else from PostgreSQL.
-import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
+import { Queue, Worker, type BackoffStrategy, type Processor, type WorkerOptions } from 'bullmq';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import { withTimeout } from './timeout.ts';
 
 export const DELIVERY_QUEUE = 'deliveries';
+/** The periodic jobs (reconciler, retention), apart from the deliveries so they never wait behind a backlog. */
+export const HOUSEKEEPING_QUEUE = 'housekeeping';
 
 /**
  * The jobs of the delivery queue. Ids only: the row to deliver, and the id of the request that
- * created it (to follow it in logs); the periodic jobs carry nothing.
+ * created it (to follow it in logs).
  */
 export type DeliveryJobs = {
   submission: { submissionId: string; requestId?: string };
   'key-email': { keyEmailId: string; requestId?: string };
-  /** The reconciler's periodic run (see src/workers/reconcile.ts). */
-  reconcile: Record<string, never>;
-  /** The retention run (see src/workers/retention.ts). */
-  retention: Record<string, never>;
 };
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];
+
+/** The periodic jobs of the housekeeping queue carry nothing; their name says what to run. */
+export type HousekeepingJob = Record<string, never>;
 
 type RowJobName = 'submission' | 'key-email';
 
@@ -62,16 +63,24 @@ export function createRedis(url: string, role: 'producer' | 'worker', cluster = 
   });
 }
 
-type QueueConfig = Pick<Config, 'QUEUE_PREFIX' | 'EMAIL_MAX_ATTEMPTS' | 'EMAIL_RETRY_BACKOFF_MS'>;
+type QueueConfig = Pick<Config, 'QUEUE_PREFIX'>;
+
+/**
+ * BullMQ's own attempt count never ends a delivery: the worker decides from the row's age
+ * (EMAIL_RETRY_HORIZON_MS) and EMAIL_MAX_ATTEMPTS when a temporary failure becomes final, and
+ * ends the job with an UnrecoverableError then. This only has to be out of reach.
+ */
+const UNBOUNDED_ATTEMPTS = 1_000_000;
+/** The job's backoff type; the delay comes from the worker's `retryDelay` strategy. */
+const BACKOFF_TYPE = 'capped-exponential';
 
 export function createDeliveryQueue(connection: RedisClient, config: QueueConfig): Queue<DeliveryJob> {
   return new Queue<DeliveryJob>(DELIVERY_QUEUE, {
     connection,
     prefix: config.QUEUE_PREFIX,
     defaultJobOptions: {
-      attempts: config.EMAIL_MAX_ATTEMPTS,
-      // Exponential backoff with jitter, so a burst of failures does not retry in lockstep.
-      backoff: { type: 'exponential', delay: config.EMAIL_RETRY_BACKOFF_MS, jitter: 0.5 },
+      attempts: UNBOUNDED_ATTEMPTS,
+      backoff: { type: BACKOFF_TYPE },
       removeOnComplete: { age: 3600, count: 10_000 },
       // Failed jobs stay for inspection for a week.
       removeOnFail: { age: 7 * 24 * 3600 },
@@ -79,13 +88,50 @@ export function createDeliveryQueue(connection: RedisClient, config: QueueConfig
   });
 }
 
+/**
+ * The delay before retry number `attemptsMade`: EMAIL_RETRY_BACKOFF_MS doubling per attempt up to
+ * EMAIL_RETRY_MAX_BACKOFF_MS, never beyond; the jitter (50 % to 100 % of that) only shortens it, so a
+ * burst of failures does not retry in lockstep.
+ */
+export function retryDelay(attemptsMade: number, config: Pick<Config, 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>): number {
+  const exponent = Math.min(Math.max(attemptsMade - 1, 0), 40);
+  const ceiling = Math.min(config.EMAIL_RETRY_BACKOFF_MS * 2 ** exponent, config.EMAIL_RETRY_MAX_BACKOFF_MS);
+  return Math.floor(ceiling * (0.5 + Math.random() * 0.5));
+}
+
+/**
+ * A manual rate limit (Queue.rateLimit, used by the SMTP circuit breaker) only holds when the worker
+ * has a limiter: this one is out of reach, so it never limits by itself.
+ */
+const NO_LIMIT = { max: 1_000_000_000_000, duration: 1_000 };
+
 export function createDeliveryWorker(
   connection: RedisClient,
-  prefix: string,
+  config: Pick<Config, 'QUEUE_PREFIX' | 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>,
   processor: Processor<DeliveryJob>,
-  options: Omit<WorkerOptions, 'connection' | 'prefix'>,
+  options: Omit<WorkerOptions, 'connection' | 'prefix' | 'settings' | 'limiter'>,
 ): Worker<DeliveryJob> {
-  return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, { connection, prefix, ...options });
+  const backoffStrategy: BackoffStrategy = (attemptsMade) => retryDelay(attemptsMade, config);
+  return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    limiter: NO_LIMIT,
+    settings: { backoffStrategy },
+    ...options,
+  });
+}
+
+export function createHousekeepingQueue(connection: RedisClient, prefix: string): Queue<HousekeepingJob> {
+  return new Queue<HousekeepingJob>(HOUSEKEEPING_QUEUE, {
+    connection,
+    prefix,
+    defaultJobOptions: { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } },
+  });
+}
+
+/** One job at a time per process; the queue's global concurrency of 1 makes it one for the fleet. */
+export function createHousekeepingWorker(connection: RedisClient, prefix: string, processor: Processor<HousekeepingJob>): Worker<HousekeepingJob> {
+  return new Worker<HousekeepingJob>(HOUSEKEEPING_QUEUE, processor, { connection, prefix, concurrency: 1 });
 }
 
 /** Enqueues a delivery; jobId = the row's id, so a second add is a no-op. */

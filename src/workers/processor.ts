@@ -1,4 +1,4 @@
-// Routes each job of the delivery queue to its handler by name.
+// Runs each job of the delivery queue: the email of one row, behind the SMTP circuit breaker.
 import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
@@ -7,15 +7,17 @@ import type { DeliveryJob, DeliveryJobs } from '../shared/queue.ts';
 import type { ConsentSigner } from '../shared/consent.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
+import type { SmtpBreaker } from './breaker.ts';
 import { deliverSubmission } from './deliver.ts';
 import { deliverKeyEmail } from './key-mail.ts';
-import { reconcile } from './reconcile.ts';
-import { applyRetention, type RetentionPolicy } from './retention.ts';
-import type { SendOutcome } from './send.ts';
+import { TemporaryDeliveryError, type SendOutcome } from './send.ts';
+import type { SentRecorder } from './sent-recorder.ts';
 
 export type ProcessorDeps = {
   orm: MikroORM;
   transport: MailTransport;
+  recorder: SentRecorder;
+  breaker: SmtpBreaker;
   storage: Storage;
   vault: KeyVault;
   consent: ConsentSigner;
@@ -23,31 +25,44 @@ export type ProcessorDeps = {
   queue: Queue<DeliveryJob>;
   mailFrom: string;
   publicUrl: string;
-  maxAttempts: number;
+  maxAttempts: number | undefined;
+  retryHorizonMs: number;
   attachMaxBytes: number;
   linkTtlSeconds: number;
-  reconcileAfterMs: number;
   claimLeaseMs: number;
-  retention: RetentionPolicy;
   log: Logger;
 };
 
 export function createDeliveryProcessor(deps: ProcessorDeps) {
-  return async (job: Job<DeliveryJob>): Promise<SendOutcome | number> => {
+  return async (job: Job<DeliveryJob>): Promise<SendOutcome | 'moved'> => {
     // One logger per job, carrying the id of the request that created the row.
     const log = deps.log.child({ job: job.name, jobId: job.id, requestId: (job.data as { requestId?: string }).requestId });
     const context = { ...deps, log, em: deps.orm.em.fork() };
+    let deliver: () => Promise<SendOutcome>;
     switch (job.name) {
       case 'submission':
-        return deliverSubmission(context, job as Job<DeliveryJobs['submission']>);
+        deliver = () => deliverSubmission(context, job as Job<DeliveryJobs['submission']>);
+        break;
       case 'key-email':
-        return deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
-      case 'retention':
-        return applyRetention(context.em, deps.storage, log, deps.retention);
+        deliver = () => deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
+        break;
       case 'reconcile':
-        return reconcile(context.em, deps.queue, log, { staleAfterMs: deps.reconcileAfterMs, claimLeaseMs: deps.claimLeaseMs });
+      case 'retention':
+        // Left by a version that ran the periodic jobs in this queue; they run in the housekeeping queue now.
+        return 'moved';
       default:
         throw new Error(`unknown job ${job.name}`);
+    }
+    const admission = await deps.breaker.admit();
+    try {
+      const outcome = await deliver();
+      if (outcome === 'sent') await deps.breaker.succeeded(admission);
+      else await deps.breaker.inconclusive(admission);
+      return outcome;
+    } catch (error) {
+      if (error instanceof TemporaryDeliveryError && error.smtp) await deps.breaker.failed(admission, String(job.id), error.message);
+      else await deps.breaker.inconclusive(admission);
+      throw error;
     }
   };
 }

@@ -1,42 +1,70 @@
 // The reconciler: nothing accepted is lost between PostgreSQL and Redis. It finds rows that should
 // have a delivery job but have none (the enqueue after the commit failed, Redis lost data, a worker
-// died mid-send) and enqueues them again. One BullMQ job scheduler runs it for the whole fleet.
+// died mid-send) and enqueues them again. It runs in the housekeeping queue (src/workers/housekeeping.ts),
+// one run at a time for the fleet, and walks every such row page by page, however long the backlog:
+// a row without a job behind thousands that have one is still found in the same run.
 import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import { enqueueDelivery, keyEmailJob, submissionJob, type DeliveryJob } from '../shared/queue.ts';
+import { AWAITING_JOB, IN_FLIGHT } from './statuses.ts';
+import type { DeliveryTable } from './send.ts';
 
-export const RECONCILE_SCHEDULER_ID = 'reconcile';
-const BATCH = 500;
+/** Rows read, and job states asked of Redis (pipelined), per step. */
+export const RECONCILE_BATCH = 500;
 /** Job states in which a job will still run: such a row is in hand. */
 const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
 
 export type ReconcileOptions = { staleAfterMs: number; claimLeaseMs: number };
 
+/** created_at as text: a JS Date would drop the microseconds and the page cursor would repeat rows. */
+type Row = { id: string; created_at: string };
+
 /** Returns how many rows were enqueued again. */
 export async function reconcile(em: EntityManager, queue: Queue<DeliveryJob>, log: Logger, options: ReconcileOptions): Promise<number> {
-  const stale = `((email_status in ('queued', 'retrying') and created_at < now() - make_interval(secs => ?))
-                  or (email_status = 'sending' and claimed_at < now() - make_interval(secs => ?)))`;
-  const ages = [options.staleAfterMs / 1000, options.claimLeaseMs / 1000];
-  const rows = await em.execute<Array<{ id: string; kind: 'submission' | 'key-email' }>>(
-    `(select id, 'submission' as kind, created_at from submissions where ${stale} order by created_at limit ${BATCH})
-     union all
-     (select id, 'key-email' as kind, created_at from key_emails where ${stale} order by created_at limit ${BATCH})
-     order by created_at`,
-    [...ages, ...ages],
-  );
-
   let enqueued = 0;
-  for (const row of rows) {
-    const job = await queue.getJob(row.id);
-    if (job) {
-      if (PENDING_STATES.has(await job.getState())) continue;
-      // A finished job under the same id would make the new add a no-op.
-      await job.remove();
+  for (const table of ['submissions', 'key_emails'] as const) {
+    // One status at a time, so each page is a range of the (email_status, created_at) index.
+    for (const status of [...AWAITING_JOB, IN_FLIGHT]) {
+      const condition =
+        status === IN_FLIGHT
+          ? { sql: 'claimed_at < now() - make_interval(secs => ?)', age: options.claimLeaseMs }
+          : { sql: 'created_at < now() - make_interval(secs => ?)', age: options.staleAfterMs };
+      let after: Row | undefined;
+      for (;;) {
+        const rows: Row[] = await em.execute<Row[]>(
+          `select id, created_at::text as created_at from ${table}
+            where email_status = ? and ${condition.sql}
+              ${after ? 'and (created_at, id) > (cast(? as timestamptz), cast(? as uuid))' : ''}
+            order by created_at, id limit ${RECONCILE_BATCH}`,
+          after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
+        );
+        enqueued += await enqueueJobless(queue, table, rows, log);
+        if (rows.length < RECONCILE_BATCH) break;
+        after = rows[rows.length - 1];
+      }
     }
-    await enqueueDelivery(queue, row.kind === 'submission' ? submissionJob(row.id) : keyEmailJob(row.id));
-    enqueued += 1;
   }
   if (enqueued) log.warn({ enqueued }, 'reconciler enqueued rows that had no job');
+  return enqueued;
+}
+
+async function enqueueJobless(queue: Queue<DeliveryJob>, table: DeliveryTable, rows: Row[], log: Logger): Promise<number> {
+  // Concurrent commands on one connection are pipelined: a page costs about one round trip.
+  const states = await Promise.all(rows.map((row) => queue.getJobState(row.id)));
+  let enqueued = 0;
+  for (const [index, row] of rows.entries()) {
+    const state = states[index]!;
+    if (PENDING_STATES.has(state)) continue;
+    try {
+      // A finished job under the same id would make the new add a no-op.
+      if (state !== 'unknown') await queue.remove(row.id);
+      await enqueueDelivery(queue, table === 'submissions' ? submissionJob(row.id) : keyEmailJob(row.id));
+      enqueued += 1;
+    } catch (error) {
+      // Its job changed hands meanwhile (taken up, locked): the next run looks again.
+      log.debug({ err: error, id: row.id }, 'reconciler left a row for the next run');
+    }
+  }
   return enqueued;
 }

@@ -9,8 +9,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deleteSubmissions } from '../shared/submissions.ts';
+import { SETTLED, sqlList } from './statuses.ts';
 
-export const RETENTION_SCHEDULER_ID = 'retention';
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */
 const MAX_BATCHES = 100;
@@ -21,7 +21,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   const unconfirmed = `key_id in (select k.id from verification_keys k left join recipients r on r.mailbox = k.mailbox
                                    where r.confirmed_at is null)`;
   const rules: Array<{ reason: string; where: string; days: number | undefined }> = [
-    { reason: 'retention', where: `email_status in ('sent', 'failed', 'skipped')`, days: policy.retentionDays },
+    { reason: 'retention', where: `email_status in (${sqlList(SETTLED)})`, days: policy.retentionDays },
     { reason: 'held expired', where: `email_status = 'held'`, days: policy.heldTtlDays },
     { reason: 'unconfirmed skipped expired', where: `email_status = 'skipped' and ${unconfirmed}`, days: policy.unconfirmedSkippedTtlDays },
   ];

@@ -4,19 +4,28 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
-import { registerQueueDepth, registry } from '../shared/metrics.ts';
+import { registerBreakerState, registerQueueDepth, registry } from '../shared/metrics.ts';
 import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { createMailTransport } from '../shared/mail.ts';
-import { createDeliveryQueue, createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
+import {
+  createDeliveryQueue,
+  createDeliveryWorker,
+  createHousekeepingQueue,
+  createHousekeepingWorker,
+  createRedis,
+  type DeliveryJob,
+} from '../shared/queue.ts';
 import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
+import { readBreaker } from '../shared/smtp-breaker.ts';
 import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
+import { SmtpBreaker } from './breaker.ts';
+import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeeping.ts';
 import { createDeliveryProcessor } from './processor.ts';
-import { RECONCILE_SCHEDULER_ID } from './reconcile.ts';
-import { RETENTION_SCHEDULER_ID } from './retention.ts';
+import { createSentRecorder } from './sent-recorder.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
@@ -60,26 +69,39 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     ),
     (transport) => transport.close(),
   );
+  // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
+  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL), (recorder) => recorder.close());
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), (redis) => redis.quit());
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
   registerQueueDepth(queue);
-  // Upserting the same scheduler id from every worker keeps exactly one schedule for the fleet;
-  // upserting again after a reconnect restores it if Redis lost its data.
-  const housekeeping = { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } };
-  const schedule = async () => {
-    await queue.upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: config.RECONCILE_INTERVAL_MS }, { name: 'reconcile', data: {}, opts: housekeeping });
-    // Always: held and unconfirmed submissions expire even without RETENTION_DAYS.
-    await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: config.RETENTION_INTERVAL_MS }, { name: 'retention', data: {}, opts: housekeeping });
-  };
+  registerBreakerState(async () => (await readBreaker(redis, config.QUEUE_PREFIX)).state === 'open');
+  const housekeepingQueue = shutdown.add('housekeeping queue', createHousekeepingQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  housekeepingQueue.on('error', (error) => log.debug({ err: error }, 'housekeeping queue error'));
+  const schedule = () => schedulePeriodicJobs(housekeepingQueue, queue, config);
   await schedule();
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
+  const housekeeping = shutdown.add(
+    'housekeeping worker',
+    createHousekeepingWorker(redis, config.QUEUE_PREFIX, createHousekeepingProcessor({ orm, storage, deliveries: queue, config, log })),
+    (worker) => worker.close(),
+  );
+  housekeeping.on('error', (error) => log.warn({ err: error }, 'housekeeping worker error'));
+  housekeeping.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'housekeeping job failed'));
 
+  const breaker = new SmtpBreaker(
+    redis,
+    queue,
+    { prefix: config.QUEUE_PREFIX, threshold: config.SMTP_BREAKER_THRESHOLD, probeIntervalMs: config.SMTP_PROBE_INTERVAL_MS },
+    log,
+  );
   const processor = createDeliveryProcessor({
     orm,
     transport,
+    recorder,
+    breaker,
     storage,
     vault: createKeyVault(config.SECRET),
     consent: createConsentSigner(config.SECRET),
@@ -88,21 +110,16 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     mailFrom: config.MAIL_FROM,
     publicUrl: config.PUBLIC_URL,
     maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+    retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS,
     attachMaxBytes: config.ATTACH_MAX_BYTES,
     linkTtlSeconds: config.LINK_TTL_SECONDS,
-    reconcileAfterMs: config.RECONCILE_AFTER_MS,
     claimLeaseMs: config.CLAIM_LEASE_MS,
-    retention: {
-      retentionDays: config.RETENTION_DAYS,
-      heldTtlDays: config.HELD_TTL_DAYS,
-      unconfirmedSkippedTtlDays: config.UNCONFIRMED_SKIPPED_TTL_DAYS,
-    },
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.
   const worker = shutdown.add(
     'worker',
-    createDeliveryWorker(redis, config.QUEUE_PREFIX, processor, {
+    createDeliveryWorker(redis, config, processor, {
       concurrency: config.WORKER_CONCURRENCY,
       // A job whose worker died is taken up again after this long.
       lockDuration: config.JOB_LOCK_MS,
@@ -118,7 +135,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
   }
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
-  await worker.waitUntilReady();
+  await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady()]);
   log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return { worker, orm, shutdown };
 }

@@ -9,7 +9,7 @@ const TOKEN = 'delivery-test-admin-token';
 let h: Harness;
 let key: { key: string; email: string };
 beforeAll(async () => {
-  h = await startHarness({ env: { ADMIN_TOKEN: TOKEN, EMAIL_RETRY_BACKOFF_MS: '150', EMAIL_MAX_ATTEMPTS: '4' } });
+  h = await startHarness({ env: { ADMIN_TOKEN: TOKEN, EMAIL_RETRY_BACKOFF_MS: '150', EMAIL_MAX_ATTEMPTS: '4', SMTP_PROBE_INTERVAL_MS: '300' } });
   key = await h.createKey({ email: 'owner@example.test' });
 });
 afterAll(() => h?.stop());
@@ -232,6 +232,25 @@ describe('retries and statuses', () => {
       expect(failed.last_error).toContain('421');
     } finally {
       h.sink.behave(undefined);
+    }
+  });
+
+  it('retries a 451 until the row is older than EMAIL_RETRY_HORIZON_MS, then `failed` with the last reply', async () => {
+    // An attempt limit out of reach: the horizon alone ends the retries.
+    const short = await startHarness({ env: { EMAIL_MAX_ATTEMPTS: '1000', EMAIL_RETRY_HORIZON_MS: '1500', EMAIL_RETRY_BACKOFF_MS: '100', EMAIL_RETRY_MAX_BACKOFF_MS: '300' } });
+    try {
+      short.sink.behave(() => ({ code: 451, message: 'Greylisted, come back later' }));
+      const owner = await short.createKey();
+      const id = (await postJson(`${short.url}/api/contact-api/`, { access_key: owner.key, email: 'a@example.org', message: 'deferred' })).json.submission_id;
+      const failed = await untilStatus(id, 'failed', short);
+      expect(failed.last_error).toContain('451');
+      expect(failed.last_error).toContain('Greylisted');
+      // Past the horizon, not after a count: retried for 1.5 s, every 50-300 ms.
+      expect(failed.email_attempts).toBeGreaterThan(2);
+      const age = await short.sql<{ seconds: number }>('select extract(epoch from now() - created_at)::float as seconds from submissions where id = $1', [id]);
+      expect(age[0]!.seconds).toBeGreaterThan(1.5);
+    } finally {
+      await short.stop();
     }
   });
 

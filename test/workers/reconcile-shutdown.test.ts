@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { spawnWorker } from '../support/workers.ts';
+import { RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
 
 let h: Harness;
 let keyId: string;
@@ -34,6 +35,42 @@ describe('reconciler', () => {
     const id = await insertRow('sending', 60);
     await eventually(async () => ((await statusOf(id)).email_status === 'sent' ? true : undefined), 15_000);
     expect(h.sink.messages.some((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`)).toBe(true);
+  });
+
+  it('finds a row without a job behind a paused backlog larger than its batch, and enqueues nothing twice', async () => {
+    // The backlog: more rows than one reconciler batch, older than the lone row, each with a waiting
+    // job that cannot run while the delivery queue is paused.
+    const backlog = RECONCILE_BATCH + 100;
+    const queue = h.api.deps.queue;
+    await queue.pause();
+    try {
+      const rows = await h.sql<{ id: string }>(
+        `insert into submissions (id, key_id, email, message, subject, email_status, created_at)
+         select gen_random_uuid(), $1, 'a@example.org', 'backlog ' || n, 'Backlog', 'queued', now() - interval '60 seconds' + make_interval(secs => n / 1000.0)
+           from generate_series(1, $2::int) as n
+         returning id`,
+        [keyId, backlog],
+      );
+      const backlogIds = rows.map((row) => row.id);
+      const added = await queue.addBulk(backlogIds.map((id) => ({ name: 'submission', data: { submissionId: id }, opts: { jobId: id } })));
+      const addedAt = new Map(added.map((job) => [job.id, job.timestamp]));
+      const lone = await insertRow('queued', null);
+      await eventually(async () => ((await queue.getJobState(lone)) === 'unknown' ? undefined : true), 15_000, 'the reconciler to enqueue the lone row');
+      // The jobs that were waiting are the same jobs, not replaced by new ones.
+      const jobs = await Promise.all(backlogIds.map((id) => queue.getJob(id)));
+      expect(jobs.filter((job, index) => job?.timestamp !== addedAt.get(backlogIds[index]))).toEqual([]);
+      expect(await queue.count()).toBe(backlog + 1);
+      await queue.resume();
+      const all = [...backlogIds, lone];
+      await eventually(async () => {
+        const [row] = await h.sql<{ n: number }>(`select count(*)::int as n from submissions where id = any($1) and email_status = 'sent'`, [all]);
+        return row!.n === all.length ? true : undefined;
+      }, 60_000, 'the backlog to be sent');
+      const wanted = new Set(all.map((id) => `<submission-${id}@example.test>`));
+      expect(h.sink.messages.filter((mail) => wanted.has(mail.parsed.messageId ?? '')).length).toBe(all.length);
+    } finally {
+      await queue.resume();
+    }
   });
 
   it('leaves a fresh claim alone', async () => {

@@ -1,6 +1,7 @@
 // Liveness and readiness: /healthz while the process lives, /readyz when every dependency answers.
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
+import { readBreaker, type BreakerState } from '../../shared/smtp-breaker.ts';
 import { withTimeout } from '../../shared/timeout.ts';
 import type { AppDeps, AppState } from '../context.ts';
 
@@ -20,6 +21,10 @@ export function healthRoutes(deps: AppDeps): Router<AppState> {
       redis: () => deps.redis.ping(),
       storage: () => deps.storage.ping(),
     };
+    // Detail only: while the SMTP circuit breaker is open the API still accepts (delivery waits).
+    const breaker = withTimeout(readBreaker(deps.redis, deps.config.QUEUE_PREFIX), CHECK_TIMEOUT_MS, 'smtp breaker read timed out').catch(
+      (): BreakerState | { state: 'unknown' } => ({ state: 'unknown' }),
+    );
     const results = await Promise.all(
       Object.entries(checks).map(async ([name, check]) => {
         try {
@@ -32,8 +37,9 @@ export function healthRoutes(deps: AppDeps): Router<AppState> {
       }),
     );
     const down = results.filter(([, state]) => state === 'down').map(([name]) => name);
+    const smtp = await breaker;
     ctx.status = down.length === 0 ? 200 : 503;
-    ctx.body = { status: down.length === 0 ? 'ready' : 'unavailable', checks: Object.fromEntries(results), down };
+    ctx.body = { status: down.length === 0 ? 'ready' : 'unavailable', checks: Object.fromEntries(results), down, delivery: { smtp } };
   });
 
   return router;

@@ -1,0 +1,49 @@
+// The duplicate window of a worker: from the SMTP server's 250 to `sent` committed, read from the
+// workers' `cfs_delivery_sent_record_seconds` histograms (their METRICS_PORT) after a drain.
+import { createServer } from 'node:net';
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+type Histogram = { buckets: Array<[le: number, count: number]>; sum: number; count: number };
+
+const METRIC = 'cfs_delivery_sent_record_seconds';
+
+/** Scrapes and adds up the histograms of every worker. */
+export async function scrapeSentWindow(urls: string[]): Promise<Histogram> {
+  const byLe = new Map<number, number>();
+  let sum = 0;
+  let count = 0;
+  for (const url of urls) {
+    const text = await (await fetch(url)).text();
+    for (const match of text.matchAll(new RegExp(`^${METRIC}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))) {
+      const le = match[1] === '+Inf' ? Infinity : Number(match[1]);
+      byLe.set(le, (byLe.get(le) ?? 0) + Number(match[2]));
+    }
+    sum += Number(new RegExp(`^${METRIC}_sum (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    count += Number(new RegExp(`^${METRIC}_count (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  }
+  return { buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]), sum, count };
+}
+
+/** Prometheus' histogram_quantile: linear within the bucket that holds the quantile; in ms. */
+export function quantileMs(histogram: Histogram, q: number): number {
+  const rank = q * histogram.count;
+  let lower = 0;
+  let below = 0;
+  for (const [le, cumulative] of histogram.buckets) {
+    if (cumulative >= rank) {
+      if (le === Infinity) return lower * 1000;
+      const inBucket = cumulative - below;
+      return (lower + (le - lower) * (inBucket ? (rank - below) / inBucket : 0)) * 1000;
+    }
+    lower = le;
+    below = cumulative;
+  }
+  return Number.NaN;
+}

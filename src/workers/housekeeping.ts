@@ -1,0 +1,63 @@
+// The periodic jobs, in a queue of their own so they never wait behind a delivery backlog, one run
+// at a time for the whole fleet (the queue's global concurrency is 1). A new periodic job is one
+// more entry in `periodicJobs`.
+import type { Job, Queue } from 'bullmq';
+import type { Config } from '../shared/config.ts';
+import type { MikroORM } from '../shared/db/orm.ts';
+import type { Logger } from '../shared/log.ts';
+import type { DeliveryJob, HousekeepingJob } from '../shared/queue.ts';
+import type { Storage } from '../shared/storage.ts';
+import { reconcile } from './reconcile.ts';
+import { applyRetention } from './retention.ts';
+
+export type HousekeepingDeps = { orm: MikroORM; storage: Storage; deliveries: Queue<DeliveryJob>; config: Config; log: Logger };
+
+type PeriodicJob = {
+  name: string;
+  /** Milliseconds between runs, or undefined when the job is switched off. */
+  every: (config: Config) => number | undefined;
+  run: (deps: HousekeepingDeps) => Promise<number>;
+};
+
+export const periodicJobs: PeriodicJob[] = [
+  {
+    name: 'reconcile',
+    every: (config) => config.RECONCILE_INTERVAL_MS,
+    run: ({ orm, deliveries, config, log }) =>
+      reconcile(orm.em.fork(), deliveries, log, { staleAfterMs: config.RECONCILE_AFTER_MS, claimLeaseMs: config.CLAIM_LEASE_MS }),
+  },
+  {
+    name: 'retention',
+    // Always on: held and unconfirmed submissions expire even without RETENTION_DAYS.
+    every: (config) => config.RETENTION_INTERVAL_MS,
+    run: ({ orm, storage, config, log }) =>
+      applyRetention(orm.em.fork(), storage, log, {
+        retentionDays: config.RETENTION_DAYS,
+        heldTtlDays: config.HELD_TTL_DAYS,
+        unconfirmedSkippedTtlDays: config.UNCONFIRMED_SKIPPED_TTL_DAYS,
+      }),
+  },
+];
+
+/**
+ * Upserting the same scheduler ids from every worker keeps exactly one schedule for the fleet;
+ * upserting again after a reconnect restores them if Redis lost its data.
+ */
+export async function schedulePeriodicJobs(queue: Queue<HousekeepingJob>, deliveries: Queue<DeliveryJob>, config: Config): Promise<void> {
+  await queue.setGlobalConcurrency(1);
+  for (const job of periodicJobs) {
+    const every = job.every(config);
+    if (every === undefined) await queue.removeJobScheduler(job.name);
+    else await queue.upsertJobScheduler(job.name, { every }, { name: job.name, data: {} });
+    // Earlier versions scheduled them in the delivery queue, behind the deliveries.
+    await deliveries.removeJobScheduler(job.name);
+  }
+}
+
+export function createHousekeepingProcessor(deps: HousekeepingDeps) {
+  return async (job: Job<HousekeepingJob>): Promise<number> => {
+    const periodic = periodicJobs.find((candidate) => candidate.name === job.name);
+    if (!periodic) throw new Error(`unknown housekeeping job ${job.name}`);
+    return periodic.run({ ...deps, log: deps.log.child({ job: job.name, jobId: job.id }) });
+  };
+}
