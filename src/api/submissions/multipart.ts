@@ -161,6 +161,10 @@ export function readMultipart(
     parser.on('partsLimit', tooMany('parts'));
     parser.on('error', () => fail(errors.malformedBody('the multipart body could not be read.')));
     req.on('aborted', () => fail(errors.malformedBody('the request was aborted.')));
+    // A connection closed mid-body (by the client, or by the stalled-body watchdog).
+    req.on('close', () => {
+      if (!req.complete) fail(errors.malformedBody('the request was aborted.'));
+    });
 
     parser.on('close', () => {
       if (failure) return;
@@ -189,6 +193,8 @@ export function readMultipart(
     ): Upload {
       const hash = createHash('sha256');
       let size = 0;
+      // Settles at the file's first byte or at its end, whichever comes first.
+      const started = Promise.withResolvers<void>();
       const meter = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
           if (size === 0 && !file.onFirstByte()) {
@@ -197,7 +203,12 @@ export function readMultipart(
           }
           size += chunk.length;
           hash.update(chunk);
+          started.resolve();
           callback(null, chunk);
+        },
+        flush(callback) {
+          started.resolve();
+          callback();
         },
       });
       objectKeys.push(file.objectKey);
@@ -209,15 +220,17 @@ export function readMultipart(
       meter.on('error', () => undefined);
       const done = (async (): Promise<StoredFile | undefined> => {
         await previous;
-        await Promise.all([
-          pipeline(stream, meter),
-          storage.upload(file.objectKey, meter, file.contentType),
-        ]);
+        const piped = pipeline(stream, meter);
+        // An upload slot is taken only once the file has a byte (or has ended): a client that
+        // sends a part's headers and then nothing holds none.
+        await Promise.race([started.promise, piped]);
         if (size === 0 && !file.filename) {
-          // An empty file input: nothing to keep.
-          await storage.remove([file.objectKey]);
+          // An empty file input: nothing to store, no slot taken.
+          meter.resume();
+          await piped;
           return undefined;
         }
+        await Promise.all([piped, storage.upload(file.objectKey, meter, file.contentType)]);
         return {
           fieldName: file.fieldName,
           filename: file.filename || 'attachment',
