@@ -118,8 +118,9 @@ function collectCustomField(name: string, value: unknown, into: CustomFields, fi
       return;
     }
     if (into.length >= LIMITS.customFields) {
-      fieldErrors[name] = [`Too many custom fields: at most ${LIMITS.customFields}.`];
-      return;
+      // The first limit crossed ends the reading: no error per extra field.
+      const message = `Too many custom fields: at most ${LIMITS.customFields}.`;
+      throw errors.invalidFields({ [name]: [message] }, message);
     }
     into.push([name, asText]);
   }

@@ -10,7 +10,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { Storage } from '../../shared/storage.ts';
 import { ApiError, errors } from '../errors.ts';
 import { displayFilename, safeContentType, storageFilename } from './filenames.ts';
-import { JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
+import { BODY_FIELD_LIMIT, JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
 import { LIMITS, type RawFields } from './input.ts';
 import type { StoredFile } from './store.ts';
 
@@ -19,7 +19,12 @@ export const FILE_LIMITS = { files: 10, bytesPerFile: 10 * 1024 * 1024 } as cons
 /** Field names and values of a multipart body share the bound of a JSON body. */
 const FIELD_BYTES = JSON_LIMIT_BYTES;
 /** Busboy's own caps, above ours, so that our counting decides; they bound a hostile body. */
-const PARSER_LIMITS = { files: FILE_LIMITS.files + 20, fields: 1_000, parts: 1_100, fieldNameSize: 1_000 };
+const PARSER_LIMITS = {
+  files: FILE_LIMITS.files + 20,
+  fields: BODY_FIELD_LIMIT,
+  parts: BODY_FIELD_LIMIT + FILE_LIMITS.files + 20,
+  fieldNameSize: 1_000,
+};
 
 export type MultipartBody = { fields: RawFields; files: StoredFile[] };
 
@@ -157,7 +162,7 @@ export function readMultipart(
 
     const tooMany = (what: string) => () => fail(errors.invalidFields({ __all__: [`Too many ${what}.`] }, `Too many ${what}.`));
     parser.on('filesLimit', () => fail(errors.tooManyFiles(FILE_LIMITS.files)));
-    parser.on('fieldsLimit', tooMany('fields'));
+    parser.on('fieldsLimit', () => fail(errors.tooManyFields(BODY_FIELD_LIMIT)));
     parser.on('partsLimit', tooMany('parts'));
     parser.on('error', () => fail(errors.malformedBody('the multipart body could not be read.')));
     req.on('aborted', () => fail(errors.malformedBody('the request was aborted.')));
