@@ -25,6 +25,7 @@ describe('loadConfig', () => {
       EMAIL_MAX_ATTEMPTS: 8,
       EMAIL_RETRY_BACKOFF_MS: 30_000,
       DATA_DIR: '.data',
+      RATE_LIMIT_IPV6_PREFIX: 64,
       BODY_IDLE_TIMEOUT_MS: 20_000,
       BODY_MIN_BYTES_PER_SECOND: 100,
       HTTP_HEADERS_TIMEOUT_MS: 20_000,
@@ -47,6 +48,8 @@ describe('loadConfig', () => {
     ['S3_FORCE_PATH_STYLE', 'maybe', 'must be true or false'],
     ['WORKER_CONCURRENCY', '0', 'must be at least 1'],
     ['ADMIN_TOKEN', 'short', 'must be at least 16 characters'],
+    ['RATE_LIMIT_IPV6_PREFIX', '129', 'must be at most 128'],
+    ['RATE_LIMIT_IPV6_PREFIX', '0', 'must be at least 1'],
   ])('names %s when it is %j', (name, value, reason) => {
     expect(() => loadConfig({ ...VALID, [name]: value })).toThrow(`${name}: ${reason}`);
   });

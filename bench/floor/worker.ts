@@ -4,7 +4,6 @@
 import pg from 'pg';
 import { createMailTransport } from '../../src/shared/mail.ts';
 import { createDeliveryWorker, createRedis, type DeliveryJobs } from '../../src/shared/queue.ts';
-import { htmlDocument } from '../../src/shared/html.ts';
 import { MAIL_FROM } from './message.ts';
 
 const env = (name: string) => {
@@ -37,7 +36,7 @@ const worker = createDeliveryWorker(
       replyTo: row.email,
       subject: row.subject,
       text: row.message,
-      html: htmlDocument(row.message),
+      html: `<!doctype html>\n<html><body>\n${row.message}\n</body></html>`,
       messageId: `<submission-${submissionId}@bench.test>`,
     });
     await pool.query(`update submissions set email_status = 'sent', sent_at = now() where id = $1`, [submissionId]);

@@ -1,14 +1,18 @@
 // Builds the Koa app: middleware in the order a request meets it.
+import type Router from '@koa/router';
 import Koa from 'koa';
 import { clientIpResolver } from './client-ip.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { errors } from './errors.ts';
+import { adminGuard } from './middleware/admin-auth.ts';
 import { closeUnreadBody } from './middleware/close-unread.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
+import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { confirmRoutes } from './routes/confirm.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { keyRoutes } from './routes/keys.ts';
@@ -28,22 +32,27 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     // Nothing answered: a 404 in the spec's error shape rather than Koa's plain text.
     if (ctx.status === 404 && ctx.body == null) throw errors.notFound();
   });
+  // Before every router: the admin surface is authenticated in whatever spelling its path arrives.
+  app.use(adminGuard(deps.config.ADMIN_TOKEN));
   // One limiter for both public POST endpoints: a client's requests count together.
   const limiter = rateLimit({
     redis: deps.redis,
     prefix: deps.config.QUEUE_PREFIX,
     windowMs: deps.config.RATE_LIMIT_WINDOW_MS,
     max: deps.config.RATE_LIMIT_MAX,
+    ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
   });
-  const routers = [
+  const routers: Array<Router<AppState>> = [];
+  routers.push(
     healthRoutes(deps),
-    metricsRoutes(),
-    docsRoutes(deps),
+    metricsRoutes(deps),
+    docsRoutes(deps, () => registeredRoutes(routers)),
     pageRoutes(deps),
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
+    confirmRoutes(deps, limiter),
     adminRoutes(deps),
-  ];
+  );
   for (const router of routers) {
     app.use(router.routes());
     app.use(router.allowedMethods());

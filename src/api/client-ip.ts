@@ -2,6 +2,7 @@
 // Then X-Forwarded-For is read from the right, past the trusted hops, so a client cannot
 // choose its own address by sending the header itself.
 import { BlockList, isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { TrustProxy } from '../shared/config.ts';
 
 const unmapped = (address: string) => address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
@@ -37,4 +38,16 @@ export function clientIpResolver(trust: TrustProxy | undefined): ClientIpResolve
     while (index < chain.length - 1 && isTrusted(chain[index]!)) index += 1;
     return chain[index]!;
   };
+}
+
+/**
+ * Whom a rate limit counts: an IPv4 address as it is, an IPv6 address by its network prefix
+ * (`2001:db8:1:2::/64` for any address in that /64), since one subscriber commonly holds a whole
+ * /64 and could otherwise take a fresh bucket for every request.
+ */
+export function rateLimitSubject(clientIp: string, ipv6PrefixLength: number): string {
+  if (!ipaddr.isValid(clientIp)) return clientIp;
+  const address = ipaddr.process(clientIp); // an IPv4-mapped IPv6 address becomes IPv4
+  if (address.kind() === 'ipv4') return address.toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${address.toString()}/${ipv6PrefixLength}`).toString()}/${ipv6PrefixLength}`;
 }

@@ -1,7 +1,7 @@
 // Errors are values with a stable id and an HTTP status; `renderError` maps them to the
 // spec's two body shapes in one place.
 
-import { EmailCapError, type KeyRuleError } from '../shared/keys.ts';
+import { EmailCapError, MAX_ACTIVE_KEYS, type KeyRuleError } from '../shared/keys.ts';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -68,7 +68,7 @@ export const errors = {
       __all__: ['Domain does not match.'],
     }),
   keyLimit: () =>
-    new ApiError(400, 'key_limit', 'You have reached the maximum of 10 active keys.', {}, { shape: 'key-limit' }),
+    new ApiError(400, 'key_limit', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`, {}, { shape: 'key-limit' }),
   rateLimited: (retryAfterSeconds: number) => {
     const message = `Too many requests. Please wait ${retryAfterSeconds} seconds before trying again.`;
     return new ApiError(429, 'rate_limited', message, { __all__: [message] }, {
@@ -95,6 +95,18 @@ export const errors = {
   tooManyFiles: (limit: number) => {
     const message = `Too many files: at most ${limit} files per submission.`;
     return new ApiError(400, 'too_many_files', message, { __all__: [message] });
+  },
+  storageQuota: (quotaMb: number) => {
+    const message = `This key's storage quota (${quotaMb} MB of files) is full.`;
+    return new ApiError(413, 'storage_quota', message, { __all__: [message] });
+  },
+  unconfirmedFiles: (retryAfterSeconds: number) => {
+    const message =
+      'Too many submissions with files for an address that has not confirmed it wants them. ' +
+      'Its owner can confirm through the link in the key email.';
+    return new ApiError(429, 'unconfirmed_files', message, { __all__: [message] }, {
+      headers: { 'Retry-After': String(retryAfterSeconds) },
+    });
   },
   storageFailed: () =>
     new ApiError(500, 'storage_failed', 'The files could not be stored. Please try again.', {

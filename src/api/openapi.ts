@@ -1,7 +1,10 @@
 // The OpenAPI 3.1 document, generated from the same valibot schemas that validate the requests
-// (one source of truth), plus valibot descriptions of the responses.
+// (one source of truth), plus valibot descriptions of the responses. Its paths are the routes the
+// app's routers register: one that has no description here still appears, marked
+// `x-undescribed`, and a test keeps that list empty.
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
+import { EMAIL_STATUSES } from '../shared/db/entities.ts';
 import { KeyPatchSchema } from './routes/admin.ts';
 import { KeyRequestSchema } from './routes/keys.ts';
 import { SubmissionFieldsSchema } from './submissions/input.ts';
@@ -23,7 +26,7 @@ const SubmissionResponse = v.object({
   message: v.string(),
   submission_id: v.pipe(v.string(), v.uuid()),
   attachments: v.number(),
-  email_status: v.picklist(['queued', 'skipped', 'sending', 'retrying', 'sent', 'failed']),
+  email_status: v.picklist(EMAIL_STATUSES),
 });
 
 const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
@@ -34,7 +37,30 @@ const CORS_PREFLIGHT = {
 };
 const rateLimited = formError('Too many requests (1 per 3 seconds per client IP by default); Retry-After says when to retry');
 
-export function buildOpenApi(publicUrl: string) {
+/** A route as a router registered it: its methods and its path pattern (`/admin/keys/:key`). */
+export type RegisteredRoute = { methods: string[]; path: string };
+
+type Operation = { summary: string; responses: Record<string, unknown>; [detail: string]: unknown };
+type Paths = Record<string, Record<string, Operation>>;
+
+/** Static files of the pages: not part of the API. */
+const isAsset = (path: string) => path.startsWith('/assets/') || path === '/favicon.svg';
+
+/** The described operations, plus every registered route that has no description. */
+function withRegisteredRoutes(described: Paths, routes: RegisteredRoute[]): Paths {
+  const paths: Paths = structuredClone(described);
+  for (const route of routes) {
+    if (isAsset(route.path)) continue;
+    const path = route.path.replace(/:(\w+)/g, '{$1}');
+    for (const method of route.methods.map((name) => name.toLowerCase()).filter((name) => name !== 'head')) {
+      paths[path] ??= {};
+      paths[path][method] ??= { summary: `${method.toUpperCase()} ${path}`, 'x-undescribed': true, responses: {} };
+    }
+  }
+  return paths;
+}
+
+export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
   const submissionBody = { ...jsonSchema(SubmissionFieldsSchema), additionalProperties: { description: 'Any other field is stored as a custom field' } };
   return {
     openapi: '3.1.0',
@@ -47,8 +73,9 @@ export function buildOpenApi(publicUrl: string) {
     components: {
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' } },
     },
-    paths: {
+    paths: withRegisteredRoutes({
       '/': {
+        get: { summary: 'The start page: request a key, try a live contact form', responses: { 200: { description: 'HTML' } } },
         post: {
           summary: 'Generate a verification key, or email all active keys of an address',
           requestBody: { required: true, content: json(KeyRequestSchema) },
@@ -95,7 +122,13 @@ export function buildOpenApi(publicUrl: string) {
       },
       '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'The process is alive' } } } },
       '/readyz': { get: { summary: 'Readiness', responses: { 200: { description: 'PostgreSQL, Redis and storage answer' }, 503: { description: 'Something is down: {down: [...]}' } } } },
-      '/metrics': { get: { summary: 'Prometheus metrics', responses: { 200: { description: 'Text exposition format' } } } },
+      '/metrics': {
+        get: {
+          summary: 'Prometheus metrics',
+          security: [{ adminToken: [] }],
+          responses: { 200: { description: 'Text exposition format' }, 401: { description: 'No valid admin token' }, 404: { description: 'ADMIN_TOKEN is not set' } },
+        },
+      },
       '/admin/keys': {
         get: {
           summary: "List an address's keys",
@@ -129,6 +162,41 @@ export function buildOpenApi(publicUrl: string) {
           responses: { 200: { description: 'The submission record' }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
         },
       },
-    },
+      '/admin/submissions.csv': {
+        get: {
+          summary: "A key's submissions as CSV, custom fields as columns (streamed; formula-safe cells)",
+          security: [{ adminToken: [] }],
+          parameters: [{ name: 'key', in: 'query', required: true, schema: { type: 'string' } }],
+          responses: { 200: { description: 'text/csv attachment' }, 400: formError('No key given'), 401: formError('No or wrong token') },
+        },
+      },
+      '/admin/queues': {
+        get: {
+          summary: 'The queue dashboard (bull-board); HTTP Basic with the token as password for browsers',
+          security: [{ adminToken: [] }],
+          responses: { 200: { description: 'HTML' }, 401: formError('No or wrong token') },
+        },
+      },
+      '/confirm': {
+        get: {
+          summary: 'Recipient consent: the page behind the link in key emails (changes nothing; its button posts)',
+          parameters: ['address', 'token'].map((name) => ({ name, in: 'query', required: true, schema: { type: 'string' } })),
+          responses: { 200: { description: 'HTML page with a confirm button' }, 400: { description: 'HTML: the link is not valid' } },
+        },
+        post: {
+          summary: 'Recipient consent: confirm the mailbox (lasting) and release its held submissions',
+          requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['address', 'token'], properties: { address: { type: 'string' }, token: { type: 'string' } } } } } },
+          responses: { 200: { description: 'HTML: confirmed' }, 400: { description: 'HTML: the link is not valid' }, 429: rateLimited },
+        },
+      },
+      '/contact/success/': {
+        get: { summary: 'The page a plain HTML form lands on after a submission', responses: { 200: { description: 'HTML' } } },
+      },
+      '/contact/error/': {
+        get: { summary: 'The page a plain HTML form lands on after a refusal (?error=)', responses: { 200: { description: 'HTML' } } },
+      },
+      '/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } } },
+      '/docs': { get: { summary: 'This document as a page', responses: { 200: { description: 'HTML' } } } },
+    }, routes),
   };
 }

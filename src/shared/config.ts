@@ -101,6 +101,11 @@ const EnvSchema = v.object({
   SHUTDOWN_TIMEOUT_MS: integer(30_000, 0),
   RATE_LIMIT_WINDOW_MS: integer(3_000, 1),
   RATE_LIMIT_MAX: integer(1, 1),
+  // One IPv6 subscriber usually holds a whole /64: the limiter counts per prefix of this length.
+  RATE_LIMIT_IPV6_PREFIX: v.optional(
+    v.pipe(v.string(), v.trim(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(1, 'must be at least 1'), v.maxValue(128, 'must be at most 128')),
+    '64',
+  ),
   ATTACH_MAX_BYTES: integer(10 * 1024 * 1024, 0),
   UPLOAD_CONCURRENCY: integer(3, 1),
   BODY_IDLE_TIMEOUT_MS: integer(20_000, 100),
@@ -122,7 +127,15 @@ const EnvSchema = v.object({
     v.trim(),
     v.minLength(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)'),
   ),
-  KEY_EMAILS_PER_HOUR: integer(5, 1),
+  // Per mailbox (lower-cased, +tag removed): room for the spec's 10 keys plus a few getKeys.
+  KEY_EMAILS_PER_HOUR: integer(15, 1),
+  // Recipient consent (src/shared/consent.ts): submission emails per clock hour to a mailbox that
+  // has not confirmed; past that they are held until it confirms, and expire after HELD_TTL_DAYS.
+  UNCONFIRMED_EMAILS_PER_HOUR: integer(20, 1),
+  HELD_TTL_DAYS: integer(7, 1),
+  // Skipped submissions (not_email_sent) of unconfirmed mailboxes, and their files, go after this.
+  UNCONFIRMED_SKIPPED_TTL_DAYS: integer(30, 1),
+  KEY_STORAGE_QUOTA_MB: integer(1024, 1),
   HONEYPOT_FIELD: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a plain field name')), 'botcheck'),
   HCAPTCHA_SECRET: optionalText,
   HCAPTCHA_VERIFY_URL: v.optional(url(['http:', 'https:']), 'https://api.hcaptcha.com/siteverify'),

@@ -11,6 +11,7 @@ import {
   type VerificationKey,
 } from './db/entities.ts';
 import type { KeyVault } from './secrets.ts';
+import { mailboxOf } from './consent.ts';
 
 export const MAX_ACTIVE_KEYS = 10;
 export const MAX_DOMAINS = 20;
@@ -51,32 +52,52 @@ export function parseDomains(inputs: unknown[]): string[] {
   return [...new Set(domains)];
 }
 
-/** What a submission needs of its key. */
-export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'useDomain' | 'domains' | 'captcha'>;
+/** What a submission needs of its key, and whether its mailbox confirmed it wants the mail. */
+export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'mailbox' | 'useDomain' | 'domains' | 'captcha'> & {
+  mailboxConfirmed: boolean;
+};
 
 /**
  * The key that may authenticate a submission: known and active. One indexed query and no entity
  * hydration: this runs on every submission (npm run bench).
  */
 export async function findActiveKey(em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> {
-  const [row] = await em.execute<Array<{ id: string; email: string; use_domain: boolean; domains: string[]; captcha: ActiveKey['captcha'] }>>(
-    `select id, email, use_domain, domains, captcha from verification_keys where key_hash = ? and status = 'active'`,
+  const [row] = await em.execute<
+    Array<{ id: string; email: string; mailbox: string; use_domain: boolean; domains: string[]; captcha: ActiveKey['captcha']; confirmed: boolean }>
+  >(
+    `select k.id, k.email, k.mailbox, k.use_domain, k.domains, k.captcha, r.confirmed_at is not null as confirmed
+       from verification_keys k left join recipients r on r.mailbox = k.mailbox
+      where k.key_hash = ? and k.status = 'active'`,
     [vault.hash(key)],
   );
-  return row ? { id: row.id, email: row.email, useDomain: row.use_domain, domains: row.domains, captcha: row.captcha ?? null } : null;
+  return row
+    ? {
+        id: row.id,
+        email: row.email,
+        mailbox: row.mailbox,
+        useDomain: row.use_domain,
+        domains: row.domains,
+        captcha: row.captcha ?? null,
+        mailboxConfirmed: row.confirmed,
+      }
+    : null;
+}
+
+/** Serialises POST / for one mailbox (all its addresses), so counts cannot be overshot. */
+async function lockMailbox(tx: EntityManager, mailbox: string): Promise<void> {
+  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`keys:${mailbox}`]);
 }
 
 /**
- * POST / sends email to any address it is given: at most `perHour` emails to one address per
- * hour, checked under the address's advisory lock so that concurrent requests cannot overshoot.
+ * POST / sends email to any address it is given: at most `perHour` emails to one mailbox per
+ * hour, whatever spelling of the address asked (checked under the mailbox's lock).
  */
-async function lockAddressAndCheckEmailCap(tx: EntityManager, email: string, perHour: number): Promise<void> {
-  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`keys:${email}`]);
+async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number): Promise<void> {
   const [row] = await tx.execute<Array<{ sent: number; retry_after: number | null }>>(
     `select count(*)::int as sent,
             ceil(extract(epoch from (min(created_at) + interval '1 hour' - now())))::int as retry_after
-       from key_emails where email = ? and created_at > now() - interval '1 hour'`,
-    [email],
+       from key_emails where mailbox = ? and created_at > now() - interval '1 hour'`,
+    [mailbox],
   );
   if (row && row.sent >= perHour) {
     throw new EmailCapError(Math.max(1, row.retry_after ?? 3600));
@@ -92,8 +113,9 @@ export class EmailCapError extends KeyRuleError {
 }
 
 /**
- * Creates a key and the row of its email in one transaction. The limit counts every key that is
- * not deleted (a disabled key can be enabled again); a per-address advisory lock makes the
+ * Creates a key and the row of its email in one transaction. The limit counts every key of the
+ * address that is not deleted (a disabled key can be enabled again), and is checked before the
+ * email cap, so the 11th key gets the spec's limit error; the mailbox's advisory lock makes the
  * count-then-insert safe under concurrency.
  */
 export async function generateKey(
@@ -102,22 +124,25 @@ export async function generateKey(
   request: { email: string; domains?: string[]; emailsPerHour: number },
 ): Promise<{ key: VerificationKey; keyValue: string; activeKeys: number; keyEmail: KeyEmail }> {
   const email = normaliseEmail(request.email);
+  const mailbox = mailboxOf(email);
   const domains = request.domains ?? [];
   return em.transactional(async (tx) => {
-    await lockAddressAndCheckEmailCap(tx, email, request.emailsPerHour);
+    await lockMailbox(tx, mailbox);
     const held = await tx.count(VerificationKeySchema, { email, status: { $ne: 'deleted' } });
     if (held >= MAX_ACTIVE_KEYS) {
       throw new KeyRuleError('limit', 'email', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`);
     }
+    await checkEmailCap(tx, mailbox, request.emailsPerHour);
     const keyValue = randomUUID();
     const key = tx.create(VerificationKeySchema, {
       keyHash: vault.hash(keyValue),
       keyEncrypted: vault.encrypt(keyValue),
       email,
+      mailbox,
       useDomain: domains.length > 0,
       domains,
     });
-    const keyEmail = tx.create(KeyEmailSchema, { kind: 'new-key', email, key });
+    const keyEmail = tx.create(KeyEmailSchema, { kind: 'new-key', email, mailbox, key });
     await tx.flush();
     const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
     return { key, keyValue, activeKeys, keyEmail };
@@ -130,11 +155,13 @@ export async function requestAllKeysEmail(
   request: { email: string; emailsPerHour: number },
 ): Promise<{ activeKeys: number; keyEmail: KeyEmail | undefined }> {
   const email = normaliseEmail(request.email);
+  const mailbox = mailboxOf(email);
   return em.transactional(async (tx) => {
-    await lockAddressAndCheckEmailCap(tx, email, request.emailsPerHour);
+    await lockMailbox(tx, mailbox);
+    await checkEmailCap(tx, mailbox, request.emailsPerHour);
     const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
     if (activeKeys === 0) return { activeKeys, keyEmail: undefined };
-    const keyEmail = tx.create(KeyEmailSchema, { kind: 'all-keys', email });
+    const keyEmail = tx.create(KeyEmailSchema, { kind: 'all-keys', email, mailbox });
     await tx.flush();
     return { activeKeys, keyEmail };
   });

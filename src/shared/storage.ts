@@ -16,8 +16,11 @@ export type Storage = {
   /** Streams a body into the bucket without holding it in memory. */
   upload: (key: string, body: Readable, contentType: string) => Promise<void>;
   download: (key: string) => Promise<Readable>;
-  /** A time-limited GET URL for the object, signed for S3_PUBLIC_ENDPOINT when that is set. */
-  presign: (key: string, filename: string, ttlSeconds: number) => Promise<string>;
+  /**
+   * A time-limited GET URL for the object, signed for S3_PUBLIC_ENDPOINT when that is set. It
+   * serves the file as a download (`attachment`) with `servedContentType(contentType)`.
+   */
+  presign: (key: string, filename: string, ttlSeconds: number, contentType: string) => Promise<string>;
   remove: (keys: string[]) => Promise<void>;
   /** Resolves when the bucket answers; used by the readiness check. */
   ping: () => Promise<void>;
@@ -54,7 +57,9 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
       try {
         const upload = new Upload({
           client,
-          params: { Bucket: bucket, Key: key, Body: body, ContentType: contentType },
+          // Stored as a download of a passive type: a client-declared text/html or SVG must never
+          // render, with scripts, on the storage's origin.
+          params: { Bucket: bucket, Key: key, Body: body, ContentType: servedContentType(contentType), ContentDisposition: 'attachment' },
           queueSize: 2,
           leavePartsOnError: false,
         });
@@ -68,11 +73,18 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
       if (!(result.Body instanceof Readable)) throw new Error(`object ${key} has no readable body`);
       return result.Body;
     },
-    presign(key, filename, ttlSeconds) {
+    presign(key, filename, ttlSeconds, contentType) {
       const disposition = `attachment; filename*=UTF-8''${encodeURIComponent(filename)}`;
+      // The response headers are part of the signature: objects stored before the upload forced a
+      // passive type are served safely too.
       return getSignedUrl(
         publicClient,
-        new GetObjectCommand({ Bucket: bucket, Key: key, ResponseContentDisposition: disposition }),
+        new GetObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          ResponseContentDisposition: disposition,
+          ResponseContentType: servedContentType(contentType),
+        }),
         { expiresIn: ttlSeconds },
       );
     },
@@ -93,6 +105,16 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
     },
   };
 }
+
+/**
+ * Types a browser shows without running anything: these keep their declared type (so a photo or
+ * a PDF still opens in its viewer once downloaded); everything else (HTML, SVG, XML, JavaScript,
+ * unknown types) is served as application/octet-stream.
+ */
+const PASSIVE_TYPES = /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp|heic|heif)|application\/(?:pdf|zip|octet-stream)|text\/(?:plain|csv)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+)$/;
+
+export const servedContentType = (declared: string) =>
+  PASSIVE_TYPES.test(declared.trim().toLowerCase()) ? declared.trim().toLowerCase() : 'application/octet-stream';
 
 /** At most `limit` holders at once; the others wait in arrival order. */
 class Semaphore {

@@ -1,6 +1,8 @@
-// Reading submissions for operators (API and tools): one record shape, newest-first pages.
+// Submissions for operators and housekeeping (API, workers, tools): one record shape, newest-first
+// pages, and deletion with their files.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentSchema, SubmissionSchema, type EmailStatus, type Submission } from './db/entities.ts';
+import type { Storage } from './storage.ts';
 
 export async function submissionRecord(em: EntityManager, submission: Submission) {
   const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
@@ -47,4 +49,21 @@ export async function listSubmissions(em: EntityManager, query: SubmissionPageQu
   );
   const page = rows.slice(0, query.limit);
   return { page, nextCursor: rows.length > query.limit ? encodeCursor(page[page.length - 1]!) : null };
+}
+
+/** Deletes submissions with their files, giving their bytes back to their keys' quotas. */
+export async function deleteSubmissions(em: EntityManager, storage: Storage, ids: string[]): Promise<void> {
+  const files = await em.execute<Array<{ storage_key: string }>>('select storage_key from attachments where submission_id in (?)', [ids]);
+  // Files first: a crash between the two steps leaves rows pointing at nothing, never orphan files.
+  if (files.length) await storage.remove(files.map((file) => file.storage_key));
+  await em.transactional(async (tx) => {
+    await tx.execute(
+      `update verification_keys k set stored_bytes = greatest(0, k.stored_bytes - s.bytes)
+         from (select sub.key_id, sum(a.size) as bytes from attachments a join submissions sub on sub.id = a.submission_id
+                where sub.id in (?) group by sub.key_id) s
+        where k.id = s.key_id`,
+      [ids],
+    );
+    await tx.execute('delete from submissions where id in (?)', [ids]); // attachments cascade
+  });
 }

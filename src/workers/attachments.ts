@@ -3,6 +3,7 @@
 import type { Readable } from 'node:stream';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Attachment } from '../shared/db/entities.ts';
+import { withoutBidiControls } from '../shared/display-text.ts';
 import type { Storage } from '../shared/storage.ts';
 
 export type FileInEmail = { file: Attachment; link?: string };
@@ -27,7 +28,8 @@ export async function prepareFiles(
       for (const file of files) {
         const stream = await storage.download(file.storageKey);
         streams.push(stream);
-        attachments.push({ filename: file.filename, contentType: file.contentType, content: stream });
+        // Names stored before bidi controls were stripped at intake lose them here.
+        attachments.push({ filename: withoutBidiControls(file.filename), contentType: file.contentType, content: stream });
       }
     } catch (error) {
       for (const stream of streams) stream.destroy();
@@ -40,7 +42,7 @@ export async function prepareFiles(
     };
   }
   const listed = await Promise.all(
-    files.map(async (file) => ({ file, link: await storage.presign(file.storageKey, file.filename, options.linkTtlSeconds) })),
+    files.map(async (file) => ({ file, link: await storage.presign(file.storageKey, withoutBidiControls(file.filename), options.linkTtlSeconds, file.contentType) })),
   );
   return { listed, attachments: [], release: () => undefined };
 }

@@ -1,28 +1,29 @@
-// The key-email job: a new key to its owner, or every active key of an address.
+// The key-email job: a new key to its owner, every active key of an address, or the one
+// "confirm to receive more" email. Key emails to an unconfirmed mailbox carry the confirm link.
 import type { Job } from 'bullmq';
-import { KeyEmailSchema, VerificationKeySchema, type VerificationKey } from '../shared/db/entities.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { isConfirmed, type ConsentSigner } from '../shared/consent.ts';
+import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type VerificationKey } from '../shared/db/entities.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
-import { renderAllKeysEmail, renderNewKeyEmail, type KeyForEmail } from './render-keys.ts';
+import { renderAllKeysEmail, renderConfirmEmail, renderNewKeyEmail, type KeyForEmail } from './render-keys.ts';
+import type { RenderedEmail } from './email-templates.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
-export async function deliverKeyEmail(
-  context: SendContext & { mailFrom: string; publicUrl: string; vault: KeyVault },
-  job: Job<DeliveryJobs['key-email']>,
-): Promise<SendOutcome> {
+type KeyMailContext = SendContext & {
+  mailFrom: string;
+  publicUrl: string;
+  vault: KeyVault;
+  consent: ConsentSigner;
+  unconfirmedPerHour: number;
+};
+
+export async function deliverKeyEmail(context: KeyMailContext, job: Job<DeliveryJobs['key-email']>): Promise<SendOutcome> {
   const { keyEmailId } = job.data;
   return sendTracked(context, 'key_emails', keyEmailId, job, async () => {
     const { em } = context;
     const keyEmail = await em.findOneOrFail(KeyEmailSchema, keyEmailId, { populate: ['key'] });
-    const opened = (key: VerificationKey): KeyForEmail => ({ ...key, value: context.vault.decrypt(key.keyEncrypted) });
-    const email =
-      keyEmail.kind === 'new-key' && keyEmail.key
-        ? renderNewKeyEmail(opened(keyEmail.key), context.publicUrl)
-        : renderAllKeysEmail(
-            keyEmail.email,
-            (await em.find(VerificationKeySchema, { email: keyEmail.email, status: 'active' }, { orderBy: { createdAt: 'asc' } })).map(opened),
-            context.publicUrl,
-          );
+    const email = await renderKeyEmail(em, context, keyEmail);
     return {
       message: {
         from: context.mailFrom,
@@ -34,4 +35,14 @@ export async function deliverKeyEmail(
       },
     };
   });
+}
+
+async function renderKeyEmail(em: EntityManager, context: KeyMailContext, keyEmail: KeyEmail): Promise<RenderedEmail> {
+  const link = context.consent.link(context.publicUrl, keyEmail.email);
+  if (keyEmail.kind === 'confirm') return renderConfirmEmail(keyEmail.email, link, context.unconfirmedPerHour);
+  const confirmLink = (await isConfirmed(em, keyEmail.mailbox)) ? undefined : link;
+  const opened = (key: VerificationKey): KeyForEmail => ({ ...key, value: context.vault.decrypt(key.keyEncrypted) });
+  if (keyEmail.kind === 'new-key' && keyEmail.key) return renderNewKeyEmail(opened(keyEmail.key), context.publicUrl, confirmLink);
+  const keys = await em.find(VerificationKeySchema, { email: keyEmail.email, status: 'active' }, { orderBy: { createdAt: 'asc' } });
+  return renderAllKeysEmail(keyEmail.email, keys.map(opened), context.publicUrl, confirmLink);
 }

@@ -4,12 +4,13 @@ import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import type { MailTransport } from '../shared/mail.ts';
 import type { DeliveryJob, DeliveryJobs } from '../shared/queue.ts';
+import type { ConsentSigner } from '../shared/consent.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deliverSubmission } from './deliver.ts';
 import { deliverKeyEmail } from './key-mail.ts';
 import { reconcile } from './reconcile.ts';
-import { applyRetention } from './retention.ts';
+import { applyRetention, type RetentionPolicy } from './retention.ts';
 import type { SendOutcome } from './send.ts';
 
 export type ProcessorDeps = {
@@ -17,6 +18,8 @@ export type ProcessorDeps = {
   transport: MailTransport;
   storage: Storage;
   vault: KeyVault;
+  consent: ConsentSigner;
+  unconfirmedPerHour: number;
   queue: Queue<DeliveryJob>;
   mailFrom: string;
   publicUrl: string;
@@ -25,7 +28,7 @@ export type ProcessorDeps = {
   linkTtlSeconds: number;
   reconcileAfterMs: number;
   claimLeaseMs: number;
-  retentionDays: number | undefined;
+  retention: RetentionPolicy;
   log: Logger;
 };
 
@@ -40,7 +43,7 @@ export function createDeliveryProcessor(deps: ProcessorDeps) {
       case 'key-email':
         return deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
       case 'retention':
-        return deps.retentionDays ? applyRetention(context.em, deps.storage, log, deps.retentionDays) : 0;
+        return applyRetention(context.em, deps.storage, log, deps.retention);
       case 'reconcile':
         return reconcile(context.em, deps.queue, log, { staleAfterMs: deps.reconcileAfterMs, claimLeaseMs: deps.claimLeaseMs });
       default:

@@ -1,45 +1,43 @@
-// The notification email for a submission: a plain-text and an HTML part.
-// Everything the sender wrote is escaped in the HTML part.
+// The notification email for a submission: a plain-text and an HTML part, from
+// src/workers/templates/submission.*.liquid (the HTML part escapes everything by default).
+// The sender chooses field names and values: a field called `From`, or a value with line breaks,
+// must not pass for a line of ours. Our lines sit at the left margin, above everything the sender
+// wrote; in the text part the sender's text is indented (every line) and names kept on one line.
 import type { Submission } from '../shared/db/entities.ts';
-import { escapeHtml, htmlDocument } from '../shared/html.ts';
+import { oneLine, withoutBidiControls } from '../shared/display-text.ts';
 import type { FileInEmail } from './attachments.ts';
+import { renderEmail, type RenderedEmail } from './email-templates.ts';
 
-export type RenderedEmail = { subject: string; text: string; html: string };
+export type { RenderedEmail } from './email-templates.ts';
 
 export function renderSubmissionEmail(submission: Submission, files: FileInEmail[], linkTtlSeconds = 0): RenderedEmail {
-  const received = submission.createdAt.toISOString();
-  const rows: Array<[string, string]> = [
-    ['From', submission.email],
-    ...submission.customFields,
-  ];
-  const describe = ({ file }: FileInEmail) => `${file.filename} (${file.contentType}, ${file.size} bytes)`;
-  const linkNote = files.some((entry) => entry.link)
-    ? `The files are too large to attach; the links stay valid for ${Math.round(linkTtlSeconds / 86400 * 10) / 10} days.`
-    : '';
-
-  const text = [
-    `New submission to your contact form.`,
-    '',
-    ...rows.map(([name, value]) => `${name}: ${value}`),
-    '',
-    'Message:',
-    submission.message,
-    '',
-    ...(files.length
-      ? ['Attachments:', ...files.map((entry) => `- ${describe(entry)}${entry.link ? `\n  ${entry.link}` : ''}`), ...(linkNote ? [linkNote] : []), '']
-      : []),
-    `Submission: ${submission.id}`,
-    `Received: ${received}`,
-  ].join('\n');
-
-  const html = htmlDocument(`<p>New submission to your contact form.</p>
-<table cellpadding="4" style="border-collapse:collapse">
-${rows.map(([name, value]) => `<tr><th align="left" valign="top">${escapeHtml(name)}</th><td>${escapeHtml(value)}</td></tr>`).join('\n')}
-</table>
-<h3>Message</h3>
-<p style="white-space:pre-wrap">${escapeHtml(submission.message)}</p>
-${files.length ? `<h3>Attachments</h3><ul>${files.map((entry) => `<li>${entry.link ? `<a href="${escapeHtml(entry.link)}">${escapeHtml(describe(entry))}</a>` : escapeHtml(describe(entry))}</li>`).join('')}</ul>${linkNote ? `<p>${escapeHtml(linkNote)}</p>` : ''}` : ''}
-<p style="color:#666;font-size:small">Submission ${escapeHtml(submission.id)} · received ${escapeHtml(received)}</p>`);
-
-  return { subject: submission.subject, text, html };
+  const fields = submission.customFields.map(([rawName, rawValue]) => {
+    const [name, value] = [oneLine(rawName), withoutBidiControls(rawValue)];
+    return { name, value, text: indented(`${name}: ${value}`) };
+  });
+  const message = withoutBidiControls(submission.message);
+  const label = ({ file }: FileInEmail) => `${oneLine(file.filename)} (${file.contentType}, ${file.size} bytes)`;
+  return renderEmail('submission', withoutBidiControls(submission.subject), {
+    from: submission.email,
+    id: submission.id,
+    received: submission.createdAt.toISOString(),
+    fields,
+    message,
+    message_text: indented(message),
+    files: files.map((entry) => ({
+      label: label(entry),
+      link: entry.link ?? '',
+      text: indented(`- ${label(entry)}${entry.link ? `\n  ${entry.link}` : ''}`),
+    })),
+    link_note: files.some((entry) => entry.link)
+      ? `The files are too large to attach; the links stay valid for ${Math.round((linkTtlSeconds / 86400) * 10) / 10} days.`
+      : '',
+  });
 }
+
+/** Every line two spaces in: the sender's text, set apart from the lines of the service. */
+const indented = (value: string) =>
+  value
+    .split(/\r\n|[\n\r\u2028\u2029]/)
+    .map((line) => `  ${line}`)
+    .join('\n');

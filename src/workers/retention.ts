@@ -1,32 +1,51 @@
-// Retention: with RETENTION_DAYS set, a scheduled job deletes submissions older than that, their
-// attachment rows and their stored files, in batches. Rows still being delivered are kept.
+// Housekeeping of stored submissions, run by one scheduled job: submissions past their time go, in
+// batches, with their attachment rows and stored files, and their bytes come off their key's
+// storage quota. What is past its time:
+// - with RETENTION_DAYS, every delivered (or finished) submission older than that;
+// - always, held submissions older than HELD_TTL_DAYS (their address never confirmed), and skipped
+//   submissions of unconfirmed mailboxes older than UNCONFIRMED_SKIPPED_TTL_DAYS (recipient consent);
+// - always, the consent allowance counters of past hours.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
+import { deleteSubmissions } from '../shared/submissions.ts';
 
 export const RETENTION_SCHEDULER_ID = 'retention';
 const BATCH = 500;
-/** One run deletes at most this many batches; the next run continues. */
+/** One run deletes at most this many batches of each kind; the next run continues. */
 const MAX_BATCHES = 100;
 
-export async function applyRetention(em: EntityManager, storage: Storage, log: Logger, days: number): Promise<number> {
+export type RetentionPolicy = { retentionDays: number | undefined; heldTtlDays: number; unconfirmedSkippedTtlDays: number };
+
+export async function applyRetention(em: EntityManager, storage: Storage, log: Logger, policy: RetentionPolicy): Promise<number> {
+  const unconfirmed = `key_id in (select k.id from verification_keys k left join recipients r on r.mailbox = k.mailbox
+                                   where r.confirmed_at is null)`;
+  const rules: Array<{ reason: string; where: string; days: number | undefined }> = [
+    { reason: 'retention', where: `email_status in ('sent', 'failed', 'skipped')`, days: policy.retentionDays },
+    { reason: 'held expired', where: `email_status = 'held'`, days: policy.heldTtlDays },
+    { reason: 'unconfirmed skipped expired', where: `email_status = 'skipped' and ${unconfirmed}`, days: policy.unconfirmedSkippedTtlDays },
+  ];
+  let deleted = 0;
+  for (const rule of rules) {
+    if (rule.days === undefined) continue;
+    const count = await deleteOlderThan(em, storage, rule.where, rule.days);
+    if (count) log.info({ deleted: count, days: rule.days, reason: rule.reason }, 'deleted old submissions');
+    deleted += count;
+  }
+  await em.execute(`delete from mailbox_allowances where window_start < now() - interval '1 day'`);
+  return deleted;
+}
+
+async function deleteOlderThan(em: EntityManager, storage: Storage, where: string, days: number): Promise<number> {
   let deleted = 0;
   for (let batch = 0; batch < MAX_BATCHES; batch++) {
     const rows = await em.execute<Array<{ id: string }>>(
-      `select id from submissions
-        where created_at < now() - make_interval(days => ?)
-          and email_status in ('sent', 'failed', 'skipped')
-        order by created_at limit ${BATCH}`,
+      `select id from submissions where created_at < now() - make_interval(days => ?) and ${where} order by created_at limit ${BATCH}`,
       [days],
     );
     if (rows.length === 0) break;
-    const ids = rows.map((row) => row.id);
-    const files = await em.execute<Array<{ storage_key: string }>>('select storage_key from attachments where submission_id in (?)', [ids]);
-    // Files first: a crash between the two steps leaves rows pointing at nothing, never orphan files.
-    if (files.length) await storage.remove(files.map((file) => file.storage_key));
-    await em.execute('delete from submissions where id in (?)', [ids]); // attachments cascade
-    deleted += ids.length;
+    await deleteSubmissions(em, storage, rows.map((row) => row.id));
+    deleted += rows.length;
   }
-  if (deleted) log.info({ deleted, days }, 'retention deleted old submissions');
   return deleted;
 }

@@ -10,6 +10,7 @@ import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { createMailTransport } from '../shared/mail.ts';
 import { createDeliveryQueue, createDeliveryWorker, createRedis, type DeliveryJob } from '../shared/queue.ts';
+import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
@@ -70,11 +71,8 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const housekeeping = { removeOnComplete: true, removeOnFail: { age: 24 * 3600 } };
   const schedule = async () => {
     await queue.upsertJobScheduler(RECONCILE_SCHEDULER_ID, { every: config.RECONCILE_INTERVAL_MS }, { name: 'reconcile', data: {}, opts: housekeeping });
-    if (config.RETENTION_DAYS) {
-      await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: config.RETENTION_INTERVAL_MS }, { name: 'retention', data: {}, opts: housekeeping });
-    } else {
-      await queue.removeJobScheduler(RETENTION_SCHEDULER_ID);
-    }
+    // Always: held and unconfirmed submissions expire even without RETENTION_DAYS.
+    await queue.upsertJobScheduler(RETENTION_SCHEDULER_ID, { every: config.RETENTION_INTERVAL_MS }, { name: 'retention', data: {}, opts: housekeeping });
   };
   await schedule();
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
@@ -84,6 +82,8 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     transport,
     storage,
     vault: createKeyVault(config.SECRET),
+    consent: createConsentSigner(config.SECRET),
+    unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR,
     queue,
     mailFrom: config.MAIL_FROM,
     publicUrl: config.PUBLIC_URL,
@@ -92,7 +92,11 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     linkTtlSeconds: config.LINK_TTL_SECONDS,
     reconcileAfterMs: config.RECONCILE_AFTER_MS,
     claimLeaseMs: config.CLAIM_LEASE_MS,
-    retentionDays: config.RETENTION_DAYS,
+    retention: {
+      retentionDays: config.RETENTION_DAYS,
+      heldTtlDays: config.HELD_TTL_DAYS,
+      unconfirmedSkippedTtlDays: config.UNCONFIRMED_SKIPPED_TTL_DAYS,
+    },
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.

@@ -1,6 +1,8 @@
 // 1 request per 3 seconds per client IP, shared through Redis; X-Forwarded-For only through
-// trusted proxies. Each client is a different loopback source address.
+// trusted proxies; IPv6 clients by their /64. Each client is a different loopback source address
+// (IPv6 clients arrive through the trusted proxy: loopback has only one IPv6 address).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rateLimitSubject } from '../../src/api/client-ip.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 
@@ -72,6 +74,26 @@ describe('rate limit', () => {
     expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '198.51.100.2' })).status).toBe(403);
     expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '198.51.100.1' })).status).toBe(429);
     expect((await submit(behindProxy, '127.0.0.7', { 'x-forwarded-for': '203.0.113.9, 198.51.100.2' })).status).toBe(429);
+  });
+
+  it('counts an IPv6 client by its /64, so a new address in the same /64 is no new client', async () => {
+    // Through the trusted proxy (127.0.0.9): the client address is the X-Forwarded-For entry.
+    const via = (address: string) => submit(behindProxy, '127.0.0.9', { 'x-forwarded-for': address });
+    expect((await via('2001:db8:a:b::1')).status).toBe(403); // the key is unknown here: not limited
+    expect((await via('2001:db8:a:b:ffff:ffff:ffff:fffe')).status).toBe(429);
+    expect((await via('2001:0db8:000a:000b:0:0:0:2')).status).toBe(429);
+    expect((await via('2001:db8:a:c::1')).status).toBe(403); // the next /64 is another client
+  });
+
+  it('keys IPv4 addresses whole and IPv6 addresses on a configurable prefix length', () => {
+    expect(rateLimitSubject('198.51.100.7', 64)).toBe('198.51.100.7');
+    expect(rateLimitSubject('::ffff:198.51.100.7', 64)).toBe('198.51.100.7');
+    expect(rateLimitSubject('2001:db8:1:2:3:4:5:6', 64)).toBe('2001:db8:1:2::/64');
+    expect(rateLimitSubject('2001:db8:1:2::9', 64)).toBe('2001:db8:1:2::/64');
+    expect(rateLimitSubject('2001:db8:1:3::9', 64)).toBe('2001:db8:1:3::/64');
+    expect(rateLimitSubject('2001:db8:1:3::9', 48)).toBe('2001:db8:1::/48');
+    expect(rateLimitSubject('2001:db8:1:3::9', 128)).toBe('2001:db8:1:3::9/128');
+    expect(rateLimitSubject('::1', 64)).toBe('::/64');
   });
 
   it('lets the next request through once the window has passed', async () => {

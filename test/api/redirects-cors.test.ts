@@ -41,6 +41,13 @@ describe('redirects for plain HTML forms', () => {
     ['data:', 'data:text/html,hi', (l: string) => l.startsWith('/contact/success/?')],
     ['a protocol-relative URL', '//evil.test/x', (l: string) => l.startsWith('/contact/success/?')],
     ['a backslash trick', '/\\evil.test', (l: string) => l.startsWith('/contact/success/?')],
+    // Paths that normalise to `//evil.test`, a protocol-relative URL to another host.
+    ['a dot segment', '/.//evil.test', (l: string) => l.startsWith('/contact/success/?')],
+    ['a parent segment', '/a/..//evil.test', (l: string) => l.startsWith('/contact/success/?')],
+    ['an encoded dot segment', '/%2e//evil.test', (l: string) => l.startsWith('/contact/success/?')],
+    ['an encoded parent segment', '/a/%2E%2e//evil.test/x', (l: string) => l.startsWith('/contact/success/?')],
+    ['a dot segment before a backslash', '/./\\evil.test', (l: string) => l.startsWith('/contact/success/?')],
+    ['a path with dot segments on this host', '/a/../thanks/', (l: string) => l.startsWith('/thanks/?submission_id=')],
   ])('success_url as %s', async (_, target, check) => {
     const response = await browserPost([...valid(), ['success_url', target]]);
     expect(response.status).toBe(303);
@@ -61,8 +68,26 @@ describe('redirects for plain HTML forms', () => {
     expect(location.pathname).toBe('/contact/error/');
     expect(location.searchParams.get('error')).toBe('Missing required fields.');
 
-    const custom = await browserPost([['error_url', '/oops/'], ['email', 'visitor@example.org']]);
+    const custom = await browserPost([['access_key', openKey], ['error_url', '/oops/'], ['email', 'visitor@example.org']]);
     expect(custom.headers.location).toMatch(/^\/oops\/\?error=/);
+  });
+
+  it('follows error_url only when a valid key vouches for it', async () => {
+    const noKey = await browserPost([['error_url', 'https://evil.test/'], ['email', 'visitor@example.org']]);
+    const unknownKey = await browserPost([...valid('00000000-0000-4000-8000-000000000000'), ['error_url', 'https://evil.test/']]);
+    const wrongDomain = await browserPost([...valid(restrictedKey), ['error_url', 'https://evil.test/']], { origin: 'https://evil.test' });
+    const unknownKeyPath = await browserPost([...valid('00000000-0000-4000-8000-000000000000'), ['error_url', '/oops/']]);
+    for (const response of [noKey, unknownKey, wrongDomain, unknownKeyPath]) {
+      expect(response.status).toBe(303);
+      expect(response.headers.location).toMatch(/^\/contact\/error\/\?error=/);
+    }
+    // A valid key vouches even when the error comes before the key is checked (a missing field).
+    const vouched = await browserPost([['access_key', restrictedKey], ['error_url', 'https://example.com/oops'], ['email', 'visitor@example.org']], {
+      origin: 'https://example.com',
+    });
+    expect(vouched.headers.location).toMatch(/^https:\/\/example\.com\/oops\?error=/);
+    const normalised = await browserPost([...valid(openKey), ['message', ''], ['error_url', '/.//evil.test']]);
+    expect(normalised.headers.location).toMatch(/^\/contact\/error\/\?error=/);
   });
 
   it('answers JSON to scripts (X-Requested-With) and to clients preferring JSON', async () => {
@@ -82,7 +107,8 @@ describe('redirects for plain HTML forms', () => {
     expect(success.text).toContain('<html lang="en">');
     const error = await request(`${h.url}/contact/error/?error=${encodeURIComponent('<script>alert(1)</script>')}`);
     expect(error.text).not.toContain('<script>');
-    expect(error.text).toContain('&#60;script&#62;');
+    // Shown as text: escaped, whichever entity form the escaper picks.
+    expect(error.text).toMatch(/(&lt;|&#60;)script(&gt;|&#62;)alert\(1\)/);
   });
 });
 

@@ -27,6 +27,16 @@ describe('API description', () => {
     const keys = document.paths['/'].post.requestBody.content['application/json'].schema;
     expect(keys.properties.requestType.enum).toEqual(['generateKey', 'getKeys']);
     expect(document.paths['/admin/keys/{key}'].patch.security).toEqual([{ adminToken: [] }]);
+    expect(document.paths['/api/contact-api/'].post.responses['200'].content['application/json'].schema.properties.email_status.enum).toContain('held');
+  });
+
+  it('describes every route the routers register', async () => {
+    const document = (await (await fetch(`${h.url}/openapi.json`)).json()) as any;
+    const undescribed = Object.entries(document.paths).flatMap(([path, methods]: [string, any]) =>
+      Object.entries(methods).filter(([, operation]: [string, any]) => operation['x-undescribed']).map(([method]) => `${method} ${path}`),
+    );
+    expect(undescribed).toEqual([]);
+    for (const path of ['/admin/submissions.csv', '/confirm', '/healthz', '/contact/success/']) expect(document.paths[path], path).toBeDefined();
   });
 
   it('renders the docs page from the same document', async () => {

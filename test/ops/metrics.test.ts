@@ -1,13 +1,14 @@
-// Prometheus metrics on the API (GET /metrics) and on a worker (METRICS_PORT).
+// Prometheus metrics on the API (GET /metrics, behind the admin token) and on a worker (METRICS_PORT).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 
+const TOKEN = 'metrics-test-admin-token';
 let h: Harness;
 let workerMetrics: string;
 beforeAll(async () => {
   const port = await freePort();
-  h = await startHarness({ env: { METRICS_PORT: String(port) } });
+  h = await startHarness({ env: { METRICS_PORT: String(port), ADMIN_TOKEN: TOKEN } });
   workerMetrics = `http://127.0.0.1:${port}/metrics`;
 });
 afterAll(() => h?.stop());
@@ -24,7 +25,7 @@ describe('metrics', () => {
       return row?.email_status === 'sent' ? true : undefined;
     });
 
-    const api = await (await fetch(`${h.url}/metrics`)).text();
+    const api = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="200"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="400"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(metricValue(api, /cfs_submissions_accepted_total (\d+)/)).toBeGreaterThanOrEqual(1);
@@ -37,5 +38,21 @@ describe('metrics', () => {
     expect(metricValue(worker, /cfs_delivery_latency_seconds_count\{kind="submissions"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(worker).toContain('cfs_delivery_retries_total');
     expect((await fetch(workerMetrics.replace('/metrics', '/other'))).status).toBe(404);
+  });
+
+  it('keeps the API metrics from anyone without the admin token', async () => {
+    for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789' }, { authorization: `Basic ${Buffer.from(':nope').toString('base64')}` }]) {
+      const response = await fetch(`${h.url}/metrics`, { headers });
+      expect(response.status).toBe(401);
+      expect(await response.text()).not.toContain('cfs_');
+    }
+    const unset = await startHarness({ worker: false });
+    try {
+      const response = await fetch(`${unset.url}/metrics`);
+      expect(response.status).toBe(404);
+      expect(await response.text()).not.toContain('cfs_');
+    } finally {
+      await unset.stop();
+    }
   });
 });

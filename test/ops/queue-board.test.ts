@@ -1,6 +1,7 @@
 // The queue dashboard at /admin/queues: behind the admin token, shows the queue, retries a failed job.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { form, request } from '../support/http.ts';
 
 const TOKEN = 'queue-board-admin-token-0123';
 const basic = (password: string) => `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`;
@@ -37,7 +38,8 @@ describe('queue dashboard', () => {
     expect(deliveries.counts.failed).toBeGreaterThanOrEqual(1);
     expect(deliveries.jobs.map((job: any) => job.id)).toContain(id);
 
-    const retried = await board(`/api/queues/deliveries/${id}/retry`, { method: 'PUT' });
+    // As the dashboard's own page sends it: same origin.
+    const retried = await board(`/api/queues/deliveries/${id}/retry`, { method: 'PUT', headers: { origin: h.url, 'sec-fetch-site': 'same-origin' } });
     expect(retried.status).toBe(204);
     const row = await eventually(async () => {
       const current = await statusOf(id);
@@ -45,5 +47,40 @@ describe('queue dashboard', () => {
     });
     expect(row.email_attempts).toBe(2);
     expect(h.sink.messages.some((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`)).toBe(true);
+  });
+
+  it('refuses cross-site requests that carry cached credentials, on every /admin route', async () => {
+    const host = new URL(h.url).host;
+    const crossSite: Array<Record<string, string>> = [
+      { origin: 'https://evil.test' },
+      { origin: 'null' },
+      { origin: `http://${host}.evil.test` },
+      { 'sec-fetch-site': 'cross-site', origin: 'https://evil.test' },
+      { 'sec-fetch-site': 'same-site' },
+    ];
+    for (const headers of crossSite) {
+      // A form another site posts: urlencoded, no custom header, the browser adds the Basic credentials.
+      const added = await request(`${h.url}/admin/queues/api/queues/deliveries/add`, {
+        method: 'POST',
+        headers: { authorization: basic(TOKEN), 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: form([['name', 'forged'], ['data', '{}']]),
+      });
+      expect(added.status).toBe(403);
+      expect(added.json).toMatchObject({ success: false, message: 'Cross-site requests to /admin are refused.' });
+    }
+    const key = await h.createKey();
+    const patch = (headers: Record<string, string>) =>
+      request(`${h.url}/admin/keys/${key.key}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ status: 'disabled' }),
+      });
+    expect((await patch({ origin: 'https://evil.test' })).status).toBe(403);
+    expect((await h.sql('select status from verification_keys where id = $1', [key.id]))[0]?.status).toBe('active');
+    // The same request from this origin, or from a client that is no browser, goes through.
+    expect((await patch({ origin: h.url })).status).toBe(200);
+    expect((await patch({})).status).toBe(200);
+    // Reading stays possible from anywhere the token is (a link opened from another site).
+    expect((await board('', { headers: { origin: 'https://evil.test', 'sec-fetch-site': 'cross-site' } })).status).toBe(200);
   });
 });

@@ -64,7 +64,7 @@ describe('keys at rest', () => {
 });
 
 describe('mail bombing through POST /', () => {
-  it('sends at most KEY_EMAILS_PER_HOUR emails to one address, then answers 429 and sends nothing', async () => {
+  it('sends at most KEY_EMAILS_PER_HOUR emails to one mailbox, then answers 429 and sends nothing', async () => {
     const victim = 'victim@example.test';
     for (let i = 0; i < 3; i++) expect((await postJson(`${h.url}/`, { email: victim })).status).toBe(200);
     for (let i = 0; i < 2; i++) expect((await postJson(`${h.url}/`, { email: victim, requestType: 'getKeys' })).status).toBe(200);
@@ -74,6 +74,9 @@ describe('mail bombing through POST /', () => {
     expect(refused.json).toMatchObject({ success: false, errors: { email: [expect.stringContaining('Too many emails')] } });
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(3000);
     expect((await postJson(`${h.url}/`, { email: victim.toUpperCase(), requestType: 'getKeys' })).status).toBe(429);
+    // The cap counts the mailbox: +tags and case make no new allowance.
+    expect((await postJson(`${h.url}/`, { email: 'victim+1@example.test' })).status).toBe(429);
+    expect((await postJson(`${h.url}/`, { email: 'Victim+2@Example.test' })).status).toBe(429);
     expect(await h.sql('select count(*)::int as n from verification_keys where email = $1', [victim])).toEqual(keysBefore);
     expect(await h.sql('select count(*)::int as n from key_emails where email = $1', [victim])).toEqual([{ n: 5 }]);
   });
@@ -98,7 +101,7 @@ describe('honeypot', () => {
     expect((await listObjectKeys(h.storage)).length).toBe(objects);
     expect(await h.sql(`select id from submissions where email = 'bot@example.org'`)).toEqual([]);
     expect(h.sink.messages.some((mail) => mail.parsed.text?.includes('buy now'))).toBe(false);
-    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    const metrics = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metrics).toMatch(/cfs_submissions_rejected_total\{reason="honeypot"\} [1-9]/);
   });
 

@@ -9,7 +9,8 @@ import { startApi, type ApiProcess } from '../../src/api/server.ts';
 import { loadConfig, type Config } from '../../src/shared/config.ts';
 import { VerificationKeySchema, type VerificationKey } from '../../src/shared/db/entities.ts';
 import type { MikroORM } from '../../src/shared/db/orm.ts';
-import { createLogger } from '../../src/shared/log.ts';
+import { createLogger, type Logger } from '../../src/shared/log.ts';
+import { mailboxOf } from '../../src/shared/consent.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
@@ -39,7 +40,8 @@ export type Harness = {
 /** A key created by the fixture: its row and its plain value. */
 export type TestKey = { id: string; key: string; email: string };
 
-export type HarnessOptions = { env?: Record<string, string>; worker?: boolean };
+/** `log`: the API's logger instead of the silent default (a test that reads the log). */
+export type HarnessOptions = { env?: Record<string, string>; worker?: boolean; log?: Logger };
 
 const suffix = () => randomBytes(5).toString('hex');
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123';
@@ -85,6 +87,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // Most tests send many requests from one address; the rate-limit tests set their own limit.
     RATE_LIMIT_MAX: '1000000',
     KEY_EMAILS_PER_HOUR: '1000',
+    // Keys made here belong to unconfirmed mailboxes; the consent tests set their own allowance.
+    UNCONFIRMED_EMAILS_PER_HOUR: '1000000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...options.env,
   };
@@ -92,7 +96,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const storage = createStorage(config);
   await storage.client.send(new CreateBucketCommand({ Bucket: bucket }));
 
-  const api = await startApi(config, log);
+  const api = await startApi(config, options.log ?? log);
   const orm = api.deps.orm;
   const workers: WorkerProcess[] = [];
   const addWorker = async () => {
@@ -118,10 +122,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async createKey(fields = {}) {
       const em = orm.em.fork();
       const value = randomUUID();
+      const email = fields.email ?? `owner-${suffix()}@example.test`;
       const key = em.create(VerificationKeySchema, {
         keyHash: vault.hash(value),
         keyEncrypted: vault.encrypt(value),
-        email: fields.email ?? `owner-${suffix()}@example.test`,
+        email,
+        mailbox: mailboxOf(email),
         status: fields.status ?? 'active',
         useDomain: fields.useDomain ?? false,
         domains: fields.domains ?? [],

@@ -1,5 +1,6 @@
 // The delivery worker: the email's content and files, retries and statuses, the operator view.
 import { createHash, generateKeyPairSync } from 'node:crypto';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
@@ -41,7 +42,7 @@ describe('the notification email', () => {
     const text = mail.parsed.text ?? '';
     expect(text.indexOf('zebra: last?')).toBeGreaterThan(-1);
     expect(text.indexOf('zebra: last?')).toBeLessThan(text.indexOf('alpha: first?'));
-    expect(text).toContain('Line one\nLine two');
+    expect(text).toContain('  Line one\n  Line two');
     expect(text).toContain(`Submission: ${id}`);
     expect(text).toMatch(/Received: \d{4}-\d{2}-\d{2}T/);
     expect(mail.parsed.messageId).toBe(`<submission-${id}@example.test>`);
@@ -58,7 +59,55 @@ describe('the notification email', () => {
     expect(html).not.toContain('<script>');
     expect(html).not.toContain('<img');
     expect(html).not.toContain('<b>bold');
-    expect(html).toContain('&#60;script&#62;alert(1)&#60;/script&#62;');
+    // Shown as text: escaped, whichever entity form the escaper picks.
+    expect(html).toMatch(/(&lt;|&#60;)script(&gt;|&#62;)alert\(1\)(&lt;|&#60;)\/script(&gt;|&#62;)/);
+  });
+
+  it('keeps field names and values from passing for lines of its own, and drops bidi controls', async () => {
+    const id = (
+      await submit({
+        subject: 'Order \u202eabc',
+        message: 'Hi\r\nFrom: boss@bank.example\nReceived: never',
+        From: 'ceo@bank.example',
+        note: 'fine\r\nSubject: urgent wire transfer\rReply-To: thief@evil.example',
+        'odd\r\nSubmission: 123': 'value',
+        rtl: 'abc\u2066\u202edef\u2069',
+      })
+    ).json.submission_id;
+    const mail = await mailFor(id);
+    const text = mail.parsed.text ?? '';
+    // At the left margin only the service's own lines: one From, one Submission, one Received.
+    const margin = text.split(/\r\n|\r|\n/).filter((line) => /^\S/.test(line));
+    expect(margin).toEqual([
+      'New submission to your contact form.',
+      'From: visitor@example.org',
+      `Submission: ${id}`,
+      expect.stringMatching(/^Received: \d{4}-/),
+      'Fields, as the sender filled them in:',
+      'Message:',
+    ]);
+    expect(text).toContain('  From: ceo@bank.example\n  note: fine\n  Subject: urgent wire transfer\n  Reply-To: thief@evil.example\n');
+    expect(text).toContain('  odd Submission: 123: value');
+    expect(text).toContain('  rtl: abcdef');
+    const html = String(mail.parsed.html);
+    expect(html.indexOf('>ceo@bank.example<')).toBeGreaterThan(html.indexOf('Fields, as the sender filled them in'));
+    expect(mail.parsed.subject).toBe('Order abc');
+    for (const part of [text, html]) expect(part).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
+  });
+
+  it('drops bidi controls from file names: stored, listed and attached', async () => {
+    const body = new FormData();
+    body.set('access_key', key.key);
+    body.set('email', 'visitor@example.org');
+    body.set('message', 'see attached');
+    body.append('file', new Blob([Buffer.from('%PDF-1.4')], { type: 'application/pdf' }), 'invoice\u202efdp.exe');
+    const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+    const id = ((await response.json()) as any).submission_id;
+    const mail = await mailFor(id);
+    expect(mail.parsed.text).toContain('  - invoicefdp.exe (application/pdf, 8 bytes)');
+    expect(mail.parsed.attachments.map((a) => a.filename)).toEqual(['invoicefdp.exe']);
+    expect(await h.sql('select filename from attachments where submission_id = $1', [id])).toEqual([{ filename: 'invoicefdp.exe' }]);
+    for (const part of [mail.parsed.text ?? '', String(mail.parsed.html)]) expect(part).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
   });
 
   it('attaches the files, streamed from storage, byte-identical', async () => {
@@ -99,6 +148,44 @@ describe('the notification email', () => {
       const download = await fetch(link!);
       expect(download.status).toBe(200);
       expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(content));
+    } finally {
+      await small.stop();
+    }
+  });
+});
+
+describe('stored files', () => {
+  it('are stored and linked as downloads of a passive type, whatever type the client declared', async () => {
+    const small = await startHarness({ env: { ATTACH_MAX_BYTES: '10' } });
+    try {
+      const owner = await small.createKey();
+      const files = [
+        ['page.html', 'text/html', '<script>alert(document.domain)</script>', 'application/octet-stream'],
+        ['logo.svg', 'image/svg+xml', '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>', 'application/octet-stream'],
+        ['feed.xml', 'application/xhtml+xml', '<html xmlns="http://www.w3.org/1999/xhtml"><script>alert(1)</script></html>', 'application/octet-stream'],
+        ['photo.png', 'image/png', 'not really a png', 'image/png'],
+      ] as const;
+      const body = new FormData();
+      body.set('access_key', owner.key);
+      body.set('email', 'visitor@example.org');
+      body.set('message', 'files of every kind');
+      for (const [name, type, content] of files) body.append('file', new Blob([content], { type }), name);
+      const response = await fetch(`${small.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+      const id = ((await response.json()) as any).submission_id;
+      const mail = await mailFor(id, small.sink);
+      for (const [name, , content, served] of files) {
+        const link = new RegExp(`https?://\\S+${name.replace('.', '\\.')}\\S*`).exec(mail.parsed.text ?? '')?.[0];
+        const download = await fetch(link!);
+        expect(download.status).toBe(200);
+        expect(download.headers.get('content-type')).toBe(served);
+        expect(download.headers.get('content-disposition')).toBe(`attachment; filename*=UTF-8''${name}`);
+        expect(await download.text()).toBe(content);
+      }
+      // The objects themselves, should the bucket be reached another way.
+      const [row] = await small.sql<{ storage_key: string }>(`select storage_key from attachments where submission_id = $1 and filename = 'page.html'`, [id]);
+      const head = await small.storage.client.send(new HeadObjectCommand({ Bucket: small.storage.bucket, Key: row!.storage_key }));
+      expect(head.ContentType).toBe('application/octet-stream');
+      expect(head.ContentDisposition).toBe('attachment');
     } finally {
       await small.stop();
     }

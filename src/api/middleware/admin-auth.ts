@@ -1,9 +1,15 @@
-// Guards /admin: `Authorization: Bearer <ADMIN_TOKEN>` (or Basic with the token as password, for
-// browsers on the queue dashboard), compared in constant time. Without ADMIN_TOKEN /admin is a 404.
+// Guards the operator surface: every request whose path, however it is spelled, names /admin
+// needs `Authorization: Bearer <ADMIN_TOKEN>` (or Basic with the token as password, for browsers
+// on the queue dashboard), compared in constant time. Without ADMIN_TOKEN it is a 404.
+//
+// The guard runs once, at the app level, before any router: routers and adapters each have their
+// own idea of case, encoding and slashes, so authentication must not depend on which one matches.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { posix } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
+import { adminCsrf } from './admin-csrf.ts';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -18,7 +24,35 @@ function presentedToken(header: string): string | undefined {
   return undefined;
 }
 
-export function adminAuth(adminToken: string | undefined): Middleware<AppState> {
+/** Percent-decodes until nothing changes (at most a few rounds); a malformed escape stops it. */
+function decoded(path: string): string {
+  let current = path;
+  for (let round = 0; round < 4; round++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(current);
+    } catch {
+      return current;
+    }
+    if (next === current) return current;
+    current = next;
+  }
+  return current;
+}
+
+/**
+ * Whether a request path names the admin surface in any spelling: decoded, lower-cased, with
+ * backslashes, doubled slashes and dot segments resolved, and its first segment starting with
+ * "admin" (so `/admin;x` and `/administrator` are covered too; nothing public lives there).
+ */
+export function isAdminPath(path: string): boolean {
+  const canonical = posix.normalize(`/${decoded(path).toLowerCase().replace(/\\/g, '/')}`);
+  const first = canonical.split('/').find((segment) => segment.length > 0) ?? '';
+  return first.startsWith('admin');
+}
+
+/** The token check alone: 404 without ADMIN_TOKEN, 401 for a missing or wrong token. */
+export function requireAdminToken(adminToken: string | undefined): Middleware<AppState> {
   const expected = adminToken ? digest(adminToken) : undefined;
   return async (ctx, next) => {
     if (!expected) throw errors.notFound();
@@ -26,5 +60,16 @@ export function adminAuth(adminToken: string | undefined): Middleware<AppState> 
     // Comparing fixed-length digests keeps the time independent of where the strings differ.
     if (given === undefined || !timingSafeEqual(digest(given), expected)) throw errors.unauthorized();
     await next();
+  };
+}
+
+/** The admin surface, whatever the spelling of its path: the token, then the cross-site check. */
+export function adminGuard(adminToken: string | undefined): Middleware<AppState> {
+  const token = requireAdminToken(adminToken);
+  // Basic credentials are cached by browsers: a valid token alone does not prove intent.
+  const csrf = adminCsrf();
+  return async (ctx, next) => {
+    if (!isAdminPath(ctx.path)) return next();
+    await token(ctx, () => csrf(ctx, next));
   };
 }

@@ -1,7 +1,9 @@
-// Turns every thrown error into the spec's error body. Unexpected errors become a 500 whose body
+// Turns every thrown error into the spec's error body (a broken key rule from src/shared/keys.ts
+// included). Unexpected errors become a 500 whose body
 // carries only the request id; the log keeps the detail.
 import type { Middleware } from 'koa';
-import { ApiError, errors, renderError } from '../errors.ts';
+import { KeyRuleError } from '../../shared/keys.ts';
+import { ApiError, errors, fromKeyRule, renderError } from '../errors.ts';
 import type { AppState } from '../context.ts';
 
 /** Errors raised by body parsers (raw-body, co-body, formidable) carry an HTTP status of their own. */
@@ -25,7 +27,10 @@ export function errorHandler(): Middleware<AppState> {
     try {
       await next();
     } catch (caught) {
-      const error = caught instanceof ApiError ? caught : (fromParserError(caught) ?? errors.internal());
+      const error =
+        caught instanceof ApiError ? caught
+        : caught instanceof KeyRuleError ? fromKeyRule(caught)
+        : (fromParserError(caught) ?? errors.internal());
       if (error.status >= 500) ctx.state.log.error({ err: caught }, 'request failed');
       else ctx.state.log.info({ errorId: error.id, status: error.status }, 'request rejected');
       ctx.status = error.status;

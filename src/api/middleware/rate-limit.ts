@@ -3,6 +3,7 @@
 // While Redis is unreachable the limit is not enforced: losing submissions would be worse.
 import type { Middleware } from 'koa';
 import type { RedisClient } from '../../shared/queue.ts';
+import { rateLimitSubject } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
 import { withTimeout } from '../../shared/timeout.ts';
@@ -12,13 +13,21 @@ local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 return { count, redis.call('PTTL', KEYS[1]) }`;
 
-export type RateLimitOptions = { redis: RedisClient; prefix: string; windowMs: number; max: number; timeoutMs?: number };
+export type RateLimitOptions = {
+  redis: RedisClient;
+  prefix: string;
+  windowMs: number;
+  max: number;
+  /** IPv6 clients are counted per network prefix of this length (default 64). */
+  ipv6Prefix?: number;
+  timeoutMs?: number;
+};
 
 export function rateLimit(options: RateLimitOptions): Middleware<AppState> {
-  const { redis, prefix, windowMs, max, timeoutMs = 500 } = options;
+  const { redis, prefix, windowMs, max, ipv6Prefix = 64, timeoutMs = 500 } = options;
   const windowSeconds = Math.ceil(windowMs / 1000);
   return async (ctx, next) => {
-    const verdict = await hit(`${prefix}:ratelimit:${ctx.state.clientIp}`).catch((error: unknown) => {
+    const verdict = await hit(`${prefix}:ratelimit:${rateLimitSubject(ctx.state.clientIp, ipv6Prefix)}`).catch((error: unknown) => {
       ctx.state.log.warn({ err: error }, 'rate limit not checked: redis unavailable');
       return undefined;
     });

@@ -5,6 +5,7 @@ import type { Logger } from '../../shared/log.ts';
 import { httpRequestDuration } from '../../shared/metrics.ts';
 import type { ClientIpResolver } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
+import { redactPath, redactQuery } from '../redact.ts';
 
 const INCOMING_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -25,7 +26,9 @@ export function requestContext(log: Logger, clientIp: ClientIpResolver): Middlew
       // The route pattern, not the path: ids in paths would make unbounded label values.
       const route = (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       httpRequestDuration.observe({ method: ctx.method, route, status: String(ctx.status) }, seconds);
-      ctx.state.log.debug({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request');
+      // Keys travel in some admin paths and queries: never into the log.
+      const query = ctx.querystring ? redactQuery(ctx.querystring) : undefined;
+      ctx.state.log.debug({ method: ctx.method, path: redactPath(ctx.path), query, status: ctx.status, ms: Math.round(seconds * 1000) }, 'request');
     }
   };
 }

@@ -1,12 +1,13 @@
-// The operator API under /admin (bearer token): keys, and submissions with their delivery status.
-import Router from '@koa/router';
+// The operator API under /admin: keys, and submissions with their delivery status. The token is
+// checked by the app-level admin guard (middleware/admin-auth.ts), whatever the path's spelling.
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SubmissionSchema } from '../../shared/db/entities.ts';
 import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
-import { keyRecord, KeyRuleError, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
+import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
-import { errors, fromKeyRule } from '../errors.ts';
-import { adminAuth } from '../middleware/admin-auth.ts';
+import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 import { submissionsCsv } from './export.ts';
@@ -40,8 +41,7 @@ const KeyListQuerySchema = v.object({
 });
 
 export function adminRoutes(deps: AppDeps): Router<AppState> {
-  const router = new Router<AppState>({ prefix: '/admin' });
-  router.use(adminAuth(deps.config.ADMIN_TOKEN));
+  const router = createRouter('/admin');
 
   router.get('/keys', async (ctx) => {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
@@ -79,17 +79,13 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 
   router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
     const patch = validate(KeyPatchSchema, ctx.request.body);
-    try {
-      const key = await updateKey(deps.orm.em.fork(), deps.vault, ctx.params.key ?? '', {
-        status: patch.status,
-        useDomain: patch.use_domain,
-        domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
-        captcha: patch.captcha,
-      });
-      ctx.body = keyRecord(key, deps.vault);
-    } catch (error) {
-      throw error instanceof KeyRuleError ? fromKeyRule(error) : error;
-    }
+    const key = await updateKey(deps.orm.em.fork(), deps.vault, ctx.params.key ?? '', {
+      status: patch.status,
+      useDomain: patch.use_domain,
+      domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
+      captcha: patch.captcha,
+    });
+    ctx.body = keyRecord(key, deps.vault);
   });
 
   return router;

@@ -1,9 +1,9 @@
 // GET /openapi.json (generated from the request schemas) and GET /docs, a page rendered from it.
-import Router from '@koa/router';
-import { escapeHtml } from '../../shared/html.ts';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import type { AppDeps, AppState } from '../context.ts';
-import { buildOpenApi } from '../openapi.ts';
-import { page, SECURITY_HEADERS, sendHtml } from './pages.ts';
+import { buildOpenApi, type RegisteredRoute } from '../openapi.ts';
+import { renderPage } from '../view.ts';
 
 type Operation = {
   summary?: string;
@@ -13,41 +13,37 @@ type Operation = {
   responses: Record<string, { description: string }>;
 };
 
-export function docsRoutes(deps: AppDeps): Router<AppState> {
-  const router = new Router<AppState>();
-  const document = buildOpenApi(deps.config.PUBLIC_URL);
-  const html = renderDocs(document);
+/** `routes`: every route of the app's routers, read once on the first request (all exist by then). */
+export function docsRoutes(deps: AppDeps, routes: () => RegisteredRoute[]): Router<AppState> {
+  const router = createRouter();
+  let built: { document: ReturnType<typeof buildOpenApi>; view: ReturnType<typeof docsView> } | undefined;
+  const docs = () => {
+    if (!built) {
+      const document = buildOpenApi(deps.config.PUBLIC_URL, routes());
+      built = { document, view: docsView(document) };
+    }
+    return built;
+  };
 
   router.get('/openapi.json', (ctx) => {
-    ctx.body = document;
+    ctx.body = docs().document;
   });
-  router.get('/docs', (ctx) => sendHtml(ctx, SECURITY_HEADERS, html));
+  router.get('/docs', (ctx) => renderPage(ctx, 'docs', docs().view));
   return router;
 }
 
-function renderDocs(document: ReturnType<typeof buildOpenApi>): string {
-  const sections = Object.entries(document.paths).flatMap(([path, methods]) =>
-    Object.entries(methods as Record<string, Operation>).map(([method, operation]) => {
-      const bodies = Object.entries(operation.requestBody?.content ?? {})
-        .map(([type, { schema }]) => `<h4>Request body: <code>${escapeHtml(type)}</code></h4><pre>${escapeHtml(JSON.stringify(schema, null, 2))}</pre>`)
-        .join('');
-      const responses = Object.entries(operation.responses)
-        .map(([status, response]) => `<li><code>${escapeHtml(status)}</code> ${escapeHtml(response.description)}</li>`)
-        .join('');
-      return `<section>
-<h2><code>${method.toUpperCase()} ${escapeHtml(path)}</code></h2>
-${operation.summary ? `<p>${escapeHtml(operation.summary)}</p>` : ''}
-${operation.description ? `<p>${escapeHtml(operation.description)}</p>` : ''}
-${operation.security ? '<p>Requires <code>Authorization: Bearer &lt;ADMIN_TOKEN&gt;</code>.</p>' : ''}
-${bodies}
-<h4>Responses</h4><ul>${responses}</ul>
-</section>`;
-    }),
+/** The operations of the OpenAPI document, flattened for the docs view. */
+function docsView(document: ReturnType<typeof buildOpenApi>) {
+  const operations = Object.entries(document.paths).flatMap(([path, methods]) =>
+    Object.entries(methods as Record<string, Operation>).map(([method, operation]) => ({
+      method: method.toUpperCase(),
+      path,
+      summary: operation.summary ?? '',
+      description: operation.description ?? '',
+      admin: Boolean(operation.security),
+      bodies: Object.entries(operation.requestBody?.content ?? {}).map(([type, { schema }]) => ({ type, schema: JSON.stringify(schema, null, 2) })),
+      responses: Object.entries(operation.responses).map(([status, response]) => ({ status, description: response.description })),
+    })),
   );
-  return page(
-    'API documentation',
-    `<h1>${escapeHtml(document.info.title)}: API</h1>
-<p>${escapeHtml(document.info.description)} The machine-readable description is at <a href="/openapi.json">/openapi.json</a> (OpenAPI ${escapeHtml(document.openapi)}).</p>
-${sections.join('\n')}`,
-  );
+  return { info: document.info, openapi: document.openapi, operations };
 }

@@ -1,5 +1,6 @@
 // Liveness and readiness: /healthz while the process lives, /readyz when every dependency answers.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import { withTimeout } from '../../shared/timeout.ts';
 import type { AppDeps, AppState } from '../context.ts';
 
@@ -7,7 +8,7 @@ const CHECK_TIMEOUT_MS = 2_000;
 
 
 export function healthRoutes(deps: AppDeps): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
 
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };

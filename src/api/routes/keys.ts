@@ -1,12 +1,14 @@
 // POST / — verification keys: generateKey creates a key and emails it; getKeys emails every
 // active key of the address. What happens, in order: rate limit → parse → validate → store → enqueue → respond.
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
-import { generateKey, KeyRuleError, parseDomains, requestAllKeysEmail } from '../../shared/keys.ts';
-import { enqueueDeliveryFast, keyEmailJob } from '../../shared/queue.ts';
-import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { errors, fromKeyRule } from '../errors.ts';
+import { generateKey, parseDomains, requestAllKeysEmail } from '../../shared/keys.ts';
+import { keyEmailJob } from '../../shared/queue.ts';
+import { enqueueCommitted } from '../enqueue.ts';
+import type { AppDeps, AppState } from '../context.ts';
+import { errors } from '../errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
@@ -35,7 +37,7 @@ export const KeyRequestSchema = v.object({
 });
 
 export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
 
   router.options('/', formCors, preflight);
 
@@ -50,48 +52,37 @@ export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<
       const request = validate(KeyRequestSchema, body);
       const em = deps.orm.em.fork();
 
-      try {
-        if (request.requestType === 'generateKey') {
-          const domains = parseDomains(request.domains ?? []);
-          const { key, keyValue, activeKeys, keyEmail } = await generateKey(em, deps.vault, {
-            email: request.email,
-            domains,
-            emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR,
-          });
-          await enqueueKeyEmail(ctx, deps, keyEmail.id);
-          ctx.body = {
-            success: true,
-            message: `New key generated and sent to ${key.email}.`,
-            key: keyValue,
-            keys_count: activeKeys,
-          };
-          return;
-        }
-
-        if (request.domains !== undefined) throw errors.invalidFields({ domains: ['Only with requestType generateKey.'] });
-        const { activeKeys, keyEmail } = await requestAllKeysEmail(em, {
+      if (request.requestType === 'generateKey') {
+        const domains = parseDomains(request.domains ?? []);
+        const { key, keyValue, activeKeys, keyEmail } = await generateKey(em, deps.vault, {
           email: request.email,
+          domains,
           emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR,
         });
-        if (keyEmail) await enqueueKeyEmail(ctx, deps, keyEmail.id);
-        const email = request.email.toLowerCase();
+        await enqueueCommitted(ctx, deps, keyEmailJob(keyEmail.id, ctx.state.requestId));
         ctx.body = {
           success: true,
-          message: keyEmail ? `All keys have been emailed to ${email}.` : `No active keys for ${email}; nothing was emailed.`,
+          message: `New key generated and sent to ${key.email}.`,
+          key: keyValue,
           keys_count: activeKeys,
         };
-      } catch (error) {
-        throw error instanceof KeyRuleError ? fromKeyRule(error) : error;
+        return;
       }
+
+      if (request.domains !== undefined) throw errors.invalidFields({ domains: ['Only with requestType generateKey.'] });
+      const { activeKeys, keyEmail } = await requestAllKeysEmail(em, {
+        email: request.email,
+        emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR,
+      });
+      if (keyEmail) await enqueueCommitted(ctx, deps, keyEmailJob(keyEmail.id, ctx.state.requestId));
+      const email = request.email.toLowerCase();
+      ctx.body = {
+        success: true,
+        message: keyEmail ? `All keys have been emailed to ${email}.` : `No active keys for ${email}; nothing was emailed.`,
+        keys_count: activeKeys,
+      };
     },
   );
 
   return router;
-}
-
-/** The row is committed: if Redis fails now, the reconciler sends the email later. */
-async function enqueueKeyEmail(ctx: AppContext, deps: AppDeps, keyEmailId: string): Promise<void> {
-  await enqueueDeliveryFast(deps.queue, deps.redis, keyEmailJob(keyEmailId, ctx.state.requestId)).catch((error: unknown) =>
-    ctx.state.log.warn({ err: error, keyEmailId }, 'enqueue failed; left for the reconciler'),
-  );
 }

@@ -1,16 +1,19 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
 // rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
-// → store → enqueue → (optionally wait for the delivery) → respond.
+// → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
 import { randomUUID } from 'node:crypto';
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
-import { enqueueDeliveryFast, submissionJob } from '../../shared/queue.ts';
+import { keyEmailJob, submissionJob } from '../../shared/queue.ts';
+import { enqueueCommitted } from '../enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { submissionsAccepted, submissionsRejected } from '../../shared/metrics.ts';
-import { authenticateKey } from '../submissions/authenticate.ts';
+import { admissionWrites, admitSubmission } from '../submissions/admit.ts';
+import { authenticateKey, vouchingKey } from '../submissions/authenticate.ts';
 import { CAPTCHA_FIELDS, verifyCaptcha } from '../submissions/captcha.ts';
 import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts';
 import { requestDomain } from '../submissions/domains.ts';
@@ -21,7 +24,7 @@ import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
 export const SUBMISSION_PATH = '/api/contact-api/';
 
 export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>): Router<AppState> {
-  const router = new Router<AppState>();
+  const router = createRouter();
 
   router.options(SUBMISSION_PATH, formCors, preflight);
 
@@ -47,6 +50,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       const em = deps.orm.em.fork();
       key = await authenticateKey(em, deps.vault, input.accessKey, domain);
       if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
+      const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
+      const activeKey = key;
 
       const submission = await saveSubmission(em, {
         id: submissionId,
@@ -55,15 +60,16 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         files: body.files,
         clientIp: ctx.state.clientIp,
         origin: ctx.get('Origin') || ctx.get('Referer') || undefined,
+        storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
+        admit: {
+          run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR),
+          writes: admissionWrites(key, delivery),
+        },
       });
       saved = true;
 
-      if (submission.emailStatus === 'queued') {
-        // Committed already: if Redis fails now, the reconciler enqueues the submission later.
-        await enqueueDeliveryFast(deps.queue, deps.redis, submissionJob(submission.id, ctx.state.requestId)).catch((error: unknown) =>
-          ctx.state.log.warn({ err: error, submissionId }, 'enqueue failed; left for the reconciler'),
-        );
-      }
+      if (submission.emailStatus === 'queued') await enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
+      if (submission.confirmEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
 
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
       const emailStatus =
@@ -79,7 +85,9 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       if (!saved && body?.files.length) await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
       if (error instanceof ApiError && isBrowserFormPost(ctx)) {
         const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
-        const target = redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, key);
+        // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.
+        const voucher = key ?? (await errorUrlVoucher(ctx, deps, body));
+        const target = voucher ? redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, voucher) : DEFAULT_ERROR_PATH;
         redirect(ctx, withQuery(target, 'error', error.message));
         return;
       }
@@ -117,6 +125,16 @@ const isHoneypotFilled = (fields: SubmissionBody['fields'], name: string) =>
 function redirect(ctx: AppContext, location: string): void {
   ctx.redirect(location);
   ctx.status = 303;
+}
+
+/** The error came before the key was checked: check it now, for the redirect only. */
+async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
+  const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
+  if (accessKey === undefined) return undefined;
+  return vouchingKey(deps.orm.em.fork(), deps.vault, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+    ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
+    return undefined;
+  });
 }
 
 async function removeFiles(ctx: AppContext, deps: AppDeps, keys: string[]): Promise<void> {

@@ -16,3 +16,18 @@ export async function authenticateKey(
   if (!keyAcceptsDomain(key, domain)) throw errors.domainMismatch();
   return key;
 }
+
+/**
+ * After an error, the key that may vouch for the request's `error_url`: the request's key when it
+ * is active and accepts the domain; otherwise none, and the service's own error page is used.
+ */
+export async function vouchingKey(
+  em: EntityManager,
+  vault: KeyVault,
+  accessKey: unknown,
+  domain: string | undefined,
+): Promise<ActiveKey | undefined> {
+  if (typeof accessKey !== 'string' || !accessKey) return undefined;
+  const key = await findActiveKey(em, vault, accessKey);
+  return key && keyAcceptsDomain(key, domain) ? key : undefined;
+}

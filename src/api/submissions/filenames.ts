@@ -1,12 +1,13 @@
 // Client file names are data, never paths: a display name for the email and the database,
 // and a conservative name for the object key.
+import { withoutBidiControls } from '../../shared/display-text.ts';
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 
-/** The last path segment of the client's name, without control characters, at most 255 characters. */
+/** The last path segment of the client's name, without control or bidi characters, at most 255 characters. */
 export function displayFilename(raw: string | undefined): string {
   const lastSegment = (raw ?? '').split(/[\\/]/).pop() ?? '';
-  const clean = lastSegment.normalize('NFC').replace(CONTROL, '').trim();
+  const clean = withoutBidiControls(lastSegment.normalize('NFC').replace(CONTROL, '')).trim();
   return clean === '.' || clean === '..' ? '' : Array.from(clean).slice(0, 255).join('');
 }
 

@@ -1,8 +1,11 @@
 // Saving an accepted submission: the row and its attachments in one statement (so one
 // implicit transaction and one round trip: this runs on every submission, see npm run bench).
+// With files, the key's storage quota is charged in the same transaction.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
+import { errors } from '../errors.ts';
+import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
 
 export type StoredFile = {
@@ -21,15 +24,42 @@ export type NewSubmission = {
   files: StoredFile[];
   clientIp: string;
   origin: string | undefined;
+  /** KEY_STORAGE_QUOTA_MB: the bytes of files a key may keep stored. */
+  storageQuotaMb: number;
+  /** Decides the email's fate (src/api/submissions/admit.ts); `writes` when it changes rows. */
+  admit: { run: (em: EntityManager) => Promise<Admission>; writes: boolean };
 };
 
-export type SavedSubmission = { id: string; emailStatus: EmailStatus };
+export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string };
 
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
 
+/**
+ * Admits and saves. The common case (a confirmed mailbox, no files) is one statement; otherwise
+ * one transaction, so a refusal (quota, consent) leaves no row, no charge and no email behind.
+ */
 export async function saveSubmission(em: EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
+  const save = async (tx: EntityManager): Promise<SavedSubmission> => {
+    const admission = await submission.admit.run(tx);
+    if (submission.files.length > 0) await chargeStorage(tx, submission);
+    await insertSubmission(tx, submission, admission.emailStatus);
+    return { id: submission.id, emailStatus: admission.emailStatus, confirmEmailId: admission.confirmEmailId };
+  };
+  return submission.admit.writes || submission.files.length > 0 ? em.transactional(save) : save(em);
+}
+
+/** Adds the files' bytes to the key's stored total, refusing (413) what would pass the quota. */
+async function chargeStorage(tx: EntityManager, submission: NewSubmission): Promise<void> {
+  const bytes = submission.files.reduce((total, file) => total + file.size, 0);
+  const charged = await tx.execute(
+    'update verification_keys set stored_bytes = stored_bytes + ? where id = ? and stored_bytes + ? <= ? returning id',
+    [bytes, submission.key.id, bytes, submission.storageQuotaMb * 1024 * 1024],
+  );
+  if (charged.length === 0) throw errors.storageQuota(submission.storageQuotaMb);
+}
+
+async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus): Promise<void> {
   const { input } = submission;
-  const emailStatus: EmailStatus = input.notEmailSent ? 'skipped' : 'queued';
   const files = submission.files.map((file) => ({
     field_name: file.fieldName,
     filename: file.filename,
@@ -65,7 +95,6 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
       JSON.stringify(files),
     ],
   );
-  return { id: submission.id, emailStatus };
 }
 
 const POLL_MS = 50;

@@ -8,7 +8,11 @@ export type KeyStatus = (typeof KEY_STATUSES)[number];
 export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile'] as const;
 export type CaptchaProvider = (typeof CAPTCHA_PROVIDERS)[number];
 
-export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped'] as const;
+/**
+ * `held`: a submission to an address that has not confirmed it wants this service's mail, past the
+ * hourly allowance of such mail (src/shared/consent.ts); it is delivered once the address confirms.
+ */
+export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped', 'held'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
 /** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
@@ -38,16 +42,23 @@ export const VerificationKeySchema = defineEntity({
     keyEncrypted: p.text(),
     /** Stored lower-cased: addresses compare case-insensitively. */
     email: p.string().length(254),
+    /** The inbox behind the address (lower-cased, without a +tag): what consent and caps count by. */
+    mailbox: p.string().length(254),
     status: p.enum(KEY_STATUSES).default('active'),
     useDomain: p.boolean().default(false),
     domains: p.json<string[]>().default('[]'),
     /** Captcha required on submissions with this key: none, hCaptcha or Cloudflare Turnstile. */
     captcha: p.enum(CAPTCHA_PROVIDERS).nullable(),
+    /** Bytes of the files stored for this key's submissions, held under KEY_STORAGE_QUOTA_MB. */
+    storedBytes: p.bigint('number').default(0),
     createdAt: createdAt(),
     updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
   },
   // Serves the "active keys of this address" count and the per-address listings.
-  indexes: [{ properties: ['email', 'status'], name: 'verification_keys_email_status_idx' }],
+  indexes: [
+    { properties: ['email', 'status'], name: 'verification_keys_email_status_idx' },
+    { properties: ['mailbox'], name: 'verification_keys_mailbox_idx' },
+  ],
 });
 export type VerificationKey = InferEntity<typeof VerificationKeySchema>;
 
@@ -91,7 +102,8 @@ export const AttachmentSchema = defineEntity({
 });
 export type Attachment = InferEntity<typeof AttachmentSchema>;
 
-export const KEY_EMAIL_KINDS = ['new-key', 'all-keys'] as const;
+/** `confirm`: the one "confirm to receive more" email of an address whose submissions are held. */
+export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm'] as const;
 export type KeyEmailKind = (typeof KEY_EMAIL_KINDS)[number];
 
 /**
@@ -105,6 +117,7 @@ export const KeyEmailSchema = defineEntity({
     id: p.uuid().primary().onCreate(() => randomUUID()),
     kind: p.enum(KEY_EMAIL_KINDS),
     email: p.string().length(254),
+    mailbox: p.string().length(254),
     /** The new key, for `new-key`; `all-keys` lists the address's active keys at sending time. */
     key: () => p.manyToOne(VerificationKeySchema).nullable().deleteRule('cascade'),
     ...deliveryColumns(),
@@ -114,8 +127,37 @@ export const KeyEmailSchema = defineEntity({
     { properties: ['emailStatus', 'createdAt'], name: 'key_emails_email_status_created_idx' },
     // Serves the per-address cap on emails sent by POST / (mail bombing).
     { properties: ['email', 'createdAt'], name: 'key_emails_email_created_idx' },
+    // Serves the same cap counted per mailbox (victim+1@, Victim@ … count together).
+    { properties: ['mailbox', 'createdAt'], name: 'key_emails_mailbox_created_idx' },
   ],
 });
 export type KeyEmail = InferEntity<typeof KeyEmailSchema>;
 
-export const entities = [VerificationKeySchema, SubmissionSchema, AttachmentSchema, KeyEmailSchema];
+/**
+ * Recipient consent, per mailbox: whether the inbox confirmed it wants this service's mail, and
+ * whether the one "confirm to receive more" email went out. Confirmation lasts.
+ */
+export const RecipientSchema = defineEntity({
+  name: 'Recipient',
+  tableName: 'recipients',
+  properties: {
+    mailbox: p.string().length(254).primary(),
+    confirmedAt: p.datetime().nullable(),
+    confirmRequestedAt: p.datetime().nullable(),
+    createdAt: createdAt(),
+  },
+});
+export type Recipient = InferEntity<typeof RecipientSchema>;
+
+/** Submission emails to an unconfirmed mailbox in one clock hour: the consent allowance's counter. */
+export const MailboxAllowanceSchema = defineEntity({
+  name: 'MailboxAllowance',
+  tableName: 'mailbox_allowances',
+  properties: {
+    mailbox: p.string().length(254).primary(),
+    windowStart: p.datetime().primary(),
+    used: p.integer(),
+  },
+});
+
+export const entities = [VerificationKeySchema, SubmissionSchema, AttachmentSchema, KeyEmailSchema, RecipientSchema, MailboxAllowanceSchema];

@@ -1,0 +1,10 @@
+// Enqueueing from a request, after its row is committed: never holds the request on a Redis outage,
+// and never fails it either. A row left without a job is enqueued later by the reconciler.
+import { enqueueDeliveryFast, type DeliveryRequest } from '../shared/queue.ts';
+import type { AppContext, AppDeps } from './context.ts';
+
+export async function enqueueCommitted(ctx: AppContext, deps: Pick<AppDeps, 'queue' | 'redis'>, job: DeliveryRequest): Promise<void> {
+  await enqueueDeliveryFast(deps.queue, deps.redis, job).catch((error: unknown) =>
+    ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'),
+  );
+}

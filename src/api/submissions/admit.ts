@@ -1,0 +1,52 @@
+// Whether an authenticated submission's email goes out now, waits for its recipient's consent, or
+// is not sent at all (not_email_sent). See src/shared/consent.ts for the rule and its figures.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { claimConfirmRequest, takeAllowance } from '../../shared/consent.ts';
+import type { EmailStatus } from '../../shared/db/entities.ts';
+import type { ActiveKey } from '../../shared/keys.ts';
+import { errors } from '../errors.ts';
+
+export type Admission = {
+  emailStatus: Extract<EmailStatus, 'queued' | 'held' | 'skipped'>;
+  /** The "confirm to receive more" email to enqueue: its row is committed already. */
+  confirmEmailId?: string;
+};
+
+const secondsToNextHour = () => 3600 - Math.floor(Date.now() / 1000) % 3600;
+
+/**
+ * Runs inside the transaction that saves the submission, so a refused request leaves neither a
+ * spent allowance nor a confirmation email behind. A confirmed mailbox gets everything. An unconfirmed one spends its hourly allowance on every
+ * email and on every skipped submission that stores files (storage is a cost too); past it, emails
+ * are held (and the mailbox asked, once, to confirm) while skipped submissions with files are refused.
+ */
+export async function admitSubmission(
+  em: EntityManager,
+  key: ActiveKey,
+  request: { notEmailSent: boolean; fileCount: number },
+  unconfirmedPerHour: number,
+): Promise<Admission> {
+  if (request.notEmailSent && request.fileCount === 0) return { emailStatus: 'skipped' };
+  if (key.mailboxConfirmed) return { emailStatus: request.notEmailSent ? 'skipped' : 'queued' };
+  const allowed = await takeAllowance(em, key.mailbox, unconfirmedPerHour);
+  if (request.notEmailSent) {
+    if (!allowed) throw errors.unconfirmedFiles(secondsToNextHour());
+    return { emailStatus: 'skipped' };
+  }
+  if (allowed) return { emailStatus: 'queued' };
+  return { emailStatus: 'held', confirmEmailId: await requestConfirmation(em, key) };
+}
+
+/** Records the mailbox's one "confirm to receive more" email, unless it went out already. */
+async function requestConfirmation(tx: EntityManager, key: ActiveKey): Promise<string | undefined> {
+  if (!(await claimConfirmRequest(tx, key.mailbox))) return undefined;
+  const [row] = await tx.execute<Array<{ id: string }>>(
+    `insert into key_emails (id, kind, email, mailbox, key_id) values (gen_random_uuid(), 'confirm', ?, ?, ?) returning id`,
+    [key.email, key.mailbox, key.id],
+  );
+  return row?.id;
+}
+
+/** Whether admitting needs writes (and so a transaction around it and the insert). */
+export const admissionWrites = (key: ActiveKey, request: { notEmailSent: boolean; fileCount: number }) =>
+  !key.mailboxConfirmed && !(request.notEmailSent && request.fileCount === 0);

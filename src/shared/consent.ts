@@ -1,0 +1,99 @@
+// Recipient consent. Anyone can create a key for any address, so an address that has not confirmed
+// it wants this service's mail receives at most a small number of submission emails per clock hour
+// (UNCONFIRMED_EMAILS_PER_HOUR); past that, submissions are saved as `held` and delivered when the
+// address confirms, through the link in its key emails or in one "confirm to receive more" email.
+// Everything counts per mailbox: lower-cased, with the +tag removed, so `Victim+1@` and `victim@`
+// share one allowance and one confirmation.
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+/** The inbox an address delivers to: lower-cased, without the +tag of its local part. */
+export function mailboxOf(email: string): string {
+  const address = email.trim().toLowerCase();
+  const at = address.lastIndexOf('@');
+  if (at < 0) return address;
+  const local = address.slice(0, at);
+  const plus = local.indexOf('+');
+  return `${plus < 0 ? local : local.slice(0, plus)}${address.slice(at)}`;
+}
+
+/** Signs and checks confirmation links: an HMAC of the mailbox under a key derived from SECRET. */
+export type ConsentSigner = {
+  token: (mailbox: string) => string;
+  verify: (mailbox: string, token: string) => boolean;
+  /** The page where the owner of `email` confirms (GET shows a button; only its POST confirms). */
+  link: (publicUrl: string, email: string) => string;
+};
+
+export function createConsentSigner(secret: string): ConsentSigner {
+  const key = Buffer.from(hkdfSync('sha256', secret, 'contact-form-service', 'recipient consent', 32));
+  const token = (mailbox: string) => createHmac('sha256', key).update(mailbox).digest('base64url');
+  return {
+    token,
+    verify(mailbox, given) {
+      const expected = Buffer.from(token(mailbox));
+      const presented = Buffer.from(given);
+      return presented.length === expected.length && timingSafeEqual(presented, expected);
+    },
+    link(publicUrl, email) {
+      const mailbox = mailboxOf(email);
+      return `${publicUrl}/confirm?${new URLSearchParams({ address: mailbox, token: token(mailbox) })}`;
+    },
+  };
+}
+
+/**
+ * Takes one submission email from the mailbox's allowance for this clock hour. One atomic
+ * statement: concurrent submissions cannot overshoot. False when the allowance is spent.
+ */
+export async function takeAllowance(em: EntityManager, mailbox: string, perHour: number): Promise<boolean> {
+  const rows = await em.execute<Array<{ used: number }>>(
+    `insert into mailbox_allowances (mailbox, window_start, used) values (?, date_trunc('hour', now()), 1)
+     on conflict (mailbox, window_start) do update set used = mailbox_allowances.used + 1
+       where mailbox_allowances.used < ?
+     returning used`,
+    [mailbox, perHour],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * Marks that the one "confirm to receive more" email of this mailbox is going out. True only the
+ * first time, and never for a confirmed mailbox.
+ */
+export async function claimConfirmRequest(em: EntityManager, mailbox: string): Promise<boolean> {
+  const rows = await em.execute<Array<{ mailbox: string }>>(
+    `insert into recipients (mailbox, confirm_requested_at) values (?, now())
+     on conflict (mailbox) do update set confirm_requested_at = now()
+       where recipients.confirm_requested_at is null and recipients.confirmed_at is null
+     returning mailbox`,
+    [mailbox],
+  );
+  return rows.length > 0;
+}
+
+export async function isConfirmed(em: EntityManager, mailbox: string): Promise<boolean> {
+  const [row] = await em.execute<Array<{ confirmed: boolean }>>(
+    'select confirmed_at is not null as confirmed from recipients where mailbox = ?',
+    [mailbox],
+  );
+  return row?.confirmed ?? false;
+}
+
+/** Confirms the mailbox (lasting) and releases its held submissions; returns their ids to enqueue. */
+export async function confirmMailbox(em: EntityManager, mailbox: string): Promise<string[]> {
+  return em.transactional(async (tx) => {
+    await tx.execute(
+      `insert into recipients (mailbox, confirmed_at) values (?, now())
+       on conflict (mailbox) do update set confirmed_at = coalesce(recipients.confirmed_at, now())`,
+      [mailbox],
+    );
+    const released = await tx.execute<Array<{ id: string }>>(
+      `update submissions set email_status = 'queued'
+        where email_status = 'held' and key_id in (select id from verification_keys where mailbox = ?)
+       returning id`,
+      [mailbox],
+    );
+    return released.map((row) => row.id);
+  });
+}
