@@ -13,6 +13,7 @@ import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
 import { createApp } from './app.ts';
 import { watchBodyProgress } from './body-progress.ts';
+import { rateLimitSubject } from './client-ip.ts';
 import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
 
@@ -41,7 +42,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     // How often Node checks the two timeouts above (its default is every 30 s).
     connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.HTTP_HEADERS_TIMEOUT_MS / 4))),
   }, createApp(deps).callback());
-  capConnectionsPerIp(server, config.CONNECTIONS_PER_IP);
+  capConnectionsPerIp(server, config.CONNECTIONS_PER_IP, (address) => rateLimitSubject(address, config.RATE_LIMIT_IPV6_PREFIX));
   server.on('request', (req: IncomingMessage) =>
     watchBodyProgress(req, {
       idleMs: config.BODY_IDLE_TIMEOUT_MS,
