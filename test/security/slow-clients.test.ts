@@ -11,7 +11,7 @@ import { multipartBody, postRaw, type Part } from '../support/multipart.ts';
 let slots: Harness;
 /** Short timeouts: a stalled body is cut after 1.5 s, headers after 1 s; 4 connections per IP. */
 let strict: Harness;
-/** One request per minute per IP. */
+/** One request per minute per IP; a request must arrive within 2 s, an idle connection closes after 0.5 s. */
 let limited: Harness;
 let slotsKey: string;
 let strictKey: string;
@@ -29,7 +29,10 @@ beforeAll(async () => {
         CONNECTIONS_PER_IP: '4',
       },
     }),
-    startHarness({ worker: false, env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000' } }),
+    startHarness({
+      worker: false,
+      env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000', HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '500' },
+    }),
   ]);
   slotsKey = (await slots.createKey()).key;
   strictKey = (await strict.createKey()).key;
@@ -184,6 +187,25 @@ describe('server timeouts and connection cap', { timeout: 20_000 }, () => {
   it('closes a connection whose headers do not complete (HTTP_HEADERS_TIMEOUT_MS=1000)', async () => {
     const slow = await connect(strict, 'POST /api/contact-api/ HTTP/1.1\r\nHost: localhost\r\n');
     await slow.closed;
+  });
+
+  it('closes a request still arriving after HTTP_REQUEST_TIMEOUT_MS=2000, however steadily it comes', async () => {
+    const slow = await connect(limited, postHead('/api/contact-api/', 'application/json', 100_000), '127.0.0.24');
+    let isClosed = false;
+    void slow.closed.then(() => (isClosed = true));
+    // 1 KB per 100 ms, for at most 10 s: fast enough for the body timeout, too long for the request timeout.
+    for (let i = 0; i < 100 && !isClosed; i += 1) {
+      slow.socket.write(Buffer.alloc(1000, ' '));
+      await sleep(100);
+    }
+    await slow.closed;
+    expect(slow.received()).toMatch(/^HTTP\/1\.1 408/);
+  });
+
+  it('closes an idle keep-alive connection after HTTP_KEEP_ALIVE_TIMEOUT_MS=500', async () => {
+    const client = await connect(limited, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n', '127.0.0.25');
+    await client.closed;
+    expect(client.received()).toMatch(/^HTTP\/1\.1 200/);
   });
 
   it('accepts at most CONNECTIONS_PER_IP connections from one address, and more from another', async () => {
