@@ -18,7 +18,10 @@ export const FILE_LIMITS = { files: 10, bytesPerFile: 10 * 1024 * 1024 } as cons
 
 /** Field names and values of a multipart body share the bound of a JSON body. */
 const FIELD_BYTES = JSON_LIMIT_BYTES;
-/** Busboy's own caps, above ours, so that our counting decides; they bound a hostile body. */
+/**
+ * Busboy's own caps; they bound a hostile body. Files: above ours, so that our counting decides.
+ * Fields: the per-body field limit itself, counted by busboy as the parts arrive.
+ */
 const PARSER_LIMITS = {
   files: FILE_LIMITS.files + 20,
   fields: BODY_FIELD_LIMIT,
