@@ -27,9 +27,21 @@ describe('loadConfig', () => {
       EMAIL_RETRY_HORIZON_MS: 5 * 24 * 3_600_000,
       DATA_DIR: '.data',
       RATE_LIMIT_IPV6_PREFIX: 64,
+      BODY_IDLE_TIMEOUT_MS: 20_000,
+      BODY_MIN_BYTES_PER_SECOND: 100,
+      HTTP_HEADERS_TIMEOUT_MS: 20_000,
+      HTTP_REQUEST_TIMEOUT_MS: 300_000,
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: 65_000,
+      CONNECTIONS_PER_IP: 100,
     });
     // No attempt limit: temporary failures are retried until EMAIL_RETRY_HORIZON_MS.
     expect(config.EMAIL_MAX_ATTEMPTS).toBeUndefined();
+  });
+
+  it('refuses a header timeout longer than the request timeout', () => {
+    expect(() => loadConfig({ ...VALID, HTTP_HEADERS_TIMEOUT_MS: '30000', HTTP_REQUEST_TIMEOUT_MS: '10000' })).toThrow(
+      'HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS',
+    );
   });
 
   it.each([

@@ -5,6 +5,7 @@ import { clientIpResolver } from './client-ip.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { errors } from './errors.ts';
 import { adminGuard } from './middleware/admin-auth.ts';
+import { closeUnreadBody } from './middleware/close-unread.ts';
 import { errorHandler } from './middleware/errors.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './queue-board.ts';
@@ -24,6 +25,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.silent = true; // errors are logged by errorHandler, with the request id
 
   app.use(requestContext(deps.log, clientIpResolver(deps.config.TRUST_PROXY)));
+  app.use(closeUnreadBody()); // outside errorHandler: sees the status it sets
   app.use(errorHandler());
   app.use(async (ctx, next) => {
     await next();

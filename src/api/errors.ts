@@ -33,6 +33,19 @@ export class ApiError extends Error {
   }
 }
 
+/** Field entries one error body lists at most, so a body with many bad fields gets a small answer. */
+export const MAX_ERROR_ENTRIES = 20;
+
+function capEntries(fieldErrors: FieldErrors): FieldErrors {
+  const names = Object.keys(fieldErrors).filter((name) => name !== '__all__');
+  if (names.length <= MAX_ERROR_ENTRIES) return fieldErrors;
+  // Null prototype: a field named __proto__ stays an entry.
+  const kept: FieldErrors = Object.create(null);
+  kept.__all__ = [...(fieldErrors.__all__ ?? []), `And ${names.length - MAX_ERROR_ENTRIES} more fields with errors.`];
+  for (const name of names.slice(0, MAX_ERROR_ENTRIES)) kept[name] = fieldErrors[name]!;
+  return { ...kept };
+}
+
 const REQUIRED = 'This field is required.';
 const MISSING = 'Missing required fields.';
 
@@ -43,7 +56,7 @@ export const errors = {
       ...Object.fromEntries(fields.map((field) => [field, [REQUIRED]])),
     }),
   invalidFields: (fieldErrors: FieldErrors, message = 'Invalid fields.') =>
-    new ApiError(400, 'invalid_fields', message, { __all__: [message], ...fieldErrors }),
+    new ApiError(400, 'invalid_fields', message, capEntries({ __all__: [message], ...fieldErrors })),
   invalidKey: () =>
     new ApiError(403, 'invalid_key', 'Invalid or inactive verification key.', {
       access_key: ['Invalid or inactive verification key.'],
@@ -75,6 +88,10 @@ export const errors = {
     return new ApiError(400, 'malformed_body', message, { __all__: [message] });
   },
   payloadTooLarge: (detail: string) => new ApiError(413, 'payload_too_large', detail, { __all__: [detail] }),
+  tooManyFields: (limit: number) => {
+    const message = `Too many fields: at most ${limit} per request.`;
+    return new ApiError(400, 'too_many_fields', message, { __all__: [message] });
+  },
   tooManyFiles: (limit: number) => {
     const message = `Too many files: at most ${limit} files per submission.`;
     return new ApiError(400, 'too_many_files', message, { __all__: [message] });

@@ -1,7 +1,7 @@
 // Builds the API process from a config: its clients, the app and the HTTP server, each registered
 // for an ordered shutdown. Used by `start:api` and by the tests.
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/config.ts';
 import { createOrm } from '../shared/db/orm.ts';
@@ -12,6 +12,9 @@ import { Shutdown } from '../shared/shutdown.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
 import { createApp } from './app.ts';
+import { watchBodyProgress } from './body-progress.ts';
+import { rateLimitSubject } from './client-ip.ts';
+import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
 
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
@@ -31,8 +34,23 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   );
 
   const deps: AppDeps = { config, orm, redis, queue, storage, vault: createKeyVault(config.SECRET), log };
-  const server = createServer(createApp(deps).callback());
-  server.keepAliveTimeout = 65_000;
+  const server = createServer({
+    headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+    // Behind a load balancer this must outlast its idle timeout (60 s on AWS ALB).
+    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    // How often Node checks the two timeouts above (its default is every 30 s).
+    connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.HTTP_HEADERS_TIMEOUT_MS / 4))),
+  }, createApp(deps).callback());
+  capConnectionsPerIp(server, config.CONNECTIONS_PER_IP, (address) => rateLimitSubject(address, config.RATE_LIMIT_IPV6_PREFIX));
+  server.on('request', (req: IncomingMessage) =>
+    watchBodyProgress(req, {
+      idleMs: config.BODY_IDLE_TIMEOUT_MS,
+      minBytesPerSecond: config.BODY_MIN_BYTES_PER_SECOND,
+      // No URL: a path may carry a key (PATCH /admin/keys/:key).
+      onAbort: () => log.info({ method: req.method }, 'request body stalled: connection closed'),
+    }),
+  );
   // Registered last, so closed first: no new request reaches clients that are closing.
   shutdown.add('http', server, (server) => new Promise<void>((resolve) => {
     server.close(() => resolve());

@@ -114,6 +114,12 @@ const EnvSchema = v.object({
   ),
   ATTACH_MAX_BYTES: integer(10 * 1024 * 1024, 0),
   UPLOAD_CONCURRENCY: integer(3, 1),
+  BODY_IDLE_TIMEOUT_MS: integer(20_000, 100),
+  BODY_MIN_BYTES_PER_SECOND: integer(100, 0),
+  HTTP_HEADERS_TIMEOUT_MS: integer(20_000, 100),
+  HTTP_REQUEST_TIMEOUT_MS: integer(300_000, 0),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: integer(65_000, 0),
+  CONNECTIONS_PER_IP: integer(100, 0),
   LINK_TTL_SECONDS: v.optional(
     v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(60), v.maxValue(604_800, 'must be at most 604800 (7 days, the limit of S3 presigned URLs)')),
     '604800',
@@ -166,6 +172,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dkim = [parsed.DKIM_DOMAIN, parsed.DKIM_SELECTOR, parsed.DKIM_PRIVATE_KEY];
   if (dkim.some(Boolean) && !dkim.every(Boolean)) {
     throw new ConfigError('Invalid configuration:\n  DKIM_DOMAIN, DKIM_SELECTOR, DKIM_PRIVATE_KEY: set all three or none');
+  }
+  if (parsed.HTTP_REQUEST_TIMEOUT_MS > 0 && parsed.HTTP_HEADERS_TIMEOUT_MS > parsed.HTTP_REQUEST_TIMEOUT_MS) {
+    throw new ConfigError('Invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }
   const host = parsed.HOST === '0.0.0.0' || parsed.HOST === '::' ? 'localhost' : parsed.HOST;
   return { ...parsed, PUBLIC_URL: (parsed.PUBLIC_URL ?? `http://${host}:${parsed.PORT}`).replace(/\/+$/, '') };

@@ -75,6 +75,10 @@ const jsonBody = fc.oneof(
   fc.integer({ min: 1, max: 5_000 }).map((n) => Buffer.from(`{"a":${deep(n)}}`)),
   fc.constant(Buffer.from(`{"email":"a@example.org","email":"b@example.org","message":"m","access_key":"${'k'}"}`)),
   fc.constant(Buffer.from('{"n": 1e999999, "m": -1e-999999}')),
+  // Text PostgreSQL cannot store (NUL, unpaired surrogates), in named and custom fields and names.
+  fc.tuple(fc.constantFrom('message', 'subject', 'email', 'custom', '\\udfff', 'a\\u0000b'), fc.constantFrom('\\u0000', '\\udfff', '\\ud800x', 'a\\u0000b'))
+    .map(([name, value]) => Buffer.from(`{"access_key":"${VALID_KEY}","email":"v@example.org","message":"m","${name}":"${value}"}`)),
+  fc.integer({ min: 1, max: 400_000 }).map((n) => Buffer.from(`{"email":"a@example.org","domains":${deep(n)}}`)),
   // Broken JSON and raw bytes, invalid UTF-8 included.
   fc.string({ maxLength: 200 }).map((s) => Buffer.from(s)),
   fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
@@ -152,6 +156,31 @@ describe.each(['/api/contact-api/', '/'])('fuzzing POST %s', (path) => {
 
   it('odd content types', { timeout: TIMEOUT_MS }, async () => {
     await fc.assert(fc.asyncProperty(oddContentType, jsonBody, (type, body) => sendAndCheck(path, type, body)), { numRuns: RUNS });
+  });
+});
+
+// Bodies that once answered 500: each is now a clear 400 in the spec's error shape, nothing saved.
+const UNSTORABLE = 'Must not contain NUL characters or unpaired surrogates.';
+const once500: Array<[name: string, path: string, contentType: string, body: () => string, errors: Record<string, string[]>]> = [
+  ['a NUL byte in message (JSON)', '/api/contact-api/', 'application/json',
+    () => `{"access_key":"${validKey}","email":"v@example.org","message":"a\\u0000b"}`, { __all__: ['Invalid fields.'], message: [UNSTORABLE] }],
+  ['a NUL byte in message (urlencoded)', '/api/contact-api/', 'application/x-www-form-urlencoded',
+    () => `access_key=${validKey}&email=v%40example.org&message=a%00b`, { __all__: ['Invalid fields.'], message: [UNSTORABLE] }],
+  ['a lone surrogate in a custom field', '/api/contact-api/', 'application/json',
+    () => `{"access_key":"${validKey}","email":"v@example.org","message":"m","company":"\\udfff"}`, { __all__: ['Invalid fields.'], company: [UNSTORABLE] }],
+  ['a lone surrogate in a custom field name', '/api/contact-api/', 'application/json',
+    () => `{"access_key":"${validKey}","email":"v@example.org","message":"m","\\udfff":"x"}`, { __all__: ['Invalid fields.'], '\ufffd': [UNSTORABLE] }],
+  ['domains nested 400,000 arrays deep', '/', 'application/json',
+    () => `{"email":"owner@example.org","domains":${deep(400_000)}}`, { __all__: ['Malformed request body: nested deeper than 10 levels.'] }],
+];
+
+describe('bodies that once answered 500', () => {
+  it.each(once500)('%s: 400', async (_name, path, contentType, body, errors) => {
+    const before = await countRows();
+    const response = await request(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json' }, body: body() });
+    expect(response.status, response.text.slice(0, 300)).toBe(400);
+    expect(response.json).toEqual({ success: false, message: errors.__all__![0], errors });
+    expect(await countRows()).toBe(before);
   });
 });
 

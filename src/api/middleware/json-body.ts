@@ -5,8 +5,11 @@ import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import type { AppState } from '../context.ts';
 import { ApiError, errors } from '../errors.ts';
+import { jsonShapeBreach } from './json-shape.ts';
 
 export const JSON_LIMIT_BYTES = 1024 * 1024;
+/** Fields one body may carry, whatever its type (JSON values, urlencoded pairs, multipart fields). */
+export const BODY_FIELD_LIMIT = 200;
 export const FORM_TYPE = 'application/x-www-form-urlencoded';
 
 /** Reads a JSON or urlencoded body as text into ctx.request.body; over 1 MB is a 413. */
@@ -19,7 +22,13 @@ export const readBodyText = koaBody({
   multipart: false,
 });
 
+/** Bounds on a JSON body, checked before it is parsed. */
+export const JSON_SHAPE_LIMITS = { values: BODY_FIELD_LIMIT, depth: 10 } as const;
+
 export function parseJsonObject(text: string): Record<string, unknown> {
+  const breach = jsonShapeBreach(text, JSON_SHAPE_LIMITS);
+  if (breach === 'values') throw errors.tooManyFields(JSON_SHAPE_LIMITS.values);
+  if (breach === 'depth') throw errors.malformedBody(`nested deeper than ${JSON_SHAPE_LIMITS.depth} levels.`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

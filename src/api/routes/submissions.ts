@@ -83,8 +83,6 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
       // A refused request leaves nothing behind: the files stored while reading it go too.
       if (!saved && body?.files.length) await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
-      // The body may be unread (a limit stopped it): close the connection rather than drain it.
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
       if (error instanceof ApiError && isBrowserFormPost(ctx)) {
         const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
         // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.

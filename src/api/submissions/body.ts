@@ -3,7 +3,7 @@
 import type { Storage } from '../../shared/storage.ts';
 import type { AppContext } from '../context.ts';
 import { errors } from '../errors.ts';
-import { FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
+import { BODY_FIELD_LIMIT, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import type { RawFields } from './input.ts';
 import { readMultipart } from './multipart.ts';
 import type { StoredFile } from './store.ts';
@@ -19,6 +19,16 @@ export async function readSubmissionBody(ctx: AppContext, storage: Storage, subm
   await readBodyText(ctx, async () => undefined);
   const text = String(ctx.request.body ?? '');
   // URLSearchParams keeps the order and repetition of fields and treats every name as plain data.
-  if (ctx.is(FORM_TYPE)) return { fields: [...new URLSearchParams(text)], files: [] };
+  if (ctx.is(FORM_TYPE)) {
+    if (countPairs(text) > BODY_FIELD_LIMIT) throw errors.tooManyFields(BODY_FIELD_LIMIT);
+    return { fields: [...new URLSearchParams(text)], files: [] };
+  }
   return { fields: Object.entries(parseJsonObject(text)), files: [] };
+}
+
+/** The pairs of a urlencoded body, counted before it is decoded (stops past the limit). */
+function countPairs(text: string): number {
+  let pairs = text.length > 0 ? 1 : 0;
+  for (let at = text.indexOf('&'); at !== -1 && pairs <= BODY_FIELD_LIMIT; at = text.indexOf('&', at + 1)) pairs += 1;
+  return pairs;
 }

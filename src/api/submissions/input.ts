@@ -67,6 +67,14 @@ export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<st
 
   for (const [name, value] of fields) {
     if (ignored.has(name)) continue;
+    // PostgreSQL stores neither NUL nor an unpaired surrogate (text and jsonb refuse both).
+    const unstorable = unstorableText(name) ?? unstorableValue(value);
+    if (unstorable) {
+      // The name itself may be the culprit: report it with the bad characters replaced.
+      fieldErrors[name.toWellFormed().replaceAll('\u0000', '\uFFFD')] = [unstorable];
+      if (NAMED.has(name)) named[name] ??= value; // given, so not reported missing as well
+      continue;
+    }
     if (NAMED.has(name)) {
       if (name in named) fieldErrors[name] = ['Must be given once.'];
       else named[name] = typeof value === 'number' ? String(value) : value;
@@ -100,6 +108,18 @@ export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<st
   };
 }
 
+const UNSTORABLE = 'Must not contain NUL characters or unpaired surrogates.';
+
+function unstorableText(text: string): string | undefined {
+  return text.includes('\u0000') || !text.isWellFormed() ? UNSTORABLE : undefined;
+}
+
+function unstorableValue(value: unknown): string | undefined {
+  if (typeof value === 'string') return unstorableText(value);
+  if (Array.isArray(value)) return value.some((item) => typeof item === 'string' && unstorableText(item)) ? UNSTORABLE : undefined;
+  return undefined;
+}
+
 function collectCustomField(name: string, value: unknown, into: CustomFields, fieldErrors: FieldErrors): void {
   if (name.length > LIMITS.fieldNameLength) {
     fieldErrors[name.slice(0, 40)] = [`Field name longer than ${LIMITS.fieldNameLength} characters.`];
@@ -118,8 +138,9 @@ function collectCustomField(name: string, value: unknown, into: CustomFields, fi
       return;
     }
     if (into.length >= LIMITS.customFields) {
-      fieldErrors[name] = [`Too many custom fields: at most ${LIMITS.customFields}.`];
-      return;
+      // The first limit crossed ends the reading: no error per extra field.
+      const message = `Too many custom fields: at most ${LIMITS.customFields}.`;
+      throw errors.invalidFields({ [name]: [message] }, message);
     }
     into.push([name, asText]);
   }

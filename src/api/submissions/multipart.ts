@@ -10,7 +10,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { Storage } from '../../shared/storage.ts';
 import { ApiError, errors } from '../errors.ts';
 import { displayFilename, safeContentType, storageFilename } from './filenames.ts';
-import { JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
+import { BODY_FIELD_LIMIT, JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
 import { LIMITS, type RawFields } from './input.ts';
 import type { StoredFile } from './store.ts';
 
@@ -18,8 +18,16 @@ export const FILE_LIMITS = { files: 10, bytesPerFile: 10 * 1024 * 1024 } as cons
 
 /** Field names and values of a multipart body share the bound of a JSON body. */
 const FIELD_BYTES = JSON_LIMIT_BYTES;
-/** Busboy's own caps, above ours, so that our counting decides; they bound a hostile body. */
-const PARSER_LIMITS = { files: FILE_LIMITS.files + 20, fields: 1_000, parts: 1_100, fieldNameSize: 1_000 };
+/**
+ * Busboy's own caps; they bound a hostile body. Files: above ours, so that our counting decides.
+ * Fields: the per-body field limit itself, counted by busboy as the parts arrive.
+ */
+const PARSER_LIMITS = {
+  files: FILE_LIMITS.files + 20,
+  fields: BODY_FIELD_LIMIT,
+  parts: BODY_FIELD_LIMIT + FILE_LIMITS.files + 20,
+  fieldNameSize: 1_000,
+};
 
 export type MultipartBody = { fields: RawFields; files: StoredFile[] };
 
@@ -157,10 +165,14 @@ export function readMultipart(
 
     const tooMany = (what: string) => () => fail(errors.invalidFields({ __all__: [`Too many ${what}.`] }, `Too many ${what}.`));
     parser.on('filesLimit', () => fail(errors.tooManyFiles(FILE_LIMITS.files)));
-    parser.on('fieldsLimit', tooMany('fields'));
+    parser.on('fieldsLimit', () => fail(errors.tooManyFields(BODY_FIELD_LIMIT)));
     parser.on('partsLimit', tooMany('parts'));
     parser.on('error', () => fail(errors.malformedBody('the multipart body could not be read.')));
     req.on('aborted', () => fail(errors.malformedBody('the request was aborted.')));
+    // A connection closed mid-body (by the client, or by the stalled-body watchdog).
+    req.on('close', () => {
+      if (!req.complete) fail(errors.malformedBody('the request was aborted.'));
+    });
 
     parser.on('close', () => {
       if (failure) return;
@@ -189,6 +201,8 @@ export function readMultipart(
     ): Upload {
       const hash = createHash('sha256');
       let size = 0;
+      // Settles at the file's first byte or at its end, whichever comes first.
+      const started = Promise.withResolvers<void>();
       const meter = new Transform({
         transform(chunk: Buffer, _encoding, callback) {
           if (size === 0 && !file.onFirstByte()) {
@@ -197,7 +211,12 @@ export function readMultipart(
           }
           size += chunk.length;
           hash.update(chunk);
+          started.resolve();
           callback(null, chunk);
+        },
+        flush(callback) {
+          started.resolve();
+          callback();
         },
       });
       objectKeys.push(file.objectKey);
@@ -209,15 +228,17 @@ export function readMultipart(
       meter.on('error', () => undefined);
       const done = (async (): Promise<StoredFile | undefined> => {
         await previous;
-        await Promise.all([
-          pipeline(stream, meter),
-          storage.upload(file.objectKey, meter, file.contentType),
-        ]);
+        const piped = pipeline(stream, meter);
+        // An upload slot is taken only once the file has a byte (or has ended): a client that
+        // sends a part's headers and then nothing holds none.
+        await Promise.race([started.promise, piped]);
         if (size === 0 && !file.filename) {
-          // An empty file input: nothing to keep.
-          await storage.remove([file.objectKey]);
+          // An empty file input: nothing to store, no slot taken.
+          meter.resume();
+          await piped;
           return undefined;
         }
+        await Promise.all([piped, storage.upload(file.objectKey, meter, file.contentType)]);
         return {
           fieldName: file.fieldName,
           filename: file.filename || 'attachment',
