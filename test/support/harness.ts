@@ -53,6 +53,27 @@ export function withDatabase(url: string, database: string): string {
   return parsed.toString();
 }
 
+/**
+ * Drops a test file's database once its own connections are gone. Pools that were just closed may
+ * still be ending their sockets; FORCE would terminate those, and the client would raise
+ * "terminating connection due to administrator command" unhandled, failing the run. So wait a
+ * little (at most 3 s) for them first; FORCE then only ends what a test leaked.
+ */
+async function dropDatabase(database: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: inject('postgresUrl') });
+  await admin.connect();
+  try {
+    for (let i = 0; i < 60; i++) {
+      const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = $1', [database]);
+      if (rows[0]?.n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  } finally {
+    await admin.end();
+  }
+}
+
 async function adminQuery(text: string): Promise<void> {
   const admin = new pg.Client({ connectionString: inject('postgresUrl') });
   await admin.connect();
@@ -149,7 +170,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await emptyBucket(storage, bucket);
       storage.close();
       await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
-      await adminQuery(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await dropDatabase(database);
     },
   };
   return harness;
