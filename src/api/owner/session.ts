@@ -32,17 +32,23 @@ const csrfRefused = () =>
   });
 
 /**
- * Refuses a write that a browser says comes from another site: Sec-Fetch-Site other than
- * same-origin/none, or an Origin that is neither this request's origin nor PUBLIC_URL's. Clients
- * that send neither header (curl, scripts) pass: they carry no victim's cookie.
+ * Refuses a write that a browser says comes from another site. Browsers that send Sec-Fetch-Site
+ * (a header pages cannot set) are believed: only same-origin (or none: typed by the user) passes.
+ * Others are judged by Origin, which must be this request's origin or PUBLIC_URL's; the pages'
+ * no-referrer policy makes such browsers send `Origin: null` from this origin too, and that is
+ * refused (fail closed). Clients that send neither header (curl, scripts) pass: they carry no
+ * victim's cookie.
  */
 export function crossSiteGuard(publicUrl: string): Middleware<AppState> {
   const publicOrigin = new URL(publicUrl).origin;
   return async (ctx, next) => {
     const site = ctx.get('sec-fetch-site');
-    if (site && site !== 'same-origin' && site !== 'none') throw crossSiteRefused();
     const origin = ctx.get('origin');
-    if (origin && origin !== publicOrigin && origin !== `${ctx.protocol}://${ctx.host}`) throw crossSiteRefused();
+    if (site) {
+      if (site !== 'same-origin' && site !== 'none') throw crossSiteRefused();
+    } else if (origin && origin !== publicOrigin && origin !== `${ctx.protocol}://${ctx.host}`) {
+      throw crossSiteRefused();
+    }
     await next();
   };
 }
