@@ -23,8 +23,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function openPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-  const context = await browser.newContext({ javaScriptEnabled: false, acceptDownloads: true });
+async function openPage(javaScriptEnabled = false): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ javaScriptEnabled, acceptDownloads: true });
   contexts.push(context);
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -146,5 +146,30 @@ describe('the owner console in a browser, without JavaScript', () => {
     const [response] = await Promise.all([page.waitForResponse(`${h.url}/owner/keys/${owner.id}`), page.locator('#f').evaluate((form) => (form as unknown as { submit: () => void }).submit())]);
     expect(response.status()).toBe(403);
     expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+  });
+});
+
+describe('the owner console in a browser, with JavaScript', () => {
+  it('refreshes a message\'s status in place, under the page\'s CSP', async () => {
+    const owner = await h.createKey();
+    const { page, problems } = await openPage(true);
+    page.on('pageerror', (error) => problems.push(error.message));
+    await page.goto(`${h.url}/owner`);
+    await page.getByLabel('The address that holds your keys').fill(owner.email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    const mail = await eventually(async () => signInMailsTo(h, owner.email)[0], 20_000, 'sign-in email');
+    await page.goto(linkIn(h, mail).toString());
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${h.url}/owner/keys`);
+
+    await h.workers[0]!.worker.pause();
+    const id = await submitWithFile(owner.key, 'watched live');
+    await page.getByRole('link', { name: 'Messages sent with this key' }).click();
+    expect(await statusOf(page, id)).toBe('queued');
+    h.workers[0]!.worker.resume();
+    // No reload: the script updates the card.
+    await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('sent');
+    expect(await card(page, id).locator('[data-field="sent"]').textContent()).toMatch(/^\d{4}-/);
+    expect(problems).toEqual([]);
   });
 });

@@ -35,7 +35,7 @@ import {
 } from '../owner/session.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
-import { renderPage } from '../view.ts';
+import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
 
 export const OwnerSignInSchema = v.object({
   email: v.pipe(
@@ -175,7 +175,14 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
     const result = await ownerSubmissionsPage(deps, page.email, ctx.params.keyId ?? '', { cursor });
     if (!result) return notFound(ctx);
-    renderPage(ctx, 'owner-submissions', { ...page, ...result, first_page: !cursor, status_help: STATUS_HELP });
+    // The optional live refresh (assets/owner.js) reads the same page of the JSON API.
+    const refresh = `/owner/api/keys/${result.key.id}/submissions${cursor ? `?${new URLSearchParams({ cursor })}` : ''}`;
+    renderPage(
+      ctx,
+      'owner-submissions',
+      { ...page, ...result, first_page: !cursor, status_help: STATUS_HELP, refresh, scripts: ['/assets/owner.js'] },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
   });
 
   router.get('/owner/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
