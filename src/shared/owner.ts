@@ -18,7 +18,7 @@ const newToken = () => randomBytes(32).toString('base64url');
 export const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
 
 /**
- * Records a sign-in email for an address that holds keys (any not deleted). Returns the key_emails
+ * Records a sign-in email for an address that holds keys (in any state). Returns the key_emails
  * row to enqueue, or nothing: no keys, or the address's hourly email cap is spent. The caller
  * answers the same in every case, so the answer tells nobody which addresses hold keys.
  */
@@ -32,7 +32,8 @@ export async function requestSignIn(
   try {
     return await em.transactional(async (tx) => {
       await lockMailbox(tx, mailbox);
-      const held = await tx.count(VerificationKeySchema, { email, status: { $ne: 'deleted' } });
+      // Deleted keys count: their messages are still there for their owner to see.
+      const held = await tx.count(VerificationKeySchema, { email });
       if (held === 0) return undefined;
       await checkEmailCap(tx, mailbox, request.emailsPerHour);
       const id = randomUUID(); // the email's row and the link's row share it
@@ -100,4 +101,14 @@ export async function deleteExpiredOwnerTokens(em: EntityManager): Promise<numbe
   const sessions = await em.execute<Array<{ id: string }>>('delete from owner_sessions where expires_at <= now() returning id');
   const links = await em.execute<Array<{ id: string }>>('delete from owner_sign_ins where expires_at <= now() returning id');
   return sessions.length + links.length;
+}
+
+/** How many of the address's messages wait for its mailbox to confirm (recipient consent). */
+export async function heldCount(em: EntityManager, email: string): Promise<number> {
+  const [row] = await em.execute<Array<{ n: number }>>(
+    `select count(*)::int as n from submissions s join verification_keys k on k.id = s.key_id
+      where k.email = ? and s.email_status = 'held'`,
+    [email],
+  );
+  return row?.n ?? 0;
 }

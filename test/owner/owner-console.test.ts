@@ -278,6 +278,33 @@ describe('the whole journey', () => {
   });
 });
 
+describe('messages held for recipient consent', () => {
+  it('shows how many wait, and the signed-in owner confirms the address and receives them', async () => {
+    const owner = await h.createKey();
+    // The address's allowance for unconfirmed mail is spent this hour: the next message is held.
+    await h.sql("insert into mailbox_allowances (mailbox, window_start, used) values ($1, date_trunc('hour', now()), 1000000)", [owner.email]);
+    const id = await submit(owner.key, 'held until confirmed');
+    expect((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status).toBe('held');
+    const client = await signIn(h, owner.email);
+    const keys = await client.get('/owner/keys');
+    expect(keys.text).toContain('<strong>1</strong> waiting now');
+    expect((await client.api('GET', '/keys')).json).toMatchObject({ mailbox_confirmed: false, held: 1 });
+
+    const confirmed = await client.post('/owner/confirm');
+    expect(confirmed.status).toBe(303);
+    expect(confirmed.headers.location).toBe('/owner/keys?notice=confirmed');
+    await eventually(async () => ((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status === 'sent' ? true : undefined));
+    expect((await client.get('/owner/keys')).text).not.toContain('Confirm and receive them all');
+    expect((await client.api('GET', '/keys')).json).toMatchObject({ mailbox_confirmed: true, held: 0 });
+  });
+
+  it('lets the owner of deleted keys only still sign in to see their messages', async () => {
+    const owner = await h.createKey({ status: 'deleted' });
+    const client = await signIn(h, owner.email);
+    expect((await client.get('/owner/keys')).text).toContain('badge-deleted');
+  });
+});
+
 describe('the JSON API', () => {
   it('does the same operations with the same session, writes need the CSRF token', async () => {
     const owner = await h.createKey();

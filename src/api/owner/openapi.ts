@@ -85,6 +85,7 @@ export const ownerPaths = {
       responses: { 303: { description: 'Signed in' }, 400: { description: 'HTML: used, expired or forged link' }, 403: error('Cross-site request'), 429: error('Rate limited') },
     },
   },
+  '/owner/confirm': { post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: write } },
   '/owner/sign-out': { post: { ...form('End the session on the server'), security: write } },
   '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: session } },
   '/owner/keys/{keyId}': {
@@ -108,7 +109,21 @@ export const ownerPaths = {
     delete: { summary: 'Sign out: ends the session on the server', security: write, responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token') } },
   },
   '/owner/api/keys': {
-    get: { summary: "The session's keys", security: session, responses: { 200: { description: 'Keys', content: json(v.object({ email: v.string(), keys: v.array(Key) })) }, 401: unauthorized } },
+    get: {
+      summary: "The session's keys, and whether the address confirmed it wants its messages",
+      security: session,
+      responses: {
+        200: { description: 'Keys', content: json(v.object({ email: v.string(), mailbox_confirmed: v.boolean(), held: v.pipe(v.number(), v.description('Messages waiting for the confirmation')), keys: v.array(Key) })) },
+        401: unauthorized,
+      },
+    },
+  },
+  '/owner/api/confirm': {
+    post: {
+      summary: "Confirm the address's mailbox (recipient consent) and release its held messages",
+      security: write,
+      responses: { 200: { description: 'How many were released', content: json(v.object({ released: v.number() })) }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token') },
+    },
   },
   '/owner/api/keys/{keyId}': {
     patch: {

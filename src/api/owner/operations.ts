@@ -9,6 +9,9 @@ import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import { ApiError, errors } from '../errors.ts';
 import { submissionsCsv } from '../routes/export.ts';
+import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/consent.ts';
+import { heldCount } from '../../shared/owner.ts';
+import { submissionJob } from '../../shared/queue.ts';
 import { clearFinishedJob, markForResend, ownedFile, ownedKey, ownedSubmission, resendJob } from './access.ts';
 
 export const PAGE_SIZE = 25;
@@ -133,4 +136,24 @@ export async function sendOwnerCsv(ctx: Context, deps: AppDeps, email: string, k
   ctx.attachment('submissions.csv');
   ctx.body = await submissionsCsv(em, key.keyHash);
   return true;
+}
+
+/** Whether the address's mailbox confirmed it wants its messages, and how many wait until it does. */
+export async function ownerConsent(deps: AppDeps, email: string) {
+  const em = deps.orm.em.fork();
+  return { mailbox_confirmed: await isConfirmed(em, mailboxOf(email)), held: await heldCount(em, email) };
+}
+
+const ENQUEUE_IN_REQUEST = 200;
+
+/**
+ * Recipient consent from the console: the owner signed in through a link emailed to this address,
+ * the same proof as the confirm link of the key emails. Confirms the mailbox and releases its held
+ * messages (a bounded first part enqueued here; the reconciler enqueues the rest).
+ */
+export async function confirmOwnerMailbox(ctx: AppContext, deps: AppDeps, email: string): Promise<number> {
+  const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(email));
+  for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
+  ctx.state.log.info({ released: released.length }, 'owner confirmed the mailbox');
+  return released.length;
 }

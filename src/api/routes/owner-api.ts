@@ -10,11 +10,13 @@ import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import {
   changeOwnerKey,
+  confirmOwnerMailbox,
   deleteOwnerSubmission,
   getOwnerSubmission,
   listOwnerKeys,
   MAX_PAGE_SIZE,
   notFound,
+  ownerConsent,
   ownerSubmissionsPage,
   PAGE_SIZE,
   resendOwnerSubmission,
@@ -85,7 +87,11 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
 
   router.get('/keys', signedIn, async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = { email: email(ctx), keys: await listOwnerKeys(deps, email(ctx)) };
+    ctx.body = { email: email(ctx), ...(await ownerConsent(deps, email(ctx))), keys: await listOwnerKeys(deps, email(ctx)) };
+  });
+
+  router.post('/confirm', ...write, optionalJsonBody, async (ctx) => {
+    ctx.body = { released: await confirmOwnerMailbox(ctx, deps, email(ctx)) };
   });
 
   router.patch('/keys/:keyId', ...write, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {

@@ -15,8 +15,10 @@ import { errors } from '../errors.ts';
 import { FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import {
   changeOwnerKey,
+  confirmOwnerMailbox,
   deleteOwnerSubmission,
   listOwnerKeys,
+  ownerConsent,
   ownerSubmissionsPage,
   resendOwnerSubmission,
   sendOwnerCsv,
@@ -60,6 +62,7 @@ const NOTICES: Record<string, string> = {
   enabled: 'Key enabled.',
   deleted: 'Key deleted.',
   resent: 'The email is queued to be sent again; its status below follows.',
+  confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
   removed: 'Message deleted with its files.',
 };
 const noticeOf = (ctx: AppContext) => NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
@@ -71,7 +74,7 @@ const STATUS_HELP: Record<EmailStatus, string> = {
   sent: 'accepted by the mail server',
   failed: 'not delivered: the last error says why; you can re-send it',
   skipped: 'not emailed (the form asked for no email)',
-  held: 'waiting until your address confirms it wants these emails (see the confirm link in your key email)',
+  held: 'waiting until your address confirms it wants these emails (on the page of your keys)',
 };
 
 const KEY_ACTIONS = {
@@ -148,7 +151,12 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
 
   router.get('/owner/keys', signedIn, async (ctx) => {
     const page = chrome(ctx);
-    renderPage(ctx, 'owner-keys', { ...page, keys: await listOwnerKeys(deps, page.email) });
+    renderPage(ctx, 'owner-keys', { ...page, keys: await listOwnerKeys(deps, page.email), ...(await ownerConsent(deps, page.email)) });
+  });
+
+  router.post('/owner/confirm', ...write, async (ctx) => {
+    await confirmOwnerMailbox(ctx, deps, ownerState(ctx).owner!.email);
+    see(ctx, '/owner/keys?notice=confirmed');
   });
 
   router.post('/owner/keys/:keyId', ...write, async (ctx) => {
@@ -165,7 +173,7 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
       const keys = await listOwnerKeys(deps, page.email);
-      return renderPage(ctx, 'owner-keys', { ...page, keys, error: error.message }, { status: 400 });
+      return renderPage(ctx, 'owner-keys', { ...page, keys, ...(await ownerConsent(deps, page.email)), error: error.message }, { status: 400 });
     }
     see(ctx, `/owner/keys?notice=${KEY_ACTIONS[action as keyof typeof KEY_ACTIONS]}`);
   });
