@@ -427,3 +427,15 @@ describe('cross-site requests', () => {
     expect(csrfIn((await client.get('/owner/keys')).text)).toBe(client.csrf);
   });
 });
+
+describe('refusals in the pages', () => {
+  it('are pages for a browser\'s form and JSON for a JSON request', async () => {
+    const refused = await postForm(h, '/owner/sign-in', { email: 'a@example.org' }, { 'sec-fetch-site': 'cross-site' });
+    expect(refused.status).toBe(403);
+    expect(refused.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(refused.text).toContain('Cross-site request refused.');
+    const json = await postJson(`${h.url}/owner/sign-in`, { email: 'a@example.org' }, { 'sec-fetch-site': 'cross-site' });
+    expect(json.status).toBe(403);
+    expect(json.json).toEqual({ success: false, message: 'Cross-site request refused.', errors: { __all__: ['Cross-site request refused.'] } });
+  });
+});

@@ -11,7 +11,7 @@ import { KeyRuleError } from '../../shared/keys.ts';
 import { keyEmailJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
-import { errors } from '../errors.ts';
+import { ApiError, errors, fromKeyRule } from '../errors.ts';
 import { FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import {
   changeOwnerKey,
@@ -100,6 +100,18 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     ctx.status = 303;
     ctx.redirect(path);
   };
+
+  // A browser's form gets a refusal (cross-site, rate limit, a bad request) as a page; JSON asks get JSON.
+  router.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (caught) {
+      const error = caught instanceof KeyRuleError ? fromKeyRule(caught) : caught;
+      if (!(error instanceof ApiError) || error.status >= 500 || ctx.is('application/json')) throw error;
+      ctx.set(error.headers);
+      renderPage(ctx, 'owner-error', { message: error.message }, { status: error.status });
+    }
+  });
 
   router.get('/owner', async (ctx) => {
     const cookie = ctx.cookies.get(SESSION_COOKIE);
