@@ -248,7 +248,7 @@ describe('the whole journey', () => {
     expect(cardOf((await page()).text, firstId)).toBe('');
   });
 
-  it('changes the key\'s domains and captcha, disables, enables and deletes it', async () => {
+  it('changes the key\'s domains and captcha, disables, enables and deletes it (with a tick)', async () => {
     const saved = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'Example.com\nshop.example.org', captcha: 'turnstile' });
     expect(saved.status).toBe(303);
     expect(await h.sql('select use_domain, domains, captcha from verification_keys where id = $1', [owner.id])).toEqual([
@@ -263,6 +263,15 @@ describe('the whole journey', () => {
     expect((await submit(owner.key, 'x').catch(() => 'refused'))).toBe('refused');
     expect((await client.post(`/owner/keys/${owner.id}`, { action: 'enable', domains: '', captcha: '' })).status).toBe(303);
     expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+
+    const unticked = await client.post(`/owner/keys/${owner.id}`, { action: 'delete' });
+    expect(unticked.status).toBe(400);
+    expect(unticked.text).toContain('To delete the key, tick');
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+    expect((await client.post(`/owner/keys/${owner.id}`, { action: 'delete', confirm_delete: 'yes' })).status).toBe(303);
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('deleted');
+    // Its messages are still there for the owner.
+    expect((await page()).text).toContain(`id="s-${failedId}"`);
   });
 
   it('signs out: the session ends on the server and the old cookie is refused', async () => {

@@ -177,6 +177,10 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     if (!(action in KEY_ACTIONS)) throw errors.invalidFields({ action: ['Must be save, disable, enable or delete.'] });
     const page = chrome(ctx);
     try {
+      // Deleting is final: the form asks for a tick as well, since a page without script cannot ask twice.
+      if (action === 'delete' && form.get('confirm_delete') !== 'yes') {
+        throw new KeyRuleError('invalid', 'confirm_delete', 'To delete the key, tick "Yes, delete this key for good" and press Delete again.');
+      }
       const changes: OwnerKeyChanges =
         action === 'save' ? settingsOf(form)
         : { status: action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted' };
