@@ -3,6 +3,7 @@
 // it from the SMTP sink, sign in with the page's button, watch a message go from queued to sent,
 // download its file, see a failed one with the SMTP reply and re-send it, delete one, sign out.
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.ts';
@@ -49,6 +50,12 @@ async function submitWithFile(key: string, message: string): Promise<string> {
   return ((await response.json()) as { submission_id: string }).submission_id;
 }
 
+/** With BROWSER_SCREENSHOT_DIR set, keeps a picture of the page (to look at the pages' look). */
+const screenshot = async (page: Page, name: string) => {
+  const dir = process.env.BROWSER_SCREENSHOT_DIR;
+  if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
+};
+
 const card = (page: Page, id: string) => page.locator(`#s-${id}`);
 const statusOf = (page: Page, id: string) => card(page, id).locator('[data-field="status"]').textContent();
 
@@ -80,6 +87,7 @@ describe('the owner console in a browser, without JavaScript', () => {
     const [cookie] = await context.cookies();
     expect(cookie).toMatchObject({ name: 'owner_session', httpOnly: true, sameSite: 'Lax', path: '/owner' });
     await expect.poll(() => page.locator('main').textContent()).toContain(owner.key);
+    await screenshot(page, 'owner-keys.png');
 
     // 3. A message goes from queued to sent.
     await h.workers[0]!.worker.pause();
@@ -101,6 +109,7 @@ describe('the owner console in a browser, without JavaScript', () => {
       .submission_id as string;
     await reloadUntil(page, failed, 'failed');
     expect(await card(page, failed).locator('[data-field="error"]').textContent()).toContain('no such user here (browser journey)');
+    await screenshot(page, 'owner-submissions.png');
     h.sink.behave(undefined);
     await card(page, failed).getByRole('button', { name: 'Re-send email' }).click();
     await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('queued to be sent again');
