@@ -17,6 +17,8 @@ import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
 import { keyRoutes } from './routes/keys.ts';
 import { metricsRoutes } from './routes/metrics.ts';
+import { ownerApiRoutes } from './routes/owner-api.ts';
+import { ownerPageRoutes } from './routes/owner-pages.ts';
 import { pageRoutes } from './routes/pages.ts';
 import { submissionRoutes } from './routes/submissions.ts';
 
@@ -51,6 +53,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
     confirmRoutes(deps, limiter),
+    ownerPageRoutes(deps, limiter),
+    ownerApiRoutes(deps, limiter),
     adminRoutes(deps),
   );
   for (const router of routers) {

@@ -5,6 +5,7 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../shared/db/entities.ts';
+import { ownerPaths, ownerSecuritySchemes } from './owner/openapi.ts';
 import { KeyPatchSchema } from './routes/admin.ts';
 import { KeyRequestSchema } from './routes/keys.ts';
 import { SubmissionFieldsSchema } from './submissions/input.ts';
@@ -71,7 +72,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
     },
     servers: [{ url: publicUrl }],
     components: {
-      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' } },
+      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, ...ownerSecuritySchemes },
     },
     paths: withRegisteredRoutes({
       '/': {
@@ -197,6 +198,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       },
       '/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } } },
       '/docs': { get: { summary: 'This document as a page', responses: { 200: { description: 'HTML' } } } },
+      ...ownerPaths,
     }, routes),
   };
 }

@@ -84,7 +84,7 @@ export async function findActiveKey(em: EntityManager, vault: KeyVault, key: str
 }
 
 /** Serialises POST / for one mailbox (all its addresses), so counts cannot be overshot. */
-async function lockMailbox(tx: EntityManager, mailbox: string): Promise<void> {
+export async function lockMailbox(tx: EntityManager, mailbox: string): Promise<void> {
   await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`keys:${mailbox}`]);
 }
 
@@ -92,7 +92,7 @@ async function lockMailbox(tx: EntityManager, mailbox: string): Promise<void> {
  * POST / sends email to any address it is given: at most `perHour` emails to one mailbox per
  * hour, whatever spelling of the address asked (checked under the mailbox's lock).
  */
-async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number): Promise<void> {
+export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number): Promise<void> {
   const [row] = await tx.execute<Array<{ sent: number; retry_after: number | null }>>(
     `select count(*)::int as sent,
             ceil(extract(epoch from (min(created_at) + interval '1 hour' - now())))::int as retry_after

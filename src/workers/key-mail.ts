@@ -1,12 +1,13 @@
 // The key-email job: a new key to its owner, every active key of an address, or the one
-// "confirm to receive more" email. Key emails to an unconfirmed mailbox carry the confirm link.
+// "confirm to receive more" email, or an owner console sign-in link. Key emails to an unconfirmed mailbox carry the confirm link.
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isConfirmed, type ConsentSigner } from '../shared/consent.ts';
 import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type VerificationKey } from '../shared/db/entities.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
-import { renderAllKeysEmail, renderConfirmEmail, renderNewKeyEmail, type KeyForEmail } from './render-keys.ts';
+import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../shared/owner.ts';
+import { renderAllKeysEmail, renderConfirmEmail, renderNewKeyEmail, renderSignInEmail, type KeyForEmail } from './render-keys.ts';
 import type { RenderedEmail } from './email-templates.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
@@ -38,6 +39,12 @@ export async function deliverKeyEmail(context: KeyMailContext, job: Job<Delivery
 }
 
 async function renderKeyEmail(em: EntityManager, context: KeyMailContext, keyEmail: KeyEmail): Promise<RenderedEmail> {
+  if (keyEmail.kind === 'sign-in') {
+    const signIn = await signInLink(em, context.vault, context.publicUrl, keyEmail.id);
+    // A link used or expired before it could be sent is worth nothing: the owner asks again.
+    if (!signIn) throw new Error('the sign-in link expired before it could be sent');
+    return renderSignInEmail(keyEmail.email, signIn, SIGN_IN_LINK_TTL_MINUTES);
+  }
   const link = context.consent.link(context.publicUrl, keyEmail.email);
   if (keyEmail.kind === 'confirm') return renderConfirmEmail(keyEmail.email, link, context.unconfirmedPerHour);
   const confirmLink = (await isConfirmed(em, keyEmail.mailbox)) ? undefined : link;

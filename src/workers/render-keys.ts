@@ -32,3 +32,7 @@ export function renderAllKeysEmail(email: string, keys: KeyForEmail[], publicUrl
 export function renderConfirmEmail(email: string, confirmLink: string, perHour: number): RenderedEmail {
   return renderEmail('confirm', 'Confirm to receive your contact form messages', { email, confirm_link: confirmLink, per_hour: perHour });
 }
+
+export function renderSignInEmail(email: string, link: string, minutes: number): RenderedEmail {
+  return renderEmail('sign-in', 'Sign in to your contact form keys', { email, link, minutes });
+}

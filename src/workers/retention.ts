@@ -4,11 +4,13 @@
 // - with RETENTION_DAYS, every delivered (or finished) submission older than that;
 // - always, held submissions older than HELD_TTL_DAYS (their address never confirmed), and skipped
 //   submissions of unconfirmed mailboxes older than UNCONFIRMED_SKIPPED_TTL_DAYS (recipient consent);
-// - always, the consent allowance counters of past hours.
+// - always, the consent allowance counters of past hours;
+// - always, expired owner console sessions and sign-in links.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deleteSubmissions } from '../shared/submissions.ts';
+import { deleteExpiredOwnerTokens } from '../shared/owner.ts';
 import { SETTLED, sqlList } from './statuses.ts';
 
 const BATCH = 500;
@@ -33,6 +35,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
     deleted += count;
   }
   await em.execute(`delete from mailbox_allowances where window_start < now() - interval '1 day'`);
+  await deleteExpiredOwnerTokens(em);
   return deleted;
 }
 

@@ -103,3 +103,31 @@ describe('rate limit', () => {
     expect((await submit(limited, '127.0.0.8')).status).toBe(200);
   });
 });
+
+describe('rate limit of the owner console sign-in', () => {
+  it('limits asking for a sign-in link and using one per IP, with nothing recorded past the limit', async () => {
+    const owner = await limited.createKey();
+    const ask = () =>
+      request(`${limited.url}/owner/sign-in`, {
+        method: 'POST',
+        localAddress: '127.0.0.9',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: owner.email }),
+      });
+    expect((await ask()).status).toBe(200);
+    const second = await ask();
+    expect(second.status).toBe(429);
+    expect(second.json.message).toBe(LIMIT_MESSAGE);
+    expect(await limited.sql('select count(*)::int as n from key_emails where email = $1', [owner.email])).toEqual([{ n: 1 }]);
+
+    const use = () =>
+      request(`${limited.url}/owner/link`, {
+        method: 'POST',
+        localAddress: '127.0.0.10',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'token=forged',
+      });
+    expect((await use()).status).toBe(400);
+    expect((await use()).status).toBe(429);
+  });
+});

@@ -11,6 +11,7 @@ import { loadAsset, renderPage, SCRIPTED_PAGE_HEADERS, sendAsset } from '../view
 const ASSETS = [
   loadAsset('/assets/site.css', 'site.css', 'text/css; charset=utf-8'),
   loadAsset('/assets/home.js', 'home.js', 'application/javascript; charset=utf-8'),
+  loadAsset('/assets/owner.js', 'owner.js', 'application/javascript; charset=utf-8'),
   // The browser asks for an icon on every page; a 404 would be logged each time.
   loadAsset('/favicon.svg', 'favicon.svg', 'image/svg+xml'),
 ];

@@ -102,8 +102,11 @@ export const AttachmentSchema = defineEntity({
 });
 export type Attachment = InferEntity<typeof AttachmentSchema>;
 
-/** `confirm`: the one "confirm to receive more" email of an address whose submissions are held. */
-export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm'] as const;
+/**
+ * `confirm`: the one "confirm to receive more" email of an address whose submissions are held.
+ * `sign-in`: the owner console's sign-in link (its token in owner_sign_ins, under the same id).
+ */
+export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in'] as const;
 export type KeyEmailKind = (typeof KEY_EMAIL_KINDS)[number];
 
 /**
@@ -160,4 +163,47 @@ export const MailboxAllowanceSchema = defineEntity({
   },
 });
 
-export const entities = [VerificationKeySchema, SubmissionSchema, AttachmentSchema, KeyEmailSchema, RecipientSchema, MailboxAllowanceSchema];
+/**
+ * A sign-in link of the owner console (src/shared/owner.ts): single use, short-lived. Its id is the
+ * id of the key_emails row that carries it. The token is stored as its SHA-256 (how a link is
+ * found) and sealed under SECRET (so the worker can put it in the email), like the keys.
+ */
+export const OwnerSignInSchema = defineEntity({
+  name: 'OwnerSignIn',
+  tableName: 'owner_sign_ins',
+  properties: {
+    id: p.uuid().primary(),
+    email: p.string().length(254),
+    tokenHash: p.string().length(64).unique(),
+    tokenSealed: p.text(),
+    expiresAt: p.datetime().index(),
+    createdAt: createdAt(),
+  },
+});
+export type OwnerSignIn = InferEntity<typeof OwnerSignInSchema>;
+
+/** A signed-in owner: the cookie holds a random id, the table its SHA-256. */
+export const OwnerSessionSchema = defineEntity({
+  name: 'OwnerSession',
+  tableName: 'owner_sessions',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    tokenHash: p.string().length(64).unique(),
+    /** The address whose keys the session reaches (lower-cased, as keys store it). */
+    email: p.string().length(254),
+    expiresAt: p.datetime().index(),
+    createdAt: createdAt(),
+  },
+});
+export type OwnerSession = InferEntity<typeof OwnerSessionSchema>;
+
+export const entities = [
+  VerificationKeySchema,
+  SubmissionSchema,
+  AttachmentSchema,
+  KeyEmailSchema,
+  RecipientSchema,
+  MailboxAllowanceSchema,
+  OwnerSignInSchema,
+  OwnerSessionSchema,
+];

@@ -1,0 +1,163 @@
+// The owner console's part of the OpenAPI document (src/api/openapi.ts spreads it into its paths):
+// the pages briefly, the JSON API under /owner/api with its request and response schemas.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES } from '../../shared/db/entities.ts';
+import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
+import { KeyPatchSchema } from '../routes/admin.ts';
+import { OwnerSignInSchema } from '../routes/owner-pages.ts';
+import { SessionRequestSchema } from '../routes/owner-api.ts';
+
+const jsonSchema = (schema: v.GenericSchema) => toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
+const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
+
+const FormError = v.object({ success: v.literal(false), message: v.string(), errors: v.record(v.string(), v.array(v.string())) });
+const error = (description: string) => ({ description, content: json(FormError) });
+const Session = v.object({
+  email: v.pipe(v.string(), v.description('The address whose keys the session reaches')),
+  expires_at: v.pipe(v.string(), v.isoTimestamp()),
+  csrf_token: v.pipe(v.string(), v.description('Send it as X-CSRF-Token with every write')),
+});
+const Key = v.object({
+  id: v.pipe(v.string(), v.uuid()),
+  key: v.string(),
+  status: v.picklist(KEY_STATUSES),
+  email: v.string(),
+  use_domain: v.boolean(),
+  domains: v.array(v.string()),
+  captcha: v.nullable(v.picklist(CAPTCHA_PROVIDERS)),
+  created_at: v.string(),
+  updated_at: v.string(),
+});
+const Submission = v.object({
+  submission_id: v.pipe(v.string(), v.uuid()),
+  key_id: v.pipe(v.string(), v.uuid()),
+  created_at: v.string(),
+  email_status: v.picklist(EMAIL_STATUSES),
+  email_attempts: v.number(),
+  last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, as it replied")),
+  sent_at: v.nullable(v.string()),
+  email: v.string(),
+  subject: v.string(),
+  message: v.string(),
+  custom_fields: v.pipe(v.array(v.object({ name: v.string(), value: v.string() })), v.description('In the order the form sent them')),
+  attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
+});
+const SubmissionPage = v.object({ submissions: v.array(Submission), next_cursor: v.nullable(v.string()) });
+
+const session = [{ ownerSession: [] }];
+const write = [{ ownerSession: [], ownerCsrf: [] }];
+const id = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Not signed in: to /owner' } } });
+const form = (summary: string) => ({
+  summary,
+  requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } } },
+  responses: { 303: { description: 'Done: to the page that shows it' }, 403: error('Cross-site, or no or wrong CSRF token'), 404: { description: 'HTML: not among your keys' } },
+});
+const notFound = error('Not among your keys (the same for what does not exist)');
+const unauthorized = error('Not signed in');
+
+export const ownerSecuritySchemes = {
+  ownerSession: { type: 'apiKey', in: 'cookie', name: 'owner_session', description: `The owner console's session (${SESSION_TTL_DAYS} days)` },
+  ownerCsrf: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'csrf_token of GET /owner/api/session' },
+};
+
+export const ownerPaths = {
+  '/owner': { get: { summary: 'Owner console: the sign-in page (to /owner/keys when signed in)', responses: { 200: { description: 'HTML' } } } },
+  '/owner/sign-in': {
+    post: {
+      summary: `Email a sign-in link (single use, ${SIGN_IN_LINK_TTL_MINUTES} minutes) to an address that holds keys`,
+      description: 'The answer is the same whether or not the address holds keys, and past its hourly email cap. Rate-limited per client IP.',
+      requestBody: { required: true, content: { ...json(OwnerSignInSchema), 'application/x-www-form-urlencoded': { schema: jsonSchema(OwnerSignInSchema) } } },
+      responses: {
+        200: { description: 'HTML page for a form; JSON {success: true, message}', content: json(v.object({ success: v.literal(true), message: v.string() })) },
+        400: error('Not an email address'),
+        403: error('Cross-site request'),
+        429: error('Rate limited'),
+      },
+    },
+  },
+  '/owner/link': {
+    get: { summary: 'The page behind the emailed link: a button that signs in (the GET uses nothing)', parameters: [{ name: 'token', in: 'query', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'HTML' }, 400: { description: 'HTML: no token' } } },
+    post: {
+      summary: 'Use the link: sets the session cookie, then to /owner/keys',
+      requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: jsonSchema(SessionRequestSchema) } } },
+      responses: { 303: { description: 'Signed in' }, 400: { description: 'HTML: used, expired or forged link' }, 403: error('Cross-site request'), 429: error('Rate limited') },
+    },
+  },
+  '/owner/confirm': { post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: write } },
+  '/owner/sign-out': { post: { ...form('End the session on the server'), security: write } },
+  '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: session } },
+  '/owner/keys/{keyId}': {
+    post: { ...form('Change a key: action=save (domains, captcha), disable, enable or delete'), security: write, parameters: [id('keyId')] },
+  },
+  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages, newest first, paged (?cursor=), with their delivery status"), security: session, parameters: [id('keyId')] } },
+  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV", security: session, parameters: [id('keyId')], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
+  '/owner/submissions/{id}/files/{fileId}': {
+    get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: session, parameters: [id('id'), id('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
+  },
+  '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: write, parameters: [id('id')] } },
+  '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: write, parameters: [id('id')] } },
+
+  '/owner/api/session': {
+    post: {
+      summary: "Use a sign-in link's token: sets the session cookie",
+      requestBody: { required: true, content: json(SessionRequestSchema) },
+      responses: { 200: { description: 'The session', content: json(Session) }, 400: error('Used, expired or forged link'), 403: error('Cross-site request'), 429: error('Rate limited') },
+    },
+    get: { summary: 'The session: address, expiry, CSRF token', security: session, responses: { 200: { description: 'The session', content: json(Session) }, 401: unauthorized } },
+    delete: { summary: 'Sign out: ends the session on the server', security: write, responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token') } },
+  },
+  '/owner/api/keys': {
+    get: {
+      summary: "The session's keys, and whether the address confirmed it wants its messages",
+      security: session,
+      responses: {
+        200: { description: 'Keys', content: json(v.object({ email: v.string(), mailbox_confirmed: v.boolean(), held: v.pipe(v.number(), v.description('Messages waiting for the confirmation')), keys: v.array(Key) })) },
+        401: unauthorized,
+      },
+    },
+  },
+  '/owner/api/confirm': {
+    post: {
+      summary: "Confirm the address's mailbox (recipient consent) and release its held messages",
+      security: write,
+      responses: { 200: { description: 'How many were released', content: json(v.object({ released: v.number() })) }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token') },
+    },
+  },
+  '/owner/api/keys/{keyId}': {
+    patch: {
+      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha',
+      security: write,
+      parameters: [id('keyId')],
+      requestBody: { required: true, content: json(KeyPatchSchema) },
+      responses: { 200: { description: 'The key', content: json(Key) }, 400: error('Invalid change'), 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token'), 404: notFound },
+    },
+  },
+  '/owner/api/keys/{keyId}/submissions': {
+    get: {
+      summary: "A key's submissions, newest first, paged by cursor",
+      security: session,
+      parameters: [id('keyId'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }],
+      responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 401: unauthorized, 404: notFound },
+    },
+  },
+  '/owner/api/keys/{keyId}/submissions.csv': {
+    get: { summary: "A key's submissions as CSV", security: session, parameters: [id('keyId')], responses: { 200: { description: 'text/csv attachment' }, 401: unauthorized, 404: notFound } },
+  },
+  '/owner/api/submissions/{id}': {
+    get: { summary: 'One submission with its delivery status', security: session, parameters: [id('id')], responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notFound } },
+    delete: { summary: 'Delete a submission with its files', security: write, parameters: [id('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token'), 404: notFound } },
+  },
+  '/owner/api/submissions/{id}/files/{fileId}': {
+    get: { summary: 'A file, as a download', security: session, parameters: [id('id'), id('fileId')], responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notFound } },
+  },
+  '/owner/api/submissions/{id}/resend': {
+    post: {
+      summary: 'Re-send a failed email through the queue',
+      security: write,
+      parameters: [id('id')],
+      responses: { 200: { description: 'The submission, queued again', content: json(Submission) }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token'), 404: notFound, 409: error('The email has not failed') },
+    },
+  },
+};

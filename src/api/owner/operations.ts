@@ -1,0 +1,159 @@
+// The owner console's operations, shared by its pages and its JSON API: each takes the session's
+// address and answers undefined for anything that is not that address's (the routes make it a 404).
+import type { Context } from 'koa';
+import { AttachmentSchema, type CaptchaProvider, type KeyStatus, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
+import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
+import { decodeCursor, deleteSubmissions, listSubmissions } from '../../shared/submissions.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppContext, AppDeps } from '../context.ts';
+import { enqueueCommitted } from '../enqueue.ts';
+import { ApiError, errors } from '../errors.ts';
+import { submissionsCsv } from '../routes/export.ts';
+import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/consent.ts';
+import { heldCount } from '../../shared/owner.ts';
+import { submissionJob } from '../../shared/queue.ts';
+import { clearFinishedJob, markForResend, ownedFile, ownedKey, ownedSubmission, resendJob } from './access.ts';
+
+export const PAGE_SIZE = 25;
+export const MAX_PAGE_SIZE = 100;
+
+export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'>) => ({ id: key.id, ...keyRecord(key, deps.vault) });
+
+export async function ownerSubmissionRecord(em: EntityManager, submission: Submission) {
+  const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+  return {
+    submission_id: submission.id,
+    key_id: submission.key.id,
+    created_at: submission.createdAt.toISOString(),
+    email_status: submission.emailStatus,
+    email_attempts: submission.emailAttempts,
+    last_error: submission.lastError ?? null,
+    sent_at: submission.sentAt?.toISOString() ?? null,
+    email: submission.email,
+    subject: submission.subject,
+    message: submission.message,
+    custom_fields: submission.customFields.map(([name, value]) => ({ name, value })),
+    attachments: files.map((file) => ({
+      id: file.id,
+      filename: file.filename,
+      size: file.size,
+      content_type: file.contentType,
+      download: `/owner/submissions/${submission.id}/files/${file.id}`,
+    })),
+  };
+}
+export type OwnerSubmissionRecord = Awaited<ReturnType<typeof ownerSubmissionRecord>>;
+
+export const notFound = () => errors.notFound('Not found.');
+
+export async function listOwnerKeys(deps: AppDeps, email: string) {
+  const em = deps.orm.em.fork();
+  const keys = await listKeys(em, email);
+  return keys.map((key) => ownerKeyRecord(key, deps));
+}
+
+export type OwnerKeyChanges = { status?: KeyStatus; useDomain?: boolean; domains?: unknown[]; captcha?: CaptchaProvider | null };
+
+/** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
+export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
+  const em = deps.orm.em.fork();
+  const key = await ownedKey(em, email, keyId);
+  if (!key) return undefined;
+  const updated = await updateKey(em, deps.vault, deps.vault.decrypt(key.keyEncrypted), {
+    status: changes.status,
+    useDomain: changes.useDomain,
+    domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
+    captcha: changes.captcha,
+  });
+  return ownerKeyRecord(updated, deps);
+}
+
+export async function ownerSubmissionsPage(deps: AppDeps, email: string, keyId: string, options: { cursor?: string; limit?: number }) {
+  const em = deps.orm.em.fork();
+  const key = await ownedKey(em, email, keyId);
+  if (!key) return undefined;
+  const after = options.cursor ? decodeCursor(options.cursor) : undefined;
+  if (options.cursor && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
+  const { page, nextCursor } = await listSubmissions(em, { keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE }, after);
+  const submissions = [];
+  for (const row of page) submissions.push(await ownerSubmissionRecord(em, row));
+  return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
+}
+
+export async function getOwnerSubmission(deps: AppDeps, email: string, id: string) {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  return submission ? ownerSubmissionRecord(em, submission) : undefined;
+}
+
+/** Re-sends a failed email through the queue; 409 for a submission that has not failed. */
+export async function resendOwnerSubmission(ctx: AppContext, deps: AppDeps, email: string, id: string) {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission) return undefined;
+  if (!(await markForResend(em, id))) {
+    const message = `Only a failed email can be re-sent; this one is ${submission.emailStatus}.`;
+    throw new ApiError(409, 'not_failed', message, { __all__: [message] });
+  }
+  // A Redis outage leaves the row queued without a job: the reconciler enqueues it later.
+  await clearFinishedJob(deps.queue, id).catch((error: unknown) => ctx.state.log.warn({ err: error }, 'could not clear the finished job'));
+  await enqueueCommitted(ctx, deps, resendJob(id, ctx.state.requestId));
+  ctx.state.log.info({ submissionId: id }, 'owner re-sent a failed email');
+  return getOwnerSubmission(deps, email, id);
+}
+
+/** Deletes the submission's files and row; returns its key's id, or undefined when not the owner's. */
+export async function deleteOwnerSubmission(deps: AppDeps, email: string, id: string): Promise<string | undefined> {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission) return undefined;
+  await deleteSubmissions(em, deps.storage, [id]);
+  return submission.key.id;
+}
+
+/**
+ * Sends a stored file as a download: its stored type, attachment disposition, nosniff and a
+ * sandboxing CSP, so nothing uploaded by a form's visitor ever runs in this origin.
+ */
+export async function sendOwnerFile(ctx: Context, deps: AppDeps, email: string, submissionId: string, fileId: string): Promise<boolean> {
+  const file = await ownedFile(deps.orm.em.fork(), email, submissionId, fileId);
+  if (!file) return false;
+  const body = await deps.storage.download(file.storageKey);
+  ctx.set({ 'Content-Security-Policy': "default-src 'none'; sandbox", 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
+  ctx.attachment(file.filename, { type: 'attachment' }); // sets a type from the name: the stored one follows
+  ctx.set('Content-Type', file.contentType || 'application/octet-stream');
+  ctx.body = body;
+  ctx.length = file.size;
+  return true;
+}
+
+export async function sendOwnerCsv(ctx: Context, deps: AppDeps, email: string, keyId: string): Promise<boolean> {
+  const em = deps.orm.em.fork();
+  const key = await ownedKey(em, email, keyId);
+  if (!key) return false;
+  ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
+  ctx.type = 'text/csv; charset=utf-8';
+  ctx.attachment('submissions.csv');
+  ctx.body = await submissionsCsv(em, key.keyHash);
+  return true;
+}
+
+/** Whether the address's mailbox confirmed it wants its messages, and how many wait until it does. */
+export async function ownerConsent(deps: AppDeps, email: string) {
+  const em = deps.orm.em.fork();
+  return { mailbox_confirmed: await isConfirmed(em, mailboxOf(email)), held: await heldCount(em, email) };
+}
+
+const ENQUEUE_IN_REQUEST = 200;
+
+/**
+ * Recipient consent from the console: the owner signed in through a link emailed to this address,
+ * the same proof as the confirm link of the key emails. Confirms the mailbox and releases its held
+ * messages (a bounded first part enqueued here; the reconciler enqueues the rest).
+ */
+export async function confirmOwnerMailbox(ctx: AppContext, deps: AppDeps, email: string): Promise<number> {
+  const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(email));
+  for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
+  ctx.state.log.info({ released: released.length }, 'owner confirmed the mailbox');
+  return released.length;
+}

@@ -1,0 +1,144 @@
+// /owner/api — the owner console's operations as JSON, with the same session cookie as the pages
+// (issue 16). Writes carry the session's CSRF token in X-CSRF-Token (GET /owner/api/session gives
+// it) and are refused when a browser says they come from another site.
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import * as v from 'valibot';
+import { consumeSignIn, endSession } from '../../shared/owner.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { errors } from '../errors.ts';
+import { jsonObjectBody } from '../middleware/json-body.ts';
+import {
+  changeOwnerKey,
+  confirmOwnerMailbox,
+  deleteOwnerSubmission,
+  getOwnerSubmission,
+  listOwnerKeys,
+  MAX_PAGE_SIZE,
+  notFound,
+  ownerConsent,
+  ownerSubmissionsPage,
+  PAGE_SIZE,
+  resendOwnerSubmission,
+  sendOwnerCsv,
+  sendOwnerFile,
+} from '../owner/operations.ts';
+import {
+  clearedSessionCookie,
+  createCsrf,
+  crossSiteGuard,
+  csrfGuard,
+  optionalJsonBody,
+  ownerState,
+  requireOwner,
+  sessionCookie,
+} from '../owner/session.ts';
+import { createRouter } from '../router.ts';
+import { validate } from '../validate.ts';
+import { KeyPatchSchema } from './admin.ts';
+
+export const SessionRequestSchema = v.object({
+  token: v.pipe(v.string('Must be a string.'), v.nonEmpty('Give the token of the sign-in link.'), v.description('The token of the emailed sign-in link')),
+});
+
+const ListQuerySchema = v.object({
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(MAX_PAGE_SIZE, `At most ${MAX_PAGE_SIZE}.`)),
+    String(PAGE_SIZE),
+  ),
+  cursor: v.optional(v.string('Give one cursor.')),
+});
+
+export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
+  const router = createRouter('/owner/api');
+  const secure = deps.config.PUBLIC_URL.startsWith('https:');
+  const csrf = createCsrf(deps.config.SECRET);
+  const sameSite = crossSiteGuard(deps.config.PUBLIC_URL);
+  const signedIn = requireOwner(deps, 'api');
+  const write = [sameSite, signedIn, csrfGuard(deps.config.SECRET)];
+  const email = (ctx: AppContext) => ownerState(ctx).owner!.email;
+  const sessionBody = (ctx: AppContext) => {
+    const state = ownerState(ctx);
+    return { email: state.owner!.email, expires_at: state.owner!.expiresAt.toISOString(), csrf_token: state.csrf! };
+  };
+
+  // The JSON twin of the link page's button: uses the link's token and opens a session.
+  router.post('/session', sameSite, limiter, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
+    const { token } = validate(SessionRequestSchema, ctx.request.body);
+    const signedIn = await consumeSignIn(deps.orm.em.fork(), token);
+    if (!signedIn) {
+      const message = 'This sign-in link is not valid: used, expired or not one of this service.';
+      throw errors.invalidFields({ token: [message] }, message);
+    }
+    ctx.set('Set-Cookie', sessionCookie(signedIn.cookie, secure));
+    ctx.body = { email: signedIn.session.email, expires_at: signedIn.session.expiresAt.toISOString(), csrf_token: csrf.token(signedIn.session) };
+  });
+
+  router.get('/session', signedIn, (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = sessionBody(ctx);
+  });
+
+  router.delete('/session', ...write, async (ctx) => {
+    await endSession(deps.orm.em.fork(), ownerState(ctx).owner!.id);
+    ctx.set('Set-Cookie', clearedSessionCookie(secure));
+    ctx.status = 204;
+  });
+
+  router.get('/keys', signedIn, async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { email: email(ctx), ...(await ownerConsent(deps, email(ctx))), keys: await listOwnerKeys(deps, email(ctx)) };
+  });
+
+  router.post('/confirm', ...write, optionalJsonBody, async (ctx) => {
+    ctx.body = { released: await confirmOwnerMailbox(ctx, deps, email(ctx)) };
+  });
+
+  router.patch('/keys/:keyId', ...write, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
+    const patch = validate(KeyPatchSchema, ctx.request.body);
+    const key = await changeOwnerKey(deps, email(ctx), ctx.params.keyId ?? '', {
+      status: patch.status,
+      useDomain: patch.use_domain,
+      domains: patch.domains,
+      captcha: patch.captcha,
+    });
+    if (!key) throw notFound();
+    ctx.body = key;
+  });
+
+  router.get('/keys/:keyId/submissions', signedIn, async (ctx) => {
+    const query = validate(ListQuerySchema, { ...ctx.query });
+    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', query);
+    if (!page) throw notFound();
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { submissions: page.submissions, next_cursor: page.next_cursor };
+  });
+
+  router.get('/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
+    if (!(await sendOwnerCsv(ctx, deps, email(ctx), ctx.params.keyId ?? ''))) throw notFound();
+  });
+
+  router.get('/submissions/:id', signedIn, async (ctx) => {
+    const record = await getOwnerSubmission(deps, email(ctx), ctx.params.id ?? '');
+    if (!record) throw notFound();
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = record;
+  });
+
+  router.get('/submissions/:id/files/:fileId', signedIn, async (ctx) => {
+    if (!(await sendOwnerFile(ctx, deps, email(ctx), ctx.params.id ?? '', ctx.params.fileId ?? ''))) throw notFound();
+  });
+
+  router.post('/submissions/:id/resend', ...write, optionalJsonBody, async (ctx) => {
+    const record = await resendOwnerSubmission(ctx, deps, email(ctx), ctx.params.id ?? '');
+    if (!record) throw notFound();
+    ctx.body = record;
+  });
+
+  router.delete('/submissions/:id', ...write, async (ctx) => {
+    if (!(await deleteOwnerSubmission(deps, email(ctx), ctx.params.id ?? ''))) throw notFound();
+    ctx.status = 204;
+  });
+
+  return router;
+}

@@ -1,0 +1,244 @@
+// /owner — the owner console's pages (issue 16): sign in by an emailed link, then the keys of the
+// signed-in address, their settings, and each key's messages with their delivery status.
+// Server-rendered and working without JavaScript; every write is a form POST that checks the
+// origin and the session's CSRF token, then redirects (303) to a page that shows the result.
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import * as v from 'valibot';
+import { CAPTCHA_PROVIDERS, type CaptchaProvider, type EmailStatus } from '../../shared/db/entities.ts';
+import { consumeSignIn, endSession, findSession, requestSignIn, SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
+import { KeyRuleError } from '../../shared/keys.ts';
+import { keyEmailJob } from '../../shared/queue.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { enqueueCommitted } from '../enqueue.ts';
+import { ApiError, errors, fromKeyRule } from '../errors.ts';
+import { FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
+import {
+  changeOwnerKey,
+  confirmOwnerMailbox,
+  deleteOwnerSubmission,
+  listOwnerKeys,
+  ownerConsent,
+  ownerSubmissionsPage,
+  resendOwnerSubmission,
+  sendOwnerCsv,
+  sendOwnerFile,
+  type OwnerKeyChanges,
+} from '../owner/operations.ts';
+import {
+  clearedSessionCookie,
+  crossSiteGuard,
+  csrfGuard,
+  formBody,
+  ownerState,
+  requireOwner,
+  SESSION_COOKIE,
+  sessionCookie,
+} from '../owner/session.ts';
+import { createRouter } from '../router.ts';
+import { validate } from '../validate.ts';
+import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
+
+export const OwnerSignInSchema = v.object({
+  email: v.pipe(
+    v.string('Must be a string.'),
+    v.trim(),
+    v.nonEmpty('Enter your email address.'),
+    v.maxLength(254, 'Must be at most 254 characters.'),
+    v.email('Enter a valid email address.'),
+    v.description('The address that holds the keys'),
+  ),
+});
+
+/** The one answer to a sign-in request, whatever the address holds. */
+export const signInAnswer = (email: string) =>
+  `If ${email} holds keys, a sign-in link is on its way to it. The link works once, for ${SIGN_IN_LINK_TTL_MINUTES} minutes.`;
+
+/** Fixed texts for ?notice= after a redirect: nothing from the query string is shown as given. */
+const NOTICES: Record<string, string> = {
+  'signed-out': 'You are signed out.',
+  saved: 'Key settings saved.',
+  disabled: 'Key disabled: submissions with it are refused until you enable it again.',
+  enabled: 'Key enabled.',
+  deleted: 'Key deleted.',
+  resent: 'The email is queued to be sent again; its status below follows.',
+  confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
+  removed: 'Message deleted with its files.',
+};
+const noticeOf = (ctx: AppContext) => NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
+
+const STATUS_HELP: Record<EmailStatus, string> = {
+  queued: 'waiting for a worker',
+  sending: 'being sent now',
+  retrying: 'the mail server refused for now; it will be tried again',
+  sent: 'accepted by the mail server',
+  failed: 'not delivered: the last error says why; you can re-send it',
+  skipped: 'not emailed (the form asked for no email)',
+  held: 'waiting until your address confirms it wants these emails (on the page of your keys)',
+};
+
+const KEY_ACTIONS = {
+  save: 'saved',
+  disable: 'disabled',
+  enable: 'enabled',
+  delete: 'deleted',
+} as const;
+
+export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
+  const router = createRouter();
+  const secure = deps.config.PUBLIC_URL.startsWith('https:');
+  const sameSite = crossSiteGuard(deps.config.PUBLIC_URL);
+  const signedIn = requireOwner(deps, 'page');
+  const write = [sameSite, signedIn, formBody, csrfGuard(deps.config.SECRET)];
+  const signInPage = { link_minutes: SIGN_IN_LINK_TTL_MINUTES, session_days: SESSION_TTL_DAYS, sent: false, email: '', error: '', notice: '' };
+  const chrome = (ctx: AppContext) => {
+    const state = ownerState(ctx);
+    return { email: state.owner!.email, csrf: state.csrf!, notice: noticeOf(ctx), error: '' };
+  };
+  const notFound = (ctx: AppContext) => renderPage(ctx, 'owner-not-found', { email: ownerState(ctx).owner!.email }, { status: 404 });
+  const see = (ctx: AppContext, path: string) => {
+    ctx.status = 303;
+    ctx.redirect(path);
+  };
+
+  // A browser's form gets a refusal (cross-site, rate limit, a bad request) as a page; JSON asks get JSON.
+  router.use(async (ctx, next) => {
+    try {
+      await next();
+    } catch (caught) {
+      const error = caught instanceof KeyRuleError ? fromKeyRule(caught) : caught;
+      if (!(error instanceof ApiError) || error.status >= 500 || ctx.is('application/json')) throw error;
+      ctx.set(error.headers);
+      renderPage(ctx, 'owner-error', { message: error.message }, { status: error.status });
+    }
+  });
+
+  router.get('/owner', async (ctx) => {
+    const cookie = ctx.cookies.get(SESSION_COOKIE);
+    if (cookie && (await findSession(deps.orm.em.fork(), cookie))) return see(ctx, '/owner/keys');
+    renderPage(ctx, 'owner-sign-in', { ...signInPage, notice: noticeOf(ctx) });
+  });
+
+  // An HTML form and JSON alike; the answer is the same whether or not the address holds keys.
+  router.post('/owner/sign-in', sameSite, limiter, async (ctx) => {
+    const isForm = ctx.is(FORM_TYPE) === FORM_TYPE;
+    if (!isForm && !ctx.is('application/json')) throw errors.unsupportedMediaType(['application/json', FORM_TYPE]);
+    await readBodyText(ctx, async () => undefined);
+    const text = String(ctx.request.body ?? '');
+    const body = isForm ? { email: new URLSearchParams(text).get('email') ?? '' } : parseJsonObject(text);
+    let email: string;
+    try {
+      email = validate(OwnerSignInSchema, { email: body.email ?? '' }).email.toLowerCase();
+    } catch (error) {
+      if (!isForm) throw error;
+      const message = (error as { errors?: Record<string, string[]> }).errors?.email?.[0] ?? 'Enter a valid email address.';
+      return renderPage(ctx, 'owner-sign-in', { ...signInPage, email: String(body.email ?? '').slice(0, 254), error: message }, { status: 400 });
+    }
+    const keyEmailId = await requestSignIn(deps.orm.em.fork(), deps.vault, { email, emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR });
+    if (keyEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(keyEmailId, ctx.state.requestId));
+    if (isForm) return renderPage(ctx, 'owner-sign-in', { ...signInPage, sent: true, email });
+    ctx.body = { success: true, message: signInAnswer(email) };
+  });
+
+  // Mail scanners open links: the GET only shows a button; the POST uses the link.
+  router.get('/owner/link', (ctx) => {
+    const token = typeof ctx.query.token === 'string' ? ctx.query.token.slice(0, 100) : '';
+    if (!token) return renderPage(ctx, 'owner-link-invalid', { link_minutes: SIGN_IN_LINK_TTL_MINUTES }, { status: 400 });
+    renderPage(ctx, 'owner-link', { token });
+  });
+
+  router.post('/owner/link', sameSite, limiter, formBody, async (ctx) => {
+    const signedIn = await consumeSignIn(deps.orm.em.fork(), ownerState(ctx).form?.get('token') ?? '');
+    if (!signedIn) return renderPage(ctx, 'owner-link-invalid', { link_minutes: SIGN_IN_LINK_TTL_MINUTES }, { status: 400 });
+    ctx.set('Set-Cookie', sessionCookie(signedIn.cookie, secure));
+    ctx.state.log.info({ session: signedIn.session.id }, 'owner signed in');
+    see(ctx, '/owner/keys');
+  });
+
+  router.post('/owner/sign-out', ...write, async (ctx) => {
+    await endSession(deps.orm.em.fork(), ownerState(ctx).owner!.id);
+    ctx.set('Set-Cookie', clearedSessionCookie(secure));
+    see(ctx, '/owner?notice=signed-out');
+  });
+
+  router.get('/owner/keys', signedIn, async (ctx) => {
+    const page = chrome(ctx);
+    renderPage(ctx, 'owner-keys', { ...page, keys: await listOwnerKeys(deps, page.email), ...(await ownerConsent(deps, page.email)) });
+  });
+
+  router.post('/owner/confirm', ...write, async (ctx) => {
+    await confirmOwnerMailbox(ctx, deps, ownerState(ctx).owner!.email);
+    see(ctx, '/owner/keys?notice=confirmed');
+  });
+
+  router.post('/owner/keys/:keyId', ...write, async (ctx) => {
+    const form = ownerState(ctx).form!;
+    const action = form.get('action') ?? 'save';
+    if (!(action in KEY_ACTIONS)) throw errors.invalidFields({ action: ['Must be save, disable, enable or delete.'] });
+    const page = chrome(ctx);
+    try {
+      // Deleting is final: the form asks for a tick as well, since a page without script cannot ask twice.
+      if (action === 'delete' && form.get('confirm_delete') !== 'yes') {
+        throw new KeyRuleError('invalid', 'confirm_delete', 'To delete the key, tick "Yes, delete this key for good" and press Delete again.');
+      }
+      const changes: OwnerKeyChanges =
+        action === 'save' ? settingsOf(form)
+        : { status: action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted' };
+      const changed = await changeOwnerKey(deps, page.email, ctx.params.keyId ?? '', changes);
+      if (!changed) return notFound(ctx);
+    } catch (error) {
+      if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
+      const keys = await listOwnerKeys(deps, page.email);
+      return renderPage(ctx, 'owner-keys', { ...page, keys, ...(await ownerConsent(deps, page.email)), error: error.message }, { status: 400 });
+    }
+    see(ctx, `/owner/keys?notice=${KEY_ACTIONS[action as keyof typeof KEY_ACTIONS]}`);
+  });
+
+  router.get('/owner/keys/:keyId/submissions', signedIn, async (ctx) => {
+    const page = chrome(ctx);
+    const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
+    const result = await ownerSubmissionsPage(deps, page.email, ctx.params.keyId ?? '', { cursor });
+    if (!result) return notFound(ctx);
+    // The optional live refresh (assets/owner.js) reads the same page of the JSON API.
+    const refresh = `/owner/api/keys/${result.key.id}/submissions${cursor ? `?${new URLSearchParams({ cursor })}` : ''}`;
+    renderPage(
+      ctx,
+      'owner-submissions',
+      { ...page, ...result, first_page: !cursor, status_help: STATUS_HELP, refresh, scripts: ['/assets/owner.js'] },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
+  });
+
+  router.get('/owner/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
+    if (!(await sendOwnerCsv(ctx, deps, ownerState(ctx).owner!.email, ctx.params.keyId ?? ''))) notFound(ctx);
+  });
+
+  router.get('/owner/submissions/:id/files/:fileId', signedIn, async (ctx) => {
+    const email = ownerState(ctx).owner!.email;
+    if (!(await sendOwnerFile(ctx, deps, email, ctx.params.id ?? '', ctx.params.fileId ?? ''))) notFound(ctx);
+  });
+
+  router.post('/owner/submissions/:id/resend', ...write, async (ctx) => {
+    const record = await resendOwnerSubmission(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '');
+    if (!record) return notFound(ctx);
+    see(ctx, `/owner/keys/${record.key_id}/submissions?notice=resent#s-${record.submission_id}`);
+  });
+
+  router.post('/owner/submissions/:id/delete', ...write, async (ctx) => {
+    const keyId = await deleteOwnerSubmission(deps, ownerState(ctx).owner!.email, ctx.params.id ?? '');
+    if (!keyId) return notFound(ctx);
+    see(ctx, `/owner/keys/${keyId}/submissions?notice=removed`);
+  });
+
+  return router;
+}
+
+/** The settings form: domains one a line (commas and spaces also separate), captcha or none. */
+function settingsOf(form: URLSearchParams): OwnerKeyChanges {
+  const domains = (form.get('domains') ?? '').split(/[\s,]+/).filter(Boolean);
+  const captcha = form.get('captcha') ?? '';
+  if (captcha && !(CAPTCHA_PROVIDERS as readonly string[]).includes(captcha)) {
+    throw new KeyRuleError('invalid', 'captcha', `Captcha must be none or one of ${CAPTCHA_PROVIDERS.join(', ')}.`);
+  }
+  return { domains, captcha: captcha ? (captcha as CaptchaProvider) : null };
+}

@@ -1,0 +1,114 @@
+// The owner console's sign-in and sessions (issue 16). A key is not a credential (it sits in the
+// HTML of every page with the form), so owners prove who they are by the address that holds the
+// keys: a single-use link, emailed like the key emails, opens a session for that address.
+// Tokens are random 256-bit values; the database keeps only their SHA-256 (and, for a link not yet
+// sent, a copy sealed under SECRET so the worker can write it into the email).
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { mailboxOf } from './consent.ts';
+import { KeyEmailSchema, OwnerSessionSchema, OwnerSignInSchema, VerificationKeySchema, type OwnerSession } from './db/entities.ts';
+import { checkEmailCap, EmailCapError, lockMailbox, normaliseEmail } from './keys.ts';
+import type { KeyVault } from './secrets.ts';
+
+export const SIGN_IN_LINK_TTL_MINUTES = 15;
+export const SESSION_TTL_DAYS = 7;
+export const OWNER_LINK_PATH = '/owner/link';
+
+const newToken = () => randomBytes(32).toString('base64url');
+export const tokenHash = (token: string) => createHash('sha256').update(token).digest('hex');
+
+/**
+ * Records a sign-in email for an address that holds keys (in any state). Returns the key_emails
+ * row to enqueue, or nothing: no keys, or the address's hourly email cap is spent. The caller
+ * answers the same in every case, so the answer tells nobody which addresses hold keys.
+ */
+export async function requestSignIn(
+  em: EntityManager,
+  vault: KeyVault,
+  request: { email: string; emailsPerHour: number },
+): Promise<string | undefined> {
+  const email = normaliseEmail(request.email);
+  const mailbox = mailboxOf(email);
+  try {
+    return await em.transactional(async (tx) => {
+      await lockMailbox(tx, mailbox);
+      // Deleted keys count: their messages are still there for their owner to see.
+      const held = await tx.count(VerificationKeySchema, { email });
+      if (held === 0) return undefined;
+      await checkEmailCap(tx, mailbox, request.emailsPerHour);
+      const id = randomUUID(); // the email's row and the link's row share it
+      tx.create(KeyEmailSchema, { id, kind: 'sign-in', email, mailbox });
+      const token = newToken();
+      tx.create(OwnerSignInSchema, {
+        id,
+        email,
+        tokenHash: tokenHash(token),
+        tokenSealed: vault.encrypt(token),
+        expiresAt: new Date(Date.now() + SIGN_IN_LINK_TTL_MINUTES * 60_000),
+      });
+      await tx.flush();
+      return id;
+    });
+  } catch (error) {
+    if (error instanceof EmailCapError) return undefined;
+    throw error;
+  }
+}
+
+/** The link of a sign-in email (for the worker), or undefined when it is used or expired. */
+export async function signInLink(em: EntityManager, vault: KeyVault, publicUrl: string, id: string): Promise<string | undefined> {
+  const signIn = await em.findOne(OwnerSignInSchema, { id, expiresAt: { $gt: new Date() } });
+  return signIn ? `${publicUrl}${OWNER_LINK_PATH}?${new URLSearchParams({ token: vault.decrypt(signIn.tokenSealed) })}` : undefined;
+}
+
+/**
+ * Uses a link: deleting its row is what makes it single-use (two concurrent POSTs cannot both
+ * delete it). Returns the new session and its cookie value, or undefined for a used, expired or
+ * forged link.
+ */
+export async function consumeSignIn(em: EntityManager, token: string): Promise<{ session: OwnerSession; cookie: string } | undefined> {
+  if (token.length === 0 || token.length > 100) return undefined;
+  return em.transactional(async (tx) => {
+    const [used] = await tx.execute<Array<{ email: string }>>(
+      'delete from owner_sign_ins where token_hash = ? and expires_at > now() returning email',
+      [tokenHash(token)],
+    );
+    if (!used) return undefined;
+    const cookie = newToken();
+    const session = tx.create(OwnerSessionSchema, {
+      id: randomUUID(),
+      tokenHash: tokenHash(cookie),
+      email: used.email,
+      expiresAt: new Date(Date.now() + SESSION_TTL_DAYS * 86_400_000),
+    });
+    await tx.flush();
+    return { session, cookie };
+  });
+}
+
+/** The live session a cookie value names, if any. */
+export async function findSession(em: EntityManager, cookie: string): Promise<OwnerSession | undefined> {
+  if (cookie.length === 0 || cookie.length > 100) return undefined;
+  return (await em.findOne(OwnerSessionSchema, { tokenHash: tokenHash(cookie), expiresAt: { $gt: new Date() } })) ?? undefined;
+}
+
+export async function endSession(em: EntityManager, sessionId: string): Promise<void> {
+  await em.execute('delete from owner_sessions where id = ?', [sessionId]);
+}
+
+/** Housekeeping: expired sessions and sign-in links go (called by the retention run). */
+export async function deleteExpiredOwnerTokens(em: EntityManager): Promise<number> {
+  const sessions = await em.execute<Array<{ id: string }>>('delete from owner_sessions where expires_at <= now() returning id');
+  const links = await em.execute<Array<{ id: string }>>('delete from owner_sign_ins where expires_at <= now() returning id');
+  return sessions.length + links.length;
+}
+
+/** How many of the address's messages wait for its mailbox to confirm (recipient consent). */
+export async function heldCount(em: EntityManager, email: string): Promise<number> {
+  const [row] = await em.execute<Array<{ n: number }>>(
+    `select count(*)::int as n from submissions s join verification_keys k on k.id = s.key_id
+      where k.email = ? and s.email_status = 'held'`,
+    [email],
+  );
+  return row?.n ?? 0;
+}

@@ -1,0 +1,184 @@
+// The owner console's journey in a real browser (Debian's chromium via playwright-core), with
+// JavaScript turned off: the pages must work as plain HTML forms and links. Ask for the link, take
+// it from the SMTP sink, sign in with the page's button, watch a message go from queued to sent,
+// download its file, see a failed one with the SMTP reply and re-send it, delete one, sign out.
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.ts';
+import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { linkIn, signInMailsTo } from '../support/owner.ts';
+
+let h: Harness;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  h = await startHarness();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  for (const context of contexts) await context.close().catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  await h?.stop();
+});
+
+async function openPage(javaScriptEnabled = false): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ javaScriptEnabled, acceptDownloads: true });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  const problems: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(message.text());
+  });
+  return { context, page, problems };
+}
+
+const FILE = Buffer.from(Array.from({ length: 50_000 }, (_, i) => (i * 13 + 5) % 256));
+
+async function submitWithFile(key: string, message: string): Promise<string> {
+  const body = new FormData();
+  body.set('access_key', key);
+  body.set('email', 'visitor@example.org');
+  body.set('message', message);
+  body.set('order_number', '12345');
+  body.append('attachment', new Blob([FILE], { type: 'application/pdf' }), 'invoice.pdf');
+  const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { submission_id: string }).submission_id;
+}
+
+/** With BROWSER_SCREENSHOT_DIR set, keeps a picture of the page (to look at the pages' look). */
+const screenshot = async (page: Page, name: string) => {
+  const dir = process.env.BROWSER_SCREENSHOT_DIR;
+  if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
+};
+
+const card = (page: Page, id: string) => page.locator(`#s-${id}`);
+const statusOf = (page: Page, id: string) => card(page, id).locator('[data-field="status"]').textContent();
+
+/** Reloads until the message shows `status` (the page has no script: the owner reloads). */
+async function reloadUntil(page: Page, id: string, status: string): Promise<void> {
+  await eventually(async () => {
+    await page.reload();
+    return (await statusOf(page, id)) === status ? true : undefined;
+  }, 20_000, `${id} ${status}`);
+}
+
+describe('the owner console in a browser, without JavaScript', () => {
+  it('takes an owner from the emailed link to their messages and back out', async () => {
+    const owner = await h.createKey();
+    const { context, page, problems } = await openPage();
+
+    // 1. Ask for the link.
+    await page.goto(`${h.url}/owner`);
+    await page.getByLabel('The address that holds your keys').fill(owner.email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    await expect.poll(() => page.locator('[role=status]').textContent()).toContain('a sign-in link is on its way');
+    const mail = await eventually(async () => signInMailsTo(h, owner.email)[0], 20_000, 'sign-in email');
+
+    // 2. Sign in: the link shows a button; the button signs in.
+    await page.goto(linkIn(h, mail).toString());
+    expect(await context.cookies()).toEqual([]);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${h.url}/owner/keys`);
+    const [cookie] = await context.cookies();
+    expect(cookie).toMatchObject({ name: 'owner_session', httpOnly: true, sameSite: 'Lax', path: '/owner' });
+    await expect.poll(() => page.locator('main').textContent()).toContain(owner.key);
+    await screenshot(page, 'owner-keys.png');
+
+    // 3. A message goes from queued to sent.
+    await h.workers[0]!.worker.pause();
+    const first = await submitWithFile(owner.key, 'the first message');
+    await page.getByRole('link', { name: 'Messages sent with this key' }).click();
+    expect(await statusOf(page, first)).toBe('queued');
+    expect(await card(page, first).textContent()).toContain('order_number');
+    h.workers[0]!.worker.resume();
+    await reloadUntil(page, first, 'sent');
+
+    // 4. Its file downloads byte-identical.
+    const [download] = await Promise.all([page.waitForEvent('download'), card(page, first).getByRole('link', { name: 'invoice.pdf' }).click()]);
+    expect(download.suggestedFilename()).toBe('invoice.pdf');
+    expect((await readFile((await download.path())!)).equals(FILE)).toBe(true);
+
+    // 5. A permanently failed one shows the SMTP reply; re-sent once the server accepts mail again.
+    h.sink.behave(() => ({ code: 550, message: 'no such user here (browser journey)' }));
+    const failed = (await postJson(`${h.url}/api/contact-api/`, { access_key: owner.key, email: 'v@example.org', message: 'bounces' })).json
+      .submission_id as string;
+    await reloadUntil(page, failed, 'failed');
+    expect(await card(page, failed).locator('[data-field="error"]').textContent()).toContain('no such user here (browser journey)');
+    await screenshot(page, 'owner-submissions.png');
+    h.sink.behave(undefined);
+    await card(page, failed).getByRole('button', { name: 'Re-send email' }).click();
+    await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('queued to be sent again');
+    await reloadUntil(page, failed, 'sent');
+
+    // 6. Delete a message: its file is gone from storage.
+    const [file] = await h.sql('select storage_key from attachments where submission_id = $1', [first]);
+    expect(await listObjectKeys(h.storage)).toContain(file!.storage_key);
+    await card(page, first).getByRole('button', { name: 'Delete message and files' }).click();
+    await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('Message deleted');
+    expect(await card(page, first).count()).toBe(0);
+    expect(await listObjectKeys(h.storage)).not.toContain(file!.storage_key);
+
+    // 7. Sign out: the old cookie, put back, is refused.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(`${h.url}/owner?notice=signed-out`);
+    expect(await context.cookies()).toEqual([]);
+    await context.addCookies([cookie!]);
+    await page.goto(`${h.url}/owner/keys`);
+    expect(page.url()).toBe(`${h.url}/owner`);
+    await expect.poll(() => page.getByRole('button', { name: 'Email me a sign-in link' }).count()).toBe(1);
+
+    expect(problems).toEqual([]);
+  });
+
+  it('refuses a POST from another site\'s page, even one carrying the CSRF token', async () => {
+    const owner = await h.createKey();
+    const { page } = await openPage();
+    await page.goto(`${h.url}/owner`);
+    await page.getByLabel('The address that holds your keys').fill(owner.email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    const mail = await eventually(async () => signInMailsTo(h, owner.email)[0], 20_000, 'sign-in email');
+    await page.goto(linkIn(h, mail).toString());
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${h.url}/owner/keys`);
+    const csrf = await page.locator('input[name=csrf_token]').first().inputValue();
+
+    // A page of another origin posts a form, token included: SameSite=Lax keeps the cookie back,
+    // the browser says Sec-Fetch-Site: cross-site, and the service refuses before anything else.
+    const evil = `data:text/html,${encodeURIComponent(`<form id=f method=POST action="${h.url}/owner/keys/${owner.id}">
+      <input name=csrf_token value="${csrf}"><input name=action value=delete></form>`)}`;
+    await page.goto(evil);
+    const [response] = await Promise.all([page.waitForResponse(`${h.url}/owner/keys/${owner.id}`), page.locator('#f').evaluate((form) => (form as unknown as { submit: () => void }).submit())]);
+    expect(response.status()).toBe(403);
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+  });
+});
+
+describe('the owner console in a browser, with JavaScript', () => {
+  it('refreshes a message\'s status in place, under the page\'s CSP', async () => {
+    const owner = await h.createKey();
+    const { page, problems } = await openPage(true);
+    page.on('pageerror', (error) => problems.push(error.message));
+    await page.goto(`${h.url}/owner`);
+    await page.getByLabel('The address that holds your keys').fill(owner.email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    const mail = await eventually(async () => signInMailsTo(h, owner.email)[0], 20_000, 'sign-in email');
+    await page.goto(linkIn(h, mail).toString());
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${h.url}/owner/keys`);
+
+    await h.workers[0]!.worker.pause();
+    const id = await submitWithFile(owner.key, 'watched live');
+    await page.getByRole('link', { name: 'Messages sent with this key' }).click();
+    expect(await statusOf(page, id)).toBe('queued');
+    h.workers[0]!.worker.resume();
+    // No reload: the script updates the card.
+    await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('sent');
+    expect(await card(page, id).locator('[data-field="sent"]').textContent()).toMatch(/^\d{4}-/);
+    expect(problems).toEqual([]);
+  });
+});

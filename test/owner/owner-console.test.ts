@@ -1,0 +1,450 @@
+// The owner console (issue 16) through HTTP: sign in by an emailed link, the keys and their
+// settings, each message's delivery status, files, re-send, delete, CSV, the JSON API, sign out;
+// and the isolation between owners, the links that must not sign anyone in, and CSRF.
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { request } from '../support/http.ts';
+import {
+  askForLink,
+  csrfIn,
+  ownerClient,
+  postForm,
+  sessionCookieOf,
+  signIn,
+  signInMailsTo,
+  type OwnerClient,
+} from '../support/owner.ts';
+
+const CAP = 4;
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ env: { KEY_EMAILS_PER_HOUR: String(CAP), RETENTION_INTERVAL_MS: '300' } });
+});
+afterAll(() => h?.stop());
+
+const FILE = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 31 + 7) % 256));
+
+async function submitWithFile(key: string, message: string) {
+  const body = new FormData();
+  body.set('access_key', key);
+  body.set('email', 'visitor@example.org');
+  body.set('subject', `About ${message}`);
+  body.set('message', message);
+  body.append('zeta', 'first custom');
+  body.append('alpha', 'second custom');
+  body.append('attachment', new Blob([FILE], { type: 'image/png' }), 'photo.png');
+  const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+  const json = (await response.json()) as { submission_id: string };
+  expect(response.status).toBe(200);
+  return json.submission_id;
+}
+
+const submit = async (key: string, message: string) => {
+  const response = await postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'visitor@example.org', message });
+  expect(response.status).toBe(200);
+  return response.json.submission_id as string;
+};
+
+/** The card of one submission on its key's page. */
+const cardOf = (html: string, id: string) => {
+  const start = html.indexOf(`id="s-${id}"`);
+  return start < 0 ? '' : html.slice(start, html.indexOf('</article>', start));
+};
+const statusOn = (html: string, id: string) => /data-field="status">(\w+)</.exec(cardOf(html, id))?.[1];
+
+describe('signing in', () => {
+  it('answers the same whether or not the address holds keys, and emails only an address that does', async () => {
+    const owner = await h.createKey();
+    const stranger = `nobody-${randomUUID()}@example.test`;
+    const page = async (email: string) => (await postForm(h, '/owner/sign-in', { email })).text.replaceAll(email, 'ADDRESS');
+    const [ownerPage, strangerPage] = [await page(owner.email), await page(stranger)];
+    expect(ownerPage).toBe(strangerPage);
+    expect(ownerPage).toContain('a sign-in link is on its way');
+
+    const json = async (email: string) => {
+      const response = await postJson(`${h.url}/owner/sign-in`, { email });
+      return { status: response.status, body: JSON.stringify(response.json).replaceAll(email, 'ADDRESS') };
+    };
+    expect(await json(owner.email)).toEqual(await json(stranger));
+
+    await eventually(async () => (signInMailsTo(h, owner.email).length === 2 ? true : undefined));
+    expect(await h.sql("select count(*)::int as n from key_emails where email = $1", [stranger])).toEqual([{ n: 0 }]);
+    // The email travelled the queue as a row with a status, like the key emails.
+    const rows = await h.sql("select email_status, email_attempts from key_emails where kind = 'sign-in' and email = $1", [owner.email]);
+    expect(rows).toEqual([
+      { email_status: 'sent', email_attempts: 1 },
+      { email_status: 'sent', email_attempts: 1 },
+    ]);
+  });
+
+  it('refuses an invalid address with the form re-shown (400), and JSON in the error shape', async () => {
+    const page = await postForm(h, '/owner/sign-in', { email: 'not-an-address' });
+    expect(page.status).toBe(400);
+    expect(page.text).toContain('Enter a valid email address.');
+    const json = await postJson(`${h.url}/owner/sign-in`, { email: 'nope' });
+    expect(json.status).toBe(400);
+    expect(json.json).toMatchObject({ success: false, errors: { email: ['Enter a valid email address.'] } });
+  });
+
+  it('counts sign-in emails under the per-address cap, and still answers the same past it', async () => {
+    const owner = await h.createKey();
+    for (let i = 0; i < CAP + 2; i++) {
+      const response = await postJson(`${h.url}/owner/sign-in`, { email: owner.email });
+      expect(response.status).toBe(200);
+    }
+    expect(await h.sql('select count(*)::int as n from key_emails where email = $1', [owner.email])).toEqual([{ n: CAP }]);
+  });
+
+  it('stores the link token hashed; GET of the link consumes nothing; the POST signs in once with a 7-day HttpOnly Lax cookie', async () => {
+    const owner = await h.createKey();
+    const link = await askForLink(h, owner.email);
+    const token = link.searchParams.get('token')!;
+    const [row] = await h.sql('select token_hash, token_sealed from owner_sign_ins where email = $1', [owner.email]);
+    expect(row!.token_hash).toBe(createHash('sha256').update(token).digest('hex'));
+    expect(JSON.stringify(row)).not.toContain(token);
+
+    for (let i = 0; i < 2; i++) {
+      const shown = await request(link.toString());
+      expect(shown.status).toBe(200);
+      expect(shown.text).toContain('<form method="POST" action="/owner/link">');
+      expect(shown.headers['set-cookie']).toBeUndefined();
+    }
+    const used = await postForm(h, '/owner/link', { token });
+    expect(used.status).toBe(303);
+    expect(used.headers.location).toBe('/owner/keys');
+    const cookie = [used.headers['set-cookie']].flat().join('');
+    expect(cookie).toMatch(/^owner_session=[\w-]{43}; Path=\/owner; Max-Age=604800; HttpOnly; SameSite=Lax$/);
+    const [session] = await h.sql('select token_hash, email from owner_sessions where email = $1', [owner.email]);
+    expect(session!.token_hash).toBe(createHash('sha256').update(sessionCookieOf(used)!).digest('hex'));
+
+    const again = await postForm(h, '/owner/link', { token });
+    expect(again.status).toBe(400);
+    expect(again.headers['set-cookie']).toBeUndefined();
+    expect(again.text).toContain('This sign-in link is not valid');
+  });
+
+  it('signs nobody in with a used, expired or forged link (pages and JSON)', async () => {
+    const owner = await h.createKey();
+    const expired = (await askForLink(h, owner.email)).searchParams.get('token')!;
+    await h.sql("update owner_sign_ins set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    const used = (await askForLink(h, owner.email)).searchParams.get('token')!;
+    expect((await postForm(h, '/owner/link', { token: used })).status).toBe(303);
+    const forged = Buffer.alloc(32, 1).toString('base64url');
+    for (const token of [expired, used, forged, '']) {
+      const page = await postForm(h, '/owner/link', { token });
+      expect(page.status).toBe(400);
+      expect(page.headers['set-cookie']).toBeUndefined();
+      const json = await postJson(`${h.url}/owner/api/session`, { token });
+      expect(json.status).toBe(400);
+      expect(json.headers.get('set-cookie')).toBeNull();
+    }
+  });
+
+  it('an expired session is refused, and expired sessions and links are deleted by housekeeping', async () => {
+    const owner = await h.createKey();
+    const client = await signIn(h, owner.email);
+    await askForLink(h, owner.email); // a link left unused
+    await h.sql("update owner_sessions set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    await h.sql("update owner_sign_ins set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    expect((await client.api('GET', '/keys')).status).toBe(401);
+    expect((await client.get('/owner/keys')).status).toBe(303);
+    await eventually(async () => {
+      const [left] = await h.sql(
+        'select (select count(*) from owner_sessions where email = $1)::int + (select count(*) from owner_sign_ins where email = $1)::int as n',
+        [owner.email],
+      );
+      return left!.n === 0 ? true : undefined;
+    }, 20_000, 'expired sessions and links deleted');
+  });
+});
+
+describe('the whole journey', () => {
+  let owner: Awaited<ReturnType<Harness['createKey']>>;
+  let client: OwnerClient;
+  let firstId: string;
+  let failedId: string;
+  const page = () => client.get(`/owner/keys/${owner.id}/submissions`);
+
+  beforeAll(async () => {
+    owner = await h.createKey();
+    client = await signIn(h, owner.email);
+  });
+
+  it('shows the key with its state and settings', async () => {
+    const keys = await client.get('/owner/keys');
+    expect(keys.status).toBe(200);
+    expect(keys.text).toContain(owner.key);
+    expect(keys.text).toContain('badge-active');
+    expect(keys.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(keys.headers['cache-control']).toBe('no-store');
+  });
+
+  it('watches a submission go from queued to sent, fields in order, then downloads its file byte-identical', async () => {
+    await h.workers[0]!.worker.pause();
+    firstId = await submitWithFile(owner.key, 'first message');
+    const queued = await page();
+    expect(statusOn(queued.text, firstId)).toBe('queued');
+    const card = cardOf(queued.text, firstId);
+    const order = ['<dt>email</dt>', '<dt>subject</dt>', '<dt>message</dt>', '<dt>zeta</dt>', '<dt>alpha</dt>'].map((f) => card.indexOf(f));
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(card).toContain('not yet');
+
+    h.workers[0]!.worker.resume();
+    const sent = await eventually(async () => {
+      const shown = await page();
+      return statusOn(shown.text, firstId) === 'sent' ? shown.text : undefined;
+    });
+    expect(cardOf(sent, firstId)).toMatch(/data-field="sent"><time datetime="\d{4}-/);
+    expect(cardOf(sent, firstId)).toMatch(/data-field="attempts">1</);
+
+    const href = /href="(\/owner\/submissions\/[^"]+\/files\/[^"]+)"/.exec(cardOf(sent, firstId))![1]!;
+    const file = await fetch(`${h.url}${href}`, { headers: { cookie: `owner_session=${client.cookie}` } });
+    expect(file.status).toBe(200);
+    expect(Buffer.from(await file.arrayBuffer()).equals(FILE)).toBe(true);
+    expect(file.headers.get('content-type')).toBe('image/png');
+    expect(file.headers.get('content-disposition')).toBe('attachment; filename="photo.png"');
+    expect(file.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(file.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+  });
+
+  it('shows a permanently failed email with the SMTP reply, and re-sends it once the server accepts mail again', async () => {
+    h.sink.behave(() => ({ code: 550, message: 'mailbox unavailable: owner-journey' }));
+    failedId = await submit(owner.key, 'this one fails');
+    const failed = await eventually(async () => {
+      const shown = await page();
+      return statusOn(shown.text, failedId) === 'failed' ? shown.text : undefined;
+    });
+    expect(cardOf(failed, failedId)).toContain('mailbox unavailable: owner-journey');
+    expect(cardOf(failed, failedId)).toContain(`action="/owner/submissions/${failedId}/resend"`);
+
+    h.sink.behave(undefined);
+    const resent = await client.post(`/owner/submissions/${failedId}/resend`);
+    expect(resent.status).toBe(303);
+    expect(resent.headers.location).toBe(`/owner/keys/${owner.id}/submissions?notice=resent#s-${failedId}`);
+    await eventually(async () => (statusOn((await page()).text, failedId) === 'sent' ? true : undefined));
+    expect(h.sink.messages.some((mail) => mail.parsed.text?.includes('this one fails'))).toBe(true);
+    // Re-sending what did not fail is refused.
+    expect((await client.post(`/owner/submissions/${failedId}/resend`)).status).toBe(409);
+  });
+
+  it('exports the key\'s submissions as CSV', async () => {
+    const csv = await client.get(`/owner/keys/${owner.id}/submissions.csv`);
+    expect(csv.status).toBe(200);
+    expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
+    expect(csv.headers['content-disposition']).toBe('attachment; filename="submissions.csv"');
+    expect(csv.text).toContain(firstId);
+    expect(csv.text).toContain(failedId);
+  });
+
+  it('deletes a submission, and its files are gone from storage', async () => {
+    const [file] = await h.sql('select storage_key from attachments where submission_id = $1', [firstId]);
+    expect(await listObjectKeys(h.storage)).toContain(file!.storage_key);
+    const deleted = await client.post(`/owner/submissions/${firstId}/delete`);
+    expect(deleted.status).toBe(303);
+    expect(await listObjectKeys(h.storage)).not.toContain(file!.storage_key);
+    expect(await h.sql('select id from submissions where id = $1', [firstId])).toEqual([]);
+    expect(cardOf((await page()).text, firstId)).toBe('');
+  });
+
+  it('changes the key\'s domains and captcha, disables, enables and deletes it (with a tick)', async () => {
+    const saved = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'Example.com\nshop.example.org', captcha: 'turnstile' });
+    expect(saved.status).toBe(303);
+    expect(await h.sql('select use_domain, domains, captcha from verification_keys where id = $1', [owner.id])).toEqual([
+      { use_domain: true, domains: ['example.com', 'shop.example.org'], captcha: 'turnstile' },
+    ]);
+    const bad = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'http://x/y', captcha: '' });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('Not a host name');
+
+    const off = await client.post(`/owner/keys/${owner.id}`, { action: 'disable' });
+    expect(off.status).toBe(303);
+    expect((await submit(owner.key, 'x').catch(() => 'refused'))).toBe('refused');
+    expect((await client.post(`/owner/keys/${owner.id}`, { action: 'enable', domains: '', captcha: '' })).status).toBe(303);
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+
+    const unticked = await client.post(`/owner/keys/${owner.id}`, { action: 'delete' });
+    expect(unticked.status).toBe(400);
+    expect(unticked.text).toContain('To delete the key, tick');
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+    expect((await client.post(`/owner/keys/${owner.id}`, { action: 'delete', confirm_delete: 'yes' })).status).toBe(303);
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('deleted');
+    // Its messages are still there for the owner.
+    expect((await page()).text).toContain(`id="s-${failedId}"`);
+  });
+
+  it('signs out: the session ends on the server and the old cookie is refused', async () => {
+    const out = await client.post('/owner/sign-out');
+    expect(out.status).toBe(303);
+    expect([out.headers['set-cookie']].flat().join('')).toContain('owner_session=; Path=/owner; Max-Age=0');
+    expect(await h.sql('select id from owner_sessions where email = $1', [owner.email])).toEqual([]);
+    const page = await client.get('/owner/keys');
+    expect(page.status).toBe(303);
+    expect(page.headers.location).toBe('/owner');
+    expect((await client.api('GET', '/keys')).status).toBe(401);
+    expect((await client.get(`/owner/keys/${owner.id}/submissions.csv`)).status).toBe(303);
+  });
+});
+
+describe('messages held for recipient consent', () => {
+  it('shows how many wait, and the signed-in owner confirms the address and receives them', async () => {
+    const owner = await h.createKey();
+    // The address's allowance for unconfirmed mail is spent this hour: the next message is held.
+    await h.sql("insert into mailbox_allowances (mailbox, window_start, used) values ($1, date_trunc('hour', now()), 1000000)", [owner.email]);
+    const id = await submit(owner.key, 'held until confirmed');
+    expect((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status).toBe('held');
+    const client = await signIn(h, owner.email);
+    const keys = await client.get('/owner/keys');
+    expect(keys.text).toContain('<strong>1</strong> waiting now');
+    expect((await client.api('GET', '/keys')).json).toMatchObject({ mailbox_confirmed: false, held: 1 });
+
+    const confirmed = await client.post('/owner/confirm');
+    expect(confirmed.status).toBe(303);
+    expect(confirmed.headers.location).toBe('/owner/keys?notice=confirmed');
+    await eventually(async () => ((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status === 'sent' ? true : undefined));
+    expect((await client.get('/owner/keys')).text).not.toContain('Confirm and receive them all');
+    expect((await client.api('GET', '/keys')).json).toMatchObject({ mailbox_confirmed: true, held: 0 });
+  });
+
+  it('lets the owner of deleted keys only still sign in to see their messages', async () => {
+    const owner = await h.createKey({ status: 'deleted' });
+    const client = await signIn(h, owner.email);
+    expect((await client.get('/owner/keys')).text).toContain('badge-deleted');
+  });
+});
+
+describe('the JSON API', () => {
+  it('does the same operations with the same session, writes need the CSRF token', async () => {
+    const owner = await h.createKey();
+    const used = await postJson(`${h.url}/owner/api/session`, {
+      token: (await askForLink(h, owner.email)).searchParams.get('token'),
+    });
+    expect(used.status).toBe(200);
+    const cookie = /owner_session=([^;]*)/.exec(used.headers.get('set-cookie') ?? '')![1]!;
+    const client = ownerClient(h, cookie, used.json.csrf_token);
+    expect(used.json).toMatchObject({ email: owner.email });
+    expect((await client.api('GET', '/session')).json).toEqual(used.json);
+
+    const keys = await client.api('GET', '/keys');
+    expect(keys.json).toMatchObject({ email: owner.email, keys: [{ id: owner.id, key: owner.key, status: 'active' }] });
+
+    const patched = await client.api('PATCH', `/keys/${owner.id}`, { domains: ['example.com'], captcha: 'hcaptcha' });
+    expect(patched.status).toBe(200);
+    expect(patched.json).toMatchObject({ id: owner.id, use_domain: true, domains: ['example.com'], captcha: 'hcaptcha' });
+    expect((await client.api('PATCH', `/keys/${owner.id}`, { domains: [], captcha: null })).status).toBe(200);
+
+    const id = await submitWithFile(owner.key, 'api message');
+    const listed = await eventually(async () => {
+      const list = await client.api('GET', `/keys/${owner.id}/submissions?limit=10`);
+      return list.json.submissions[0]?.email_status === 'sent' ? list.json : undefined;
+    });
+    expect(listed.submissions[0]).toMatchObject({
+      submission_id: id,
+      key_id: owner.id,
+      email_attempts: 1,
+      last_error: null,
+      custom_fields: [
+        { name: 'zeta', value: 'first custom' },
+        { name: 'alpha', value: 'second custom' },
+      ],
+      attachments: [{ filename: 'photo.png', content_type: 'image/png', size: FILE.length }],
+    });
+    const one = await client.api('GET', `/submissions/${id}`);
+    expect(one.json.submission_id).toBe(id);
+    const file = await fetch(`${h.url}/owner/api/submissions/${id}/files/${one.json.attachments[0].id}`, {
+      headers: { cookie: `owner_session=${cookie}` },
+    });
+    expect(Buffer.from(await file.arrayBuffer()).equals(FILE)).toBe(true);
+    expect((await client.api('POST', `/submissions/${id}/resend`)).status).toBe(409);
+
+    // Without the token, or with another, a write is refused and changes nothing.
+    expect((await client.api('DELETE', `/submissions/${id}`, undefined, { 'x-csrf-token': '' })).status).toBe(403);
+    expect((await client.api('DELETE', `/submissions/${id}`, undefined, { 'x-csrf-token': 'x'.repeat(43) })).status).toBe(403);
+    expect((await client.api('GET', `/submissions/${id}`)).status).toBe(200);
+
+    expect((await client.api('DELETE', `/submissions/${id}`)).status).toBe(204);
+    expect((await client.api('GET', `/submissions/${id}`)).status).toBe(404);
+    expect((await client.api('DELETE', '/session')).status).toBe(204);
+    expect((await client.api('GET', '/keys')).status).toBe(401);
+  });
+});
+
+describe('isolation between owners', () => {
+  it('owner A gets the same 404 for owner B\'s keys, submissions, files and export as for ids that do not exist', async () => {
+    const a = await h.createKey();
+    const b = await h.createKey();
+    const bSubmission = await submitWithFile(b.key, 'for B only');
+    await eventually(async () => ((await h.sql('select email_status from submissions where id = $1', [bSubmission]))[0]?.email_status === 'sent' ? true : undefined));
+    const [bFile] = await h.sql('select id from attachments where submission_id = $1', [bSubmission]);
+    const clientA = await signIn(h, a.email);
+    const none = randomUUID();
+
+    const ids = { key: b.id, submission: bSubmission, file: bFile!.id as string };
+    const missing = { key: none, submission: none, file: none };
+    const probes = (target: typeof ids) => [
+      () => clientA.get(`/owner/keys/${target.key}/submissions`),
+      () => clientA.get(`/owner/keys/${target.key}/submissions.csv`),
+      () => clientA.post(`/owner/keys/${target.key}`, { action: 'disable' }),
+      () => clientA.get(`/owner/submissions/${target.submission}/files/${target.file}`),
+      () => clientA.post(`/owner/submissions/${target.submission}/resend`),
+      () => clientA.post(`/owner/submissions/${target.submission}/delete`),
+      () => clientA.api('GET', `/keys/${target.key}/submissions`),
+      () => clientA.api('GET', `/keys/${target.key}/submissions.csv`),
+      () => clientA.api('PATCH', `/keys/${target.key}`, { status: 'disabled' }),
+      () => clientA.api('GET', `/submissions/${target.submission}`),
+      () => clientA.api('GET', `/submissions/${target.submission}/files/${target.file}`),
+      () => clientA.api('POST', `/submissions/${target.submission}/resend`),
+      () => clientA.api('DELETE', `/submissions/${target.submission}`),
+    ];
+    const theirs = probes(ids);
+    const nowhere = probes(missing);
+    for (let i = 0; i < theirs.length; i++) {
+      const [got, absent] = [await theirs[i]!(), await nowhere[i]!()];
+      expect(got.status, `probe ${i}`).toBe(404);
+      expect(got.text.replaceAll(b.id, 'ID').replaceAll(bSubmission, 'ID')).toBe(absent.text.replaceAll(none, 'ID'));
+    }
+    // A's own file under B's submission id (and B's file under A's) is not found either.
+    const aSubmission = await submit(a.key, 'for A');
+    expect((await clientA.get(`/owner/submissions/${aSubmission}/files/${bFile!.id}`)).status).toBe(404);
+    // B's key and submission are untouched, and A's list shows only A's key.
+    expect((await h.sql('select status from verification_keys where id = $1', [b.id]))[0]!.status).toBe('active');
+    expect(await h.sql('select id from submissions where id = $1', [bSubmission])).toHaveLength(1);
+    const keys = await clientA.api('GET', '/keys');
+    expect(keys.json.keys.map((key: { id: string }) => key.id)).toEqual([a.id]);
+    expect((await clientA.get('/owner/keys')).text).not.toContain(b.key);
+  });
+});
+
+describe('cross-site requests', () => {
+  it('refuses a cross-site POST even with the cookie and the token, and a same-site one without the token', async () => {
+    const owner = await h.createKey();
+    const client = await signIn(h, owner.email);
+    const attempts = [
+      await client.post(`/owner/keys/${owner.id}`, { action: 'delete' }, { origin: 'http://evil.example' }),
+      await client.post(`/owner/keys/${owner.id}`, { action: 'delete' }, { origin: 'null' }),
+      await client.post(`/owner/keys/${owner.id}`, { action: 'delete' }, { 'sec-fetch-site': 'cross-site' }),
+      await client.post(`/owner/keys/${owner.id}`, { action: 'delete', csrf_token: '' }),
+      await client.post('/owner/sign-out', {}, { origin: 'http://evil.example' }),
+      await client.api('PATCH', `/keys/${owner.id}`, { status: 'deleted' }, { origin: 'http://evil.example' }),
+      await postForm(h, '/owner/sign-in', { email: owner.email }, { origin: 'http://evil.example' }),
+      await postForm(h, '/owner/link', { token: 'x' }, { 'sec-fetch-site': 'cross-site' }),
+    ];
+    for (const response of attempts) expect(response.status).toBe(403);
+    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+    expect((await client.get('/owner/keys')).status).toBe(200);
+    expect(csrfIn((await client.get('/owner/keys')).text)).toBe(client.csrf);
+  });
+});
+
+describe('refusals in the pages', () => {
+  it('are pages for a browser\'s form and JSON for a JSON request', async () => {
+    const refused = await postForm(h, '/owner/sign-in', { email: 'a@example.org' }, { 'sec-fetch-site': 'cross-site' });
+    expect(refused.status).toBe(403);
+    expect(refused.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(refused.text).toContain('Cross-site request refused.');
+    const json = await postJson(`${h.url}/owner/sign-in`, { email: 'a@example.org' }, { 'sec-fetch-site': 'cross-site' });
+    expect(json.status).toBe(403);
+    expect(json.json).toEqual({ success: false, message: 'Cross-site request refused.', errors: { __all__: ['Cross-site request refused.'] } });
+  });
+});
