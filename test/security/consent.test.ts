@@ -100,6 +100,11 @@ describe('an address that has not confirmed', () => {
     const params = Object.fromEntries(link.searchParams) as { address: string; token: string };
     expect((await postForm('/confirm', { ...params, token: `${params.token.slice(0, -2)}xx` })).status).toBe(400);
     expect((await postForm('/confirm', { ...params, address: 'someone-else@example.org' })).status).toBe(400);
+    // A valid link padded past the 200-field bound of a body is refused before it is read.
+    const padded = { ...params, ...Object.fromEntries(Array.from({ length: 199 }, (_, i) => [`pad${i}`, 'x'])) };
+    const overLimit = await postForm('/confirm', padded);
+    expect(overLimit.status).toBe(400);
+    expect(overLimit.json).toMatchObject({ success: false, errors: { __all__: ['Too many fields: at most 200 per request.'] } });
     expect(await stillHeld()).toBe(true);
 
     const confirmed = await postForm('/confirm', params);

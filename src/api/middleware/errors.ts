@@ -6,10 +6,10 @@ import { KeyRuleError } from '../../shared/keys.ts';
 import { ApiError, errors, fromKeyRule, renderError } from '../errors.ts';
 import type { AppState } from '../context.ts';
 
-/** Errors raised by body parsers (raw-body, co-body, formidable) carry an HTTP status of their own. */
+/** Errors raised by koa-body's readers (raw-body, co-body) carry an HTTP status of their own. */
 function fromParserError(error: unknown): ApiError | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
-  const status = (error as { status?: unknown; httpCode?: unknown }).status ?? (error as { httpCode?: unknown }).httpCode;
+  const status = (error as { status?: unknown }).status;
   const type = (error as { type?: unknown }).type;
   if (status === 413 || type === 'entity.too.large') return errors.payloadTooLarge('Request body too large.');
   if (status === 415) return errors.unsupportedMediaType(['application/json']);

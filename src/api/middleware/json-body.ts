@@ -1,6 +1,12 @@
-// Reads JSON object bodies. koa-body reads the bytes (bounded, with the charset handled) and
-// JSON.parse builds the object, so a field named __proto__ stays plain data instead of being
-// refused (co-body's parser rejects such bodies outright).
+// Reads JSON and urlencoded bodies with koa-body.
+// - JSON: koa-body reads the bytes as text (bounded, with the charset handled), the shape is
+//   measured before parsing (json-shape.ts), and JSON.parse builds the object. koa-body 8's own
+//   JSON parsing cannot be used: it calls co-body without `onProtoPoisoning`, whose default
+//   ('error') refuses any body with a field named __proto__, which must stay plain data here.
+// - Submission urlencoded bodies: read as text too and split by URLSearchParams, which keeps the
+//   fields' order and repeated names as pairs (qs, behind koa-body's urlencoded parser, merges
+//   repeated names into arrays and moves integer-like names first).
+// - Page forms that read named fields (the confirm page): koa-body's urlencoded parser, `formBody`.
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import type { AppState } from '../context.ts';
@@ -21,6 +27,39 @@ export const readBodyText = koaBody({
   urlencoded: false,
   multipart: false,
 });
+
+/**
+ * Reads a page form's urlencoded body into ctx.request.body with koa-body (qs): names taken as
+ * they are (no nesting, no dots, no arrays), the first of repeated names, at most
+ * BODY_FIELD_LIMIT pairs (counted before decoding), over 1 MB a 413.
+ */
+export const formBody = koaBody({
+  urlencoded: true,
+  formLimit: JSON_LIMIT_BYTES,
+  queryString: {
+    depth: 0,
+    allowDots: false,
+    parseArrays: false,
+    plainObjects: true,
+    duplicates: 'first',
+    parameterLimit: BODY_FIELD_LIMIT,
+    throwOnLimitExceeded: true,
+  },
+  json: false,
+  text: false,
+  multipart: false,
+  onError(error) {
+    // qs refuses a body past parameterLimit with a RangeError (co-body marks it 400).
+    if (error instanceof RangeError) throw errors.tooManyFields(BODY_FIELD_LIMIT);
+    throw error;
+  },
+});
+
+/** A string field of a body read by `formBody` ('' when absent). */
+export function formField(body: unknown, name: string): string {
+  const value = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined;
+  return typeof value === 'string' ? value : '';
+}
 
 /** Bounds on a JSON body, checked before it is parsed. */
 export const JSON_SHAPE_LIMITS = { values: BODY_FIELD_LIMIT, depth: 10 } as const;

@@ -9,7 +9,7 @@ import { confirmMailbox, createConsentSigner } from '../../shared/consent.ts';
 import { submissionJob } from '../../shared/queue.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { FORM_TYPE, readBodyText } from '../middleware/json-body.ts';
+import { FORM_TYPE, formBody, formField } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { renderPage } from '../view.ts';
 
@@ -31,8 +31,9 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
 
   router.post(CONFIRM_PATH, limiter, async (ctx) => {
     if (!ctx.is(FORM_TYPE)) return invalidLink(ctx);
-    await readBodyText(ctx, async () => undefined);
-    const fields = linkFields(new URLSearchParams(String(ctx.request.body ?? '')));
+    await formBody(ctx, async () => undefined);
+    const body: unknown = ctx.request.body;
+    const fields = { address: formField(body, 'address'), token: formField(body, 'token') };
     if (!valid(fields)) return invalidLink(ctx);
 
     const released = await confirmMailbox(deps.orm.em.fork(), fields.address);
