@@ -1,0 +1,117 @@
+// Child processes of the local services: a start error that says what to do, free loopback
+// ports, waiting for a server's ready line, and stopping children by PID (also on exit).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export type LocalService = {
+  name: string;
+  /** The URL the service is reached at, in the form its environment variable takes. */
+  url: string;
+  stop: () => Promise<void>;
+};
+
+export const LOOPBACK = '127.0.0.1';
+
+/** A local service that could not start: which one, the cause in the tool's own words, and what to do. */
+export class ServiceStartError extends Error {
+  readonly service: string;
+  constructor(service: string, cause: string, remedy: string) {
+    super(`${service} could not start: ${cause}\nWhat to do: ${remedy}`);
+    this.name = 'ServiceStartError';
+    this.service = service;
+  }
+}
+
+export const causeOf = (error: unknown) => {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as NodeJS.ErrnoException).code;
+  return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+};
+
+/** Runs a start step, turning any failure into a ServiceStartError for that service. */
+export async function starting<T>(service: string, remedy: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (error instanceof ServiceStartError) throw error;
+    throw new ServiceStartError(service, causeOf(error), remedy);
+  }
+}
+
+/** Asks the kernel for a free loopback port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, LOOPBACK, () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Waits for a line in a child's output, failing if the child exits first or the time runs out. */
+export function waitForOutput(child: ChildProcess, pattern: RegExp, name: string, timeoutMs = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const timer = setTimeout(() => fail(new Error(`${name} did not start within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (pattern.test(output)) done();
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) =>
+      fail(new Error(`${name} exited (${signal ? `killed by ${signal}` : `exit code ${code}`})${output ? `:\n${output.trim()}` : ' without output'}`));
+    // A program that cannot be run at all (ENOENT, EACCES) emits 'error', not 'exit'.
+    const onError = (error: NodeJS.ErrnoException) => fail(new Error(`${name} could not be run (${error.code ?? error.message})`));
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
+      child.off('exit', onExit);
+      child.off('error', onError);
+    };
+    const done = () => {
+      cleanup();
+      resolve();
+    };
+    const fail = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', onExit);
+    child.on('error', onError);
+  });
+}
+
+/**
+ * Server processes started here, with the signal that stops each cleanly. If this process exits
+ * without stopping them (an interrupted test run), they are signalled on the way out: 'exit'
+ * handlers run synchronously, and the servers then shut themselves down.
+ */
+const running = new Map<ChildProcess, NodeJS.Signals>();
+process.on('exit', () => {
+  for (const [child, signal] of running) child.kill(signal);
+});
+
+export function spawnTracked(stopSignal: NodeJS.Signals, ...args: Parameters<typeof spawn>): ChildProcess {
+  const child = spawn(...args);
+  running.set(child, stopSignal);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** Stops a child by PID with a signal, escalating to SIGKILL if it outlives the grace period. */
+export function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill(signal);
+  });
+}
