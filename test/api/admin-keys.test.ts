@@ -1,6 +1,7 @@
 // The operator API for keys: bearer-token auth, listing and the state transitions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { adminClient } from '../support/client.ts';
 
 const TOKEN = 'test-admin-token-0123456789';
 let h: Harness;
@@ -9,17 +10,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-async function admin(method: string, path: string, body?: unknown, token: string | null = TOKEN) {
-  const response = await fetch(`${h.url}${path}`, {
-    method,
-    headers: {
-      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, json: (await response.json()) as any };
-}
+const admin = adminClient(() => h, TOKEN);
 
 describe('admin authentication', () => {
   it('refuses a missing or wrong token with 401', async () => {

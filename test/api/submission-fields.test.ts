@@ -1,6 +1,7 @@
 // POST /api/contact-api/: body types, field rules, keys and the domain rule.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { count, submitJson, submitter } from '../support/client.ts';
 import { form, request } from '../support/http.ts';
 
 let h: Harness;
@@ -12,9 +13,8 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const submit = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
-  postJson(endpoint(), { access_key: accessKey, email: 'visitor@example.org', message: 'Hello', ...body }, headers);
-const countRows = async () => ((await h.sql('select count(*)::int as n from submissions')) as [{ n: number }])[0].n;
+const submit = submitter(() => h, () => ({ access_key: accessKey, email: 'visitor@example.org', message: 'Hello' }));
+const countRows = () => count(h, 'submissions');
 const rowOf = async (id: string) => (await h.sql('select * from submissions where id = $1', [id]))[0]!;
 
 describe('body types', () => {
@@ -56,7 +56,7 @@ describe('body types', () => {
 
   it('refuses JSON and urlencoded bodies over 1 MB with 413', async () => {
     const big = 'x'.repeat(1024 * 1024);
-    const json = await postJson(endpoint(), { access_key: accessKey, email: 'a@example.org', message: big });
+    const json = await submitJson(h, { access_key: accessKey, email: 'a@example.org', message: big });
     expect(json.status).toBe(413);
     expect(json.json.success).toBe(false);
     const urlencoded = await request(endpoint(), {
@@ -74,7 +74,7 @@ describe('body types', () => {
     ['a JSON number', '42'],
   ])('refuses %s with 400', async (_, body) => {
     const before = await countRows();
-    const response = await postJson(endpoint(), body);
+    const response = await submitJson(h, body);
     expect(response.status).toBe(400);
     expect(response.json).toMatchObject({ success: false, errors: { __all__: [expect.any(String)] } });
     expect(await countRows()).toBe(before);
@@ -83,7 +83,7 @@ describe('body types', () => {
 
 describe('fields', () => {
   it('answers a missing key alone with the spec body', async () => {
-    const response = await postJson(endpoint(), { email: 'a@example.org', message: '   ' });
+    const response = await submitJson(h, { email: 'a@example.org', message: '   ' });
     expect(response.status).toBe(400);
     expect(response.json).toEqual({
       success: false,
@@ -126,7 +126,7 @@ describe('fields', () => {
 
   it('keeps names such as __proto__, constructor and toString as plain data', async () => {
     const body = '{"access_key":"KEY","email":"a@example.org","message":"m","__proto__":"p","constructor":"c","toString":"t","hasOwnProperty":"h"}'.replace('KEY', accessKey);
-    const response = await postJson(endpoint(), body);
+    const response = await submitJson(h, body);
     expect(response.status).toBe(200);
     expect((await rowOf(response.json.submission_id)).custom_fields).toEqual([
       ['__proto__', 'p'],

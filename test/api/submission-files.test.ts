@@ -4,7 +4,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DeleteBucketCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
-import { multipartBody, postAndAbort, postRaw, type FilePart, type Part } from '../support/multipart.ts';
+import { multipartBody, postAndAbort, postRaw, type FilePart, type Part, type PostOptions } from '../support/multipart.ts';
+import { count, expected, submitMultipart } from '../support/client.ts';
 
 const MB10 = 10 * 1024 * 1024; // 10,485,760 bytes
 
@@ -57,10 +58,7 @@ function submissionFields(key: string, token: string, extra: Part[] = []): Part[
   ];
 }
 
-async function submit(parts: Part[], options: { closed?: boolean; timeoutMs?: number; harness?: Harness } = {}) {
-  const { body, contentType } = multipartBody(parts, { closed: options.closed });
-  return postRaw(`${(options.harness ?? h).url}/api/contact-api/`, body, { 'content-type': contentType }, { timeoutMs: options.timeoutMs });
-}
+const submit = (parts: Part[], options: PostOptions = {}) => submitMultipart(h, parts, options);
 
 async function attachmentsOf(id: string): Promise<AttachmentRow[]> {
   return h.sql<AttachmentRow>('select * from attachments where submission_id = $1 order by created_at, storage_key', [id]);
@@ -69,9 +67,7 @@ async function attachmentsOf(id: string): Promise<AttachmentRow[]> {
 type Snapshot = { submissions: number; attachments: number; objects: string[] };
 
 async function snapshot(harness: Harness = h): Promise<Snapshot> {
-  const [submissions] = await harness.sql<{ n: number }>('select count(*)::int as n from submissions');
-  const [attachments] = await harness.sql<{ n: number }>('select count(*)::int as n from attachments');
-  return { submissions: submissions!.n, attachments: attachments!.n, objects: (await listObjectKeys(harness.storage)).sort() };
+  return { submissions: await count(harness, 'submissions'), attachments: await count(harness, 'attachments'), objects: (await listObjectKeys(harness.storage)).sort() };
 }
 
 /** Nothing of a refused request stays: no submission with its token, no new row, no new object, no email. */
@@ -458,11 +454,7 @@ describe('refusals after files were stored', () => {
     const response = await submit(parts);
 
     expect(response.status).toBe(403);
-    expect(response.json).toEqual({
-      success: false,
-      message: 'Invalid or inactive verification key.',
-      errors: { access_key: ['Invalid or inactive verification key.'], __all__: ['Invalid or inactive verification key.'] },
-    });
+    expect(response.json).toEqual(expected.invalidKey);
     await expectNothingLeft(before, marker);
   });
 
@@ -522,9 +514,7 @@ describe('storage failure', () => {
   });
 
   const brokenSnapshot = async () => {
-    const [submissions] = await broken.sql<{ n: number }>('select count(*)::int as n from submissions');
-    const [attachments] = await broken.sql<{ n: number }>('select count(*)::int as n from attachments');
-    return { submissions: submissions!.n, attachments: attachments!.n };
+    return { submissions: await count(broken, 'submissions'), attachments: await count(broken, 'attachments') };
   };
 
   it.each([
@@ -536,8 +526,7 @@ describe('storage failure', () => {
     const marker = token();
     const before = await brokenSnapshot();
 
-    const response = await submit(submissionFields(key.key, marker, [{ name: 'f', filename: 'doomed.bin', data: patterned(size, 'doomed') }]), {
-      harness: broken,
+    const response = await submitMultipart(broken, submissionFields(key.key, marker, [{ name: 'f', filename: 'doomed.bin', data: patterned(size, 'doomed') }]), {
       timeoutMs: 15_000,
     });
 

@@ -1,6 +1,7 @@
 // The pipeline end to end: HTTP → PostgreSQL → BullMQ → worker → SMTP → `sent` in PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { count, expected, submitJson } from '../support/client.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -11,7 +12,7 @@ afterAll(() => h?.stop());
 describe('POST /api/contact-api/ (JSON)', () => {
   it('saves the submission, delivers it to the key owner and records `sent`', async () => {
     const key = await h.createKey({ email: 'owner@example.test' });
-    const response = await postJson(`${h.url}/api/contact-api/`, {
+    const response = await submitJson(h, {
       access_key: key.key,
       email: 'visitor@example.org',
       message: 'Hello there,\nI would like a quote.',
@@ -69,24 +70,19 @@ describe('POST /api/contact-api/ (JSON)', () => {
   });
 
   it('refuses an unknown key with 403 and saves nothing', async () => {
-    const before = await h.sql('select count(*)::int as n from submissions');
-    const response = await postJson(`${h.url}/api/contact-api/`, {
+    const before = await count(h, 'submissions');
+    const response = await submitJson(h, {
       access_key: '00000000-0000-4000-8000-000000000000',
       email: 'a@example.org',
       message: 'hi',
     });
     expect(response.status).toBe(403);
-    expect(response.json).toEqual({
-      success: false,
-      message: 'Invalid or inactive verification key.',
-      errors: { access_key: ['Invalid or inactive verification key.'], __all__: ['Invalid or inactive verification key.'] },
-    });
-    const after = await h.sql('select count(*)::int as n from submissions');
-    expect(after[0]!.n).toBe(before[0]!.n);
+    expect(response.json).toEqual(expected.invalidKey);
+    expect(await count(h, 'submissions')).toBe(before);
   });
 
   it('answers missing fields with the spec body', async () => {
-    const response = await postJson(`${h.url}/api/contact-api/`, { email: ' ' });
+    const response = await submitJson(h, { email: ' ' });
     expect(response.status).toBe(400);
     expect(response.json).toEqual({
       success: false,

@@ -1,6 +1,7 @@
 // The queues live under one hash-tagged prefix, so the whole pipeline runs on a Redis Cluster.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 import { startRedisCluster } from '../support/redis-cluster.ts';
 
 let cluster: Awaited<ReturnType<typeof startRedisCluster>>;
@@ -20,7 +21,7 @@ describe('on a 3-node Redis Cluster', () => {
     expect(generated.status).toBe(200);
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
-      const response = await postJson(`${h.url}/api/contact-api/`, { access_key: generated.json.key, email: 'a@example.org', message: `cluster ${i}` });
+      const response = await submitJson(h, { access_key: generated.json.key, email: 'a@example.org', message: `cluster ${i}` });
       expect(response.status).toBe(200);
       ids.push(response.json.submission_id);
     }
@@ -30,7 +31,7 @@ describe('on a 3-node Redis Cluster', () => {
     }, 30_000, 'all submissions sent over the cluster');
     await h.sink.waitFor(21);
     // The 22nd request of this client within the window is over RATE_LIMIT_MAX.
-    const limited = await postJson(`${h.url}/api/contact-api/`, { access_key: generated.json.key, email: 'a@example.org', message: 'one too many' });
+    const limited = await submitJson(h, { access_key: generated.json.key, email: 'a@example.org', message: 'one too many' });
     expect(limited.status).toBe(429);
     const ready = await fetch(`${h.url}/readyz`);
     expect(ready.status).toBe(200);

@@ -3,7 +3,8 @@
 // reconciler enqueues what was saved meanwhile, so everything is delivered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis } from '../../src/local/services.ts';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitter } from '../support/client.ts';
 
 let redis: Awaited<ReturnType<typeof startRedis>>;
 let h: Harness;
@@ -19,19 +20,19 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const submit = (message: string) => postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'a@example.org', message });
+const submit = submitter(() => h, () => ({ access_key: key, email: 'a@example.org' }));
 const statusOf = async (id: string) => ((await h.sql('select email_status from submissions where id = $1', [id])) as any[])[0]?.email_status;
 
 describe('Redis outage', () => {
   it('keeps accepting submissions and delivers all of them once Redis is back', async () => {
-    const before = await submit('before the outage');
+    const before = await submit({ message: 'before the outage' });
     expect(before.status).toBe(200);
     await eventually(async () => ((await statusOf(before.json.submission_id)) === 'sent' ? true : undefined));
 
     await redis.stop();
     const during: string[] = [];
     for (let i = 0; i < 15; i++) {
-      const response = await submit(`during the outage ${i}`);
+      const response = await submit({ message: `during the outage ${i}` });
       expect([200, 503]).toContain(response.status);
       if (response.status === 200) {
         expect(response.json.email_status).toBe('queued');
@@ -45,7 +46,7 @@ describe('Redis outage', () => {
     expect(((await ready.json()) as any).down).toEqual(['redis']);
 
     redis = await startRedis({ port: redis.port });
-    const after = await submit('after the outage');
+    const after = await submit({ message: 'after the outage' });
     expect(after.status).toBe(200);
 
     for (const id of [...during, after.json.submission_id]) {

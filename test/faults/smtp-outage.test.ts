@@ -5,7 +5,8 @@
 // The outage lasts OUTAGE_MS (20 s) instead of the issue's 2 minutes: with these timers it already
 // outlasts the old budget, and the attempt counts show the breaker at work.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 
 const OUTAGE_MS = 20_000;
@@ -39,7 +40,7 @@ async function submitDuring(label: string): Promise<string[]> {
   for (let second = 0; Date.now() < end && second < OUTAGE_MS / 1000; second++) {
     const batch = await Promise.all(
       Array.from({ length: SUBMISSIONS_PER_SECOND }, (_, i) =>
-        postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'visitor@example.org', message: `${label} ${second}.${i}` }),
+        submitJson(h, { access_key: key, email: 'visitor@example.org', message: `${label} ${second}.${i}` }),
       ),
     );
     for (const response of batch) {

@@ -1,7 +1,8 @@
 // Fault tests with real worker processes: one killed with SIGKILL mid-backlog, and two workers
 // sharing a backlog. Every submission must end `sent`; duplicates are counted and bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 
 const CONCURRENCY = 8;
@@ -32,7 +33,7 @@ async function submitMany(count: number, label: string): Promise<string[]> {
   for (let start = 0; start < count; start += 25) {
     const batch = await Promise.all(
       Array.from({ length: Math.min(25, count - start) }, (_, i) =>
-        postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'load@example.org', message: `${label} ${start + i}` }),
+        submitJson(h, { access_key: key, email: 'load@example.org', message: `${label} ${start + i}` }),
       ),
     );
     for (const response of batch) {

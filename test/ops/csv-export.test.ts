@@ -1,6 +1,7 @@
 // GET /admin/submissions.csv: a key's submissions with their custom fields as columns.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postJson, startHarness, type Harness } from '../support/harness.ts';
+import { startHarness, type Harness } from '../support/harness.ts';
+import { adminClient, submitJson } from '../support/client.ts';
 import { form, request } from '../support/http.ts';
 
 const TOKEN = 'csv-export-admin-token-0123';
@@ -9,6 +10,7 @@ beforeAll(async () => {
   h = await startHarness({ worker: false, env: { ADMIN_TOKEN: TOKEN } });
 });
 afterAll(() => h?.stop());
+const admin = adminClient(() => h, TOKEN);
 
 /** A small RFC 4180 reader, enough to check what a spreadsheet would see. */
 function parseCsv(text: string): string[][] {
@@ -34,19 +36,19 @@ describe('CSV export', () => {
   it('streams the submissions of a key with one column per custom field', async () => {
     const key = await h.createKey();
     const other = await h.createKey();
-    const first = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'Hello, "world"\nline 2', company: 'Acme', topic: 'sales' });
+    const first = await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'Hello, "world"\nline 2', company: 'Acme', topic: 'sales' });
     const second = await request(`${h.url}/api/contact-api/`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: form([['access_key', key.key], ['email', 'b@example.org'], ['message', 'm'], ['topic', 'support'], ['topic', 'billing'], ['note', '=HYPERLINK("http://evil")']]),
     });
-    await postJson(`${h.url}/api/contact-api/`, { access_key: other.key, email: 'c@example.org', message: 'not this key', secret: 'x' });
+    await submitJson(h, { access_key: other.key, email: 'c@example.org', message: 'not this key', secret: 'x' });
 
-    const response = await fetch(`${h.url}/admin/submissions.csv?key=${key.key}`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    const response = await admin('GET', `/admin/submissions.csv?key=${key.key}`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(response.headers.get('content-disposition')).toContain('submissions.csv');
-    const [header, ...rows] = parseCsv(await response.text());
+    const [header, ...rows] = parseCsv(response.text);
     expect(header).toEqual(['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'company', 'topic', 'note']);
     expect(rows).toHaveLength(2);
     const byId = Object.fromEntries(rows.map((row) => [row[0], row]));
@@ -56,7 +58,7 @@ describe('CSV export', () => {
   });
 
   it('needs the admin token and a key', async () => {
-    expect((await fetch(`${h.url}/admin/submissions.csv?key=x`)).status).toBe(401);
-    expect((await fetch(`${h.url}/admin/submissions.csv`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(400);
+    expect((await admin('GET', '/admin/submissions.csv?key=x', undefined, null)).status).toBe(401);
+    expect((await admin('GET', '/admin/submissions.csv')).status).toBe(400);
   });
 });

@@ -1,7 +1,8 @@
 // Prometheus metrics on the API (GET /metrics, behind the admin token) and on a worker (METRICS_PORT).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 
 const TOKEN = 'metrics-test-admin-token';
 let h: Harness;
@@ -18,8 +19,8 @@ const metricValue = (text: string, pattern: RegExp) => Number(pattern.exec(text)
 describe('metrics', () => {
   it('counts requests by route and status, submissions, deliveries and queue depth', async () => {
     const key = await h.createKey();
-    const ok = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'count me' });
-    await postJson(`${h.url}/api/contact-api/`, { access_key: key.key });
+    const ok = await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'count me' });
+    await submitJson(h, { access_key: key.key });
     await eventually(async () => {
       const [row] = await h.sql('select email_status from submissions where id = $1', [ok.json.submission_id]);
       return row?.email_status === 'sent' ? true : undefined;

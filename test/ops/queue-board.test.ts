@@ -1,6 +1,7 @@
 // The queue dashboard at /admin/queues: behind the admin token, shows the queue, retries a failed job.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 import { form, request } from '../support/http.ts';
 
 const TOKEN = 'queue-board-admin-token-0123';
@@ -29,7 +30,7 @@ describe('queue dashboard', () => {
   it('shows the delivery queue and retries a failed job, which then delivers', async () => {
     const key = await h.createKey();
     h.sink.behave(() => ({ code: 550, message: 'No such user' }));
-    const id = (await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'retry me by hand' })).json.submission_id;
+    const id = (await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'retry me by hand' })).json.submission_id;
     await eventually(async () => ((await statusOf(id)).email_status === 'failed' ? true : undefined));
     h.sink.behave(undefined);
 

@@ -4,6 +4,7 @@ import { redactPath, redactQuery } from '../../src/api/redact.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
+import { adminClient } from '../support/client.ts';
 
 const TOKEN = 'request-log-admin-token-0123';
 const lines: string[] = [];
@@ -15,12 +16,7 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 const requestLines = () => lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request');
-const asAdmin = (method: string, path: string, body?: unknown) =>
-  request(`${h.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const asAdmin = adminClient(() => h, TOKEN);
 
 describe('the request log', () => {
   it('never contains a key, from a path or a query, in any spelling of the route', async () => {

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
+import { adminClient, count as countIn, submitter } from '../support/client.ts';
 
 const TOKEN = 'abuse-test-admin-token-0123';
 let verifyCalls: Array<Record<string, string>> = [];
@@ -41,8 +42,9 @@ afterAll(async () => {
   await new Promise((resolve) => verifier?.close(resolve));
 });
 
-const count = async (table: string) => ((await h.sql(`select count(*)::int as n from ${table}`)) as [{ n: number }])[0].n;
-const submit = (fields: Record<string, unknown>) => postJson(`${h.url}/api/contact-api/`, { email: 'a@example.org', message: 'hi', ...fields });
+const count = (table: string) => countIn(h, table);
+const submit = submitter(() => h, { email: 'a@example.org', message: 'hi' });
+const admin = adminClient(() => h, TOKEN);
 
 describe('keys at rest', () => {
   it('keeps no usable key in the database', async () => {
@@ -115,19 +117,12 @@ describe('honeypot', () => {
 });
 
 describe('captcha per key', () => {
-  const admin = (key: string, body: unknown) =>
-    fetch(`${h.url}/admin/keys/${key}`, {
-      method: 'PATCH',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-
   it.each([
     ['hcaptcha', 'h-captcha-response', '/hcaptcha', 'server-secret-h'],
     ['turnstile', 'cf-turnstile-response', '/turnstile', 'server-secret-t'],
   ] as const)('%s: refuses a missing or wrong answer and accepts a verified one', async (provider, field, path, secret) => {
     const key = await h.createKey();
-    expect((await admin(key.key, { captcha: provider })).status).toBe(200);
+    expect((await admin('PATCH', `/admin/keys/${key.key}`, { captcha: provider })).status).toBe(200);
 
     const missing = await submit({ access_key: key.key });
     expect(missing.status).toBe(400);

@@ -4,7 +4,8 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jsonOrUndefined } from '../support/http.ts';
-import { postJson, startHarness, type Harness, type TestKey } from '../support/harness.ts';
+import { startHarness, type Harness, type TestKey } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 
 const TOKEN = 'admin-paths-token-0123456789';
 let h: Harness;
@@ -14,7 +15,7 @@ let submissionId: string;
 beforeAll(async () => {
   h = await startHarness({ env: { ADMIN_TOKEN: TOKEN }, worker: false });
   key = await h.createKey({ email: 'owner@example.com' });
-  submissionId = (await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'hi', not_email_sent: true })).json.submission_id;
+  submissionId = (await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'hi', not_email_sent: true })).json.submission_id;
 });
 afterAll(() => h?.stop());
 
@@ -77,7 +78,7 @@ describe('admin paths in every spelling', () => {
     }
     expect(answered).toEqual([]);
     // The PATCHes above changed nothing: the key still submits.
-    const still = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.org', message: 'still on', not_email_sent: true });
+    const still = await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'still on', not_email_sent: true });
     expect(still.status).toBe(200);
   });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.ts';
 import { eventually, listObjectKeys, postJson, startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
+import { submitJson } from '../support/client.ts';
 
 const ALLOWANCE = 3;
 let h: Harness;
@@ -15,8 +16,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const submit = (key: string, fields: Record<string, unknown> = {}) =>
-  postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'sender@example.org', message: 'hello', ...fields });
+const submit = (key: string, fields: Record<string, unknown> = {}) => submitJson(h, { access_key: key, email: 'sender@example.org', message: 'hello', ...fields });
 const newKey = async (email: string) => {
   const response = await postJson(`${h.url}/`, { email });
   expect(response.status).toBe(200);

@@ -2,6 +2,7 @@
 // it crosses, its fields counted before they are parsed, and a 400 lists at most 20 fields.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { count } from '../support/client.ts';
 import { request } from '../support/http.ts';
 import { multipartBody, postRaw } from '../support/multipart.ts';
 
@@ -17,7 +18,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const countRows = async () => ((await h.sql('select count(*)::int as n from submissions')) as [{ n: number }])[0].n;
+const countRows = () => count(h, 'submissions');
 
 const post = (path: string, contentType: string, body: string | Buffer) =>
   request(`${h.url}${path}`, { method: 'POST', headers: { 'content-type': contentType, accept: 'application/json' }, body });

@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { count } from '../support/client.ts';
 import { request } from '../support/http.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
@@ -21,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const countRows = async () => ((await h.sql('select count(*)::int as n from submissions')) as [{ n: number }])[0].n;
+const countRows = () => count(h, 'submissions');
 
 /** Sends one request and checks the invariants that hold whatever the body was. */
 async function sendAndCheck(path: string, contentType: string | undefined, body: Buffer, extraHeaders: Record<string, string> = {}) {

@@ -2,7 +2,8 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 
 const TOKEN = 'delivery-test-admin-token';
@@ -15,7 +16,7 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 const submit = (fields: Record<string, unknown>, base = h) =>
-  postJson(`${base.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'Hello', ...fields });
+  submitJson(base, { access_key: key.key, email: 'visitor@example.org', message: 'Hello', ...fields });
 const statusOf = async (id: string, base = h) => (await base.sql('select * from submissions where id = $1', [id]))[0]!;
 const untilStatus = (id: string, status: string, base = h) =>
   eventually(async () => {
@@ -24,10 +25,7 @@ const untilStatus = (id: string, status: string, base = h) =>
   }, 20_000, `submission ${id} to be ${status}`);
 const mailFor = (id: string, sink = h.sink) =>
   eventually(async () => sink.messages.find((mail) => mail.parsed.messageId?.includes(id)), 20_000, `the email of ${id}`);
-const admin = async (path: string) => {
-  const response = await fetch(`${h.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } });
-  return { status: response.status, json: (await response.json()) as any };
-};
+const admin = adminClient(() => h, TOKEN);
 const sha256 = (data: Buffer | Uint8Array) => createHash('sha256').update(data).digest('hex');
 
 describe('the notification email', () => {
@@ -241,7 +239,7 @@ describe('retries and statuses', () => {
     try {
       short.sink.behave(() => ({ code: 451, message: 'Greylisted, come back later' }));
       const owner = await short.createKey();
-      const id = (await postJson(`${short.url}/api/contact-api/`, { access_key: owner.key, email: 'a@example.org', message: 'deferred' })).json.submission_id;
+      const id = (await submitJson(short, { access_key: owner.key, email: 'a@example.org', message: 'deferred' })).json.submission_id;
       const failed = await untilStatus(id, 'failed', short);
       expect(failed.last_error).toContain('451');
       expect(failed.last_error).toContain('Greylisted');
@@ -276,7 +274,7 @@ describe('operator view', () => {
   it('shows one submission with its delivery status', async () => {
     const id = (await submit({ subject: 'Admin view', topic: 'support' })).json.submission_id;
     await untilStatus(id, 'sent');
-    const { status, json } = await admin(`/admin/submissions/${id}`);
+    const { status, json } = await admin('GET', `/admin/submissions/${id}`);
     expect(status).toBe(200);
     expect(json).toEqual({
       submission_id: id,
@@ -291,25 +289,25 @@ describe('operator view', () => {
       custom_fields: [{ name: 'topic', value: 'support' }],
       attachments: [],
     });
-    expect((await admin('/admin/submissions/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await admin('GET', '/admin/submissions/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });
 
   it('lists submissions newest first, filtered, paged by cursor', async () => {
     const other = await h.createKey();
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await submit({ access_key: other.key, message: `page ${i}`, not_email_sent: true })).json.submission_id);
-    const first = await admin(`/admin/submissions?key=${other.key}&limit=2`);
+    const first = await admin('GET', `/admin/submissions?key=${other.key}&limit=2`);
     expect(first.json.submissions.map((s: any) => s.submission_id)).toEqual([ids[4], ids[3]]);
-    const second = await admin(`/admin/submissions?key=${other.key}&limit=2&cursor=${first.json.next_cursor}`);
+    const second = await admin('GET', `/admin/submissions?key=${other.key}&limit=2&cursor=${first.json.next_cursor}`);
     expect(second.json.submissions.map((s: any) => s.submission_id)).toEqual([ids[2], ids[1]]);
-    const third = await admin(`/admin/submissions?key=${other.key}&limit=2&cursor=${second.json.next_cursor}`);
+    const third = await admin('GET', `/admin/submissions?key=${other.key}&limit=2&cursor=${second.json.next_cursor}`);
     expect(third.json.submissions.map((s: any) => s.submission_id)).toEqual([ids[0]]);
     expect(third.json.next_cursor).toBeNull();
-    const skipped = await admin(`/admin/submissions?key=${other.key}&status=skipped&limit=200`);
+    const skipped = await admin('GET', `/admin/submissions?key=${other.key}&status=skipped&limit=200`);
     expect(skipped.json.submissions).toHaveLength(5);
-    expect((await admin(`/admin/submissions?key=${other.key}&status=sent`)).json.submissions).toHaveLength(0);
-    expect((await admin('/admin/submissions?status=nope')).status).toBe(400);
-    expect((await admin('/admin/submissions?cursor=garbage')).status).toBe(400);
+    expect((await admin('GET', `/admin/submissions?key=${other.key}&status=sent`)).json.submissions).toHaveLength(0);
+    expect((await admin('GET', '/admin/submissions?status=nope')).status).toBe(400);
+    expect((await admin('GET', '/admin/submissions?cursor=garbage')).status).toBe(400);
   });
 });
 
@@ -318,7 +316,7 @@ describe('EMAIL_STATUS_WAIT_MS', () => {
     const waiting = await startHarness({ env: { EMAIL_STATUS_WAIT_MS: '10000' } });
     try {
       const owner = await waiting.createKey();
-      const response = await postJson(`${waiting.url}/api/contact-api/`, { access_key: owner.key, email: 'a@example.org', message: 'wait' });
+      const response = await submitJson(waiting, { access_key: owner.key, email: 'a@example.org', message: 'wait' });
       expect(response.json.email_status).toBe('sent');
     } finally {
       await waiting.stop();
@@ -333,7 +331,7 @@ describe('DKIM', () => {
     const signed = await startHarness({ env: { DKIM_DOMAIN: 'example.test', DKIM_SELECTOR: 'forms2026', DKIM_PRIVATE_KEY: pem } });
     try {
       const owner = await signed.createKey();
-      const id = (await postJson(`${signed.url}/api/contact-api/`, { access_key: owner.key, email: 'a@example.org', message: 'signed' })).json.submission_id;
+      const id = (await submitJson(signed, { access_key: owner.key, email: 'a@example.org', message: 'signed' })).json.submission_id;
       const mail = await mailFor(id, signed.sink);
       const signature = /^DKIM-Signature:.*(?:\r\n[ \t].*)*/m.exec(mail.raw.toString('utf8'))?.[0] ?? '';
       expect(signature).toMatch(/\bd=example\.test;/);

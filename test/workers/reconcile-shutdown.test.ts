@@ -1,6 +1,7 @@
 // The reconciler picks up rows that have no job; a worker's SIGTERM finishes the job in hand.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 import { spawnWorker } from '../support/workers.ts';
 import { RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
 
@@ -85,7 +86,7 @@ describe('worker shutdown', () => {
     for (const worker of h.workers.splice(0)) await worker.shutdown.run();
     h.sink.delay(1_500);
     const child = await spawnWorker(h.env);
-    const response = await postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'a@example.org', message: 'in flight' });
+    const response = await submitJson(h, { access_key: key, email: 'a@example.org', message: 'in flight' });
     const id = response.json.submission_id;
     await eventually(async () => ((await statusOf(id)).email_status === 'sending' ? true : undefined), 10_000);
     const exited = new Promise<number | null>((resolve) => child.child.once('exit', (code) => resolve(code)));
