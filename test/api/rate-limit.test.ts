@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rateLimitSubject } from '../../src/api/client-ip.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
+import { submitFrom } from '../support/client.ts';
 
 const LIMIT_MESSAGE = 'Too many requests. Please wait 3 seconds before trying again.';
 
@@ -22,12 +23,7 @@ afterAll(async () => {
 });
 
 const submit = (h: Harness, localAddress: string, headers: Record<string, string> = {}) =>
-  request(`${h.url}/api/contact-api/`, {
-    method: 'POST',
-    localAddress,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ access_key: key, email: 'a@example.org', message: 'hi' }),
-  });
+  submitFrom(h, localAddress, { access_key: key, email: 'a@example.org', message: 'hi' }, headers);
 
 describe('rate limit', () => {
   it('allows one request per 3 seconds per IP and answers the next with 429', async () => {

@@ -3,7 +3,7 @@
 // harness (or anything with its url); module-level helpers take a function returning it, because
 // the harness is started in beforeAll.
 import { postJson, type Harness } from './harness.ts';
-import { jsonOrUndefined } from './http.ts';
+import { jsonOrUndefined, request } from './http.ts';
 import { multipartBody, postRaw, type Part, type PostOptions } from './multipart.ts';
 
 export const CONTACT_API = '/api/contact-api/';
@@ -16,6 +16,16 @@ const resolve = <T>(value: Lazy<T>): T => (typeof value === 'function' ? (value 
 /** POST /api/contact-api/ with a JSON body (Accept: application/json). */
 export function submitJson(base: Base, fields: Fields | string, headers: Record<string, string> = {}) {
   return postJson(`${base.url}${CONTACT_API}`, fields, headers);
+}
+
+/** `submitJson` from a chosen loopback source address (another client IP); the raw node response. */
+export function submitFrom(base: Base, localAddress: string, fields: Fields, headers: Record<string, string> = {}) {
+  return request(`${base.url}${CONTACT_API}`, {
+    method: 'POST',
+    localAddress,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(fields),
+  });
 }
 
 /** `submitJson` with default fields (a key, a sender, a message) that each call may override or add to. */
