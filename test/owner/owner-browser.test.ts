@@ -7,7 +7,8 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.ts';
-import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
 import { linkIn, signInMailsTo } from '../support/owner.ts';
 
 let h: Harness;
@@ -105,7 +106,7 @@ describe('the owner console in a browser, without JavaScript', () => {
 
     // 5. A permanently failed one shows the SMTP reply; re-sent once the server accepts mail again.
     h.sink.behave(() => ({ code: 550, message: 'no such user here (browser journey)' }));
-    const failed = (await postJson(`${h.url}/api/contact-api/`, { access_key: owner.key, email: 'v@example.org', message: 'bounces' })).json
+    const failed = (await submitJson(h, { access_key: owner.key, email: 'v@example.org', message: 'bounces' })).json
       .submission_id as string;
     await reloadUntil(page, failed, 'failed');
     expect(await card(page, failed).locator('[data-field="error"]').textContent()).toContain('no such user here (browser journey)');

@@ -5,6 +5,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
+import { submitJson } from '../support/client.ts';
 import {
   askForLink,
   csrfIn,
@@ -41,7 +42,7 @@ async function submitWithFile(key: string, message: string) {
 }
 
 const submit = async (key: string, message: string) => {
-  const response = await postJson(`${h.url}/api/contact-api/`, { access_key: key, email: 'visitor@example.org', message });
+  const response = await submitJson(h, { access_key: key, email: 'visitor@example.org', message });
   expect(response.status).toBe(200);
   return response.json.submission_id as string;
 };
