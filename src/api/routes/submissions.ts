@@ -48,7 +48,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       const input = parseSubmissionFields(body.fields, ignoredFields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       const em = deps.orm.em.fork();
-      key = await authenticateKey(em, deps.vault, input.accessKey, domain);
+      key = await authenticateKey(em, deps.keys, input.accessKey, domain);
       if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
       const activeKey = key;
@@ -131,7 +131,7 @@ function redirect(ctx: AppContext, location: string): void {
 async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
   const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
   if (accessKey === undefined) return undefined;
-  return vouchingKey(deps.orm.em.fork(), deps.vault, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+  return vouchingKey(deps.orm.em.fork(), deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
     ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
     return undefined;
   });
