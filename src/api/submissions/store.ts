@@ -60,6 +60,27 @@ async function chargeStorage(tx: EntityManager, submission: NewSubmission): Prom
 
 async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus): Promise<void> {
   const { input } = submission;
+  const values = [
+    submission.id,
+    submission.key.id,
+    input.email,
+    input.message,
+    input.subject ?? defaultSubject(input.email),
+    JSON.stringify(input.customFields),
+    emailStatus,
+    submission.clientIp,
+    submission.origin ?? null,
+  ];
+  if (submission.files.length === 0) {
+    // The common case gets a plain INSERT: the CTE below costs PostgreSQL about a third more per
+    // row even with no files to unpack (npm run bench).
+    await em.execute(
+      `insert into submissions (id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin)
+       values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)`,
+      values,
+    );
+    return;
+  }
   const files = submission.files.map((file) => ({
     field_name: file.fieldName,
     filename: file.filename,
@@ -82,18 +103,7 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
               as (field_name text, filename text, content_type text, size bigint, storage_key text, sha256 text))
             with ordinality as f(field_name, filename, content_type, size, storage_key, sha256, position)
       order by f.position`,
-    [
-      submission.id,
-      submission.key.id,
-      input.email,
-      input.message,
-      input.subject ?? defaultSubject(input.email),
-      JSON.stringify(input.customFields),
-      emailStatus,
-      submission.clientIp,
-      submission.origin ?? null,
-      JSON.stringify(files),
-    ],
+    [...values, JSON.stringify(files)],
   );
 }
 
