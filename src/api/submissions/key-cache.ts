@@ -71,19 +71,19 @@ export function createKeyCache(options: { databaseUrl: string; ttlMs: number; va
   return {
     async find(em, key) {
       if (!listening || ttlMs === 0) return findActiveKey(em, vault, key);
-      const hash = vault.hash(key);
+      // Indexed by the key's value itself: its HMAC (how PostgreSQL finds it) costs more CPU than the lookup here.
       const now = Date.now();
-      const cached = entries.get(hash);
+      const cached = entries.get(key);
       if (cached && cached.expiresAt > now) return cached.key;
       if (entries.size >= MAX_ENTRIES) forgetAll();
       // Concurrent requests for one key share one lookup.
       const entry: Entry = { key: findActiveKey(em, vault, key), expiresAt: now + ttlMs };
-      entries.set(hash, entry);
+      entries.set(key, entry);
       const found = await entry.key.catch((error: unknown) => {
-        if (entries.get(hash) === entry) entries.delete(hash);
+        if (entries.get(key) === entry) entries.delete(key);
         throw error;
       });
-      if (!found && entries.get(hash) === entry) entries.delete(hash);
+      if (!found && entries.get(key) === entry) entries.delete(key);
       return found;
     },
     async close() {
