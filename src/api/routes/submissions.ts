@@ -19,7 +19,8 @@ import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts'
 import { requestDomain } from '../submissions/domains.ts';
 import { parseSubmissionFields } from '../submissions/input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
-import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
+import { groupCommit } from '../../shared/group-commit.ts';
+import { insertSubmissionRows, saveSubmission, waitForDelivery, type SubmissionRow } from '../submissions/store.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -30,6 +31,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
   const { HONEYPOT_FIELD } = deps.config;
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
+  // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
+  const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
 
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
     const submissionId = randomUUID();
@@ -65,6 +68,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
           run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR),
           writes: admissionWrites(key, delivery),
         },
+        insertRow,
       });
       saved = true;
 
