@@ -7,6 +7,8 @@
 //    cache is emptied when it comes back (a notification may have been missed meanwhile);
 //  - an entry is read again after KEY_CACHE_TTL_MS at the latest, should a notification be lost
 //    on a connection that looks alive.
+// The process that makes a change forgets its cache itself before answering (forgetAll), so its
+// own next request never races the notification.
 // Only active keys are cached: an unknown key is looked up every time (a new key works at once,
 // and random keys cannot fill the memory).
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -23,6 +25,11 @@ const RECONNECT_MS = 1_000;
 export type KeyCache = {
   /** The active key with this value, as findActiveKey gives it, from memory when fresh. */
   find: (em: EntityManager, key: string) => Promise<ActiveKey | null>;
+  /**
+   * Forgets every cached key at once: called by this process after a change it made itself, so its
+   * next request sees it without waiting for the notification (which tells the other processes).
+   */
+  forgetAll: () => void;
   close: () => Promise<void>;
 };
 
@@ -86,6 +93,7 @@ export function createKeyCache(options: { databaseUrl: string; ttlMs: number; va
       if (!found && entries.get(key) === entry) entries.delete(key);
       return found;
     },
+    forgetAll,
     async close() {
       closed = true;
       clearTimeout(retry);
