@@ -62,7 +62,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         input,
         files: body.files,
         clientIp: ctx.state.clientIp,
-        origin: ctx.get('Origin') || ctx.get('Referer') || undefined,
+        // Kept for the owner's information; the column holds 2,048 characters.
+        origin: (ctx.get('Origin') || ctx.get('Referer') || undefined)?.slice(0, 2048),
         storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
         admit: {
           run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR),
