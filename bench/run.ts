@@ -153,6 +153,13 @@ async function startServices(): Promise<Ctx> {
   track({ name: 'sql pool', stop: () => sql.end() });
   // The key's own email is not part of any scenario.
   await sql.query('delete from key_emails');
+  // The usual case: a mailbox that confirmed it wants the mail (README "Recipient consent"). An
+  // unconfirmed one pays an allowance upsert in a transaction per request and, past
+  // UNCONFIRMED_EMAILS_PER_HOUR, holds the submissions without enqueueing them.
+  await sql.query(
+    `insert into recipients (mailbox, confirmed_at) values ((select mailbox from verification_keys where id = $1), now())`,
+    [keyId],
+  );
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
   track({ name: 'redis client', stop: async () => void redis.disconnect() });
   const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });

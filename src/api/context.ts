@@ -8,6 +8,7 @@ import type { Logger } from '../shared/log.ts';
 import type { DeliveryJob } from '../shared/queue.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
+import type { KeyCache } from './submissions/key-cache.ts';
 
 export type AppDeps = {
   config: Config;
@@ -16,6 +17,8 @@ export type AppDeps = {
   queue: Queue<DeliveryJob>;
   storage: Storage;
   vault: KeyVault;
+  /** The active keys, cached (src/api/submissions/key-cache.ts). */
+  keys: KeyCache;
   log: Logger;
 };
 

@@ -16,6 +16,7 @@ import { watchBodyProgress } from './body-progress.ts';
 import { rateLimitSubject } from './client-ip.ts';
 import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
+import { createKeyCache } from './submissions/key-cache.ts';
 
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
 
@@ -33,7 +34,13 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     (storage) => storage.close(),
   );
 
-  const deps: AppDeps = { config, orm, redis, queue, storage, vault: createKeyVault(config.SECRET), log };
+  const vault = createKeyVault(config.SECRET);
+  const keys = shutdown.add(
+    'key cache',
+    createKeyCache({ databaseUrl: config.DATABASE_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }),
+    (keys) => keys.close(),
+  );
+  const deps: AppDeps = { config, orm, redis, queue, storage, vault, keys, log };
   const server = createServer({
     headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,

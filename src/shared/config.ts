@@ -142,6 +142,9 @@ const EnvSchema = v.object({
   // Skipped submissions (not_email_sent) of unconfirmed mailboxes, and their files, go after this.
   UNCONFIRMED_SKIPPED_TTL_DAYS: integer(30, 1),
   KEY_STORAGE_QUOTA_MB: integer(1024, 1),
+  // Active keys are cached per API process (src/api/submissions/key-cache.ts); changes are notified
+  // at once, and this bounds how long an entry lives should a notification be lost (0: no cache).
+  KEY_CACHE_TTL_MS: integer(2_000, 0),
   HONEYPOT_FIELD: v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a plain field name')), 'botcheck'),
   HCAPTCHA_SECRET: optionalText,
   HCAPTCHA_VERIFY_URL: v.optional(url(['http:', 'https:']), 'https://api.hcaptcha.com/siteverify'),

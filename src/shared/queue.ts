@@ -37,7 +37,7 @@ export const keyEmailJob = (keyEmailId: string, requestId?: string): DeliveryReq
   data: requestId ? { keyEmailId, requestId } : { keyEmailId },
 });
 
-const jobIdOf = (request: DeliveryRequest) =>
+export const jobIdOf = (request: DeliveryRequest) =>
   request.name === 'submission' ? request.data.submissionId : request.data.keyEmailId;
 
 /** A single Redis server or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */

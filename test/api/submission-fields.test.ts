@@ -212,3 +212,12 @@ describe('errors', () => {
     expect(response.json).toMatchObject({ success: false });
   });
 });
+
+describe('headers kept with the row', () => {
+  it('accepts an Origin or Referer longer than the 2,048 characters kept, and keeps their start', async () => {
+    const referer = `https://example.com/${'a'.repeat(5_000)}`;
+    const response = await submit({}, { referer });
+    expect(response.status).toBe(200);
+    expect((await rowOf(response.json.submission_id)).origin).toBe(referer.slice(0, 2048));
+  });
+});

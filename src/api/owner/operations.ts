@@ -65,6 +65,7 @@ export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string
     domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
     captcha: changes.captcha,
   });
+  deps.keys.forgetAll();
   return ownerKeyRecord(updated, deps);
 }
 
@@ -153,6 +154,7 @@ const ENQUEUE_IN_REQUEST = 200;
  */
 export async function confirmOwnerMailbox(ctx: AppContext, deps: AppDeps, email: string): Promise<number> {
   const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(email));
+  deps.keys.forgetAll();
   for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
   ctx.state.log.info({ released: released.length }, 'owner confirmed the mailbox');
   return released.length;

@@ -85,6 +85,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
       domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
       captcha: patch.captcha,
     });
+    deps.keys.forgetAll();
     ctx.body = keyRecord(key, deps.vault);
   });
 

@@ -37,6 +37,7 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
     if (!valid(fields)) return invalidLink(ctx);
 
     const released = await confirmMailbox(deps.orm.em.fork(), fields.address);
+    deps.keys.forgetAll();
     // A flood may have held thousands: the request enqueues a bounded first part, and the
     // reconciler enqueues the rest (they are `queued` rows without a job).
     for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));

@@ -19,7 +19,8 @@ import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts'
 import { requestDomain } from '../submissions/domains.ts';
 import { parseSubmissionFields } from '../submissions/input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
-import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
+import { groupCommit } from '../../shared/group-commit.ts';
+import { insertSubmissionRows, saveSubmission, waitForDelivery, type SubmissionRow } from '../submissions/store.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -30,6 +31,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
   const { HONEYPOT_FIELD } = deps.config;
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
+  // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
+  const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
 
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
     const submissionId = randomUUID();
@@ -48,7 +51,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       const input = parseSubmissionFields(body.fields, ignoredFields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       const em = deps.orm.em.fork();
-      key = await authenticateKey(em, deps.vault, input.accessKey, domain);
+      key = await authenticateKey(em, deps.keys, input.accessKey, domain);
       if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
       const activeKey = key;
@@ -59,12 +62,14 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         input,
         files: body.files,
         clientIp: ctx.state.clientIp,
-        origin: ctx.get('Origin') || ctx.get('Referer') || undefined,
+        // Kept for the owner's information; the column holds 2,048 characters.
+        origin: (ctx.get('Origin') || ctx.get('Referer') || undefined)?.slice(0, 2048),
         storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
         admit: {
           run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR),
           writes: admissionWrites(key, delivery),
         },
+        insertRow,
       });
       saved = true;
 
@@ -131,7 +136,7 @@ function redirect(ctx: AppContext, location: string): void {
 async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
   const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
   if (accessKey === undefined) return undefined;
-  return vouchingKey(deps.orm.em.fork(), deps.vault, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+  return vouchingKey(deps.orm.em.fork(), deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
     ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
     return undefined;
   });

@@ -1,17 +1,17 @@
 // A submission's key must be active, and a key restricted to domains must be used from one of them.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { findActiveKey, type ActiveKey } from '../../shared/keys.ts';
-import type { KeyVault } from '../../shared/secrets.ts';
+import type { ActiveKey } from '../../shared/keys.ts';
 import { errors } from '../errors.ts';
 import { keyAcceptsDomain } from './domains.ts';
+import type { KeyCache } from './key-cache.ts';
 
 export async function authenticateKey(
   em: EntityManager,
-  vault: KeyVault,
+  keys: KeyCache,
   accessKey: string,
   domain: string | undefined,
 ): Promise<ActiveKey> {
-  const key = await findActiveKey(em, vault, accessKey);
+  const key = await keys.find(em, accessKey);
   if (!key) throw errors.invalidKey();
   if (!keyAcceptsDomain(key, domain)) throw errors.domainMismatch();
   return key;
@@ -23,11 +23,11 @@ export async function authenticateKey(
  */
 export async function vouchingKey(
   em: EntityManager,
-  vault: KeyVault,
+  keys: KeyCache,
   accessKey: unknown,
   domain: string | undefined,
 ): Promise<ActiveKey | undefined> {
   if (typeof accessKey !== 'string' || !accessKey) return undefined;
-  const key = await findActiveKey(em, vault, accessKey);
+  const key = await keys.find(em, accessKey);
   return key && keyAcceptsDomain(key, domain) ? key : undefined;
 }

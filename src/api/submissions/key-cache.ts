@@ -1,0 +1,107 @@
+// The keys that authenticate submissions, kept in memory so a busy form costs no PostgreSQL round
+// trip per request (npm run bench). A change can never go unnoticed for long:
+//  - every change to a key or a recipient's consent, whoever makes it (API, CLI, owner console,
+//    psql), fires a trigger that NOTIFYs `cfs_key_changes` at commit (migration key_changes); each
+//    API process LISTENs on a connection of its own and forgets every cached key when told;
+//  - while that connection is down, nothing is cached (every request reads PostgreSQL), and the
+//    cache is emptied when it comes back (a notification may have been missed meanwhile);
+//  - an entry is read again after KEY_CACHE_TTL_MS at the latest, should a notification be lost
+//    on a connection that looks alive.
+// The process that makes a change forgets its cache itself before answering (forgetAll), so its
+// own next request never races the notification.
+// Only active keys are cached: an unknown key is looked up every time (a new key works at once,
+// and random keys cannot fill the memory).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import pg from 'pg';
+import { findActiveKey, type ActiveKey } from '../../shared/keys.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { KeyVault } from '../../shared/secrets.ts';
+
+export const KEY_CHANGES_CHANNEL = 'cfs_key_changes';
+/** Past this many keys the cache starts afresh: a bound on memory, far above a fleet's busy keys. */
+const MAX_ENTRIES = 10_000;
+const RECONNECT_MS = 1_000;
+
+export type KeyCache = {
+  /** The active key with this value, as findActiveKey gives it, from memory when fresh. */
+  find: (em: EntityManager, key: string) => Promise<ActiveKey | null>;
+  /**
+   * Forgets every cached key at once: called by this process after a change it made itself, so its
+   * next request sees it without waiting for the notification (which tells the other processes).
+   */
+  forgetAll: () => void;
+  close: () => Promise<void>;
+};
+
+type Entry = { key: Promise<ActiveKey | null>; expiresAt: number };
+
+export function createKeyCache(options: { databaseUrl: string; ttlMs: number; vault: KeyVault; log: Logger }): KeyCache {
+  const { databaseUrl, ttlMs, vault, log } = options;
+  const entries = new Map<string, Entry>();
+  let listening = false;
+  let closed = false;
+  let client: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+
+  const forgetAll = () => entries.clear();
+
+  async function listen(): Promise<void> {
+    const connection = new pg.Client({ connectionString: databaseUrl });
+    client = connection;
+    connection.on('notification', forgetAll);
+    connection.on('error', (error) => lost(connection, error));
+    connection.on('end', () => lost(connection, undefined));
+    try {
+      await connection.connect();
+      await connection.query(`listen ${KEY_CHANGES_CHANNEL}`);
+      if (client !== connection || closed) return;
+      forgetAll();
+      listening = true;
+    } catch (error) {
+      lost(connection, error);
+    }
+  }
+
+  function lost(connection: pg.Client, error: unknown): void {
+    if (client !== connection) return;
+    listening = false;
+    client = undefined;
+    forgetAll();
+    connection.end().catch(() => undefined);
+    if (closed) return;
+    log.warn({ err: error }, 'key change notifications lost: keys are read from PostgreSQL until they are back');
+    retry = setTimeout(() => void listen(), RECONNECT_MS);
+  }
+
+  void listen();
+
+  return {
+    async find(em, key) {
+      if (!listening || ttlMs === 0) return findActiveKey(em, vault, key);
+      // Indexed by the key's value itself: its HMAC (how PostgreSQL finds it) costs more CPU than the lookup here.
+      const now = Date.now();
+      const cached = entries.get(key);
+      if (cached && cached.expiresAt > now) return cached.key;
+      if (entries.size >= MAX_ENTRIES) forgetAll();
+      // Concurrent requests for one key share one lookup.
+      const entry: Entry = { key: findActiveKey(em, vault, key), expiresAt: now + ttlMs };
+      entries.set(key, entry);
+      const found = await entry.key.catch((error: unknown) => {
+        if (entries.get(key) === entry) entries.delete(key);
+        throw error;
+      });
+      if (!found && entries.get(key) === entry) entries.delete(key);
+      return found;
+    },
+    forgetAll,
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const connection = client;
+      client = undefined;
+      listening = false;
+      forgetAll();
+      await connection?.end().catch(() => undefined);
+    },
+  };
+}
