@@ -10,12 +10,24 @@ import type { Storage } from '../shared/storage.ts';
 import { reconcile } from './reconcile.ts';
 import { applyRetention } from './retention.ts';
 
-export type HousekeepingDeps = { orm: MikroORM; storage: Storage; deliveries: Queue<DeliveryJob>; config: Config; log: Logger };
+/** What the periodic jobs need of the configuration: their intervals and their own settings. */
+export type HousekeepingConfig = Pick<
+  Config,
+  | 'RECONCILE_INTERVAL_MS'
+  | 'RECONCILE_AFTER_MS'
+  | 'CLAIM_LEASE_MS'
+  | 'RETENTION_INTERVAL_MS'
+  | 'RETENTION_DAYS'
+  | 'HELD_TTL_DAYS'
+  | 'UNCONFIRMED_SKIPPED_TTL_DAYS'
+>;
+
+export type HousekeepingDeps = { orm: MikroORM; storage: Storage; deliveries: Queue<DeliveryJob>; config: HousekeepingConfig; log: Logger };
 
 type PeriodicJob = {
   name: string;
   /** Milliseconds between runs, or undefined when the job is switched off. */
-  every: (config: Config) => number | undefined;
+  every: (config: HousekeepingConfig) => number | undefined;
   run: (deps: HousekeepingDeps) => Promise<number>;
 };
 
@@ -43,7 +55,7 @@ export const periodicJobs: PeriodicJob[] = [
  * Upserting the same scheduler ids from every worker keeps exactly one schedule for the fleet;
  * upserting again after a reconnect restores them if Redis lost its data.
  */
-export async function schedulePeriodicJobs(queue: Queue<HousekeepingJob>, deliveries: Queue<DeliveryJob>, config: Config): Promise<void> {
+export async function schedulePeriodicJobs(queue: Queue<HousekeepingJob>, deliveries: Queue<DeliveryJob>, config: HousekeepingConfig): Promise<void> {
   await queue.setGlobalConcurrency(1);
   for (const job of periodicJobs) {
     const every = job.every(config);

@@ -11,17 +11,14 @@ import { renderAllKeysEmail, renderConfirmEmail, renderNewKeyEmail, renderSignIn
 import type { RenderedEmail } from './email-templates.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
-type KeyMailContext = SendContext & {
-  mailFrom: string;
-  publicUrl: string;
-  vault: KeyVault;
-  consent: ConsentSigner;
-  unconfirmedPerHour: number;
-};
+/** What the key emails need of the configuration. */
+export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmedPerHour: number };
+
+type KeyMailContext = SendContext & KeyMailSettings & { vault: KeyVault; consent: ConsentSigner };
 
 export async function deliverKeyEmail(context: KeyMailContext, job: Job<DeliveryJobs['key-email']>): Promise<SendOutcome> {
   const { keyEmailId } = job.data;
-  return sendTracked(context, 'key_emails', keyEmailId, job, async () => {
+  return sendTracked(context, 'key-email', keyEmailId, job, async () => {
     const { em } = context;
     const keyEmail = await em.findOneOrFail(KeyEmailSchema, keyEmailId, { populate: ['key'] });
     const email = await renderKeyEmail(em, context, keyEmail);

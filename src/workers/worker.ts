@@ -105,15 +105,10 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     storage,
     vault: createKeyVault(config.SECRET),
     consent: createConsentSigner(config.SECRET),
-    unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR,
     queue,
-    mailFrom: config.MAIL_FROM,
-    publicUrl: config.PUBLIC_URL,
-    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
-    retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS,
-    attachMaxBytes: config.ATTACH_MAX_BYTES,
-    linkTtlSeconds: config.LINK_TTL_SECONDS,
-    claimLeaseMs: config.CLAIM_LEASE_MS,
+    send: { maxAttempts: config.EMAIL_MAX_ATTEMPTS, retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS, claimLeaseMs: config.CLAIM_LEASE_MS },
+    submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },
+    keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.
