@@ -13,7 +13,9 @@ export type AppDeps = {
   config: Config;
   orm: MikroORM;
   redis: RedisClient;
+  /** The email deliveries. */
   queue: Queue<DeliveryJob>;
+  webhookQueue: Queue<DeliveryJob>;
   storage: Storage;
   vault: KeyVault;
   log: Logger;

@@ -1,11 +1,13 @@
 // The kinds of delivery, one descriptor each: its job name, the table of its rows, the status and
 // attempt columns there, the job field carrying the row's id, its Message-ID prefix and its metric
-// label. The claim, the outcome writes, the reconciler, the metrics and the job constructors all
+// label, and its queue. The claim, the outcome writes, the reconciler, the metrics and the job constructors all
 // read them from here; a new kind is one more entry plus its renderer or sender.
 
 export type DeliveryKind = {
   /** The BullMQ job name. */
   job: string;
+  /** The queue its jobs go to: emails share the SMTP circuit breaker, webhooks have their own concurrency. */
+  queue: 'email' | 'webhook';
   table: string;
   /** The job field that carries the row's id (kept as it was, so jobs already queued still run). */
   idField: string;
@@ -18,6 +20,7 @@ export type DeliveryKind = {
 export const deliveryKinds = {
   submission: {
     job: 'submission',
+    queue: 'email',
     table: 'submissions',
     idField: 'submissionId',
     messageIdPrefix: 'submission',
@@ -25,10 +28,20 @@ export const deliveryKinds = {
   },
   'key-email': {
     job: 'key-email',
+    queue: 'email',
     table: 'key_emails',
     idField: 'keyEmailId',
     messageIdPrefix: 'key-email',
     metricLabel: 'key_emails',
+  },
+  webhook: {
+    job: 'webhook',
+    queue: 'webhook',
+    table: 'webhook_deliveries',
+    idField: 'deliveryId',
+    // Not an email: the prefix of the `webhook-id` header (Standard Webhooks), stable across retries.
+    messageIdPrefix: 'msg_',
+    metricLabel: 'webhook_deliveries',
   },
 } as const satisfies Record<string, DeliveryKind>;
 
@@ -37,5 +50,10 @@ export type DeliveryKindOf<N extends DeliveryKindName> = (typeof deliveryKinds)[
 
 /** A job's payload: the row's id under the kind's field, and the id of the request that created the row (for the logs). */
 export type JobData<N extends DeliveryKindName> = { [F in DeliveryKindOf<N>['idField']]: string } & { requestId?: string };
+
+/** The kinds whose jobs go to queue `Q`. */
+export type KindsIn<Q extends DeliveryKind['queue']> = {
+  [N in DeliveryKindName]: DeliveryKindOf<N>['queue'] extends Q ? N : never;
+}[DeliveryKindName];
 
 export const isDeliveryKind = (name: string): name is DeliveryKindName => Object.hasOwn(deliveryKinds, name);

@@ -11,6 +11,8 @@ import { withTimeout } from './timeout.ts';
  * since renaming it would strand the jobs queued at an upgrade and the operators' dashboards.
  */
 export const DELIVERY_QUEUE = 'deliveries';
+/** Webhook deliveries: their own concurrency (WEBHOOK_CONCURRENCY) and backoff, never behind the SMTP breaker. */
+export const WEBHOOK_QUEUE = 'webhooks';
 /** The periodic jobs (reconciler, retention), apart from the deliveries so they never wait behind a backlog. */
 export const HOUSEKEEPING_QUEUE = 'housekeeping';
 
@@ -36,6 +38,7 @@ export function deliveryJob<N extends DeliveryJobName>(name: N, rowId: string, r
 
 export const submissionJob = (submissionId: string, requestId?: string) => deliveryJob('submission', submissionId, requestId);
 export const keyEmailJob = (keyEmailId: string, requestId?: string) => deliveryJob('key-email', keyEmailId, requestId);
+export const webhookJob = (deliveryId: string, requestId?: string) => deliveryJob('webhook', deliveryId, requestId);
 
 /** A single Redis server or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */
 export type RedisClient = Redis | Cluster;
@@ -115,6 +118,44 @@ export function createDeliveryWorker(
     limiter: NO_LIMIT,
     settings: { backoffStrategy },
     ...options,
+  });
+}
+
+export function createWebhookQueue(connection: RedisClient, prefix: string): Queue<DeliveryJob> {
+  return new Queue<DeliveryJob>(WEBHOOK_QUEUE, {
+    connection,
+    prefix,
+    defaultJobOptions: {
+      // As for emails, the worker ends a delivery (WEBHOOK_RETRY_HORIZON_MS), not BullMQ's count.
+      attempts: UNBOUNDED_ATTEMPTS,
+      backoff: { type: BACKOFF_TYPE },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  });
+}
+
+/** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
+export type RetryAfterError = Error & { retryAfterMs?: number };
+
+export function createWebhookWorker(
+  connection: RedisClient,
+  config: Pick<Config, 'QUEUE_PREFIX' | 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS' | 'WEBHOOK_CONCURRENCY' | 'JOB_LOCK_MS'>,
+  processor: Processor<DeliveryJob>,
+): Worker<DeliveryJob> {
+  const backoff = { EMAIL_RETRY_BACKOFF_MS: config.WEBHOOK_RETRY_BACKOFF_MS, EMAIL_RETRY_MAX_BACKOFF_MS: config.WEBHOOK_RETRY_MAX_BACKOFF_MS };
+  // Exponential with jitter, but never sooner than the receiver asked (Retry-After, capped by the maximum backoff).
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error) => {
+    const asked = Math.min((error as RetryAfterError | undefined)?.retryAfterMs ?? 0, config.WEBHOOK_RETRY_MAX_BACKOFF_MS);
+    return Math.max(retryDelay(attemptsMade, backoff), asked);
+  };
+  return new Worker<DeliveryJob>(WEBHOOK_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    settings: { backoffStrategy },
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    lockDuration: config.JOB_LOCK_MS,
+    stalledInterval: config.JOB_LOCK_MS,
   });
 }
 

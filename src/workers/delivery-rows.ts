@@ -35,6 +35,8 @@ export type FailurePolicy = {
   /** Unset: no limit. */
   maxAttempts: number | undefined;
   reason: string;
+  /** Webhooks: the receiver's HTTP status, null when it never answered. */
+  responseCode?: number | null;
 };
 
 /** Releases the claim after a failed attempt: `retrying`, or `failed` when the policy says it is over. */
@@ -42,10 +44,17 @@ export async function recordFailure(em: EntityManager, kind: DeliveryKindName, i
   const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
     `update ${tableOf(kind)}
         set email_status = case when ? or created_at < now() - make_interval(secs => ?) or email_attempts >= ? then 'failed' else 'retrying' end,
-            last_error = ?, claimed_at = null
+            last_error = ?, claimed_at = null${kind === 'webhook' ? ', last_response_code = ?' : ''}
       where id = ?
       returning email_status`,
-    [policy.final, policy.retryHorizonMs / 1000, policy.maxAttempts ?? 2 ** 31 - 1, policy.reason, id],
+    [
+      policy.final,
+      policy.retryHorizonMs / 1000,
+      policy.maxAttempts ?? 2 ** 31 - 1,
+      policy.reason,
+      ...(kind === 'webhook' ? [policy.responseCode ?? null] : []),
+      id,
+    ],
   );
   // A row deleted meanwhile has nothing left to retry.
   return row?.email_status ?? 'failed';
@@ -64,6 +73,18 @@ export async function recordSent(pool: pg.Pool, kind: DeliveryKindName, sent: Ar
     [sent.map((item) => item.id), sent.map((item) => item.messageId)],
   );
   return result.rows;
+}
+
+/** A webhook answered 2xx: `sent`, with the answer's status. */
+export async function recordDelivered(em: EntityManager, id: string, responseCode: number): Promise<SentRow | undefined> {
+  const [row] = await em.execute<SentRow[]>(
+    `update webhook_deliveries
+        set email_status = 'sent', sent_at = now(), last_error = null, last_response_code = ?, claimed_at = null
+      where id = ?
+      returning id, created_at, sent_at`,
+    [responseCode, id],
+  );
+  return row;
 }
 
 /** created_at as text: a JS Date would drop the microseconds and a page cursor would repeat rows. */

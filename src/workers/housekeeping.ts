@@ -5,6 +5,7 @@ import type { Job, Queue } from 'bullmq';
 import type { Config } from '../shared/config.ts';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
+import type { DeliveryKind } from '../shared/delivery-kinds.ts';
 import type { DeliveryJob, HousekeepingJob } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
 import { reconcile } from './reconcile.ts';
@@ -22,7 +23,10 @@ export type HousekeepingConfig = Pick<
   | 'UNCONFIRMED_SKIPPED_TTL_DAYS'
 >;
 
-export type HousekeepingDeps = { orm: MikroORM; storage: Storage; deliveries: Queue<DeliveryJob>; config: HousekeepingConfig; log: Logger };
+/** The queue of each kind of delivery, for the reconciler. */
+export type DeliveryQueues = Record<DeliveryKind['queue'], Queue<DeliveryJob>>;
+
+export type HousekeepingDeps = { orm: MikroORM; storage: Storage; queues: DeliveryQueues; config: HousekeepingConfig; log: Logger };
 
 type PeriodicJob = {
   name: string;
@@ -35,8 +39,8 @@ export const periodicJobs: PeriodicJob[] = [
   {
     name: 'reconcile',
     every: (config) => config.RECONCILE_INTERVAL_MS,
-    run: ({ orm, deliveries, config, log }) =>
-      reconcile(orm.em.fork(), deliveries, log, { staleAfterMs: config.RECONCILE_AFTER_MS, claimLeaseMs: config.CLAIM_LEASE_MS }),
+    run: ({ orm, queues, config, log }) =>
+      reconcile(orm.em.fork(), queues, log, { staleAfterMs: config.RECONCILE_AFTER_MS, claimLeaseMs: config.CLAIM_LEASE_MS }),
   },
   {
     name: 'retention',

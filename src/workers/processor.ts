@@ -4,8 +4,10 @@ import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import type { MailTransport } from '../shared/mail.ts';
-import { isDeliveryKind } from '../shared/delivery-kinds.ts';
-import type { DeliveryJob, DeliveryJobName, DeliveryJobs } from '../shared/queue.ts';
+import { deliveryKinds, isDeliveryKind, type KindsIn } from '../shared/delivery-kinds.ts';
+import type { DeliveryJob, DeliveryJobs } from '../shared/queue.ts';
+
+type EmailJobName = KindsIn<'email'>;
 import type { ConsentSigner } from '../shared/consent.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
@@ -32,9 +34,9 @@ export type ProcessorDeps = {
 };
 
 type JobContext = ProcessorDeps & { log: Logger; em: ReturnType<MikroORM['em']['fork']> };
-type Handler<N extends DeliveryJobName> = (context: JobContext, job: Job<DeliveryJobs[N]>) => Promise<SendOutcome>;
+type Handler<N extends EmailJobName> = (context: JobContext, job: Job<DeliveryJobs[N]>) => Promise<SendOutcome>;
 
-const handlers: { [N in DeliveryJobName]: Handler<N> } = {
+const handlers: { [N in EmailJobName]: Handler<N> } = {
   submission: (context, job) => deliverSubmission({ ...context, ...context.send, ...context.submission }, job),
   'key-email': (context, job) => deliverKeyEmail({ ...context, ...context.send, ...context.keyMail }, job),
 };
@@ -42,22 +44,24 @@ const handlers: { [N in DeliveryJobName]: Handler<N> } = {
 /** Names of periodic jobs that an earlier version ran in this queue; they run in the housekeeping queue now. */
 const MOVED = new Set(['reconcile', 'retention']);
 
+const isEmailJob = (name: string): name is EmailJobName => isDeliveryKind(name) && deliveryKinds[name].queue === 'email';
+
 /** BullMQ knows a job's name only as a string: this is the one place where it meets its payload type. */
-function handlerFor<N extends DeliveryJobName>(name: N): Handler<N> {
+function handlerFor<N extends EmailJobName>(name: N): Handler<N> {
   return handlers[name];
 }
 
 export function createDeliveryProcessor(deps: ProcessorDeps) {
   return async (job: Job<DeliveryJob>): Promise<SendOutcome | 'moved'> => {
     if (MOVED.has(job.name)) return 'moved';
-    if (!isDeliveryKind(job.name)) throw new Error(`unknown job ${job.name}`);
+    if (!isEmailJob(job.name)) throw new Error(`unknown job ${job.name}`);
     const handler = handlerFor(job.name);
     // One logger per job, carrying the id of the request that created the row.
     const log = deps.log.child({ job: job.name, jobId: job.id, requestId: job.data.requestId });
     const context = { ...deps, log, em: deps.orm.em.fork() };
     const admission = await deps.breaker.admit();
     try {
-      const outcome = await handler(context, job as Job<DeliveryJobs[typeof job.name]>);
+      const outcome = await handler(context, job as Job<DeliveryJobs[EmailJobName]>);
       if (outcome === 'sent') await deps.breaker.succeeded(admission);
       else await deps.breaker.inconclusive(admission);
       return outcome;

@@ -6,7 +6,7 @@
 import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
-import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
+import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../shared/delivery-kinds.ts';
 import { deliveryJob, enqueueDelivery, type DeliveryJob } from '../shared/queue.ts';
 import { AWAITING_JOB, IN_FLIGHT } from './statuses.ts';
 import { findAwaitingJob, type AwaitingRow } from './delivery-rows.ts';
@@ -19,14 +19,19 @@ const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', '
 export type ReconcileOptions = { staleAfterMs: number; claimLeaseMs: number };
 
 /** Returns how many rows were enqueued again. */
-export async function reconcile(em: EntityManager, queue: Queue<DeliveryJob>, log: Logger, options: ReconcileOptions): Promise<number> {
+export async function reconcile(
+  em: EntityManager,
+  queues: Record<DeliveryKind['queue'], Queue<DeliveryJob>>,
+  log: Logger,
+  options: ReconcileOptions,
+): Promise<number> {
   let enqueued = 0;
   for (const kind of Object.keys(deliveryKinds) as DeliveryKindName[]) {
     for (const status of [...AWAITING_JOB, IN_FLIGHT]) {
       let after: AwaitingRow | undefined;
       for (;;) {
         const rows = await findAwaitingJob(em, kind, status, options, RECONCILE_BATCH, after);
-        enqueued += await enqueueJobless(queue, kind, rows, log);
+        enqueued += await enqueueJobless(queues[deliveryKinds[kind].queue], kind, rows, log);
         if (rows.length < RECONCILE_BATCH) break;
         after = rows[rows.length - 1];
       }

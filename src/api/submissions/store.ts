@@ -1,6 +1,7 @@
-// Saving an accepted submission: the row and its attachments in one statement (so one
+// Saving an accepted submission: the row, its attachments and its webhook deliveries in one statement (so one
 // implicit transaction and one round trip: this runs on every submission, see npm run bench).
 // With files, the key's storage quota is charged in the same transaction.
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
@@ -30,7 +31,8 @@ export type NewSubmission = {
   admit: { run: (em: EntityManager) => Promise<Admission>; writes: boolean };
 };
 
-export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string };
+/** `webhookDeliveryIds`: the delivery rows made for the key's webhooks, to enqueue after the commit. */
+export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveryIds: string[] };
 
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
 
@@ -42,8 +44,9 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
   const save = async (tx: EntityManager): Promise<SavedSubmission> => {
     const admission = await submission.admit.run(tx);
     if (submission.files.length > 0) await chargeStorage(tx, submission);
-    await insertSubmission(tx, submission, admission.emailStatus);
-    return { id: submission.id, emailStatus: admission.emailStatus, confirmEmailId: admission.confirmEmailId };
+    const webhookDeliveryIds = submission.key.webhookEndpointIds.map(() => randomUUID());
+    await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
+    return { id: submission.id, emailStatus: admission.emailStatus, confirmEmailId: admission.confirmEmailId, webhookDeliveryIds };
   };
   return submission.admit.writes || submission.files.length > 0 ? em.transactional(save) : save(em);
 }
@@ -58,7 +61,7 @@ async function chargeStorage(tx: EntityManager, submission: NewSubmission): Prom
   if (charged.length === 0) throw errors.storageQuota(submission.storageQuotaMb);
 }
 
-async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus): Promise<void> {
+async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveryIds: string[]): Promise<void> {
   const { input } = submission;
   const files = submission.files.map((file) => ({
     field_name: file.fieldName,
@@ -73,7 +76,7 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
        insert into submissions (id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin)
        values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)
        returning id
-     )
+     )${webhookDeliveryIds.length ? WEBHOOK_ROWS : ''}
      insert into attachments (id, submission_id, field_name, filename, content_type, size, storage_key, sha256, created_at)
      select gen_random_uuid(), submission.id, f.field_name, f.filename, f.content_type, f.size, f.storage_key, f.sha256,
             clock_timestamp() -- increases row by row, so the files keep their order
@@ -92,10 +95,25 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
       emailStatus,
       submission.clientIp,
       submission.origin ?? null,
+      // Array literals: the driver would spread a JS array into a list.
+      ...(webhookDeliveryIds.length ? [`{${webhookDeliveryIds.join(',')}}`, `{${submission.key.webhookEndpointIds.join(',')}}`] : []),
       JSON.stringify(files),
     ],
   );
 }
+
+/**
+ * One delivery row per webhook endpoint of the key, in the same statement (so committed with the
+ * submission, without another round trip). Only for keys with endpoints; an endpoint disabled or
+ * deleted since the key was read gets no row.
+ */
+const WEBHOOK_ROWS = `,
+     webhook_rows as (
+       insert into webhook_deliveries (id, endpoint_id, submission_id)
+       select h.id, h.endpoint_id, submission.id
+         from submission, unnest(?::uuid[], ?::uuid[]) as h(id, endpoint_id)
+         join webhook_endpoints e on e.id = h.endpoint_id and e.enabled
+     )`;
 
 const POLL_MS = 50;
 
