@@ -14,7 +14,13 @@ let receiver: Receiver;
 
 beforeAll(async () => {
   h = await startHarness({
-    env: { ADMIN_TOKEN: TOKEN, WEBHOOK_ALLOW: '127.0.0.2', WEBHOOK_RETRY_BACKOFF_MS: '100', WEBHOOK_RETRY_MAX_BACKOFF_MS: '400' },
+    env: {
+      ADMIN_TOKEN: TOKEN,
+      WEBHOOK_ALLOW: '127.0.0.2',
+      WEBHOOK_RETRY_BACKOFF_MS: '100',
+      WEBHOOK_RETRY_MAX_BACKOFF_MS: '400',
+      WEBHOOK_DISABLE_AFTER: '2',
+    },
   });
   receiver = await startReceiver('127.0.0.2');
 });
@@ -172,5 +178,37 @@ describe('webhooks', () => {
     expect(errorsByUrl[refused[0]!]).toMatch(/169\.254\.169\.254 is a linkLocal address/);
     expect(errorsByUrl[refused[1]!]).toMatch(/::ffff:7f00:3 is a loopback address/);
     expect(errorsByUrl[refused[2]!]).toMatch(/fe80::1 is a linkLocal address/);
+  });
+
+  it('disables an endpoint after WEBHOOK_DISABLE_AFTER failed deliveries in a row and emails its owner once', async () => {
+    const key = await h.createKey();
+    const hook = await addWebhook(key, receiver.url);
+    receiver.script.push({ status: 404 }, { status: 404 });
+    for (const message of ['one', 'two']) {
+      expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message })).status).toBe(200);
+      await eventually(async () => ((await deliveries(key))[0]?.status === 'failed' ? true : undefined), 20_000, `failure ${message}`);
+    }
+    const listed = await eventually(async () => {
+      const [endpoint] = (await admin('GET', `/admin/keys/${key.key}/webhooks`)).json.webhooks;
+      return endpoint.enabled === false ? endpoint : undefined;
+    }, 20_000, 'the endpoint disabled');
+    expect(listed).toMatchObject({ id: hook.id, consecutive_failures: 2 });
+    const notice = await eventually(
+      async () => h.sink.messages.find((mail) => mail.envelope.to.includes(key.email) && /switched off/.test(mail.parsed.subject ?? '')),
+      20_000,
+      'the owner emailed',
+    );
+    expect(notice.parsed.text).toContain(receiver.url);
+    expect(notice.parsed.text).toContain('HTTP 404');
+
+    // Disabled: a new submission makes no delivery for it, and no second email.
+    expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'three' })).status).toBe(200);
+    expect(await deliveries(key)).toHaveLength(2);
+    // Enabled again, it delivers and its count starts afresh.
+    expect((await admin('PATCH', `/admin/keys/${key.key}/webhooks/${hook.id}`, { enabled: true })).json.webhook).toMatchObject({ enabled: true, consecutive_failures: 0 });
+    expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'four' })).status).toBe(200);
+    await eventually(async () => ((await deliveries(key))[0]?.status === 'sent' ? true : undefined), 20_000, 'delivered after enabling');
+    const notices = h.sink.messages.filter((mail) => mail.envelope.to.includes(key.email) && /switched off/.test(mail.parsed.subject ?? ''));
+    expect(notices).toHaveLength(1);
   });
 });
