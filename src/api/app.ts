@@ -13,6 +13,7 @@ import { requestContext } from './middleware/request-context.ts';
 import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminWebhookRoutes } from './routes/admin-webhooks.ts';
+import { ownerWebhookRoutes } from './routes/owner-webhooks.ts';
 import { confirmRoutes } from './routes/confirm.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -55,6 +56,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     submissionRoutes(deps, limiter),
     confirmRoutes(deps, limiter),
     ownerPageRoutes(deps, limiter),
+    ownerWebhookRoutes(deps),
     ownerApiRoutes(deps, limiter),
     adminRoutes(deps),
     adminWebhookRoutes(deps),

@@ -66,7 +66,7 @@ describe('a webhook receiver down, then Redis restarted empty', () => {
     await eventually(async () => {
       const rows = await h.sql<{ n: number }>(`select count(*)::int as n from webhook_deliveries where email_status <> 'sent'`);
       return rows[0]!.n === 0 ? true : undefined;
-    }, 60_000, 'every webhook delivered');
+    }, 40_000, 'every webhook delivered');
     const received = new Set(receiver.received.map((call) => JSON.parse(call.body).data.id));
     for (const id of ids) expect(received.has(id), id).toBe(true);
     const rows = await h.sql<{ n: number }>('select count(*)::int as n from webhook_deliveries');
