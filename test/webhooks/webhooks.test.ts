@@ -106,6 +106,13 @@ describe('webhooks', () => {
     expect(described.sha256).toBe(createHash('sha256').update(file).digest('hex'));
     const download = Buffer.from(await (await fetch(described.url)).arrayBuffer());
     expect(download.equals(file)).toBe(true);
+
+    // The OpenAPI document's `webhooks` describes exactly this body.
+    const document = (await (await fetch(`${h.url}/openapi.json`)).json()) as any;
+    const schema = document.webhooks['submission.created'].post.requestBody.content['application/json'].schema;
+    expect(Object.keys(payload).sort()).toEqual(Object.keys(schema.properties).sort());
+    expect(Object.keys(payload.data).sort()).toEqual(Object.keys(schema.properties.data.properties).sort());
+    expect(Object.keys(described).sort()).toEqual(Object.keys(schema.properties.data.properties.files.items.properties).sort());
   });
 
   it('fails a delivery at once on a 4xx other than 408 and 429, and re-sends it on request', async () => {
