@@ -40,8 +40,18 @@ export function refusalOf(address: string, policy: AddressPolicy): string | unde
     if (base.kind() === parsed.kind() && parsed.match(base, bits)) return undefined;
   }
   const range = parsed.range();
-  return range === 'unicast' ? undefined : range;
+  return range === 'unicast' ? undefined : (RANGE_WORDS[range] ?? range);
 }
+
+/** ipaddr.js's range names, as the refusal says them. */
+const RANGE_WORDS: Record<string, string> = {
+  linkLocal: 'link-local',
+  carrierGradeNat: 'carrier-grade NAT',
+  uniqueLocal: 'unique-local (private)',
+  rfc6052: 'NAT64',
+  rfc6145: 'IPv4-translated',
+  ipv4Mapped: 'IPv4-mapped',
+};
 
 export class AddressRefusedError extends Error {
   override name = 'AddressRefusedError';

@@ -182,9 +182,9 @@ describe('webhooks', () => {
       return rows.length === 3 && rows.every((row) => row.status === 'failed') ? rows : undefined;
     }, 20_000, 'three refused webhooks');
     const errorsByUrl = Object.fromEntries(failed.map((row) => [row.url, row.last_error]));
-    expect(errorsByUrl[refused[0]!]).toMatch(/169\.254\.169\.254 is a linkLocal address/);
+    expect(errorsByUrl[refused[0]!]).toMatch(/169\.254\.169\.254 is a link-local address/);
     expect(errorsByUrl[refused[1]!]).toMatch(/::ffff:7f00:3 is a loopback address/);
-    expect(errorsByUrl[refused[2]!]).toMatch(/fe80::1 is a linkLocal address/);
+    expect(errorsByUrl[refused[2]!]).toMatch(/fe80::1 is a link-local address/);
   });
 
   it('disables an endpoint after WEBHOOK_DISABLE_AFTER failed deliveries in a row and emails its owner once', async () => {
