@@ -218,4 +218,14 @@ describe('webhooks', () => {
     const notices = h.sink.messages.filter((mail) => mail.envelope.to.includes(key.email) && /switched off/.test(mail.parsed.subject ?? ''));
     expect(notices).toHaveLength(1);
   });
+
+  it('delivers the webhook of a submission that asked for no email (not_email_sent)', async () => {
+    const key = await h.createKey();
+    await addWebhook(key, receiver.url);
+    const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'no email', not_email_sent: true });
+    expect(submitted.status).toBe(200);
+    expect(submitted.json.email_status).toBe('skipped');
+    await eventually(async () => ((await deliveries(key))[0]?.status === 'sent' ? true : undefined), 20_000, 'the webhook delivered');
+    expect(receiver.received.some((call) => JSON.parse(call.body).data.id === submitted.json.submission_id)).toBe(true);
+  });
 });
