@@ -29,6 +29,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   registerQueueDepth(queue);
   const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
+  registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const storage = shutdown.add(
     'storage',
     createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }),

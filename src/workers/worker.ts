@@ -86,6 +86,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   housekeepingQueue.on('error', (error) => log.debug({ err: error }, 'housekeeping queue error'));
   const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
+  registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const schedule = () => schedulePeriodicJobs(housekeepingQueue, queue, config);
   await schedule();
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));

@@ -227,5 +227,7 @@ describe('webhooks', () => {
     expect(submitted.json.email_status).toBe('skipped');
     await eventually(async () => ((await deliveries(key))[0]?.status === 'sent' ? true : undefined), 20_000, 'the webhook delivered');
     expect(receiver.received.some((call) => JSON.parse(call.body).data.id === submitted.json.submission_id)).toBe(true);
+    const metrics = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    expect(metrics).toMatch(/cfs_webhook_queue_jobs\{state="waiting"\} \d+/);
   });
 });
