@@ -138,17 +138,27 @@ export function createWebhookQueue(connection: RedisClient, prefix: string): Que
 /** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
 export type RetryAfterError = Error & { retryAfterMs?: number };
 
+/**
+ * The delay before a webhook's retry number `attemptsMade`: exponential with jitter like the emails'
+ * (WEBHOOK_RETRY_BACKOFF_MS doubling up to WEBHOOK_RETRY_MAX_BACKOFF_MS), but never sooner than the
+ * receiver asked (its Retry-After, itself capped by the maximum backoff).
+ */
+export function webhookRetryDelay(
+  attemptsMade: number,
+  error: RetryAfterError | undefined,
+  config: Pick<Config, 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS'>,
+): number {
+  const backoff = { EMAIL_RETRY_BACKOFF_MS: config.WEBHOOK_RETRY_BACKOFF_MS, EMAIL_RETRY_MAX_BACKOFF_MS: config.WEBHOOK_RETRY_MAX_BACKOFF_MS };
+  const asked = Math.min(error?.retryAfterMs ?? 0, config.WEBHOOK_RETRY_MAX_BACKOFF_MS);
+  return Math.max(retryDelay(attemptsMade, backoff), asked);
+}
+
 export function createWebhookWorker(
   connection: RedisClient,
   config: Pick<Config, 'QUEUE_PREFIX' | 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS' | 'WEBHOOK_CONCURRENCY' | 'JOB_LOCK_MS'>,
   processor: Processor<DeliveryJob>,
 ): Worker<DeliveryJob> {
-  const backoff = { EMAIL_RETRY_BACKOFF_MS: config.WEBHOOK_RETRY_BACKOFF_MS, EMAIL_RETRY_MAX_BACKOFF_MS: config.WEBHOOK_RETRY_MAX_BACKOFF_MS };
-  // Exponential with jitter, but never sooner than the receiver asked (Retry-After, capped by the maximum backoff).
-  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error) => {
-    const asked = Math.min((error as RetryAfterError | undefined)?.retryAfterMs ?? 0, config.WEBHOOK_RETRY_MAX_BACKOFF_MS);
-    return Math.max(retryDelay(attemptsMade, backoff), asked);
-  };
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error) => webhookRetryDelay(attemptsMade, error, config);
   return new Worker<DeliveryJob>(WEBHOOK_QUEUE, processor, {
     connection,
     prefix: config.QUEUE_PREFIX,
