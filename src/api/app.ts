@@ -12,6 +12,8 @@ import { queueBoard } from './queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { adminWebhookRoutes } from './routes/admin-webhooks.ts';
+import { ownerWebhookRoutes } from './routes/owner-webhooks.ts';
 import { confirmRoutes } from './routes/confirm.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -54,8 +56,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     submissionRoutes(deps, limiter),
     confirmRoutes(deps, limiter),
     ownerPageRoutes(deps, limiter),
+    ownerWebhookRoutes(deps),
     ownerApiRoutes(deps, limiter),
     adminRoutes(deps),
+    adminWebhookRoutes(deps),
   );
   for (const router of routers) {
     app.use(router.routes());

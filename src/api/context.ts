@@ -14,7 +14,9 @@ export type AppDeps = {
   config: Config;
   orm: MikroORM;
   redis: RedisClient;
+  /** The email deliveries. */
   queue: Queue<DeliveryJob>;
+  webhookQueue: Queue<DeliveryJob>;
   storage: Storage;
   vault: KeyVault;
   /** The active keys, cached (src/api/submissions/key-cache.ts). */

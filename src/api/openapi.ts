@@ -9,6 +9,7 @@ import { ownerPaths, ownerSecuritySchemes } from './owner/openapi.ts';
 import { KeyPatchSchema } from './routes/admin.ts';
 import { KeyRequestSchema } from './routes/keys.ts';
 import { SubmissionFieldsSchema } from './submissions/input.ts';
+import { webhookEvents, webhookPaths } from './webhooks-openapi.ts';
 
 const jsonSchema = (schema: v.GenericSchema) =>
   toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
@@ -68,7 +69,8 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
     info: {
       title: 'Contact form service',
       version: '1',
-      description: 'Accepts contact-form submissions, stores them, and delivers each as an email to the owner of the verification key.',
+      description:
+        'Accepts contact-form submissions, stores them, and delivers each as an email to the owner of the verification key, and as a signed webhook to the endpoints the owner set.',
     },
     servers: [{ url: publicUrl }],
     components: {
@@ -199,6 +201,8 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       '/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } } },
       '/docs': { get: { summary: 'This document as a page', responses: { 200: { description: 'HTML' } } } },
       ...ownerPaths,
+      ...webhookPaths,
     }, routes),
+    webhooks: webhookEvents,
   };
 }

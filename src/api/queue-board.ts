@@ -12,7 +12,7 @@ export const QUEUE_BOARD_PATH = '/admin/queues';
 export function queueBoard(deps: AppDeps): Middleware<AppState> {
   const adapter = new KoaAdapter();
   adapter.setBasePath(QUEUE_BOARD_PATH);
-  createBullBoard({ queues: [new BullMQAdapter(deps.queue)], serverAdapter: adapter });
+  createBullBoard({ queues: [new BullMQAdapter(deps.queue), new BullMQAdapter(deps.webhookQueue)], serverAdapter: adapter });
   const board = adapter.registerPlugin() as Middleware<AppState>;
   return (ctx, next) =>
     ctx.path === QUEUE_BOARD_PATH || ctx.path.startsWith(`${QUEUE_BOARD_PATH}/`) ? board(ctx, next) : next();

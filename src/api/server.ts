@@ -7,7 +7,7 @@ import type { Config } from '../shared/config.ts';
 import { createOrm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { registerQueueDepth } from '../shared/metrics.ts';
-import { createDeliveryQueue, createRedis } from '../shared/queue.ts';
+import { createDeliveryQueue, createRedis, createWebhookQueue } from '../shared/queue.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
@@ -28,6 +28,9 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
   registerQueueDepth(queue);
+  const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
+  registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const storage = shutdown.add(
     'storage',
     createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }),
@@ -40,7 +43,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     createKeyCache({ databaseUrl: config.DATABASE_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }),
     (keys) => keys.close(),
   );
-  const deps: AppDeps = { config, orm, redis, queue, storage, vault, keys, log };
+  const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, log };
   const server = createServer({
     headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,

@@ -5,20 +5,36 @@ import type { VerificationKey } from '../shared/db/entities.ts';
 import { createOrm } from '../shared/db/orm.ts';
 import { KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/secrets.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  keyIdByValue,
+  listEndpoints,
+  listWebhookDeliveries,
+  parseWebhookUrl,
+  setEndpointEnabled,
+  type EndpointRecord,
+} from '../shared/webhooks.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 
 const USAGE = `Usage: npm run admin -- <command>
   keys list <email>                 the address's keys and their states
   keys disable <key>                active → disabled
   keys enable <key>                 disabled → active
   keys delete <key>                 active or disabled → deleted (final)
-  keys domains <key> [domain ...]   restrict the key to these domains (none: no restriction)`;
+  keys domains <key> [domain ...]   restrict the key to these domains (none: no restriction)
+  webhooks list <key>               the key's webhook endpoints
+  webhooks add <key> <url>          add an endpoint; prints its signing secret, this once
+  webhooks enable|disable <key> <id>
+  webhooks delete <key> <id>
+  webhooks deliveries <key>         the key's latest webhook deliveries`;
 
 const describe = (key: VerificationKey, vault: KeyVault) =>
   [vault.decrypt(key.keyEncrypted), key.status.padEnd(8), key.useDomain ? key.domains.join(',') : '(any domain)', key.createdAt.toISOString()].join('  ');
 
 async function run(args: string[]): Promise<number> {
   const [group, command, target, ...rest] = args;
-  if (group !== 'keys' || !command || !target) {
+  if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
@@ -27,6 +43,7 @@ async function run(args: string[]): Promise<number> {
   const orm = await createOrm(config.DATABASE_URL, 2);
   const em = orm.em.fork();
   try {
+    if (group === 'webhooks') return await webhooks(em, vault, command, target, rest);
     switch (command) {
       case 'list': {
         const keys = await listKeys(em, target);
@@ -55,6 +72,44 @@ async function run(args: string[]): Promise<number> {
     return 1;
   } finally {
     await orm.close();
+  }
+}
+
+async function webhooks(em: EntityManager, vault: KeyVault, command: string, keyValue: string, rest: string[]): Promise<number> {
+  const keyId = await keyIdByValue(em, vault, keyValue);
+  const [argument] = rest;
+  const line = (endpoint: EndpointRecord) =>
+    [endpoint.id, endpoint.enabled ? 'enabled ' : 'disabled', `failed-in-a-row=${endpoint.consecutive_failures}`, endpoint.url].join('  ');
+  switch (command) {
+    case 'list': {
+      const endpoints = await listEndpoints(em, keyId);
+      process.stdout.write(endpoints.length ? `${endpoints.map(line).join('\n')}\n` : 'No webhooks.\n');
+      return 0;
+    }
+    case 'add': {
+      const created = await createEndpoint(em, vault, keyId, parseWebhookUrl(argument ?? ''));
+      process.stdout.write(`${line(created.endpoint)}\nsecret (shown once): ${created.secret}\n`);
+      return 0;
+    }
+    case 'enable':
+    case 'disable':
+    case 'delete': {
+      const id = argument ?? '';
+      const done = /^[0-9a-f-]{36}$/i.test(id) &&
+        (command === 'delete' ? await deleteEndpoint(em, keyId, id) : await setEndpointEnabled(em, keyId, id, command === 'enable'));
+      if (!done) throw new KeyRuleError('not_found', 'id', 'Unknown webhook.');
+      process.stdout.write(`${command}d ${id}\n`);
+      return 0;
+    }
+    case 'deliveries': {
+      const deliveries = await listWebhookDeliveries(em, { keyId, limit: 50 });
+      const text = deliveries.map((d) => [d.created_at, d.status.padEnd(8), `attempts=${d.attempts}`, `code=${d.last_response_code ?? '-'}`, d.url, d.last_error ?? ''].join('  '));
+      process.stdout.write(text.length ? `${text.join('\n')}\n` : 'No deliveries.\n');
+      return 0;
+    }
+    default:
+      process.stderr.write(`${USAGE}\n`);
+      return 2;
   }
 }
 

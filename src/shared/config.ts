@@ -2,6 +2,7 @@
 // A bad value stops the process with a message naming the variable.
 import { isIP } from 'node:net';
 import * as v from 'valibot';
+import { parseAllowList } from './address-guard.ts';
 
 const integer = (fallback: number, min = 0) =>
   v.optional(
@@ -156,10 +157,36 @@ const EnvSchema = v.object({
   METRICS_PORT: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535))),
   JOB_LOCK_MS: integer(30_000, 1_000),
   CLAIM_LEASE_MS: integer(5 * 60_000, 1_000),
+  // Webhooks (src/shared/webhooks.ts, src/workers/webhook-*.ts).
+  WEBHOOK_CONCURRENCY: integer(10, 1),
+  WEBHOOK_TIMEOUT_MS: integer(10_000, 100),
+  WEBHOOK_RETRY_BACKOFF_MS: integer(30_000, 1),
+  WEBHOOK_RETRY_MAX_BACKOFF_MS: integer(3_600_000, 1),
+  WEBHOOK_RETRY_HORIZON_MS: integer(24 * 3_600_000, 0),
+  WEBHOOK_DISABLE_AFTER: integer(20, 1),
+  // Hosts (exact names) and address ranges (CIDR or single addresses) that webhooks may reach
+  // although they are private, loopback, link-local…: an intranet, the tests. Comma-separated.
+  WEBHOOK_ALLOW: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((list) => list.split(',').map((item) => item.trim()).filter(Boolean)),
+      v.check(isAllowList, 'must list host names, addresses or CIDR ranges, comma-separated'),
+    ),
+    '',
+  ),
   DKIM_DOMAIN: optionalText,
   DKIM_SELECTOR: optionalText,
   DKIM_PRIVATE_KEY: optionalText,
 });
+
+function isAllowList(entries: string[]): boolean {
+  try {
+    parseAllowList(entries);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 type Env = v.InferOutput<typeof EnvSchema>;
 

@@ -55,6 +55,8 @@ export function parseDomains(inputs: unknown[]): string[] {
 /** What a submission needs of its key, and whether its mailbox confirmed it wants the mail. */
 export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'mailbox' | 'useDomain' | 'domains' | 'captcha'> & {
   mailboxConfirmed: boolean;
+  /** Its enabled webhook endpoints: a submission adds one delivery row for each, in its own statement. */
+  webhookEndpointIds: string[];
 };
 
 /**
@@ -63,9 +65,19 @@ export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'mailbox' | 'useD
  */
 export async function findActiveKey(em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> {
   const [row] = await em.execute<
-    Array<{ id: string; email: string; mailbox: string; use_domain: boolean; domains: string[]; captcha: ActiveKey['captcha']; confirmed: boolean }>
+    Array<{
+      id: string;
+      email: string;
+      mailbox: string;
+      use_domain: boolean;
+      domains: string[];
+      captcha: ActiveKey['captcha'];
+      confirmed: boolean;
+      webhooks: string[] | null;
+    }>
   >(
-    `select k.id, k.email, k.mailbox, k.use_domain, k.domains, k.captcha, r.confirmed_at is not null as confirmed
+    `select k.id, k.email, k.mailbox, k.use_domain, k.domains, k.captcha, r.confirmed_at is not null as confirmed,
+            (select array_agg(e.id) from webhook_endpoints e where e.key_id = k.id and e.enabled) as webhooks
        from verification_keys k left join recipients r on r.mailbox = k.mailbox
       where k.key_hash = ? and k.status = 'active'`,
     [vault.hash(key)],
@@ -79,6 +91,7 @@ export async function findActiveKey(em: EntityManager, vault: KeyVault, key: str
         domains: row.domains,
         captcha: row.captcha ?? null,
         mailboxConfirmed: row.confirmed,
+        webhookEndpointIds: row.webhooks ?? [],
       }
     : null;
 }

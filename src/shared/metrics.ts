@@ -78,12 +78,12 @@ export function registerBreakerState(read: () => Promise<boolean>): void {
 
 const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
 
-/** Queue depth, read from Redis when the metrics are scraped. */
-export function registerQueueDepth(queue: Queue): void {
-  if (registry.getSingleMetric('cfs_queue_jobs')) return;
+/** Queue depth, read from Redis when the metrics are scraped: the email queue's, or the webhook queue's. */
+export function registerQueueDepth(queue: Queue, name = 'cfs_queue_jobs', help = 'Jobs in the delivery queue by state'): void {
+  if (registry.getSingleMetric(name)) return;
   new Gauge({
-    name: 'cfs_queue_jobs',
-    help: 'Jobs in the delivery queue by state',
+    name,
+    help,
     labelNames: ['state'] as const,
     registers: [registry],
     async collect() {

@@ -3,42 +3,42 @@
 import { Queue, Worker, type BackoffStrategy, type Processor, type WorkerOptions } from 'bullmq';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
+import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-kinds.ts';
 import { withTimeout } from './timeout.ts';
 
+/**
+ * The email deliveries (submissions and key emails). The name predates the other queues; it stays,
+ * since renaming it would strand the jobs queued at an upgrade and the operators' dashboards.
+ */
 export const DELIVERY_QUEUE = 'deliveries';
+/** Webhook deliveries: their own concurrency (WEBHOOK_CONCURRENCY) and backoff, never behind the SMTP breaker. */
+export const WEBHOOK_QUEUE = 'webhooks';
 /** The periodic jobs (reconciler, retention), apart from the deliveries so they never wait behind a backlog. */
 export const HOUSEKEEPING_QUEUE = 'housekeeping';
 
 /**
- * The jobs of the delivery queue. Ids only: the row to deliver, and the id of the request that
- * created it (to follow it in logs).
+ * The jobs of the delivery queue, one per delivery kind (src/shared/delivery-kinds.ts). Ids only:
+ * the row to deliver, and the id of the request that created it (to follow it in logs).
  */
-export type DeliveryJobs = {
-  submission: { submissionId: string; requestId?: string };
-  'key-email': { keyEmailId: string; requestId?: string };
-};
+export type DeliveryJobs = { [N in DeliveryKindName]: JobData<N> };
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 
 /** The periodic jobs of the housekeeping queue carry nothing; their name says what to run. */
 export type HousekeepingJob = Record<string, never>;
 
-type RowJobName = 'submission' | 'key-email';
+/** A job to add: the job id is the row's id (`rowId`), so a second add of the same row is a no-op. */
+export type DeliveryRequest = { [N in DeliveryJobName]: { name: N; data: DeliveryJobs[N]; rowId: string } }[DeliveryJobName];
 
-/** A job to add: the job id is the row's id, so a second add of the same row is a no-op. */
-export type DeliveryRequest = { [N in RowJobName]: { name: N; data: DeliveryJobs[N] } }[RowJobName];
+/** The job that delivers row `rowId` of kind `name`. */
+export function deliveryJob<N extends DeliveryJobName>(name: N, rowId: string, requestId?: string): DeliveryRequest {
+  const data = { [deliveryKinds[name].idField]: rowId, ...(requestId ? { requestId } : {}) } as DeliveryJobs[N];
+  return { name, data, rowId } as DeliveryRequest;
+}
 
-export const submissionJob = (submissionId: string, requestId?: string): DeliveryRequest => ({
-  name: 'submission',
-  data: requestId ? { submissionId, requestId } : { submissionId },
-});
-export const keyEmailJob = (keyEmailId: string, requestId?: string): DeliveryRequest => ({
-  name: 'key-email',
-  data: requestId ? { keyEmailId, requestId } : { keyEmailId },
-});
-
-export const jobIdOf = (request: DeliveryRequest) =>
-  request.name === 'submission' ? request.data.submissionId : request.data.keyEmailId;
+export const submissionJob = (submissionId: string, requestId?: string) => deliveryJob('submission', submissionId, requestId);
+export const keyEmailJob = (keyEmailId: string, requestId?: string) => deliveryJob('key-email', keyEmailId, requestId);
+export const webhookJob = (deliveryId: string, requestId?: string) => deliveryJob('webhook', deliveryId, requestId);
 
 /** A single Redis server or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */
 export type RedisClient = Redis | Cluster;
@@ -121,6 +121,54 @@ export function createDeliveryWorker(
   });
 }
 
+export function createWebhookQueue(connection: RedisClient, prefix: string): Queue<DeliveryJob> {
+  return new Queue<DeliveryJob>(WEBHOOK_QUEUE, {
+    connection,
+    prefix,
+    defaultJobOptions: {
+      // As for emails, the worker ends a delivery (WEBHOOK_RETRY_HORIZON_MS), not BullMQ's count.
+      attempts: UNBOUNDED_ATTEMPTS,
+      backoff: { type: BACKOFF_TYPE },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  });
+}
+
+/** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
+export type RetryAfterError = Error & { retryAfterMs?: number };
+
+/**
+ * The delay before a webhook's retry number `attemptsMade`: exponential with jitter like the emails'
+ * (WEBHOOK_RETRY_BACKOFF_MS doubling up to WEBHOOK_RETRY_MAX_BACKOFF_MS), but never sooner than the
+ * receiver asked (its Retry-After, itself capped by the maximum backoff).
+ */
+export function webhookRetryDelay(
+  attemptsMade: number,
+  error: RetryAfterError | undefined,
+  config: Pick<Config, 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS'>,
+): number {
+  const backoff = { EMAIL_RETRY_BACKOFF_MS: config.WEBHOOK_RETRY_BACKOFF_MS, EMAIL_RETRY_MAX_BACKOFF_MS: config.WEBHOOK_RETRY_MAX_BACKOFF_MS };
+  const asked = Math.min(error?.retryAfterMs ?? 0, config.WEBHOOK_RETRY_MAX_BACKOFF_MS);
+  return Math.max(retryDelay(attemptsMade, backoff), asked);
+}
+
+export function createWebhookWorker(
+  connection: RedisClient,
+  config: Pick<Config, 'QUEUE_PREFIX' | 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS' | 'WEBHOOK_CONCURRENCY' | 'JOB_LOCK_MS'>,
+  processor: Processor<DeliveryJob>,
+): Worker<DeliveryJob> {
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error) => webhookRetryDelay(attemptsMade, error, config);
+  return new Worker<DeliveryJob>(WEBHOOK_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    settings: { backoffStrategy },
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    lockDuration: config.JOB_LOCK_MS,
+    stalledInterval: config.JOB_LOCK_MS,
+  });
+}
+
 export function createHousekeepingQueue(connection: RedisClient, prefix: string): Queue<HousekeepingJob> {
   return new Queue<HousekeepingJob>(HOUSEKEEPING_QUEUE, {
     connection,
@@ -136,7 +184,7 @@ export function createHousekeepingWorker(connection: RedisClient, prefix: string
 
 /** Enqueues a delivery; jobId = the row's id, so a second add is a no-op. */
 export async function enqueueDelivery(queue: Queue<DeliveryJob>, request: DeliveryRequest): Promise<void> {
-  await queue.add(request.name, request.data, { jobId: jobIdOf(request) });
+  await queue.add(request.name, request.data, { jobId: request.rowId });
 }
 
 export class RedisUnavailableError extends Error {

@@ -7,16 +7,14 @@ import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
-export type SubmissionContext = SendContext & {
-  mailFrom: string;
-  storage: Storage;
-  attachMaxBytes: number;
-  linkTtlSeconds: number;
-};
+/** What the submission email needs of the configuration. */
+export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
+
+export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage };
 
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
-  return sendTracked(context, 'submissions', submissionId, job, async () => {
+  return sendTracked(context, 'submission', submissionId, job, async () => {
     const { em } = context;
     const submission = await em.findOneOrFail(SubmissionSchema, submissionId, { populate: ['key'] });
     const stored = await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });

@@ -5,17 +5,33 @@ import type { Job, Queue } from 'bullmq';
 import type { Config } from '../shared/config.ts';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
+import type { DeliveryKind } from '../shared/delivery-kinds.ts';
 import type { DeliveryJob, HousekeepingJob } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
 import { reconcile } from './reconcile.ts';
 import { applyRetention } from './retention.ts';
 
-export type HousekeepingDeps = { orm: MikroORM; storage: Storage; deliveries: Queue<DeliveryJob>; config: Config; log: Logger };
+/** What the periodic jobs need of the configuration: their intervals and their own settings. */
+export type HousekeepingConfig = Pick<
+  Config,
+  | 'RECONCILE_INTERVAL_MS'
+  | 'RECONCILE_AFTER_MS'
+  | 'CLAIM_LEASE_MS'
+  | 'RETENTION_INTERVAL_MS'
+  | 'RETENTION_DAYS'
+  | 'HELD_TTL_DAYS'
+  | 'UNCONFIRMED_SKIPPED_TTL_DAYS'
+>;
+
+/** The queue of each kind of delivery, for the reconciler. */
+export type DeliveryQueues = Record<DeliveryKind['queue'], Queue<DeliveryJob>>;
+
+export type HousekeepingDeps = { orm: MikroORM; storage: Storage; queues: DeliveryQueues; config: HousekeepingConfig; log: Logger };
 
 type PeriodicJob = {
   name: string;
   /** Milliseconds between runs, or undefined when the job is switched off. */
-  every: (config: Config) => number | undefined;
+  every: (config: HousekeepingConfig) => number | undefined;
   run: (deps: HousekeepingDeps) => Promise<number>;
 };
 
@@ -23,8 +39,8 @@ export const periodicJobs: PeriodicJob[] = [
   {
     name: 'reconcile',
     every: (config) => config.RECONCILE_INTERVAL_MS,
-    run: ({ orm, deliveries, config, log }) =>
-      reconcile(orm.em.fork(), deliveries, log, { staleAfterMs: config.RECONCILE_AFTER_MS, claimLeaseMs: config.CLAIM_LEASE_MS }),
+    run: ({ orm, queues, config, log }) =>
+      reconcile(orm.em.fork(), queues, log, { staleAfterMs: config.RECONCILE_AFTER_MS, claimLeaseMs: config.CLAIM_LEASE_MS }),
   },
   {
     name: 'retention',
@@ -43,7 +59,7 @@ export const periodicJobs: PeriodicJob[] = [
  * Upserting the same scheduler ids from every worker keeps exactly one schedule for the fleet;
  * upserting again after a reconnect restores them if Redis lost its data.
  */
-export async function schedulePeriodicJobs(queue: Queue<HousekeepingJob>, deliveries: Queue<DeliveryJob>, config: Config): Promise<void> {
+export async function schedulePeriodicJobs(queue: Queue<HousekeepingJob>, deliveries: Queue<DeliveryJob>, config: HousekeepingConfig): Promise<void> {
   await queue.setGlobalConcurrency(1);
   for (const job of periodicJobs) {
     const every = job.every(config);

@@ -1,5 +1,5 @@
 // The key-email job: a new key to its owner, every active key of an address, or the one
-// "confirm to receive more" email, or an owner console sign-in link. Key emails to an unconfirmed mailbox carry the confirm link.
+// "confirm to receive more" email, or an owner console sign-in link, or a webhook switched off. Key emails to an unconfirmed mailbox carry the confirm link.
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isConfirmed, type ConsentSigner } from '../shared/consent.ts';
@@ -7,21 +7,26 @@ import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type Verification
 import type { KeyVault } from '../shared/secrets.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../shared/owner.ts';
-import { renderAllKeysEmail, renderConfirmEmail, renderNewKeyEmail, renderSignInEmail, type KeyForEmail } from './render-keys.ts';
+import { disabledEndpoints } from '../shared/webhooks.ts';
+import {
+  renderAllKeysEmail,
+  renderConfirmEmail,
+  renderNewKeyEmail,
+  renderSignInEmail,
+  renderWebhookDisabledEmail,
+  type KeyForEmail,
+} from './render-keys.ts';
 import type { RenderedEmail } from './email-templates.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
-type KeyMailContext = SendContext & {
-  mailFrom: string;
-  publicUrl: string;
-  vault: KeyVault;
-  consent: ConsentSigner;
-  unconfirmedPerHour: number;
-};
+/** What the key emails need of the configuration. */
+export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmedPerHour: number };
+
+type KeyMailContext = SendContext & KeyMailSettings & { vault: KeyVault; consent: ConsentSigner };
 
 export async function deliverKeyEmail(context: KeyMailContext, job: Job<DeliveryJobs['key-email']>): Promise<SendOutcome> {
   const { keyEmailId } = job.data;
-  return sendTracked(context, 'key_emails', keyEmailId, job, async () => {
+  return sendTracked(context, 'key-email', keyEmailId, job, async () => {
     const { em } = context;
     const keyEmail = await em.findOneOrFail(KeyEmailSchema, keyEmailId, { populate: ['key'] });
     const email = await renderKeyEmail(em, context, keyEmail);
@@ -44,6 +49,10 @@ async function renderKeyEmail(em: EntityManager, context: KeyMailContext, keyEma
     // A link used or expired before it could be sent is worth nothing: the owner asks again.
     if (!signIn) throw new Error('the sign-in link expired before it could be sent');
     return renderSignInEmail(keyEmail.email, signIn, SIGN_IN_LINK_TTL_MINUTES);
+  }
+  if (keyEmail.kind === 'webhook-disabled' && keyEmail.key) {
+    const endpoints = await disabledEndpoints(em, keyEmail.key.id);
+    return renderWebhookDisabledEmail(endpoints, Math.max(1, ...endpoints.map((endpoint) => endpoint.failures)), `${context.publicUrl}/owner`);
   }
   const link = context.consent.link(context.publicUrl, keyEmail.email);
   if (keyEmail.kind === 'confirm') return renderConfirmEmail(keyEmail.email, link, context.unconfirmedPerHour);

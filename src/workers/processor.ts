@@ -1,16 +1,20 @@
-// Runs each job of the delivery queue: the email of one row, behind the SMTP circuit breaker.
+// Runs each job of the email delivery queue: the email of one row, behind the SMTP circuit breaker.
+// Each job name has one handler, typed by its payload; a new kind of email is one more entry.
 import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import type { MailTransport } from '../shared/mail.ts';
+import { deliveryKinds, isDeliveryKind, type KindsIn } from '../shared/delivery-kinds.ts';
 import type { DeliveryJob, DeliveryJobs } from '../shared/queue.ts';
+
+type EmailJobName = KindsIn<'email'>;
 import type { ConsentSigner } from '../shared/consent.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 import type { SmtpBreaker } from './breaker.ts';
-import { deliverSubmission } from './deliver.ts';
-import { deliverKeyEmail } from './key-mail.ts';
-import { TemporaryDeliveryError, type SendOutcome } from './send.ts';
+import { deliverSubmission, type SubmissionSettings } from './deliver.ts';
+import { deliverKeyEmail, type KeyMailSettings } from './key-mail.ts';
+import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 
 export type ProcessorDeps = {
@@ -21,41 +25,43 @@ export type ProcessorDeps = {
   storage: Storage;
   vault: KeyVault;
   consent: ConsentSigner;
-  unconfirmedPerHour: number;
   queue: Queue<DeliveryJob>;
-  mailFrom: string;
-  publicUrl: string;
-  maxAttempts: number | undefined;
-  retryHorizonMs: number;
-  attachMaxBytes: number;
-  linkTtlSeconds: number;
-  claimLeaseMs: number;
+  /** What each part needs of the configuration, and nothing more. */
+  send: SendSettings;
+  submission: SubmissionSettings;
+  keyMail: KeyMailSettings;
   log: Logger;
 };
 
+type JobContext = ProcessorDeps & { log: Logger; em: ReturnType<MikroORM['em']['fork']> };
+type Handler<N extends EmailJobName> = (context: JobContext, job: Job<DeliveryJobs[N]>) => Promise<SendOutcome>;
+
+const handlers: { [N in EmailJobName]: Handler<N> } = {
+  submission: (context, job) => deliverSubmission({ ...context, ...context.send, ...context.submission }, job),
+  'key-email': (context, job) => deliverKeyEmail({ ...context, ...context.send, ...context.keyMail }, job),
+};
+
+/** Names of periodic jobs that an earlier version ran in this queue; they run in the housekeeping queue now. */
+const MOVED = new Set(['reconcile', 'retention']);
+
+const isEmailJob = (name: string): name is EmailJobName => isDeliveryKind(name) && deliveryKinds[name].queue === 'email';
+
+/** BullMQ knows a job's name only as a string: this is the one place where it meets its payload type. */
+function handlerFor<N extends EmailJobName>(name: N): Handler<N> {
+  return handlers[name];
+}
+
 export function createDeliveryProcessor(deps: ProcessorDeps) {
   return async (job: Job<DeliveryJob>): Promise<SendOutcome | 'moved'> => {
+    if (MOVED.has(job.name)) return 'moved';
+    if (!isEmailJob(job.name)) throw new Error(`unknown job ${job.name}`);
+    const handler = handlerFor(job.name);
     // One logger per job, carrying the id of the request that created the row.
-    const log = deps.log.child({ job: job.name, jobId: job.id, requestId: (job.data as { requestId?: string }).requestId });
+    const log = deps.log.child({ job: job.name, jobId: job.id, requestId: job.data.requestId });
     const context = { ...deps, log, em: deps.orm.em.fork() };
-    let deliver: () => Promise<SendOutcome>;
-    switch (job.name) {
-      case 'submission':
-        deliver = () => deliverSubmission(context, job as Job<DeliveryJobs['submission']>);
-        break;
-      case 'key-email':
-        deliver = () => deliverKeyEmail(context, job as Job<DeliveryJobs['key-email']>);
-        break;
-      case 'reconcile':
-      case 'retention':
-        // Left by a version that ran the periodic jobs in this queue; they run in the housekeeping queue now.
-        return 'moved';
-      default:
-        throw new Error(`unknown job ${job.name}`);
-    }
     const admission = await deps.breaker.admit();
     try {
-      const outcome = await deliver();
+      const outcome = await handler(context, job as Job<DeliveryJobs[EmailJobName]>);
       if (outcome === 'sent') await deps.breaker.succeeded(admission);
       else await deps.breaker.inconclusive(admission);
       return outcome;

@@ -6,9 +6,10 @@
 import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
-import { enqueueDelivery, keyEmailJob, submissionJob, type DeliveryJob } from '../shared/queue.ts';
+import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../shared/delivery-kinds.ts';
+import { deliveryJob, enqueueDelivery, type DeliveryJob } from '../shared/queue.ts';
 import { AWAITING_JOB, IN_FLIGHT } from './statuses.ts';
-import type { DeliveryTable } from './send.ts';
+import { findAwaitingJob, type AwaitingRow } from './delivery-rows.ts';
 
 /** Rows read, and job states asked of Redis (pipelined), per step. */
 export const RECONCILE_BATCH = 500;
@@ -17,29 +18,20 @@ const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', '
 
 export type ReconcileOptions = { staleAfterMs: number; claimLeaseMs: number };
 
-/** created_at as text: a JS Date would drop the microseconds and the page cursor would repeat rows. */
-type Row = { id: string; created_at: string };
-
 /** Returns how many rows were enqueued again. */
-export async function reconcile(em: EntityManager, queue: Queue<DeliveryJob>, log: Logger, options: ReconcileOptions): Promise<number> {
+export async function reconcile(
+  em: EntityManager,
+  queues: Record<DeliveryKind['queue'], Queue<DeliveryJob>>,
+  log: Logger,
+  options: ReconcileOptions,
+): Promise<number> {
   let enqueued = 0;
-  for (const table of ['submissions', 'key_emails'] as const) {
-    // One status at a time, so each page is a range of the (email_status, created_at) index.
+  for (const kind of Object.keys(deliveryKinds) as DeliveryKindName[]) {
     for (const status of [...AWAITING_JOB, IN_FLIGHT]) {
-      const condition =
-        status === IN_FLIGHT
-          ? { sql: 'claimed_at < now() - make_interval(secs => ?)', age: options.claimLeaseMs }
-          : { sql: 'created_at < now() - make_interval(secs => ?)', age: options.staleAfterMs };
-      let after: Row | undefined;
+      let after: AwaitingRow | undefined;
       for (;;) {
-        const rows: Row[] = await em.execute<Row[]>(
-          `select id, created_at::text as created_at from ${table}
-            where email_status = ? and ${condition.sql}
-              ${after ? 'and (created_at, id) > (cast(? as timestamptz), cast(? as uuid))' : ''}
-            order by created_at, id limit ${RECONCILE_BATCH}`,
-          after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
-        );
-        enqueued += await enqueueJobless(queue, table, rows, log);
+        const rows = await findAwaitingJob(em, kind, status, options, RECONCILE_BATCH, after);
+        enqueued += await enqueueJobless(queues[deliveryKinds[kind].queue], kind, rows, log);
         if (rows.length < RECONCILE_BATCH) break;
         after = rows[rows.length - 1];
       }
@@ -49,7 +41,7 @@ export async function reconcile(em: EntityManager, queue: Queue<DeliveryJob>, lo
   return enqueued;
 }
 
-async function enqueueJobless(queue: Queue<DeliveryJob>, table: DeliveryTable, rows: Row[], log: Logger): Promise<number> {
+async function enqueueJobless(queue: Queue<DeliveryJob>, kind: DeliveryKindName, rows: AwaitingRow[], log: Logger): Promise<number> {
   // Concurrent commands on one connection are pipelined: a page costs about one round trip.
   const states = await Promise.all(rows.map((row) => queue.getJobState(row.id)));
   let enqueued = 0;
@@ -59,7 +51,7 @@ async function enqueueJobless(queue: Queue<DeliveryJob>, table: DeliveryTable, r
     try {
       // A finished job under the same id would make the new add a no-op.
       if (state !== 'unknown') await queue.remove(row.id);
-      await enqueueDelivery(queue, table === 'submissions' ? submissionJob(row.id) : keyEmailJob(row.id));
+      await enqueueDelivery(queue, deliveryJob(kind, row.id));
       enqueued += 1;
     } catch (error) {
       // Its job changed hands meanwhile (taken up, locked): the next run looks again.

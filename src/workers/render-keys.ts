@@ -36,3 +36,9 @@ export function renderConfirmEmail(email: string, confirmLink: string, perHour: 
 export function renderSignInEmail(email: string, link: string, minutes: number): RenderedEmail {
   return renderEmail('sign-in', 'Sign in to your contact form keys', { email, link, minutes });
 }
+
+export type DisabledEndpoint = { url: string; error: string };
+
+export function renderWebhookDisabledEmail(endpoints: DisabledEndpoint[], failures: number, consoleUrl: string): RenderedEmail {
+  return renderEmail('webhook-disabled', 'A webhook of your contact form was switched off', { endpoints, failures, console: consoleUrl });
+}

@@ -1,5 +1,5 @@
 // Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
-// claim the row, send, record the outcome. Both tables share the delivery columns.
+// claim the row, send, record the outcome (./delivery-rows.ts). Both tables share the delivery columns.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -7,21 +7,25 @@ import type { Logger } from '../shared/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.ts';
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
-import { CLAIMABLE, IN_FLIGHT, sqlList } from './statuses.ts';
+import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
+import { claimRow, recordFailure } from './delivery-rows.ts';
 
-export type DeliveryTable = 'submissions' | 'key_emails';
 export type SendOutcome = 'sent' | 'not-claimable';
 
-export type SendContext = {
-  em: EntityManager;
+/** What the send step needs of the configuration. */
+export type SendSettings = {
   /** A claim older than this belongs to a worker that died mid-send; the row may be claimed again. */
   claimLeaseMs: number;
-  transport: MailTransport;
-  recorder: SentRecorder;
   /** Unset: no limit; the horizon alone ends the retries. */
   maxAttempts: number | undefined;
   /** A temporary failure of a row older than this makes it `failed`. */
   retryHorizonMs: number;
+};
+
+export type SendContext = SendSettings & {
+  em: EntityManager;
+  transport: MailTransport;
+  recorder: SentRecorder;
   log: Logger;
 };
 
@@ -37,27 +41,19 @@ export class TemporaryDeliveryError extends Error {
 
 export async function sendTracked(
   context: SendContext,
-  table: DeliveryTable,
+  kind: DeliveryKindName,
   id: string,
   job: Job,
   buildMessage: () => Promise<{ message: Mail.Options; release?: () => void }>,
 ): Promise<SendOutcome> {
   const { em } = context;
-  // Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
-  // A `failed` row is claimable too: its job only runs again when an operator retries it on the
-  // queue dashboard (nothing was sent for it, so nothing is sent twice).
-  const claimed = await em.execute<Array<{ email_attempts: number }>>(
-    `update ${table}
-        set email_status = 'sending', claimed_at = now(), email_attempts = email_attempts + 1
-      where id = ?
-        and (email_status in (${sqlList(CLAIMABLE)})
-             or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => ?)))
-      returning email_attempts`,
-    [id, context.claimLeaseMs / 1000],
-  );
-  const attempt = claimed[0]?.email_attempts;
+  const label = { kind: deliveryKinds[kind].metricLabel };
+  // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
+  // claimable too: its job only runs again when an operator retries it on the queue dashboard
+  // (nothing was sent for it, so nothing is sent twice).
+  const attempt = await claimRow(em, kind, id, context.claimLeaseMs);
   if (attempt === undefined) {
-    deliveries.inc({ kind: table, outcome: 'not-claimable' });
+    deliveries.inc({ ...label, outcome: 'not-claimable' });
     return 'not-claimable';
   }
 
@@ -69,40 +65,32 @@ export async function sendTracked(
     messageId = (await context.transport.sendMail(built.message)).messageId;
   } catch (error) {
     const reason = describeSendError(error);
-    const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
-      `update ${table}
-          set email_status = case when ? or created_at < now() - make_interval(secs => ?) or email_attempts >= ? then 'failed' else 'retrying' end,
-              last_error = ?, claimed_at = null
-        where id = ?
-        returning email_status`,
-      [
-        isPermanent(error) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
-        context.retryHorizonMs / 1000,
-        context.maxAttempts ?? 2 ** 31 - 1,
-        reason,
-        id,
-      ],
-    );
-    const finalAttempt = row?.email_status !== 'retrying';
-    deliveries.inc({ kind: table, outcome: finalAttempt ? 'failed' : 'retry' });
-    if (!finalAttempt) deliveryRetries.inc({ kind: table });
-    context.log.warn({ table, id, attempt, finalAttempt, reason }, 'delivery failed');
+    const status = await recordFailure(em, kind, id, {
+      final: isPermanent(error) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+      retryHorizonMs: context.retryHorizonMs,
+      maxAttempts: context.maxAttempts,
+      reason,
+    });
+    const finalAttempt = status !== 'retrying';
+    deliveries.inc({ ...label, outcome: finalAttempt ? 'failed' : 'retry' });
+    if (!finalAttempt) deliveryRetries.inc(label);
+    context.log.warn({ table: deliveryKinds[kind].table, id, attempt, finalAttempt, reason }, 'delivery failed');
     throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isServerSide(error));
   } finally {
     release?.();
   }
   // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
   // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
-  const sent = await context.recorder.markSent(table, id, messageId, performance.now());
-  deliveries.inc({ kind: table, outcome: 'sent' });
-  if (sent) deliveryLatency.observe({ kind: table }, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
+  const sent = await context.recorder.markSent(kind, id, messageId, performance.now());
+  deliveries.inc({ ...label, outcome: 'sent' });
+  if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
   return 'sent';
 }
 
 /** Derived from the row's id, so a resend of the same email is recognisable. */
-export function messageIdFor(kind: string, id: string, mailFrom: string): string {
+export function messageIdFor(kind: DeliveryKindName, id: string, mailFrom: string): string {
   const domain = /@([^>\s]+)>?\s*$/.exec(mailFrom)?.[1] ?? 'localhost';
-  return `<${kind}-${id}@${domain}>`;
+  return `<${deliveryKinds[kind].messageIdPrefix}-${id}@${domain}>`;
 }
 
 type SmtpError = Error & { responseCode?: number; response?: string };

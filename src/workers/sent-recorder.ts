@@ -6,14 +6,15 @@
 // as soon as one is free (group commit): a burst of 50 costs about two round trips, not fifty.
 import pg from 'pg';
 import { sentRecordDuration } from '../shared/metrics.ts';
-import type { DeliveryTable } from './send.ts';
+import type { DeliveryKindName } from '../shared/delivery-kinds.ts';
+import { recordSent } from './delivery-rows.ts';
 
 type Sent = { created_at: Date; sent_at: Date };
-type Pending = { table: DeliveryTable; id: string; messageId: string; acceptedAt: number; resolve: (row: Sent | undefined) => void; reject: (error: unknown) => void };
+type Pending = { kind: DeliveryKindName; id: string; messageId: string; acceptedAt: number; resolve: (row: Sent | undefined) => void; reject: (error: unknown) => void };
 
 export type SentRecorder = {
   /** Marks the row `sent`; returns its creation and send times for the latency metric. */
-  markSent: (table: DeliveryTable, id: string, messageId: string, acceptedAt: number) => Promise<Sent | undefined>;
+  markSent: (kind: DeliveryKindName, id: string, messageId: string, acceptedAt: number) => Promise<Sent | undefined>;
   close: () => Promise<void>;
 };
 
@@ -29,17 +30,10 @@ export function createSentRecorder(databaseUrl: string, connections = 2): SentRe
   const pending: Pending[] = [];
   let busy = 0;
 
-  async function write(table: DeliveryTable, batch: Pending[]): Promise<void> {
+  async function write(kind: DeliveryKindName, batch: Pending[]): Promise<void> {
     try {
-      const result = await pool.query<Sent & { id: string }>(
-        `update ${table} as t
-            set email_status = 'sent', sent_at = now(), message_id = v.message_id, last_error = null
-           from unnest($1::uuid[], $2::text[]) as v(id, message_id)
-          where t.id = v.id
-          returning t.id, t.created_at, t.sent_at`,
-        [batch.map((item) => item.id), batch.map((item) => item.messageId)],
-      );
-      const byId = new Map(result.rows.map((row) => [row.id, row]));
+      const rows = await recordSent(pool, kind, batch);
+      const byId = new Map(rows.map((row) => [row.id, row]));
       const now = performance.now();
       for (const item of batch) {
         sentRecordDuration.observe((now - item.acceptedAt) / 1000);
@@ -54,8 +48,8 @@ export function createSentRecorder(databaseUrl: string, connections = 2): SentRe
     while (busy < connections && pending.length > 0) {
       const batch = pending.splice(0, MAX_BATCH);
       busy += 1;
-      const tables = [...new Set(batch.map((item) => item.table))];
-      void Promise.all(tables.map((table) => write(table, batch.filter((item) => item.table === table)))).finally(() => {
+      const kinds = [...new Set(batch.map((item) => item.kind))];
+      void Promise.all(kinds.map((kind) => write(kind, batch.filter((item) => item.kind === kind)))).finally(() => {
         busy -= 1;
         flush();
       });
@@ -63,9 +57,9 @@ export function createSentRecorder(databaseUrl: string, connections = 2): SentRe
   }
 
   return {
-    markSent(table, id, messageId, acceptedAt) {
+    markSent(kind, id, messageId, acceptedAt) {
       return new Promise((resolve, reject) => {
-        pending.push({ table, id, messageId, acceptedAt, resolve, reject });
+        pending.push({ kind, id, messageId, acceptedAt, resolve, reject });
         flush();
       });
     },

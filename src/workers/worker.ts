@@ -15,8 +15,12 @@ import {
   createHousekeepingQueue,
   createHousekeepingWorker,
   createRedis,
+  createWebhookQueue,
+  createWebhookWorker,
   type DeliveryJob,
 } from '../shared/queue.ts';
+import { parseAllowList } from '../shared/address-guard.ts';
+import { createWebhookProcessor } from './webhook-processor.ts';
 import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { readBreaker } from '../shared/smtp-breaker.ts';
@@ -80,12 +84,15 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   registerBreakerState(async () => (await readBreaker(redis, config.QUEUE_PREFIX)).state === 'open');
   const housekeepingQueue = shutdown.add('housekeeping queue', createHousekeepingQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   housekeepingQueue.on('error', (error) => log.debug({ err: error }, 'housekeeping queue error'));
+  const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
+  registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const schedule = () => schedulePeriodicJobs(housekeepingQueue, queue, config);
   await schedule();
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
   const housekeeping = shutdown.add(
     'housekeeping worker',
-    createHousekeepingWorker(redis, config.QUEUE_PREFIX, createHousekeepingProcessor({ orm, storage, deliveries: queue, config, log })),
+    createHousekeepingWorker(redis, config.QUEUE_PREFIX, createHousekeepingProcessor({ orm, storage, queues: { email: queue, webhook: webhookQueue }, config, log })),
     (worker) => worker.close(),
   );
   housekeeping.on('error', (error) => log.warn({ err: error }, 'housekeeping worker error'));
@@ -105,15 +112,10 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     storage,
     vault: createKeyVault(config.SECRET),
     consent: createConsentSigner(config.SECRET),
-    unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR,
     queue,
-    mailFrom: config.MAIL_FROM,
-    publicUrl: config.PUBLIC_URL,
-    maxAttempts: config.EMAIL_MAX_ATTEMPTS,
-    retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS,
-    attachMaxBytes: config.ATTACH_MAX_BYTES,
-    linkTtlSeconds: config.LINK_TTL_SECONDS,
-    claimLeaseMs: config.CLAIM_LEASE_MS,
+    send: { maxAttempts: config.EMAIL_MAX_ATTEMPTS, retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS, claimLeaseMs: config.CLAIM_LEASE_MS },
+    submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },
+    keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     log,
   });
   // Registered last, so closed first: it takes no new job and waits for the active ones.
@@ -134,8 +136,33 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
     log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
   }
+  // Webhooks: a queue and a concurrency of their own, so a slow receiver never holds the emails.
+  const webhooks = shutdown.add(
+    'webhook worker',
+    createWebhookWorker(
+      redis,
+      config,
+      createWebhookProcessor({
+        orm,
+        storage,
+        vault: createKeyVault(config.SECRET),
+        emailQueue: queue,
+        settings: {
+          timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+          retryHorizonMs: config.WEBHOOK_RETRY_HORIZON_MS,
+          disableAfter: config.WEBHOOK_DISABLE_AFTER,
+          claimLeaseMs: config.CLAIM_LEASE_MS,
+          linkTtlSeconds: config.LINK_TTL_SECONDS,
+          policy: parseAllowList(config.WEBHOOK_ALLOW),
+        },
+        log,
+      }),
+    ),
+    (worker) => worker.close(),
+  );
+  webhooks.on('error', (error) => log.warn({ err: error }, 'webhook worker error'));
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
-  await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady()]);
+  await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady(), webhooks.waitUntilReady()]);
   log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
   return { worker, orm, shutdown };
 }

@@ -96,6 +96,25 @@ describe('cached keys', () => {
     }
   });
 
+  it('a webhook endpoint added straight in PostgreSQL gets the next submission on both processes', async () => {
+    const key = await h.createKey();
+    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where id = $1 on conflict (mailbox) do update set confirmed_at = now()`, [key.id]);
+    await acceptedByBoth(key);
+    const [endpoint] = await h.sql<{ id: string }>(
+      `insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), $1, 'https://hooks.example.org/in', 'sealed') returning id`,
+      [key.id],
+    );
+    for (const url of [other.url, h.url]) {
+      await eventually(async () => {
+        const response = await submit(url, key.key);
+        expect(response.status).toBe(200);
+        const id = response.json.submission_id as string;
+        const rows = await h.sql('select 1 from webhook_deliveries where submission_id = $1 and endpoint_id = $2', [id, endpoint!.id]);
+        return rows.length === 1 ? true : undefined;
+      }, 20_000, `a webhook delivery from ${url}`);
+    }
+  });
+
   it('while the change notifications are cut off, keys are read from PostgreSQL', async () => {
     const key = await h.createKey();
     await acceptedByBoth(key);

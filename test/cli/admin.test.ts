@@ -1,4 +1,4 @@
-// `npm run admin -- keys …`: the operator CLI over the same key rules.
+// `npm run admin -- keys …` and `webhooks …`: the operator CLI over the same rules as the API.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,5 +61,27 @@ describe('npm run admin -- keys', () => {
     const usage = cli('frobnicate');
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain('Usage: npm run admin');
+  });
+});
+
+describe('npm run admin -- webhooks', () => {
+  it('adds (printing the secret once), lists, disables, enables and deletes webhook endpoints', async () => {
+    const key = await h.createKey({ email: 'cli-hooks@example.test' });
+    const added = cli('webhooks', 'add', key.key, 'https://hooks.example.com/in');
+    expect(added.status).toBe(0);
+    expect(added.stdout).toMatch(/secret \(shown once\): whsec_/);
+    const id = /^([0-9a-f-]{36})/.exec(added.stdout)![1]!;
+    const listed = cli('webhooks', 'list', key.key);
+    expect(listed.stdout).toContain('https://hooks.example.com/in');
+    expect(listed.stdout).not.toContain('whsec_');
+    expect(cli('webhooks', 'disable', key.key, id).status).toBe(0);
+    expect((await h.sql('select enabled from webhook_endpoints where id = $1', [id]))[0]).toEqual({ enabled: false });
+    expect(cli('webhooks', 'enable', key.key, id).status).toBe(0);
+    expect((await h.sql('select enabled from webhook_endpoints where id = $1', [id]))[0]).toEqual({ enabled: true });
+    const bad = cli('webhooks', 'add', key.key, 'gopher://x');
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('only http:// and https://');
+    expect(cli('webhooks', 'delete', key.key, id).status).toBe(0);
+    expect(cli('webhooks', 'list', key.key).stdout).toContain('No webhooks.');
   });
 });

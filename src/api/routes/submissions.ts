@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
-import { keyEmailJob, submissionJob } from '../../shared/queue.ts';
+import { keyEmailJob, submissionJob, webhookJob } from '../../shared/queue.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
@@ -75,6 +75,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
       if (submission.emailStatus === 'queued') await enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
       if (submission.confirmEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
+      for (const id of submission.webhookDeliveryIds) await enqueueCommitted(ctx, deps, webhookJob(id, ctx.state.requestId));
 
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
       const emailStatus =

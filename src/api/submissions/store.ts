@@ -1,6 +1,7 @@
-// Saving an accepted submission: the row and its attachments in one statement (so one
+// Saving an accepted submission: the row, its attachments and its webhook deliveries in one statement (so one
 // implicit transaction and one round trip: this runs on every submission, see npm run bench).
 // With files, the key's storage quota is charged in the same transaction.
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
@@ -42,7 +43,8 @@ export type SubmissionRow = unknown[];
 const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
 const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
 
-export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string };
+/** `webhookDeliveryIds`: the delivery rows made for the key's webhooks, to enqueue after the commit. */
+export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveryIds: string[] };
 
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
 
@@ -53,22 +55,33 @@ export const defaultSubject = (email: string) => `New contact form submission fr
  * and no email behind.
  */
 export async function saveSubmission(em: EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
-  const save = async (tx: EntityManager): Promise<SavedSubmission> => {
-    const admission = await submission.admit.run(tx);
-    if (submission.files.length > 0) await chargeStorage(tx, submission);
-    await insertSubmission(tx, submission, admission.emailStatus);
-    return { id: submission.id, emailStatus: admission.emailStatus, confirmEmailId: admission.confirmEmailId };
-  };
-  if (submission.admit.writes) return em.transactional(save);
+  const webhookDeliveryIds = submission.key.webhookEndpointIds.map(() => randomUUID());
+  const saved = (admission: Admission): SavedSubmission => ({
+    id: submission.id,
+    emailStatus: admission.emailStatus,
+    confirmEmailId: admission.confirmEmailId,
+    webhookDeliveryIds,
+  });
+  if (submission.admit.writes) {
+    return em.transactional(async (tx) => {
+      const admission = await submission.admit.run(tx);
+      if (submission.files.length > 0) await chargeStorage(tx, submission);
+      await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
+      return saved(admission);
+    });
+  }
   const admission = await submission.admit.run(em);
-  if (submission.files.length > 0) {
+  if (submission.files.length > 0 || webhookDeliveryIds.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
-    if (!(await insertSubmission(em, submission, admission.emailStatus, true))) throw errors.storageQuota(submission.storageQuotaMb);
-    return { id: submission.id, emailStatus: admission.emailStatus, confirmEmailId: admission.confirmEmailId };
+    const charge = submission.files.length > 0;
+    if (!(await insertSubmission(em, submission, admission.emailStatus, webhookDeliveryIds, charge))) {
+      throw errors.storageQuota(submission.storageQuotaMb);
+    }
+    return saved(admission);
   }
   const row = submissionRow(submission, admission.emailStatus);
   await (submission.insertRow ? submission.insertRow(row) : insertSubmissionRows(em, [row]));
-  return { id: submission.id, emailStatus: admission.emailStatus, confirmEmailId: admission.confirmEmailId };
+  return saved(admission);
 }
 
 /** Submissions without files, in one plain INSERT (one implicit transaction, one round trip). */
@@ -105,12 +118,18 @@ async function chargeStorage(tx: EntityManager, submission: NewSubmission): Prom
 }
 
 /**
- * Inserts the row and its attachments. With `charge`, the same statement charges the files' bytes
- * and inserts nothing when that would pass the quota: false then.
+ * Inserts the row, its attachments and its webhook deliveries. With `charge`, the same statement
+ * charges the files' bytes and inserts nothing when that would pass the quota: false then.
  */
-async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, charge = false): Promise<boolean> {
+async function insertSubmission(
+  em: EntityManager,
+  submission: NewSubmission,
+  emailStatus: EmailStatus,
+  webhookDeliveryIds: string[],
+  charge = false,
+): Promise<boolean> {
   const values = submissionRow(submission, emailStatus);
-  if (submission.files.length === 0) {
+  if (submission.files.length === 0 && webhookDeliveryIds.length === 0) {
     // A plain INSERT: the CTE below costs PostgreSQL about a third more per row even with no files
     // to unpack (npm run bench).
     await insertSubmissionRows(em, [values]);
@@ -130,7 +149,7 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
        insert into submissions (${SUBMISSION_COLUMNS})
        ${charge ? 'select ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ? from charged' : `values ${ROW_PLACEHOLDERS}`}
        returning id
-     )
+     )${webhookDeliveryIds.length ? WEBHOOK_ROWS : ''}
      insert into attachments (id, submission_id, field_name, filename, content_type, size, storage_key, sha256, created_at)
      select gen_random_uuid(), submission.id, f.field_name, f.filename, f.content_type, f.size, f.storage_key, f.sha256,
             clock_timestamp() -- increases row by row, so the files keep their order
@@ -140,10 +159,30 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
             with ordinality as f(field_name, filename, content_type, size, storage_key, sha256, position)
       order by f.position
      returning 1`,
-    [...(charge ? chargeValues(submission) : []), ...values, JSON.stringify(files)],
+    [
+      ...(charge ? chargeValues(submission) : []),
+      ...values,
+      // Array literals: the driver would spread a JS array into a list.
+      ...(webhookDeliveryIds.length ? [`{${webhookDeliveryIds.join(',')}}`, `{${submission.key.webhookEndpointIds.join(',')}}`] : []),
+      JSON.stringify(files),
+    ],
   );
-  return inserted.length > 0;
+  // With `charge`, the attachments' `returning 1` says whether the charge (and so the insert) happened.
+  return !charge || inserted.length > 0;
 }
+
+/**
+ * One delivery row per webhook endpoint of the key, in the same statement (so committed with the
+ * submission, without another round trip). Only for keys with endpoints; an endpoint disabled or
+ * deleted since the key was read gets no row.
+ */
+const WEBHOOK_ROWS = `,
+     webhook_rows as (
+       insert into webhook_deliveries (id, endpoint_id, submission_id)
+       select h.id, h.endpoint_id, submission.id
+         from submission, unnest(?::uuid[], ?::uuid[]) as h(id, endpoint_id)
+         join webhook_endpoints e on e.id = h.endpoint_id and e.enabled
+     )`;
 
 const POLL_MS = 50;
 

@@ -105,8 +105,9 @@ export type Attachment = InferEntity<typeof AttachmentSchema>;
 /**
  * `confirm`: the one "confirm to receive more" email of an address whose submissions are held.
  * `sign-in`: the owner console's sign-in link (its token in owner_sign_ins, under the same id).
+ * `webhook-disabled`: a webhook endpoint of the key was disabled after failing deliveries.
  */
-export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in'] as const;
+export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in', 'webhook-disabled'] as const;
 export type KeyEmailKind = (typeof KEY_EMAIL_KINDS)[number];
 
 /**
@@ -197,6 +198,44 @@ export const OwnerSessionSchema = defineEntity({
 });
 export type OwnerSession = InferEntity<typeof OwnerSessionSchema>;
 
+/**
+ * A webhook endpoint of a key (src/shared/webhooks.ts): where each accepted submission is POSTed,
+ * signed with the endpoint's secret (sealed under SECRET like the keys, shown to the owner once).
+ */
+export const WebhookEndpointSchema = defineEntity({
+  name: 'WebhookEndpoint',
+  tableName: 'webhook_endpoints',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    key: () => p.manyToOne(VerificationKeySchema).deleteRule('cascade').index(),
+    url: p.string().length(2048),
+    secretSealed: p.text(),
+    enabled: p.boolean().default(true),
+    /** Deliveries that ended `failed` since the last one delivered: past WEBHOOK_DISABLE_AFTER the endpoint is disabled. */
+    consecutiveFailures: p.integer().default(0),
+    disabledAt: p.datetime().nullable(),
+    createdAt: createdAt(),
+  },
+});
+export type WebhookEndpoint = InferEntity<typeof WebhookEndpointSchema>;
+
+/** One submission to one endpoint: delivered like an email, with the same delivery columns. */
+export const WebhookDeliverySchema = defineEntity({
+  name: 'WebhookDelivery',
+  tableName: 'webhook_deliveries',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    endpoint: () => p.manyToOne(WebhookEndpointSchema).deleteRule('cascade').index(),
+    submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade').index(),
+    ...deliveryColumns(),
+    /** The HTTP status of the last answer, null when there was none (refused, timeout, network). */
+    lastResponseCode: p.integer().nullable(),
+    createdAt: createdAt(),
+  },
+  indexes: [{ properties: ['emailStatus', 'createdAt'], name: 'webhook_deliveries_status_created_idx' }],
+});
+export type WebhookDelivery = InferEntity<typeof WebhookDeliverySchema>;
+
 export const entities = [
   VerificationKeySchema,
   SubmissionSchema,
@@ -206,4 +245,6 @@ export const entities = [
   MailboxAllowanceSchema,
   OwnerSignInSchema,
   OwnerSessionSchema,
+  WebhookEndpointSchema,
+  WebhookDeliverySchema,
 ];

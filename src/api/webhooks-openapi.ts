@@ -1,0 +1,109 @@
+// The webhooks' part of the OpenAPI document (src/api/openapi.ts spreads it in): the admin and
+// owner console routes for endpoints and deliveries, and under `webhooks` the request this service
+// POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhook-payload.ts builds it).
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { EMAIL_STATUSES } from '../shared/db/entities.ts';
+import { MAX_WEBHOOKS } from '../shared/webhooks.ts';
+
+const jsonSchema = (schema: v.GenericSchema) => toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
+const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
+const described = <T extends v.GenericSchema>(schema: T, text: string) => v.pipe(schema, v.description(text));
+
+export const SubmissionCreatedSchema = v.object({
+  type: v.literal('submission.created'),
+  timestamp: described(v.pipe(v.string(), v.isoTimestamp()), 'When this attempt was made'),
+  data: v.object({
+    id: described(v.pipe(v.string(), v.uuid()), 'The submission id (as in the email and the admin API)'),
+    created_at: described(v.pipe(v.string(), v.isoTimestamp()), 'When the submission was accepted'),
+    email: v.string(),
+    subject: v.string(),
+    message: v.string(),
+    fields: described(v.array(v.object({ name: v.string(), value: v.string() })), 'Custom fields, in the order the form sent them'),
+    files: v.array(
+      v.object({
+        name: v.string(),
+        type: described(v.string(), 'The content type the sender declared'),
+        size: described(v.number(), 'Bytes'),
+        sha256: described(v.string(), 'Hex SHA-256 of the stored bytes'),
+        url: described(v.pipe(v.string(), v.url()), 'Presigned download link, valid for LINK_TTL_SECONDS'),
+        url_expires_at: v.pipe(v.string(), v.isoTimestamp()),
+      }),
+    ),
+  }),
+});
+
+const Endpoint = v.object({
+  id: v.pipe(v.string(), v.uuid()),
+  url: v.string(),
+  enabled: v.boolean(),
+  consecutive_failures: v.number(),
+  disabled_at: v.nullable(v.string()),
+  created_at: v.string(),
+});
+const Delivery = v.object({
+  delivery_id: v.pipe(v.string(), v.uuid()),
+  endpoint_id: v.pipe(v.string(), v.uuid()),
+  url: v.string(),
+  submission_id: v.pipe(v.string(), v.uuid()),
+  status: v.picklist(EMAIL_STATUSES),
+  attempts: v.number(),
+  last_response_code: described(v.nullable(v.number()), 'HTTP status of the last answer; null when none came'),
+  last_error: v.nullable(v.string()),
+  delivered_at: v.nullable(v.string()),
+  created_at: v.string(),
+});
+
+const admin = { security: [{ adminToken: [] }] };
+const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string' } };
+const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const keyIdParam = { name: 'keyId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Redirect to the page' }, 404: { description: 'HTML: not this owner’s' } } });
+
+export const webhookPaths = {
+  '/admin/keys/{key}/webhooks': {
+    get: { summary: "A key's webhook endpoints", ...admin, parameters: [keyParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } } },
+    post: {
+      summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
+      ...admin,
+      parameters: [keyParam],
+      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } } } },
+      responses: { 201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) }, 400: { description: 'Bad URL, or the key has its maximum' }, 404: { description: 'Unknown key' } },
+    },
+  },
+  '/admin/keys/{key}/webhooks/{id}': {
+    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', ...admin, parameters: [keyParam, idParam], responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
+    delete: { summary: 'Delete an endpoint and its delivery log', ...admin, parameters: [keyParam, idParam], responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } } },
+  },
+  '/admin/keys/{key}/webhook-deliveries': {
+    get: {
+      summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
+      ...admin,
+      parameters: [keyParam],
+      responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) } },
+    },
+  },
+  '/admin/keys/{key}/webhook-deliveries/{id}/resend': {
+    post: { summary: 'Queue a failed delivery again', ...admin, parameters: [keyParam, idParam], responses: { 202: { description: 'Queued' }, 404: { description: 'No failed delivery of this key with that id' } } },
+  },
+  '/owner/keys/{keyId}/webhooks': {
+    get: { ...page("Owner console: a key's webhooks and delivery log"), parameters: [keyIdParam] },
+    post: { ...page('Owner console: add a webhook (form: url); the answer shows the secret once'), parameters: [keyIdParam] },
+  },
+  '/owner/keys/{keyId}/webhooks/{id}': { post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [keyIdParam, idParam] } },
+  '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': { post: { ...page('Owner console: re-send a failed delivery'), parameters: [keyIdParam, idParam] } },
+};
+
+/** OpenAPI 3.1 `webhooks`: what an endpoint receives. */
+export const webhookEvents = {
+  'submission.created': {
+    post: {
+      summary: 'A submission was accepted (one request per enabled endpoint of its key)',
+      description:
+        'Signed per Standard Webhooks: webhook-id (the same on every retry of a delivery), webhook-timestamp (Unix seconds) and webhook-signature = "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the base64 part of the endpoint secret (whsec_…). Verify it (e.g. the standardwebhooks package), reject timestamps older than a few minutes, drop repeated webhook-ids. Answer 2xx within 10 s; 408, 429 (Retry-After honoured) and 5xx are retried with exponential backoff for about a day; any other answer fails the delivery. Redirects are not followed.',
+      parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+      requestBody: { required: true, content: json(SubmissionCreatedSchema) },
+      responses: { '2XX': { description: 'Delivered' } },
+    },
+  },
+};

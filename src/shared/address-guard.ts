@@ -1,0 +1,94 @@
+// Server-side request forgery guard for webhooks: a webhook URL is chosen by a key's owner, so the
+// service must not become a way into the networks it can reach. Only public unicast addresses pass
+// (loopback, private, link-local, CGNAT, multicast, unspecified, reserved, cloud metadata and the
+// IPv6 forms that embed an IPv4 address are refused, IPv4-mapped IPv6 judged as the IPv4 inside),
+// unless WEBHOOK_ALLOW names the host or a range holding the address. `pinnedLookup` resolves, checks
+// and hands the connection exactly the address it checked, so a second answer (DNS rebinding) is
+// never used.
+import { lookup as dnsLookup } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+export type AddressPolicy = { hosts: ReadonlySet<string>; ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]> };
+
+/** The entries of WEBHOOK_ALLOW: CIDR ranges, single addresses, or host names. Throws on anything else. */
+export function parseAllowList(entries: readonly string[]): AddressPolicy {
+  const hosts = new Set<string>();
+  const ranges: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]> = [];
+  for (const entry of entries) {
+    if (entry.includes('/')) {
+      if (!ipaddr.isValidCIDR(entry)) throw new Error(`not an address range: ${entry}`);
+      ranges.push(ipaddr.parseCIDR(entry));
+    } else if (ipaddr.isValid(entry)) {
+      const address = ipaddr.parse(entry);
+      ranges.push([address, address.kind() === 'ipv4' ? 32 : 128]);
+    } else if (/^[a-z0-9.-]{1,253}$/i.test(entry)) {
+      hosts.add(entry.toLowerCase());
+    } else {
+      throw new Error(`neither a host name nor an address range: ${entry}`);
+    }
+  }
+  return { hosts, ranges };
+}
+
+/** Why an address may not be reached (e.g. `loopback`), or undefined when it may. */
+export function refusalOf(address: string, policy: AddressPolicy): string | undefined {
+  if (!ipaddr.isValid(address)) return 'not an IP address';
+  // IPv4-mapped IPv6 (::ffff:127.0.0.1) is judged as the IPv4 address it carries.
+  const parsed = ipaddr.process(address);
+  for (const [base, bits] of policy.ranges) {
+    if (base.kind() === parsed.kind() && parsed.match(base, bits)) return undefined;
+  }
+  const range = parsed.range();
+  return range === 'unicast' ? undefined : (RANGE_WORDS[range] ?? range);
+}
+
+/** ipaddr.js's range names, as the refusal says them. */
+const RANGE_WORDS: Record<string, string> = {
+  linkLocal: 'link-local',
+  carrierGradeNat: 'carrier-grade NAT',
+  uniqueLocal: 'unique-local (private)',
+  rfc6052: 'NAT64',
+  rfc6145: 'IPv4-translated',
+  ipv4Mapped: 'IPv4-mapped',
+};
+
+export class AddressRefusedError extends Error {
+  override name = 'AddressRefusedError';
+  readonly code = 'EADDRREFUSED';
+}
+
+const refusedError = (host: string, address: string, reason: string) =>
+  new AddressRefusedError(
+    `refused: ${host} is ${host === address ? '' : `resolved to ${address}, `}a ${reason} address; add it to WEBHOOK_ALLOW to allow it`,
+  );
+
+/** Checks a URL's host when it is an IP literal (no lookup happens for those); undefined when fine or a name. */
+export function refuseLiteralHost(hostname: string, policy: AddressPolicy): AddressRefusedError | undefined {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (!isIP(host) || policy.hosts.has(host.toLowerCase())) return undefined;
+  const reason = refusalOf(host, policy);
+  return reason ? refusedError(host, host, reason) : undefined;
+}
+
+/**
+ * A `lookup` for http.request: resolves every address of the name and refuses the name when any
+ * of them is refused (a name mixing public and private answers is not trusted); the connection
+ * then gets the first one, the one that was checked.
+ */
+export function pinnedLookup(policy: AddressPolicy): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { all: true, family: options.family }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const allowedHost = policy.hosts.has(hostname.toLowerCase());
+      for (const { address } of addresses) {
+        const reason = allowedHost ? undefined : refusalOf(address, policy);
+        if (reason) return callback(refusedError(hostname, address, reason), '', 0);
+      }
+      const first = addresses[0];
+      if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+      if (options.all) (callback as unknown as (error: null, all: typeof addresses) => void)(null, [first]);
+      else callback(null, first.address, first.family);
+    });
+  };
+}

@@ -1,0 +1,117 @@
+// The delivery lifecycle of a row, for every kind (src/shared/delivery-kinds.ts), in one place:
+// claim, record the outcome (sent, retrying or failed), and find the rows that await a job. The
+// statuses come from ./statuses.ts; tables and columns from the kind's descriptor (constants, never input).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
+import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
+import type { EmailStatus } from '../shared/db/entities.ts';
+import { CLAIMABLE, IN_FLIGHT, sqlList } from './statuses.ts';
+
+const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
+
+/**
+ * Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
+ * A `sending` row whose claim is older than the lease belongs to a dead worker and may be taken.
+ * Returns the attempt number, or undefined when the row is not claimable.
+ */
+export async function claimRow(em: EntityManager, kind: DeliveryKindName, id: string, claimLeaseMs: number): Promise<number | undefined> {
+  const claimed = await em.execute<Array<{ email_attempts: number }>>(
+    `update ${tableOf(kind)}
+        set email_status = '${IN_FLIGHT}', claimed_at = now(), email_attempts = email_attempts + 1
+      where id = ?
+        and (email_status in (${sqlList(CLAIMABLE)})
+             or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => ?)))
+      returning email_attempts`,
+    [id, claimLeaseMs / 1000],
+  );
+  return claimed[0]?.email_attempts;
+}
+
+export type FailurePolicy = {
+  /** The failure is final whatever the row's age (a permanent refusal, the job's last attempt). */
+  final: boolean;
+  /** A row older than this fails instead of retrying. */
+  retryHorizonMs: number;
+  /** Unset: no limit. */
+  maxAttempts: number | undefined;
+  reason: string;
+  /** Webhooks: the receiver's HTTP status, null when it never answered. */
+  responseCode?: number | null;
+};
+
+/** Releases the claim after a failed attempt: `retrying`, or `failed` when the policy says it is over. */
+export async function recordFailure(em: EntityManager, kind: DeliveryKindName, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
+  const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
+    `update ${tableOf(kind)}
+        set email_status = case when ? or created_at < now() - make_interval(secs => ?) or email_attempts >= ? then 'failed' else 'retrying' end,
+            last_error = ?, claimed_at = null${kind === 'webhook' ? ', last_response_code = ?' : ''}
+      where id = ?
+      returning email_status`,
+    [
+      policy.final,
+      policy.retryHorizonMs / 1000,
+      policy.maxAttempts ?? 2 ** 31 - 1,
+      policy.reason,
+      ...(kind === 'webhook' ? [policy.responseCode ?? null] : []),
+      id,
+    ],
+  );
+  // A row deleted meanwhile has nothing left to retry.
+  return row?.email_status ?? 'failed';
+}
+
+export type SentRow = { id: string; created_at: Date; sent_at: Date };
+
+/** Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see ./sent-recorder.ts). */
+export async function recordSent(pool: pg.Pool, kind: DeliveryKindName, sent: Array<{ id: string; messageId: string }>): Promise<SentRow[]> {
+  const result = await pool.query<SentRow>(
+    `update ${tableOf(kind)} as t
+        set email_status = 'sent', sent_at = now(), message_id = v.message_id, last_error = null
+       from unnest($1::uuid[], $2::text[]) as v(id, message_id)
+      where t.id = v.id
+      returning t.id, t.created_at, t.sent_at`,
+    [sent.map((item) => item.id), sent.map((item) => item.messageId)],
+  );
+  return result.rows;
+}
+
+/** A webhook answered 2xx: `sent`, with the answer's status. */
+export async function recordDelivered(em: EntityManager, id: string, responseCode: number): Promise<SentRow | undefined> {
+  const [row] = await em.execute<SentRow[]>(
+    `update webhook_deliveries
+        set email_status = 'sent', sent_at = now(), last_error = null, last_response_code = ?, claimed_at = null
+      where id = ?
+      returning id, created_at, sent_at`,
+    [responseCode, id],
+  );
+  return row;
+}
+
+/** created_at as text: a JS Date would drop the microseconds and a page cursor would repeat rows. */
+export type AwaitingRow = { id: string; created_at: string };
+
+/**
+ * One page, in (created_at, id) order after `after`, of the rows in `status` that should have a
+ * job by now: awaiting rows older than `staleAfterMs`, in-flight rows whose claim is older than
+ * `claimLeaseMs`. One status per query, so each page is a range of the (status, created_at) index.
+ */
+export async function findAwaitingJob(
+  em: EntityManager,
+  kind: DeliveryKindName,
+  status: EmailStatus,
+  ages: { staleAfterMs: number; claimLeaseMs: number },
+  limit: number,
+  after?: AwaitingRow,
+): Promise<AwaitingRow[]> {
+  const condition =
+    status === IN_FLIGHT
+      ? { sql: 'claimed_at < now() - make_interval(secs => ?)', age: ages.claimLeaseMs }
+      : { sql: 'created_at < now() - make_interval(secs => ?)', age: ages.staleAfterMs };
+  return em.execute<AwaitingRow[]>(
+    `select id, created_at::text as created_at from ${tableOf(kind)}
+      where email_status = ? and ${condition.sql}
+        ${after ? 'and (created_at, id) > (cast(? as timestamptz), cast(? as uuid))' : ''}
+      order by created_at, id limit ${limit}`,
+    after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
+  );
+}

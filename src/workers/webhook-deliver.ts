@@ -1,0 +1,126 @@
+// The webhook job: one submission POSTed to one endpoint, signed per Standard Webhooks. Claimed and
+// recorded like an email (./delivery-rows.ts); the receiver's answer decides: 2xx delivered; 408,
+// 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
+// else, a refused address among it, fails at once. A failure counts against the endpoint, which is
+// disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
+import { UnrecoverableError, type Job, type Queue } from 'bullmq';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Webhook } from 'standardwebhooks';
+import { AddressRefusedError, type AddressPolicy } from '../shared/address-guard.ts';
+import { WebhookDeliverySchema } from '../shared/db/entities.ts';
+import { deliveryKinds } from '../shared/delivery-kinds.ts';
+import type { Logger } from '../shared/log.ts';
+import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.ts';
+import { enqueueDelivery, keyEmailJob, type DeliveryJob, type DeliveryJobs, type RetryAfterError } from '../shared/queue.ts';
+import type { KeyVault } from '../shared/secrets.ts';
+import type { Storage } from '../shared/storage.ts';
+import { recordEndpointOutcome } from '../shared/webhooks.ts';
+import { claimRow, recordDelivered, recordFailure } from './delivery-rows.ts';
+import type { SendOutcome } from './send.ts';
+import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
+import { buildPayload } from './webhook-payload.ts';
+
+/** What webhook delivery needs of the configuration. */
+export type WebhookSettings = {
+  timeoutMs: number;
+  retryHorizonMs: number;
+  disableAfter: number;
+  claimLeaseMs: number;
+  linkTtlSeconds: number;
+  policy: AddressPolicy;
+};
+
+export type WebhookContext = WebhookSettings & {
+  em: EntityManager;
+  storage: Storage;
+  vault: KeyVault;
+  /** The email queue, for the owner's "webhook switched off" email. */
+  emailQueue: Queue<DeliveryJob>;
+  log: Logger;
+};
+
+const label = { kind: deliveryKinds.webhook.metricLabel };
+
+export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJobs['webhook']>): Promise<SendOutcome> {
+  const { em } = context;
+  const id = job.data.deliveryId;
+  const attempt = await claimRow(em, 'webhook', id, context.claimLeaseMs);
+  if (attempt === undefined) {
+    deliveries.inc({ ...label, outcome: 'not-claimable' });
+    return 'not-claimable';
+  }
+  const delivery = await em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission'] });
+  const { endpoint } = delivery;
+  let answer: WebhookAnswer | undefined;
+  let failure: { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number };
+  try {
+    if (!endpoint.enabled) throw new DisabledEndpointError('the webhook is disabled; enable it and re-send');
+    const body = JSON.stringify(await buildPayload(em, context.storage, delivery.submission, context.linkTtlSeconds));
+    const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${id}`;
+    const now = new Date();
+    const headers = {
+      'webhook-id': webhookId,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new Webhook(context.vault.decrypt(endpoint.secretSealed)).sign(webhookId, now, body),
+    };
+    answer = await postWebhook(endpoint.url, body, headers, { timeoutMs: context.timeoutMs, policy: context.policy });
+    if (answer.status >= 200 && answer.status < 300) {
+      const sent = await recordDelivered(em, id, answer.status);
+      await recordEndpointOutcome(em, endpoint.id, true, context.disableAfter);
+      deliveries.inc({ ...label, outcome: 'sent' });
+      if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
+      return 'sent';
+    }
+    failure = judgeAnswer(answer);
+  } catch (error) {
+    failure = {
+      reason: String((error as Error).message ?? error).slice(0, 2000),
+      // A refused address or a disabled endpoint will not change by waiting.
+      permanent: error instanceof AddressRefusedError || error instanceof DisabledEndpointError,
+      counts: !(error instanceof DisabledEndpointError),
+    };
+  }
+  const status = await recordFailure(em, 'webhook', id, {
+    final: failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+    retryHorizonMs: context.retryHorizonMs,
+    maxAttempts: undefined,
+    reason: failure.reason,
+    responseCode: answer?.status ?? null,
+  });
+  context.log.warn({ id, attempt, status, reason: failure.reason }, 'webhook delivery failed');
+  if (status === 'failed') {
+    deliveries.inc({ ...label, outcome: 'failed' });
+    if (failure.counts) await countFailure(context, endpoint.id);
+    throw new UnrecoverableError(failure.reason);
+  }
+  deliveries.inc({ ...label, outcome: 'retry' });
+  deliveryRetries.inc(label);
+  const retry: RetryAfterError = new Error(failure.reason);
+  if (failure.retryAfterMs !== undefined) retry.retryAfterMs = failure.retryAfterMs;
+  throw retry;
+}
+
+class DisabledEndpointError extends Error {}
+
+/** 408, 429 and 5xx are worth another try; 3xx (not followed) and other 4xx are not. */
+function judgeAnswer(answer: WebhookAnswer): { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number } {
+  const retryable = answer.status === 408 || answer.status === 429 || answer.status >= 500;
+  const redirect = answer.status >= 300 && answer.status < 400;
+  const text = answer.body.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return {
+    reason: `HTTP ${answer.status}${redirect ? ' (redirects are not followed)' : ''}${text ? `: ${text}` : ''}`,
+    permanent: !retryable,
+    counts: true,
+    ...(answer.retryAfterMs !== undefined ? { retryAfterMs: answer.retryAfterMs } : {}),
+  };
+}
+
+/** The endpoint's failure count; when this failure disables it, the owner's email goes out (or the reconciler sends it). */
+async function countFailure(context: WebhookContext, endpointId: string): Promise<void> {
+  const { disabledEmailId } = await recordEndpointOutcome(context.em, endpointId, false, context.disableAfter);
+  if (!disabledEmailId) return;
+  context.log.warn({ endpointId }, 'webhook disabled after consecutive failures');
+  await enqueueDelivery(context.emailQueue, keyEmailJob(disabledEmailId)).catch((error: unknown) =>
+    context.log.warn({ err: error }, 'enqueue failed; left for the reconciler'),
+  );
+}
