@@ -296,7 +296,7 @@ async function stopReporting(child: Child, context: string): Promise<void> {
 
 /** Empties the tables the scenarios fill and every Redis key (no worker may be running). */
 async function resetState(ctx: Ctx): Promise<void> {
-  await ctx.sql.query('truncate submissions, attachments');
+  await ctx.sql.query('truncate submissions, attachments, webhook_deliveries');
   await ctx.redis.flushall();
 }
 
@@ -735,7 +735,7 @@ async function growth(ctx: Ctx): Promise<void> {
     await ctx.sql.query('vacuum analyze submissions');
     log(`inserted ${S.growthRows} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     full = await loadPhase(ctx, `6 ${S.growthRows} rows`, api.child, api.url, request);
-    await ctx.sql.query('truncate submissions, attachments');
+    await ctx.sql.query('truncate submissions, attachments, webhook_deliveries');
     empty.push(await loadPhase(ctx, '6 empty table #2', api.child, api.url, request));
   } finally {
     await stopReporting(api.child, scenario);

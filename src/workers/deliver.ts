@@ -1,9 +1,10 @@
 // The submission job: the notification email to the key's owner.
 import type { Job } from 'bullmq';
-import { AttachmentSchema, SubmissionSchema } from '../shared/db/entities.ts';
+import { AttachmentSchema, type Attachment } from '../shared/db/entities.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
+import { claimSubmission } from './delivery-rows.ts';
 import { renderSubmissionEmail } from './render.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
@@ -14,10 +15,16 @@ export type SubmissionContext = SendContext & SubmissionSettings & { storage: St
 
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
-  return sendTracked(context, 'submission', submissionId, job, async () => {
-    const { em } = context;
-    const submission = await em.findOneOrFail(SubmissionSchema, submissionId, { populate: ['key'] });
-    const stored = await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+  const { em } = context;
+  const claim = async () => {
+    const claimed = await claimSubmission(em, submissionId, context.claimLeaseMs);
+    return claimed && { attempt: claimed.attempt, row: claimed.submission };
+  };
+  return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
+    if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
+    // Most submissions carry no file: their email skips the attachments query.
+    const stored: Attachment[] =
+      submission.attachmentCount === 0 ? [] : await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
     const files = await prepareFiles(stored, context.storage, {
       attachMaxBytes: context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,
@@ -26,7 +33,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     return {
       message: {
         from: context.mailFrom,
-        to: submission.key.email,
+        to: submission.keyEmail,
         replyTo: submission.email,
         subject: email.subject,
         text: email.text,

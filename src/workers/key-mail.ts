@@ -17,7 +17,7 @@ import {
   type KeyForEmail,
 } from './render-keys.ts';
 import type { RenderedEmail } from './email-templates.ts';
-import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
+import { claimOnly, messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
 /** What the key emails need of the configuration. */
 export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmedPerHour: number };
@@ -26,7 +26,7 @@ type KeyMailContext = SendContext & KeyMailSettings & { vault: KeyVault; consent
 
 export async function deliverKeyEmail(context: KeyMailContext, job: Job<DeliveryJobs['key-email']>): Promise<SendOutcome> {
   const { keyEmailId } = job.data;
-  return sendTracked(context, 'key-email', keyEmailId, job, async () => {
+  return sendTracked(context, 'key-email', keyEmailId, job, claimOnly(context, 'key-email', keyEmailId), async () => {
     const { em } = context;
     const keyEmail = await em.findOneOrFail(KeyEmailSchema, keyEmailId, { populate: ['key'] });
     const email = await renderKeyEmail(em, context, keyEmail);

@@ -10,7 +10,10 @@ import { renderEmail, type RenderedEmail } from './email-templates.ts';
 
 export type { RenderedEmail } from './email-templates.ts';
 
-export function renderSubmissionEmail(submission: Submission, files: FileInEmail[], linkTtlSeconds = 0): RenderedEmail {
+/** What the email shows of a submission. */
+export type SubmissionForEmail = Pick<Submission, 'id' | 'email' | 'message' | 'subject' | 'customFields' | 'createdAt'>;
+
+export function renderSubmissionEmail(submission: SubmissionForEmail, files: FileInEmail[], linkTtlSeconds = 0): RenderedEmail {
   const fields = submission.customFields.map(([rawName, rawValue]) => {
     const [name, value] = [oneLine(rawName), withoutBidiControls(rawValue)];
     return { name, value, text: indented(`${name}: ${value}`) };

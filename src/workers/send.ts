@@ -39,28 +39,41 @@ export class TemporaryDeliveryError extends Error {
   }
 }
 
-export async function sendTracked(
+/** A claimed row: its attempt number and what the claim loaded with it. */
+export type Claimed<Row> = { attempt: number; row: Row };
+
+/** The plain claim (./delivery-rows.ts claimRow), for emails that load their row themselves. */
+export function claimOnly(context: SendContext, kind: DeliveryKindName, id: string): () => Promise<Claimed<undefined> | undefined> {
+  return async () => {
+    const attempt = await claimRow(context.em, kind, id, context.claimLeaseMs);
+    return attempt === undefined ? undefined : { attempt, row: undefined };
+  };
+}
+
+export async function sendTracked<Row>(
   context: SendContext,
   kind: DeliveryKindName,
   id: string,
   job: Job,
-  buildMessage: () => Promise<{ message: Mail.Options; release?: () => void }>,
+  claim: () => Promise<Claimed<Row> | undefined>,
+  buildMessage: (row: Row) => Promise<{ message: Mail.Options; release?: () => void }>,
 ): Promise<SendOutcome> {
   const { em } = context;
   const label = { kind: deliveryKinds[kind].metricLabel };
   // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
   // claimable too: its job only runs again when an operator retries it on the queue dashboard
   // (nothing was sent for it, so nothing is sent twice).
-  const attempt = await claimRow(em, kind, id, context.claimLeaseMs);
-  if (attempt === undefined) {
+  const claimed = await claim();
+  if (claimed === undefined) {
     deliveries.inc({ ...label, outcome: 'not-claimable' });
     return 'not-claimable';
   }
+  const { attempt } = claimed;
 
   let release: (() => void) | undefined;
   let messageId: string;
   try {
-    const built = await buildMessage();
+    const built = await buildMessage(claimed.row);
     release = built.release;
     messageId = (await context.transport.sendMail(built.message)).messageId;
   } catch (error) {
