@@ -57,7 +57,7 @@ export async function claimSubmission(
       message: string;
       subject: string;
       custom_fields: CustomFields;
-      created_at: Date | string;
+      created_ms: number;
       email_attempts: number;
       key_email: string | null;
       attachment_count: number;
@@ -70,7 +70,9 @@ export async function claimSubmission(
           and (email_status in (${sqlList(CLAIMABLE)})
                or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => ?)))
         returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts)
-     select c.id, c.email, c.message, c.subject, c.custom_fields, c.created_at, c.email_attempts, k.email as key_email,
+     select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
+            -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
+            (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count
        from claimed c left join verification_keys k on k.id = c.key_id`,
     [id, claimLeaseMs / 1000],
@@ -84,7 +86,7 @@ export async function claimSubmission(
       message: row.message,
       subject: row.subject,
       customFields: row.custom_fields,
-      createdAt: new Date(row.created_at),
+      createdAt: new Date(Number(row.created_ms)),
       keyEmail: row.key_email,
       attachmentCount: row.attachment_count,
     },
