@@ -6,6 +6,7 @@
 // share one allowance and one confirmation.
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { releaseHeld } from './delivery-rows.ts';
 
 /** The inbox an address delivers to: lower-cased, without the +tag of its local part. */
 export function mailboxOf(email: string): string {
@@ -88,12 +89,6 @@ export async function confirmMailbox(em: EntityManager, mailbox: string): Promis
        on conflict (mailbox) do update set confirmed_at = coalesce(recipients.confirmed_at, now())`,
       [mailbox],
     );
-    const released = await tx.execute<Array<{ id: string }>>(
-      `update submissions set email_status = 'queued'
-        where email_status = 'held' and key_id in (select id from verification_keys where mailbox = ?)
-       returning id`,
-      [mailbox],
-    );
-    return released.map((row) => row.id);
+    return releaseHeld(tx, mailbox);
   });
 }

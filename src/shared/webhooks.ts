@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from './db/entities.ts';
+import { requeueFailed } from './delivery-rows.ts';
 import { KeyRuleError } from './keys.ts';
 import type { KeyVault } from './secrets.ts';
 
@@ -123,14 +124,7 @@ export async function listWebhookDeliveries(
  * be lost). False when the key has no such failed delivery.
  */
 export async function markWebhookForResend(em: EntityManager, keyId: string, deliveryId: string): Promise<boolean> {
-  const rows = await em.execute(
-    `update webhook_deliveries d set email_status = 'queued', claimed_at = null
-       from webhook_endpoints e
-      where d.id = ? and e.id = d.endpoint_id and e.key_id = ? and d.email_status = 'failed'
-      returning d.id`,
-    [deliveryId, keyId],
-  );
-  return rows.length > 0;
+  return requeueFailed(em, 'webhook', deliveryId, keyId);
 }
 
 /**

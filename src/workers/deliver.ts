@@ -4,7 +4,7 @@ import { AttachmentSchema, type Attachment } from '../shared/db/entities.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
-import { claimSubmission } from './delivery-rows.ts';
+import { claimSubmission } from '../shared/delivery-rows.ts';
 import { renderSubmissionEmail } from './render.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 

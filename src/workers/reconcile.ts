@@ -8,8 +8,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../shared/delivery-kinds.ts';
 import { deliveryJob, enqueueDelivery, type DeliveryJob } from '../shared/queue.ts';
-import { AWAITING_JOB, IN_FLIGHT } from './statuses.ts';
-import { findAwaitingJob, type AwaitingRow } from './delivery-rows.ts';
+import { AWAITING_JOB, IN_FLIGHT } from '../shared/delivery-statuses.ts';
+import { findAwaitingJob, type AwaitingRow } from '../shared/delivery-rows.ts';
 
 /** Rows read, and job states asked of Redis (pipelined), per step. */
 export const RECONCILE_BATCH = 500;

@@ -11,7 +11,7 @@ import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deleteSubmissions } from '../shared/submissions.ts';
 import { deleteExpiredOwnerTokens } from '../shared/owner.ts';
-import { SETTLED, sqlList } from './statuses.ts';
+import { SETTLED, sqlList } from '../shared/delivery-statuses.ts';
 
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */

@@ -1,5 +1,5 @@
 // Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
-// claim the row, send, record the outcome (./delivery-rows.ts). Both tables share the delivery columns.
+// claim the row, send, record the outcome (../shared/delivery-rows.ts). Both tables share the delivery columns.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -8,7 +8,7 @@ import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { claimRow, recordFailure } from './delivery-rows.ts';
+import { claimRow, recordFailure } from '../shared/delivery-rows.ts';
 
 export type SendOutcome = 'sent' | 'not-claimable';
 
@@ -42,7 +42,7 @@ export class TemporaryDeliveryError extends Error {
 /** A claimed row: its attempt number and what the claim loaded with it. */
 export type Claimed<Row> = { attempt: number; row: Row };
 
-/** The plain claim (./delivery-rows.ts claimRow), for emails that load their row themselves. */
+/** The plain claim (../shared/delivery-rows.ts claimRow), for emails that load their row themselves. */
 export function claimOnly(context: SendContext, kind: DeliveryKindName, id: string): () => Promise<Claimed<undefined> | undefined> {
   return async () => {
     const attempt = await claimRow(context.em, kind, id, context.claimLeaseMs);

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { sentRecordDuration } from '../shared/metrics.ts';
 import type { DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { recordSent } from './delivery-rows.ts';
+import { recordSent } from '../shared/delivery-rows.ts';
 
 type Sent = { created_at: Date; sent_at: Date };
 type Pending = { kind: DeliveryKindName; id: string; messageId: string; acceptedAt: number; resolve: (row: Sent | undefined) => void; reject: (error: unknown) => void };

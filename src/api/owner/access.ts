@@ -10,6 +10,7 @@ import {
   type Submission,
   type VerificationKey,
 } from '../../shared/db/entities.ts';
+import { requeueFailed } from '../../shared/delivery-rows.ts';
 import { submissionJob, type DeliveryJob } from '../../shared/queue.ts';
 import type { Queue } from 'bullmq';
 
@@ -39,11 +40,7 @@ const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', '
  * the row is not `failed`.
  */
 export async function markForResend(em: EntityManager, id: string): Promise<boolean> {
-  const rows = await em.execute<Array<{ id: string }>>(
-    `update submissions set email_status = 'queued', claimed_at = null where id = ? and email_status = 'failed' returning id`,
-    [id],
-  );
-  return rows.length > 0;
+  return requeueFailed(em, 'submission', id);
 }
 
 /** A finished job under the row's id would make the new add a no-op: remove it first. */

@@ -1,11 +1,12 @@
-// The delivery lifecycle of a row, for every kind (src/shared/delivery-kinds.ts), in one place:
-// claim, record the outcome (sent, retrying or failed), and find the rows that await a job. The
-// statuses come from ./statuses.ts; tables and columns from the kind's descriptor (constants, never input).
+// The delivery lifecycle of a row, for every kind (./delivery-kinds.ts), in one place: claim,
+// record the outcome (sent, retrying or failed), find the rows that await a job (the workers), and
+// put a row back in the queue (the owner's re-send, the consent release: the API). The statuses come
+// from ./delivery-statuses.ts; tables and columns from the kind's descriptor (constants, never input).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
-import type { CustomFields, EmailStatus } from '../shared/db/entities.ts';
-import { CLAIMABLE, IN_FLIGHT, sqlList } from './statuses.ts';
+import { deliveryKinds, type DeliveryKindName } from './delivery-kinds.ts';
+import type { CustomFields, EmailStatus } from './db/entities.ts';
+import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, RESENDABLE, sqlList } from './delivery-statuses.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
@@ -180,4 +181,36 @@ export async function findAwaitingJob(
       order by created_at, id limit ${limit}`,
     after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
   );
+}
+
+/** The key that owns a row, per kind: an owner may re-send only rows of their keys. */
+const OWNED_BY: Record<DeliveryKindName, string> = {
+  submission: 'key_id = ?',
+  'key-email': 'key_id = ?',
+  webhook: 'endpoint_id in (select id from webhook_endpoints where key_id = ?)',
+};
+
+/**
+ * A `failed` row (of key `keyId`, when given) back to `queued`, for a re-send: the reconciler finds
+ * it should the enqueue that follows be lost. False when there is no such failed row.
+ */
+export async function requeueFailed(em: EntityManager, kind: DeliveryKindName, id: string, keyId?: string): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `update ${tableOf(kind)} set email_status = '${QUEUED}', claimed_at = null
+      where id = ? and email_status = '${RESENDABLE}' ${keyId === undefined ? '' : `and ${OWNED_BY[kind]}`}
+      returning id`,
+    keyId === undefined ? [id] : [id, keyId],
+  );
+  return rows.length > 0;
+}
+
+/** The consent release: the `held` submissions of the keys sending to `mailbox` become `queued`; returns their ids to enqueue. */
+export async function releaseHeld(em: EntityManager, mailbox: string): Promise<string[]> {
+  const released = await em.execute<Array<{ id: string }>>(
+    `update submissions set email_status = '${QUEUED}'
+      where email_status = '${HELD}' and key_id in (select id from verification_keys where mailbox = ?)
+      returning id`,
+    [mailbox],
+  );
+  return released.map((row) => row.id);
 }

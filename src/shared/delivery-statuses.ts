@@ -1,6 +1,7 @@
-// Which delivery statuses mean what to the workers, in one place: a new status (one that holds a row
-// back, say) is added here and the claim, the reconciler and retention follow.
-import type { EmailStatus } from '../shared/db/entities.ts';
+// Which delivery statuses mean what, in one place, for the workers and the API's status writes
+// (./delivery-rows.ts): a new status is added here and the claim, the reconciler, retention and the
+// re-send follow.
+import type { EmailStatus } from './db/entities.ts';
 
 /** A worker may claim the row and send (a `failed` one only when an operator retries its job). */
 export const CLAIMABLE: readonly EmailStatus[] = ['queued', 'retrying', 'failed'];
@@ -8,6 +9,12 @@ export const CLAIMABLE: readonly EmailStatus[] = ['queued', 'retrying', 'failed'
 export const AWAITING_JOB: readonly EmailStatus[] = ['queued', 'retrying'];
 /** A worker claimed it; past the claim lease its worker is presumed dead. */
 export const IN_FLIGHT: EmailStatus = 'sending';
+/** Where a new, re-sent or released row starts: waiting for its job. */
+export const QUEUED: EmailStatus = 'queued';
+/** A submission kept back until its recipient confirms the mailbox (src/shared/consent.ts). */
+export const HELD: EmailStatus = 'held';
+/** Only a row in this status may be re-sent by its owner. */
+export const RESENDABLE: EmailStatus = 'failed';
 /** Nothing more will happen to the row: retention may delete it. */
 export const SETTLED: readonly EmailStatus[] = ['sent', 'failed', 'skipped'];
 
