@@ -1,5 +1,5 @@
-// The webhooks' part of the OpenAPI document (src/api/openapi.ts spreads it in): the admin and
-// owner console routes for endpoints and deliveries, and under `webhooks` the request this service
+// The webhooks' part of the OpenAPI document (src/api/openapi.ts spreads it in): the admin API's,
+// the owner console pages' and the owner JSON API's routes for endpoints and deliveries, and under `webhooks` the request this service
 // POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhook-payload.ts builds it).
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
@@ -58,6 +58,20 @@ const admin = { security: [{ adminToken: [] }] };
 const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string' } };
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 const keyIdParam = { name: 'keyId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const owner = { security: [{ ownerSession: [] }] };
+const ownerWrite = { security: [{ ownerSession: [], ownerCsrf: [] }] };
+const FormError = v.object({ success: v.literal(false), message: v.string(), errors: v.record(v.string(), v.array(v.string())) });
+const error = (description: string) => ({ description, content: json(FormError) });
+const unauthorized = error('Not signed in');
+const forbidden = error('Cross-site, or no or wrong CSRF token');
+const notOwned = error('Not among your keys (the same for what does not exist)');
+const NewWebhook = { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } }, additionalProperties: false } } };
+const WebhookPatch = { 'application/json': { schema: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } }, additionalProperties: false } } };
+const deliveryQuery = [
+  { name: 'submission', in: 'query', schema: { type: 'string', format: 'uuid' } },
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+];
+const Resent = v.object({ success: v.literal(true), delivery_id: v.pipe(v.string(), v.uuid()), status: v.literal('queued') });
 const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Redirect to the page' }, 404: { description: 'HTML: not this owner’s' } } });
 
 export const webhookPaths = {
@@ -92,6 +106,48 @@ export const webhookPaths = {
   },
   '/owner/keys/{keyId}/webhooks/{id}': { post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [keyIdParam, idParam] } },
   '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': { post: { ...page('Owner console: re-send a failed delivery'), parameters: [keyIdParam, idParam] } },
+  '/owner/api/keys/{keyId}/webhooks': {
+    get: { summary: "A key's webhook endpoints", ...owner, parameters: [keyIdParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned } },
+    post: {
+      summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
+      ...ownerWrite,
+      parameters: [keyIdParam],
+      requestBody: { required: true, content: NewWebhook },
+      responses: {
+        201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) },
+        400: error('Bad URL, or the key has its maximum'),
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+      },
+    },
+  },
+  '/owner/api/keys/{keyId}/webhooks/{id}': {
+    patch: {
+      summary: 'Enable (count of failures reset) or disable an endpoint',
+      ...ownerWrite,
+      parameters: [keyIdParam, idParam],
+      requestBody: { required: true, content: WebhookPatch },
+      responses: { 200: { description: '{webhook}', content: json(v.object({ webhook: Endpoint })) }, 400: error('Not {enabled: boolean}'), 401: unauthorized, 403: forbidden, 404: notOwned },
+    },
+    delete: { summary: 'Delete an endpoint and its delivery log', ...ownerWrite, parameters: [keyIdParam, idParam], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
+  },
+  '/owner/api/keys/{keyId}/webhook-deliveries': {
+    get: {
+      summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
+      ...owner,
+      parameters: [keyIdParam, ...deliveryQuery],
+      responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) }, 400: error('Bad query'), 401: unauthorized, 404: notOwned },
+    },
+  },
+  '/owner/api/keys/{keyId}/webhook-deliveries/{id}/resend': {
+    post: {
+      summary: 'Queue a failed delivery again',
+      ...ownerWrite,
+      parameters: [keyIdParam, idParam],
+      responses: { 202: { description: 'Queued', content: json(Resent) }, 401: unauthorized, 403: forbidden, 404: error('No failed delivery of your key with that id') },
+    },
+  },
 };
 
 /** OpenAPI 3.1 `webhooks`: what an endpoint receives. */

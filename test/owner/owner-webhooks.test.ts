@@ -73,3 +73,133 @@ describe('owner console webhooks', () => {
     expect(await h.sql('select id from webhook_endpoints where key_id = $1', [key.id])).toHaveLength(0);
   });
 });
+
+describe('owner JSON API webhooks', () => {
+  const submit = (key: { key: string }, message: string) =>
+    postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message });
+  const deliveriesOf = async (keyId: string) => (await h.sql('select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where e.key_id = $1', [keyId])).length;
+
+  it('adds an endpoint (secret answered once), lists deliveries, re-sends a failed one, disables and deletes', async () => {
+    const key = await h.createKey({ email: 'api-hooks@example.test' });
+    const owner = await signIn(h, key.email);
+    expect((await submit(key, 'before any webhook')).status).toBe(200); // the key is cached now, without endpoints
+
+    const added = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url });
+    expect(added.status).toBe(201);
+    expect(added.headers['cache-control']).toBe('no-store');
+    const secret: string = added.json.secret;
+    expect(secret).toMatch(/^whsec_/);
+    expect(added.json.webhook).toMatchObject({ url: receiver.url, enabled: true, consecutive_failures: 0 });
+    const endpointId: string = added.json.webhook.id;
+    const listed = await owner.api('GET', `/keys/${key.id}/webhooks`);
+    expect(listed.status).toBe(200);
+    expect(listed.json.webhooks).toEqual([added.json.webhook]);
+    expect(listed.text).not.toContain(secret);
+
+    // The new endpoint applies at once (the cached key was forgotten); a 400 fails the delivery.
+    receiver.script.push({ status: 400 });
+    expect((await submit(key, 'through the api')).status).toBe(200);
+    const failed = await eventually(async () => {
+      const deliveries = (await owner.api('GET', `/keys/${key.id}/webhook-deliveries`)).json.deliveries;
+      return deliveries?.[0]?.status === 'failed' ? deliveries[0] : undefined;
+    }, 20_000, 'a failed delivery');
+    expect(failed).toMatchObject({ endpoint_id: endpointId, url: receiver.url, attempts: 1, last_response_code: 400 });
+
+    const resent = await owner.api('POST', `/keys/${key.id}/webhook-deliveries/${failed.delivery_id}/resend`);
+    expect(resent.status).toBe(202);
+    expect(resent.json).toEqual({ success: true, delivery_id: failed.delivery_id, status: 'queued' });
+    await eventually(async () => {
+      const deliveries = (await owner.api('GET', `/keys/${key.id}/webhook-deliveries?submission=${failed.submission_id}`)).json.deliveries;
+      return deliveries?.[0]?.status === 'sent' ? true : undefined;
+    }, 20_000, 'the re-sent delivery');
+    const last = receiver.received.at(-1)!;
+    const payload = new Webhook(secret).verify(last.body, {
+      'webhook-id': String(last.headers['webhook-id']),
+      'webhook-timestamp': String(last.headers['webhook-timestamp']),
+      'webhook-signature': String(last.headers['webhook-signature']),
+    }) as any;
+    expect(payload.data.message).toBe('through the api');
+    // Only a failed delivery can be re-sent.
+    expect((await owner.api('POST', `/keys/${key.id}/webhook-deliveries/${failed.delivery_id}/resend`)).status).toBe(404);
+
+    const disabled = await owner.api('PATCH', `/keys/${key.id}/webhooks/${endpointId}`, { enabled: false });
+    expect(disabled.status).toBe(200);
+    expect(disabled.json.webhook).toMatchObject({ id: endpointId, enabled: false });
+    const before = await deliveriesOf(key.id);
+    expect((await submit(key, 'while disabled')).status).toBe(200);
+    expect(await deliveriesOf(key.id)).toBe(before);
+    expect((await owner.api('PATCH', `/keys/${key.id}/webhooks/${endpointId}`, { enabled: 'yes' })).status).toBe(400);
+
+    expect((await owner.api('DELETE', `/keys/${key.id}/webhooks/${endpointId}`)).status).toBe(204);
+    expect((await owner.api('GET', `/keys/${key.id}/webhooks`)).json.webhooks).toEqual([]);
+    expect((await owner.api('DELETE', `/keys/${key.id}/webhooks/${endpointId}`)).status).toBe(404);
+  });
+
+  it('refuses a bad URL and the fourth endpoint with a form-style error', async () => {
+    const key = await h.createKey({ email: 'api-hooks-bad@example.test' });
+    const owner = await signIn(h, key.email);
+    const bad = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: 'javascript:alert(1)' });
+    expect(bad.status).toBe(400);
+    expect(bad.json).toMatchObject({ success: false, errors: { url: [expect.stringContaining('only http:// and https:// are supported')] } });
+    for (let i = 0; i < 3; i++) expect((await owner.api('POST', `/keys/${key.id}/webhooks`, { url: `${receiver.url}?n=${i}` })).status).toBe(201);
+    const fourth = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url });
+    expect(fourth.status).toBe(400);
+    expect(fourth.json.errors.url).toEqual(['A key has at most 3 webhooks.']);
+  });
+
+  it('requires the CSRF header on every write', async () => {
+    const key = await h.createKey({ email: 'api-hooks-csrf@example.test' });
+    const owner = await signIn(h, key.email);
+    const endpointId: string = (await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url })).json.webhook.id;
+    receiver.script.push({ status: 400 });
+    expect((await submit(key, 'to fail')).status).toBe(200);
+    const [failed] = await eventually(async () => {
+      const rows = await h.sql('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
+      return rows.length ? rows : undefined;
+    }, 20_000, 'a failed delivery');
+    for (const csrf of ['', 'x'.repeat(43)]) {
+      const header = { 'x-csrf-token': csrf };
+      expect((await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url }, header)).status).toBe(403);
+      expect((await owner.api('PATCH', `/keys/${key.id}/webhooks/${endpointId}`, { enabled: false }, header)).status).toBe(403);
+      expect((await owner.api('DELETE', `/keys/${key.id}/webhooks/${endpointId}`, undefined, header)).status).toBe(403);
+      expect((await owner.api('POST', `/keys/${key.id}/webhook-deliveries/${failed!.id}/resend`, undefined, header)).status).toBe(403);
+    }
+    expect(await h.sql('select url, enabled from webhook_endpoints where key_id = $1', [key.id])).toEqual([{ url: receiver.url, enabled: true }]);
+    expect(await h.sql('select email_status from webhook_deliveries where id = $1', [failed!.id])).toEqual([{ email_status: 'failed' }]);
+  });
+
+  it("answers 404 to another owner for every route of a key's webhooks", async () => {
+    const key = await h.createKey({ email: 'api-hooks-victim@example.test' });
+    const owner = await signIn(h, key.email);
+    const endpointId: string = (await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url })).json.webhook.id;
+    receiver.script.push({ status: 400 });
+    expect((await submit(key, 'not yours')).status).toBe(200);
+    const [failed] = await eventually(async () => {
+      const rows = await h.sql('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
+      return rows.length ? rows : undefined;
+    }, 20_000, 'a failed delivery');
+
+    const strangerKey = await h.createKey({ email: 'api-hooks-stranger@example.test' });
+    const stranger = await signIn(h, strangerKey.email);
+    const attempts = [
+      () => stranger.api('GET', `/keys/${key.id}/webhooks`),
+      () => stranger.api('POST', `/keys/${key.id}/webhooks`, { url: 'https://evil.example/' }),
+      () => stranger.api('PATCH', `/keys/${key.id}/webhooks/${endpointId}`, { enabled: false }),
+      () => stranger.api('DELETE', `/keys/${key.id}/webhooks/${endpointId}`),
+      () => stranger.api('GET', `/keys/${key.id}/webhook-deliveries`),
+      () => stranger.api('POST', `/keys/${key.id}/webhook-deliveries/${failed!.id}/resend`),
+      // Their own key with the victim's row ids: not found either.
+      () => stranger.api('PATCH', `/keys/${strangerKey.id}/webhooks/${endpointId}`, { enabled: false }),
+      () => stranger.api('DELETE', `/keys/${strangerKey.id}/webhooks/${endpointId}`),
+      () => stranger.api('POST', `/keys/${strangerKey.id}/webhook-deliveries/${failed!.id}/resend`),
+    ];
+    for (const attempt of attempts) {
+      const answer = await attempt();
+      expect(answer.status).toBe(404);
+      expect(answer.text).not.toContain(receiver.url);
+    }
+    expect((await stranger.api('GET', `/keys/${strangerKey.id}/webhook-deliveries`)).json.deliveries).toEqual([]);
+    expect(await h.sql('select url, enabled from webhook_endpoints where key_id = $1', [key.id])).toEqual([{ url: receiver.url, enabled: true }]);
+    expect(await h.sql('select email_status from webhook_deliveries where id = $1', [failed!.id])).toEqual([{ email_status: 'failed' }]);
+  });
+});

@@ -21,9 +21,9 @@ import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const NewWebhookSchema = v.strictObject({ url: v.string('Give the URL.') }, 'Only url can be given.');
-const WebhookPatchSchema = v.strictObject({ enabled: v.boolean('Must be true or false.') }, 'Only enabled can be changed.');
-const DeliveryQuerySchema = v.object({
+export const NewWebhookSchema = v.strictObject({ url: v.string('Give the URL.') }, 'Only url can be given.');
+export const WebhookPatchSchema = v.strictObject({ enabled: v.boolean('Must be true or false.') }, 'Only enabled can be changed.');
+export const DeliveryQuerySchema = v.object({
   submission: v.optional(v.pipe(v.string('Give one submission id.'), v.regex(UUID, 'Not a submission id.'))),
   limit: v.optional(
     v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),

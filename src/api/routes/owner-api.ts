@@ -1,13 +1,26 @@
 // /owner/api — the owner console's operations as JSON, with the same session cookie as the pages
 // (issue 16). Writes carry the session's CSRF token in X-CSRF-Token (GET /owner/api/session gives
-// it) and are refused when a browser says they come from another site.
+// it) and are refused when a browser says they come from another site. A key's webhooks are here
+// too, as on the pages (src/api/routes/owner-webhooks.ts) and in the admin API.
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { consumeSignIn, endSession } from '../../shared/owner.ts';
+import { webhookJob } from '../../shared/queue.ts';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  listEndpoints,
+  listWebhookDeliveries,
+  markWebhookForResend,
+  parseWebhookUrl,
+  setEndpointEnabled,
+} from '../../shared/webhooks.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { enqueueCommitted } from '../enqueue.ts';
 import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
+import { ownedKey } from '../owner/access.ts';
 import {
   changeOwnerKey,
   confirmOwnerMailbox,
@@ -36,6 +49,9 @@ import {
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 import { KeyPatchSchema } from './admin.ts';
+import { clearFinishedWebhookJob, DeliveryQuerySchema, NewWebhookSchema, WebhookPatchSchema } from './admin-webhooks.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const SessionRequestSchema = v.object({
   token: v.pipe(v.string('Must be a string.'), v.nonEmpty('Give the token of the sign-in link.'), v.description('The token of the emailed sign-in link')),
@@ -57,6 +73,19 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
   const signedIn = requireOwner(deps, 'api');
   const write = [sameSite, signedIn, csrfGuard(deps.config.SECRET)];
   const email = (ctx: AppContext) => ownerState(ctx).owner!.email;
+  const json = jsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
+  /** The session's key named in the path, or 404 (another owner's key is answered as unknown). */
+  const ownKeyId = async (ctx: AppContext) => {
+    const key = await ownedKey(deps.orm.em.fork(), email(ctx), ctx.params.keyId ?? '');
+    if (!key) throw notFound();
+    return key.id;
+  };
+  /** A well-formed id from the path; anything else cannot be one of the key's rows. */
+  const rowId = (ctx: AppContext) => {
+    const id = ctx.params.id ?? '';
+    if (!UUID.test(id)) throw notFound();
+    return id;
+  };
   const sessionBody = (ctx: AppContext) => {
     const state = ownerState(ctx);
     return { email: state.owner!.email, expires_at: state.owner!.expiresAt.toISOString(), csrf_token: state.csrf! };
@@ -138,6 +167,56 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
   router.delete('/submissions/:id', ...write, async (ctx) => {
     if (!(await deleteOwnerSubmission(deps, email(ctx), ctx.params.id ?? ''))) throw notFound();
     ctx.status = 204;
+  });
+
+  router.get('/keys/:keyId/webhooks', signedIn, async (ctx) => {
+    const keyId = await ownKeyId(ctx);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { webhooks: await listEndpoints(deps.orm.em.fork(), keyId) };
+  });
+
+  router.post('/keys/:keyId/webhooks', ...write, json, async (ctx) => {
+    const keyId = await ownKeyId(ctx);
+    const { url } = validate(NewWebhookSchema, ctx.request.body);
+    const created = await createEndpoint(deps.orm.em.fork(), deps.vault, keyId, parseWebhookUrl(url));
+    deps.keys.forgetAll(); // cached keys carry their endpoints; other processes hear it from PostgreSQL
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 201;
+    // The secret is shown this once; it is kept sealed, for signing.
+    ctx.body = { webhook: created.endpoint, secret: created.secret };
+  });
+
+  router.patch('/keys/:keyId/webhooks/:id', ...write, json, async (ctx) => {
+    const keyId = await ownKeyId(ctx);
+    const { enabled } = validate(WebhookPatchSchema, ctx.request.body);
+    const em = deps.orm.em.fork();
+    if (!(await setEndpointEnabled(em, keyId, rowId(ctx), enabled))) throw notFound();
+    deps.keys.forgetAll();
+    ctx.body = { webhook: (await listEndpoints(em, keyId)).find((endpoint) => endpoint.id === ctx.params.id) };
+  });
+
+  router.delete('/keys/:keyId/webhooks/:id', ...write, async (ctx) => {
+    const keyId = await ownKeyId(ctx);
+    if (!(await deleteEndpoint(deps.orm.em.fork(), keyId, rowId(ctx)))) throw notFound();
+    deps.keys.forgetAll();
+    ctx.status = 204;
+  });
+
+  router.get('/keys/:keyId/webhook-deliveries', signedIn, async (ctx) => {
+    const keyId = await ownKeyId(ctx);
+    const query = validate(DeliveryQuerySchema, { ...ctx.query });
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { deliveries: await listWebhookDeliveries(deps.orm.em.fork(), { keyId, submissionId: query.submission, limit: query.limit }) };
+  });
+
+  router.post('/keys/:keyId/webhook-deliveries/:id/resend', ...write, optionalJsonBody, async (ctx) => {
+    const keyId = await ownKeyId(ctx);
+    const deliveryId = rowId(ctx);
+    if (!(await markWebhookForResend(deps.orm.em.fork(), keyId, deliveryId))) throw notFound();
+    await clearFinishedWebhookJob(deps, deliveryId);
+    await enqueueCommitted(ctx, deps, webhookJob(deliveryId, ctx.state.requestId));
+    ctx.status = 202;
+    ctx.body = { success: true, delivery_id: deliveryId, status: 'queued' };
   });
 
   return router;
