@@ -72,7 +72,11 @@ describe('signing in', () => {
     await eventually(async () => (signInMailsTo(h, owner.email).length === 2 ? true : undefined));
     expect(await h.sql("select count(*)::int as n from key_emails where email = $1", [stranger])).toEqual([{ n: 0 }]);
     // The email travelled the queue as a row with a status, like the key emails.
-    const rows = await h.sql("select email_status, email_attempts from key_emails where kind = 'sign-in' and email = $1", [owner.email]);
+    // `sent` is recorded just after the SMTP server's answer (in batches), so wait for it.
+    const rows = await eventually(async () => {
+      const found = await h.sql("select email_status, email_attempts from key_emails where kind = 'sign-in' and email = $1", [owner.email]);
+      return found.every((row: any) => row.email_status === 'sent') ? found : undefined;
+    });
     expect(rows).toEqual([
       { email_status: 'sent', email_attempts: 1 },
       { email_status: 'sent', email_attempts: 1 },
