@@ -7,14 +7,19 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import type { BuildMiddleware, MetadataBearer } from '@aws-sdk/types';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Config } from './config.ts';
 
 export type Storage = {
   client: S3Client;
   bucket: string;
-  /** Streams a body into the bucket without holding it in memory. */
-  upload: (key: string, body: Readable, contentType: string) => Promise<void>;
+  /**
+   * Streams a body into the bucket without holding it in memory. `payloadSha256`, when given,
+   * returns the body's SHA-256 (hex) once the body has ended (undefined before): a file sent as
+   * one PutObject is then signed with it instead of being hashed a second time by the SDK.
+   */
+  upload: (key: string, body: Readable, contentType: string, payloadSha256?: () => string | undefined) => Promise<void>;
   download: (key: string) => Promise<Readable>;
   /**
    * A time-limited GET URL for the object, signed for S3_PUBLIC_ENDPOINT when that is set. It
@@ -48,12 +53,15 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
   // Links in emails must work from the recipient's machine: sign them for the public address.
   const publicClient = config.S3_PUBLIC_ENDPOINT ? s3Client(config, config.S3_PUBLIC_ENDPOINT) : client;
   const bucket = config.S3_BUCKET;
+  const payloadHashes = new Map<string, () => string | undefined>();
+  client.middlewareStack.add(knownPayloadHash(payloadHashes), { step: 'build', name: 'knownPayloadHash' });
 
   return {
     client,
     bucket,
-    async upload(key, body, contentType) {
+    async upload(key, body, contentType, payloadSha256) {
       await uploadSlots.acquire();
+      if (payloadSha256) payloadHashes.set(key, payloadSha256);
       try {
         const upload = new Upload({
           client,
@@ -65,6 +73,7 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
         });
         await upload.done();
       } finally {
+        payloadHashes.delete(key);
         uploadSlots.release();
       }
     },
@@ -136,6 +145,22 @@ class Semaphore {
     if (next) next(); // the slot passes straight to the next holder
     else this.active -= 1;
   }
+}
+
+/**
+ * Signs a PutObject with the SHA-256 its caller already computed (the `x-amz-content-sha256`
+ * header, which the SigV4 signer uses as the payload hash when present). lib-storage sends a
+ * PutObject only for a body that has ended within its first part, so the hash is then complete;
+ * parts of larger files (UploadPart) are still hashed by the SDK.
+ */
+function knownPayloadHash(hashes: Map<string, () => string | undefined>): BuildMiddleware<object, MetadataBearer> {
+  return (next, context) => async (args) => {
+    const key = (args.input as { Key?: unknown }).Key;
+    const sha256 = context.commandName === 'PutObjectCommand' && typeof key === 'string' ? hashes.get(key)?.() : undefined;
+    const request = args.request as { headers?: Record<string, string> } | undefined;
+    if (sha256 && request?.headers) request.headers['x-amz-content-sha256'] = sha256;
+    return next(args);
+  };
 }
 
 function s3Client(config: StorageConfig, endpoint: string | undefined): S3Client {

@@ -2,6 +2,8 @@
 // cut, and the sequential upload chain against the harness's real S3 storage. The busboy wiring
 // is exercised through HTTP in submission-files, field-limits, slow-clients and fuzz tests.
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -143,6 +145,39 @@ describe('upload chain', () => {
     chain.add(Readable.from([Buffer.from('x')]), refused);
     await expect(chain.settle()).rejects.toBe(reason);
     expect(await listObjectKeys(h.storage)).not.toContain(refused.objectKey);
+  });
+
+  it("signs each file's PutObject with that file's own SHA-256 (the payload hash S3 checks)", async () => {
+    // s3rver does not check the payload hash; S3 rejects a request whose hash is not its body's.
+    // A loopback server records, per PUT, the hash the request was signed with and the body's.
+    const seen: Array<{ signed: unknown; body: string }> = [];
+    const server = createServer((request, response) => {
+      const hash = createHash('sha256');
+      request.on('data', (chunk: Buffer) => hash.update(chunk));
+      request.on('end', () => {
+        seen.push({ signed: request.headers['x-amz-content-sha256'], body: hash.digest('hex') });
+        response.setHeader('ETag', '"etag"');
+        response.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const recorder = createStorage({ ...h.config, S3_ENDPOINT: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    try {
+      const chain = createUploadChain(recorder, log);
+      chain.add(Readable.from([Buffer.from('first '), Buffer.from('file')]), file('a.txt'));
+      chain.add(Readable.from([Buffer.alloc(100_000, 7)]), file('b.bin'));
+      chain.add(Readable.from([Buffer.from('')]), file('named-empty.txt'));
+      const files = await chain.settle();
+      expect(seen).toEqual(files.map((stored) => ({ signed: stored.sha256, body: stored.sha256 })));
+      expect(files.map((stored) => stored.sha256)).toEqual([
+        sha256('first file'),
+        createHash('sha256').update(Buffer.alloc(100_000, 7)).digest('hex'),
+        sha256(''),
+      ]);
+    } finally {
+      recorder.close();
+      server.close();
+    }
   });
 
   it('rejects settle with the storage error when an upload fails', async () => {

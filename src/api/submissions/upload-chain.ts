@@ -43,6 +43,7 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
 
   const add = (stream: Readable, file: ChainedFile) => {
     const hash = createHash('sha256');
+    let sha256: string | undefined; // set once the file has ended
     let size = 0;
     // Settles at the file's first byte or at its end, whichever comes first.
     const started = Promise.withResolvers<void>();
@@ -58,6 +59,7 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
         callback(null, chunk);
       },
       flush(callback) {
+        sha256 = hash.digest('hex');
         started.resolve();
         callback();
       },
@@ -78,14 +80,14 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
         await piped;
         return undefined;
       }
-      await Promise.all([piped, storage.upload(file.objectKey, meter, file.contentType)]);
+      await Promise.all([piped, storage.upload(file.objectKey, meter, file.contentType, () => sha256)]);
       return {
         fieldName: file.fieldName,
         filename: file.filename || 'attachment',
         contentType: file.contentType,
         size,
         storageKey: file.objectKey,
-        sha256: hash.digest('hex'),
+        sha256: sha256 ?? hash.digest('hex'),
       };
     })();
     done.catch(() => undefined); // observed through allSettled
