@@ -57,6 +57,17 @@ const screenshot = async (page: Page, name: string) => {
   if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
 };
 
+/** The journey's first steps in one: ask for the link, take it from the sink, press Sign in. */
+async function signIn(page: Page, email: string): Promise<void> {
+  await page.goto(`${h.url}/owner`);
+  await page.getByLabel('The address that holds your keys').fill(email);
+  await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+  const mail = await eventually(async () => signInMailsTo(h, email)[0], 20_000, 'sign-in email');
+  await page.goto(linkIn(h, mail).toString());
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${h.url}/owner/keys`);
+}
+
 const card = (page: Page, id: string) => page.locator(`#s-${id}`);
 const statusOf = (page: Page, id: string) => card(page, id).locator('[data-field="status"]').textContent();
 
@@ -139,13 +150,7 @@ describe('the owner console in a browser, without JavaScript', () => {
   it('refuses a POST from another site\'s page, even one carrying the CSRF token', async () => {
     const owner = await h.createKey();
     const { page } = await openPage();
-    await page.goto(`${h.url}/owner`);
-    await page.getByLabel('The address that holds your keys').fill(owner.email);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    const mail = await eventually(async () => signInMailsTo(h, owner.email)[0], 20_000, 'sign-in email');
-    await page.goto(linkIn(h, mail).toString());
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${h.url}/owner/keys`);
+    await signIn(page, owner.email);
     const csrf = await page.locator('input[name=csrf_token]').first().inputValue();
 
     // A page of another origin posts a form, token included: SameSite=Lax keeps the cookie back,
@@ -164,13 +169,7 @@ describe('the owner console in a browser, with JavaScript', () => {
     const owner = await h.createKey();
     const { page, problems } = await openPage(true);
     page.on('pageerror', (error) => problems.push(error.message));
-    await page.goto(`${h.url}/owner`);
-    await page.getByLabel('The address that holds your keys').fill(owner.email);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    const mail = await eventually(async () => signInMailsTo(h, owner.email)[0], 20_000, 'sign-in email');
-    await page.goto(linkIn(h, mail).toString());
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${h.url}/owner/keys`);
+    await signIn(page, owner.email);
 
     await h.workers[0]!.worker.pause();
     const id = await submitWithFile(owner.key, 'watched live');
