@@ -4,7 +4,6 @@ import { Queue, Worker, type BackoffStrategy, type Processor, type WorkerOptions
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-kinds.ts';
-import { withTimeout } from './timeout.ts';
 
 /**
  * The email deliveries (submissions and key emails). The name predates the other queues; it stays,
@@ -194,18 +193,4 @@ export async function enqueueDelivery(queue: Queue<DeliveryJob>, request: Delive
 
 export class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError';
-}
-
-/**
- * For request paths: enqueue only while Redis is connected, and give up after `timeoutMs`,
- * so a Redis outage never holds a request. The caller's row is committed already.
- */
-export async function enqueueDeliveryFast(
-  queue: Queue<DeliveryJob>,
-  redis: RedisClient,
-  request: DeliveryRequest,
-  timeoutMs = 2_000,
-): Promise<void> {
-  if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
-  await withTimeout(enqueueDelivery(queue, request), timeoutMs, `enqueue timed out after ${timeoutMs} ms`);
 }
