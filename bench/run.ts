@@ -4,7 +4,8 @@
 //
 //   npm run bench                 the full run (ends by itself within 15 minutes)
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
-//   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth)
+//   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
+//                                 7 workers SIGKILLed mid-backlog)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker and floor processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
@@ -45,7 +46,7 @@ import {
   type Child,
 } from './support/proc.ts';
 import { renderTable, met, type Row } from './support/report.ts';
-import { startSink, type Sink } from './support/sink.ts';
+import { startSink, type Acceptance, type Sink } from './support/sink.ts';
 import { freePort, quantileMs, scrapeSentWindow } from './support/sent-window.ts';
 
 // ---------------------------------------------------------------- settings
@@ -60,8 +61,8 @@ const nodeFlags = option('node-flags')?.split(/\s+/).filter(Boolean) ?? [];
 const runs = (scenario: number) => !only || only.includes(scenario);
 
 const S = quick
-  ? { warmupMs: 1_000, measureMs: 3_000, rounds: 1, backlog: 1_000, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000 }
-  : { warmupMs: 3_000, measureMs: 6_000, rounds: 2, backlog: 5_000, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000 };
+  ? { warmupMs: 1_000, measureMs: 3_000, rounds: 1, backlog: 1_000, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000, kills: 4 }
+  : { warmupMs: 3_000, measureMs: 6_000, rounds: 2, backlog: 5_000, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000, kills: 12 };
 if (workerCounts) S.workerCounts = workerCounts;
 const CLIENTS = 64;
 const MAX_REQUESTS = 300_000; // per load phase, beside the time bound
@@ -748,6 +749,87 @@ async function growth(ctx: Ctx): Promise<void> {
   );
 }
 
+// ---------------------------------------------------------------- 7: SIGKILL mid-backlog
+
+/**
+ * The duplicate window measured by what it costs: one worker drains a backlog and is SIGKILLed at
+ * random moments, `S.kills` times, a fresh one taking over each time. A duplicate is a Message-ID
+ * the sink answered 250 more than once (the sink counts a message delivered when it answers, as a
+ * real server that has queued it, whether or not the client is still there to read the answer).
+ * In flight at a kill: the rows the killed worker had claimed and not recorded, read from
+ * PostgreSQL right after the kill. Target: duplicates ≤ 0.1 % of those.
+ */
+async function killMidBacklog(ctx: Ctx): Promise<void> {
+  const scenario = '7 Worker SIGKILLed mid-backlog';
+  const count = S.kills * 400;
+  await resetState(ctx);
+  await ctx.queue.pause();
+  await seedBacklog(ctx, count);
+  // Short leases, so that what a killed worker held is taken up again within seconds.
+  const env = { JOB_LOCK_MS: '2000', CLAIM_LEASE_MS: '3000', RECONCILE_INTERVAL_MS: '1000', RECONCILE_AFTER_MS: '1000' };
+  ctx.sink.reset();
+  let worker = await spawnWorker(ctx, 1, env);
+  await ctx.queue.resume();
+  let inFlight = 0;
+  let generation = 1;
+  let lastKillAt: Date | undefined;
+  try {
+    for (let kill = 0; kill < S.kills; kill += 1) {
+      // Let the fresh worker reach full speed, then kill it at a random moment.
+      const reached = await ctx.sink.waitFor(ctx.sink.count() + 150, Date.now() + 30_000);
+      if (!reached) break;
+      await sleep(50 + Math.random() * 400);
+      const { rows: [since] } = await ctx.sql.query<{ at: Date }>('select now() as at');
+      const exited = new Promise((resolve) => worker.child.once('exit', resolve));
+      process.kill(worker.pid, 'SIGKILL');
+      await exited;
+      await stopReporting(worker, scenario);
+      // Rows claimed by this worker (after the previous kill) and never recorded.
+      const { rows: [held] } = await ctx.sql.query<{ n: number }>(
+        `select count(*)::int as n from submissions where email_status = 'sending' and claimed_at > coalesce($1::timestamptz, '-infinity')`,
+        [lastKillAt],
+      );
+      inFlight += held!.n;
+      lastKillAt = since!.at;
+      generation += 1;
+      worker = await spawnWorker(ctx, generation, env);
+    }
+    await waitForAllSent(ctx, count, Date.now() + S.drainCapMs);
+  } finally {
+    await stopReporting(worker, scenario);
+  }
+  // Two kinds of server: one that commits a message with its 250 (the client must still be there to
+  // read it), and one that queues it before answering (so a message whose data ended before the
+  // kill counts even when its client is gone). The issue's window, 250 → `sent`, is the first.
+  const duplicatesOf = (accepted: Acceptance[]) => accepted.length - new Set(accepted.map((item) => item.id)).size;
+  const atAnswer = duplicatesOf(ctx.sink.accepted.filter((item) => !item.clientGone));
+  const atDataEnd = duplicatesOf(ctx.sink.accepted);
+  const { rows: [sent] } = await ctx.sql.query<{ n: number }>(`select count(*)::int as n from submissions where email_status = 'sent'`);
+  if (sent!.n < count) {
+    const { rows: left } = await ctx.sql.query<{ email_status: string; n: number; attempts: number; claimed: Date }>(
+      `select email_status, count(*)::int as n, max(email_attempts) as attempts, max(claimed_at) as claimed from submissions where email_status <> 'sent' group by 1`,
+    );
+    const { rows: [one] } = await ctx.sql.query<{ id: string }>(`select id from submissions where email_status <> 'sent' limit 1`);
+    const state = one ? await ctx.queue.getJobState(one.id) : 'none';
+    notes.push(`7: only ${sent!.n} of ${count} rows sent within ${S.drainCapMs / 1000} s: ${JSON.stringify(left)}; a job: ${state}; now ${new Date().toISOString()}`);
+  }
+  const share = (duplicates: number) => (inFlight ? (duplicates / inFlight) * 100 : Number.NaN);
+  rows.push(
+    { scenario, metric: `${generation - 1} kills: rows in flight`, service: inFlight, baseline: Number.NaN, unit: 'rows' },
+    { scenario, metric: 'duplicates, server commits at its 250', service: atAnswer, baseline: Number.NaN, unit: 'emails' },
+    { scenario, metric: '… of the rows in flight', service: share(atAnswer), baseline: Number.NaN, unit: '%', target: { kind: '<=', value: 0.1 } },
+    { scenario, metric: 'duplicates, server queues at data end', service: atDataEnd, baseline: Number.NaN, unit: 'emails' },
+    { scenario, metric: '… of the rows in flight', service: share(atDataEnd), baseline: Number.NaN, unit: '%' },
+  );
+}
+async function waitForAllSent(ctx: Ctx, count: number, deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const { rows: [sent] } = await ctx.sql.query<{ n: number }>(`select count(*)::int as n from submissions where email_status = 'sent'`);
+    if (sent!.n >= count) return;
+    await sleep(200);
+  }
+}
+
 // ---------------------------------------------------------------- report
 
 let machine = '';
@@ -794,6 +876,7 @@ try {
   if (runs(4)) await endToEnd(ctx);
   if (runs(5)) await memory(ctx);
   if (runs(6)) await growth(ctx);
+  if (runs(7)) await killMidBacklog(ctx);
 } catch (error) {
   exitCode = 1;
   notes.push(`run failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);

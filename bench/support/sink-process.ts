@@ -1,14 +1,21 @@
 // The benchmark's SMTP sink, run as its own process: it accepts every message, waits SINK_DELAY_MS
 // before answering it (as a real server takes its time), keeps nothing but the Message-ID and the
-// arrival time, and reports arrivals to its parent over IPC in small batches.
+// arrival time, and reports arrivals to its parent over IPC in small batches. It also reports each
+// acceptance, the moment it answers 250, with whether the client had gone by then: a server that
+// queues the message before answering delivers it anyway (the duplicate window of RFC 1047 then
+// starts at the end of the data, not at the answer), one that commits with its answer does not.
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 
 type Arrival = [id: string, at: number, bytes: number];
+type Acceptance = [id: string, at: number, bytes: number, clientGone: boolean];
 
 const send = (message: unknown) => process.send?.(message);
 let delayMs = Number(process.env.SINK_DELAY_MS ?? '0');
 let pending: Arrival[] = [];
+let accepted: Acceptance[] = [];
+/** Sessions whose client has disconnected (kept only while the sink runs; a bench sends a few thousand). */
+const closed = new Set<string>();
 const now = () => performance.timeOrigin + performance.now();
 
 const server = new SMTPServer({
@@ -16,7 +23,10 @@ const server = new SMTPServer({
   disabledCommands: ['STARTTLS'],
   logger: false,
   size: 200 * 1024 * 1024,
-  onData(stream, _session, callback) {
+  onClose(session) {
+    closed.add(session.id);
+  },
+  onData(stream, session, callback) {
     let head = '';
     let bytes = 0;
     stream.on('data', (chunk: Buffer) => {
@@ -28,17 +38,22 @@ const server = new SMTPServer({
       const at = now();
       const id = /^Message-ID:\s*<([^@>]+)@/im.exec(head)?.[1] ?? '';
       pending.push([id, at, bytes]);
-      if (delayMs > 0) setTimeout(() => callback(), delayMs);
-      else callback();
+      const accept = () => {
+        accepted.push([id, now(), bytes, closed.has(session.id)]);
+        callback();
+      };
+      if (delayMs > 0) setTimeout(accept, delayMs);
+      else accept();
     });
   },
 });
 server.on('error', () => undefined);
 
 setInterval(() => {
-  if (pending.length === 0) return;
-  send({ type: 'mail', items: pending });
+  if (pending.length > 0) send({ type: 'mail', items: pending });
+  if (accepted.length > 0) send({ type: 'accepted', items: accepted });
   pending = [];
+  accepted = [];
 }, 20);
 
 process.on('message', (message: { type: string; ms?: number }) => {

@@ -2,12 +2,16 @@
 import { spawnNode, waitForMessage, type Child } from './proc.ts';
 
 export type Arrival = { id: string; at: number; bytes: number };
+/** `clientGone`: the client had disconnected before the sink answered 250. */
+export type Acceptance = Arrival & { clientGone: boolean };
 
 export type Sink = {
   url: string;
   child: Child;
   /** Every message received since the last reset, in arrival order. */
   arrivals: Arrival[];
+  /** Every message answered 250 since the last reset, in that order (a resent message appears twice). */
+  accepted: Acceptance[];
   count: () => number;
   reset: () => void;
   setDelay: (ms: number) => void;
@@ -23,9 +27,11 @@ export async function startSink(delayMs: number): Promise<Sink> {
     url: `smtp://127.0.0.1:${port}`,
     child,
     arrivals: [],
+    accepted: [],
     count: () => sink.arrivals.length,
     reset: () => {
       sink.arrivals = [];
+      sink.accepted = [];
     },
     setDelay: (ms) => child.child.send({ type: 'delay', ms }),
     async waitFor(count, deadline) {
@@ -37,9 +43,12 @@ export async function startSink(delayMs: number): Promise<Sink> {
     },
     stop: child.stop,
   };
-  child.child.on('message', (message: { type: string; items?: Array<[string, number, number]> }) => {
-    if (message.type !== 'mail' || !message.items) return;
-    for (const [id, at, bytes] of message.items) sink.arrivals.push({ id, at, bytes });
+  child.child.on('message', (message: { type: string; items?: Array<[string, number, number, boolean?]> }) => {
+    if (!message.items) return;
+    for (const [id, at, bytes, clientGone] of message.items) {
+      if (message.type === 'mail') sink.arrivals.push({ id, at, bytes });
+      else if (message.type === 'accepted') sink.accepted.push({ id, at, bytes, clientGone: clientGone === true });
+    }
   });
   return sink;
 }
