@@ -106,12 +106,20 @@ export function messageIdFor(kind: DeliveryKindName, id: string, mailFrom: strin
   return `<${deliveryKinds[kind].messageIdPrefix}-${id}@${domain}>`;
 }
 
-type SmtpError = Error & { responseCode?: number; response?: string };
+type SmtpError = Error & { responseCode?: number; response?: string; command?: string };
 
-/** SMTP 5xx replies (a rejected recipient among them) will not succeed on retry. */
+/**
+ * A 5xx is final only when it is about this message: its recipient (RCPT TO), its content (DATA),
+ * or its size (552 to MAIL FROM, RFC 1870). A 5xx earlier in the conversation (the greeting, EHLO,
+ * AUTH, or MAIL FROM refusing our own MAIL_FROM) is about the server or our account with it, a
+ * wrong password or a relay not yet allowed to send as MAIL_FROM: every message would get it. That
+ * is retried like an outage, counted by the circuit breaker, and fixed within the retry horizon it
+ * costs no mail.
+ */
 function isPermanent(error: unknown): boolean {
-  const code = (error as SmtpError).responseCode;
-  return typeof code === 'number' && code >= 500 && code < 600;
+  const { responseCode: code, command } = error as SmtpError;
+  if (typeof code !== 'number' || code < 500 || code >= 600) return false;
+  return command === 'RCPT TO' || command === 'DATA' || (command === 'MAIL FROM' && code === 552);
 }
 
 /** nodemailer's codes for a server that cannot be reached or talked to (not, say, an attachment stream that broke). */

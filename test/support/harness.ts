@@ -41,7 +41,13 @@ export type Harness = {
 export type TestKey = { id: string; key: string; email: string };
 
 /** `log`: the API's logger instead of the silent default (a test that reads the log). */
-export type HarnessOptions = { env?: Record<string, string>; worker?: boolean; log?: Logger };
+export type HarnessOptions = {
+  env?: Record<string, string>;
+  worker?: boolean;
+  log?: Logger;
+  /** The SMTP_URL carries this user and password (the sink accepts any unless told to refuse). */
+  smtpLogin?: { user: string; pass: string };
+};
 
 const suffix = () => randomBytes(5).toString('hex');
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123';
@@ -99,7 +105,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     S3_BUCKET: bucket,
     S3_ACCESS_KEY_ID: inject('s3AccessKeyId'),
     S3_SECRET_ACCESS_KEY: inject('s3SecretAccessKey'),
-    SMTP_URL: sink.url,
+    SMTP_URL: options.smtpLogin ? sink.url.replace('smtp://', `smtp://${options.smtpLogin.user}:${options.smtpLogin.pass}@`) : sink.url,
     MAIL_FROM: 'Contact Form <forms@example.test>',
     SECRET: TEST_SECRET,
     QUEUE_PREFIX: `{t${suffix()}}`,

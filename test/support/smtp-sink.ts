@@ -9,11 +9,17 @@ export type ReceivedMail = { envelope: { from: string; to: string[] }; parsed: P
 /** Decides the answer to a message: undefined accepts it, an SMTP reply code and text refuses it. */
 export type SinkBehaviour = (session: SMTPServerSession) => { code: number; message: string } | undefined;
 
+/** Conversation steps before the message whose answer a test can script (`refuse`). */
+export type SinkStep = 'auth' | 'mail-from' | 'rcpt-to';
+type Reply = { code: number; message: string };
+
 export type SmtpSink = {
   url: string;
   port: number;
   messages: ReceivedMail[];
   behave: (behaviour: SinkBehaviour | undefined) => void;
+  /** Answers `step` with this reply (undefined: accepts again). Any user and password is accepted otherwise. */
+  refuse: (step: SinkStep, reply: Reply | undefined) => void;
   /** Makes the server wait this long before answering each message, as a real one does. */
   delay: (ms: number) => void;
   waitFor: (count: number, timeoutMs?: number) => Promise<ReceivedMail[]>;
@@ -24,6 +30,11 @@ export type SmtpSink = {
 export async function startSmtpSink(port = 0): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   let behaviour: SinkBehaviour | undefined;
+  const refusals = new Map<SinkStep, Reply>();
+  const answer = (step: SinkStep, callback: (error?: Error | null) => void) => {
+    const reply = refusals.get(step);
+    callback(reply ? Object.assign(new Error(reply.message), { responseCode: reply.code }) : undefined);
+  };
   let delayMs = 0;
   const server = new SMTPServer({
     authOptional: true,
@@ -33,6 +44,19 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
     // close() ends the clients' idle pooled connections after this long instead of 30 s, so a test
     // can take the SMTP server away quickly.
     closeTimeout: 500,
+    // Plain-text AUTH on loopback, for the tests whose SMTP_URL carries a user and password.
+    allowInsecureAuth: true,
+    onAuth(auth, _session, callback) {
+      const reply = refusals.get('auth');
+      if (reply) callback(Object.assign(new Error(reply.message), { responseCode: reply.code }));
+      else callback(null, { user: auth.username });
+    },
+    onMailFrom(_address, _session, callback) {
+      answer('mail-from', callback);
+    },
+    onRcptTo(_address, _session, callback) {
+      answer('rcpt-to', callback);
+    },
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -69,6 +93,10 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
     messages,
     behave: (next) => {
       behaviour = next;
+    },
+    refuse: (step, reply) => {
+      if (reply) refusals.set(step, reply);
+      else refusals.delete(step);
     },
     delay: (ms) => {
       delayMs = ms;
