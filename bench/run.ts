@@ -46,7 +46,7 @@ import {
   type Child,
 } from './support/proc.ts';
 import { renderTable, met, type Row } from './support/report.ts';
-import { startSink, type Acceptance, type Sink } from './support/sink.ts';
+import { startSink, type Arrival, type Sink } from './support/sink.ts';
 import { freePort, quantileMs, scrapeSentWindow } from './support/sent-window.ts';
 
 // ---------------------------------------------------------------- settings
@@ -754,8 +754,10 @@ async function growth(ctx: Ctx): Promise<void> {
 /**
  * The duplicate window measured by what it costs: one worker drains a backlog and is SIGKILLed at
  * random moments, `S.kills` times, a fresh one taking over each time. A duplicate is a Message-ID
- * the sink answered 250 more than once (the sink counts a message delivered when it answers, as a
- * real server that has queued it, whether or not the client is still there to read the answer).
+ * the sink answered 250 more than once. Two kinds of server are counted: one that commits a message
+ * with its 250, so an answer given after the kill (between the kill and the next worker's start)
+ * delivered nothing; and one that queues it before answering, so every answer counts (RFC 1047:
+ * its window starts at the end of the data). The issue's window, 250 → `sent`, is the first.
  * In flight at a kill: the rows the killed worker had claimed and not recorded, read from
  * PostgreSQL right after the kill. Target: duplicates ≤ 0.1 % of those.
  */
@@ -773,6 +775,8 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
   let inFlight = 0;
   let generation = 1;
   let lastKillAt: Date | undefined;
+  /** From each kill to the start of the next worker: no live client could read an answer then. */
+  const deadTimes: Array<[from: number, to: number]> = [];
   try {
     for (let kill = 0; kill < S.kills; kill += 1) {
       // Let the fresh worker reach full speed, then kill it at a random moment.
@@ -781,6 +785,7 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
       await sleep(50 + Math.random() * 400);
       const { rows: [since] } = await ctx.sql.query<{ at: Date }>('select now() as at');
       const exited = new Promise((resolve) => worker.child.once('exit', resolve));
+      const killedAt = performance.timeOrigin + performance.now();
       process.kill(worker.pid, 'SIGKILL');
       await exited;
       await stopReporting(worker, scenario);
@@ -792,17 +797,16 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
       inFlight += held!.n;
       lastKillAt = since!.at;
       generation += 1;
+      deadTimes.push([killedAt, performance.timeOrigin + performance.now()]);
       worker = await spawnWorker(ctx, generation, env);
     }
     await waitForAllSent(ctx, count, Date.now() + S.drainCapMs);
   } finally {
     await stopReporting(worker, scenario);
   }
-  // Two kinds of server: one that commits a message with its 250 (the client must still be there to
-  // read it), and one that queues it before answering (so a message whose data ended before the
-  // kill counts even when its client is gone). The issue's window, 250 → `sent`, is the first.
-  const duplicatesOf = (accepted: Acceptance[]) => accepted.length - new Set(accepted.map((item) => item.id)).size;
-  const atAnswer = duplicatesOf(ctx.sink.accepted.filter((item) => !item.clientGone));
+  const duplicatesOf = (accepted: Arrival[]) => accepted.length - new Set(accepted.map((item) => item.id)).size;
+  const answeredToTheDead = (item: Arrival) => deadTimes.some(([from, to]) => item.at >= from && item.at < to);
+  const atAnswer = duplicatesOf(ctx.sink.accepted.filter((item) => !answeredToTheDead(item)));
   const atDataEnd = duplicatesOf(ctx.sink.accepted);
   const { rows: [sent] } = await ctx.sql.query<{ n: number }>(`select count(*)::int as n from submissions where email_status = 'sent'`);
   if (sent!.n < count) {
@@ -813,6 +817,9 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
     const state = one ? await ctx.queue.getJobState(one.id) : 'none';
     notes.push(`7: only ${sent!.n} of ${count} rows sent within ${S.drainCapMs / 1000} s: ${JSON.stringify(left)}; a job: ${state}; now ${new Date().toISOString()}`);
   }
+  // The window itself, seen from outside the worker: from the sink's 250 to the row's `sent_at`
+  // (the start of the UPDATE's transaction in PostgreSQL), for the messages accepted once.
+  const window = await sentWindowFromOutside(ctx, ctx.sink.accepted);
   const share = (duplicates: number) => (inFlight ? (duplicates / inFlight) * 100 : Number.NaN);
   rows.push(
     { scenario, metric: `${generation - 1} kills: rows in flight`, service: inFlight, baseline: Number.NaN, unit: 'rows' },
@@ -820,7 +827,23 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
     { scenario, metric: '… of the rows in flight', service: share(atAnswer), baseline: Number.NaN, unit: '%', target: { kind: '<=', value: 0.1 } },
     { scenario, metric: 'duplicates, server queues at data end', service: atDataEnd, baseline: Number.NaN, unit: 'emails' },
     { scenario, metric: '… of the rows in flight', service: share(atDataEnd), baseline: Number.NaN, unit: '%' },
+    { scenario, metric: 'sink 250 → sent_at p50', service: window.p50, baseline: Number.NaN, unit: 'ms' },
+    { scenario, metric: 'sink 250 → sent_at p99', service: window.p99, baseline: Number.NaN, unit: 'ms' },
   );
+}
+
+/** From the sink's 250 to `sent_at`, per message accepted exactly once: p50 and p99 in ms. */
+async function sentWindowFromOutside(ctx: Ctx, accepted: Arrival[]): Promise<{ p50: number; p99: number }> {
+  const once = new Map<string, number | undefined>();
+  for (const item of accepted) once.set(item.id, once.has(item.id) ? undefined : item.at);
+  const { rows: sent } = await ctx.sql.query<{ id: string; sent_ms: number }>(
+    `select 'submission-' || id as id, extract(epoch from sent_at) * 1000 as sent_ms from submissions where email_status = 'sent'`,
+  );
+  const gaps = sent.flatMap((row) => {
+    const at = once.get(row.id);
+    return at === undefined ? [] : [Number(row.sent_ms) - at];
+  }).sort((a, b) => a - b);
+  return { p50: percentile(gaps, 0.5), p99: percentile(gaps, 0.99) };
 }
 async function waitForAllSent(ctx: Ctx, count: number, deadline: number): Promise<void> {
   while (Date.now() < deadline) {

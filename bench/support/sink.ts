@@ -1,9 +1,8 @@
 // The parent's side of the SMTP sink process (sink-process.ts): arrivals by Message-ID.
 import { spawnNode, waitForMessage, type Child } from './proc.ts';
 
+/** `at`: epoch ms with a fraction (performance.timeOrigin + performance.now()), comparable across processes. */
 export type Arrival = { id: string; at: number; bytes: number };
-/** `clientGone`: the client had disconnected before the sink answered 250. */
-export type Acceptance = Arrival & { clientGone: boolean };
 
 export type Sink = {
   url: string;
@@ -11,7 +10,7 @@ export type Sink = {
   /** Every message received since the last reset, in arrival order. */
   arrivals: Arrival[];
   /** Every message answered 250 since the last reset, in that order (a resent message appears twice). */
-  accepted: Acceptance[];
+  accepted: Arrival[];
   count: () => number;
   reset: () => void;
   setDelay: (ms: number) => void;
@@ -43,12 +42,10 @@ export async function startSink(delayMs: number): Promise<Sink> {
     },
     stop: child.stop,
   };
-  child.child.on('message', (message: { type: string; items?: Array<[string, number, number, boolean?]> }) => {
+  child.child.on('message', (message: { type: string; items?: Array<[string, number, number]> }) => {
     if (!message.items) return;
-    for (const [id, at, bytes, clientGone] of message.items) {
-      if (message.type === 'mail') sink.arrivals.push({ id, at, bytes });
-      else if (message.type === 'accepted') sink.accepted.push({ id, at, bytes, clientGone: clientGone === true });
-    }
+    const list = message.type === 'mail' ? sink.arrivals : message.type === 'accepted' ? sink.accepted : undefined;
+    for (const [id, at, bytes] of message.items) list?.push({ id, at, bytes });
   });
   return sink;
 }

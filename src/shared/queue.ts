@@ -181,9 +181,19 @@ export function createHousekeepingQueue(connection: RedisClient, prefix: string)
   });
 }
 
-/** One job at a time per process; the queue's global concurrency of 1 makes it one for the fleet. */
-export function createHousekeepingWorker(connection: RedisClient, prefix: string, processor: Processor<HousekeepingJob>): Worker<HousekeepingJob> {
-  return new Worker<HousekeepingJob>(HOUSEKEEPING_QUEUE, processor, { connection, prefix, concurrency: 1 });
+/**
+ * One job at a time per process; the queue's global concurrency of 1 makes it one for the fleet. So
+ * a run held by a dead worker blocks every periodic job until its lock expires and a live worker
+ * takes it back: the lock is JOB_LOCK_MS, as for deliveries, not BullMQ's fixed 30 s.
+ */
+export function createHousekeepingWorker(connection: RedisClient, config: Pick<Config, 'QUEUE_PREFIX' | 'JOB_LOCK_MS'>, processor: Processor<HousekeepingJob>): Worker<HousekeepingJob> {
+  return new Worker<HousekeepingJob>(HOUSEKEEPING_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    concurrency: 1,
+    lockDuration: config.JOB_LOCK_MS,
+    stalledInterval: config.JOB_LOCK_MS,
+  });
 }
 
 /** Enqueues a delivery; jobId = the row's id, so a second add is a no-op. */

@@ -92,7 +92,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
   const housekeeping = shutdown.add(
     'housekeeping worker',
-    createHousekeepingWorker(redis, config.QUEUE_PREFIX, createHousekeepingProcessor({ orm, storage, queues: { email: queue, webhook: webhookQueue }, config, log })),
+    createHousekeepingWorker(redis, config, createHousekeepingProcessor({ orm, storage, queues: { email: queue, webhook: webhookQueue }, config, log })),
     (worker) => worker.close(),
   );
   housekeeping.on('error', (error) => log.warn({ err: error }, 'housekeeping worker error'));

@@ -1,5 +1,6 @@
 // Fault tests with real worker processes: one killed with SIGKILL mid-backlog, and two workers
 // sharing a backlog. Every submission must end `sent`; duplicates are counted and bounded.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
@@ -8,6 +9,7 @@ import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 const CONCURRENCY = 8;
 let h: Harness;
 let key: string;
+let keyId: string;
 const children: WorkerChild[] = [];
 beforeAll(async () => {
   h = await startHarness({
@@ -21,7 +23,9 @@ beforeAll(async () => {
       EMAIL_RETRY_BACKOFF_MS: '100',
     },
   });
-  key = (await h.createKey()).key;
+  const created = await h.createKey();
+  key = created.key;
+  keyId = created.id;
 });
 afterAll(async () => {
   for (const worker of children) await worker.kill();
@@ -93,5 +97,45 @@ describe('two workers on one backlog', () => {
     const { total, distinct } = deliveriesOf(ids);
     expect(distinct).toBe(300);
     expect(total).toBe(300);
+  });
+});
+
+describe('a worker killed while it runs the reconciler', () => {
+  it('holds up reconciliation only until its lock (JOB_LOCK_MS) expires: another worker finds a jobless row', async () => {
+    for (const child of children.splice(0)) await child.stop();
+    const doomed = await worker();
+    // The table lock stops the dying worker's reconciler mid-run, and the row it would find (no job
+    // was ever added for it) becomes visible only when the lock is released, after the kill.
+    const locker = new pg.Client({ connectionString: h.env.DATABASE_URL });
+    await locker.connect();
+    let id: string;
+    try {
+      await locker.query('begin');
+      await locker.query('lock table submissions in access exclusive mode');
+      const inserted = await locker.query<{ id: string }>(
+        `insert into submissions (id, key_id, email, message, subject, created_at)
+         values (gen_random_uuid(), $1, 'a@example.org', 'jobless', 'Jobless', now() - interval '10 seconds') returning id`,
+        [keyId],
+      );
+      id = inserted.rows[0]!.id;
+      await eventually(async () => {
+        const [row] = await h.sql<{ n: number }>(
+          `select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike '%from submissions%'`,
+        );
+        return row!.n > 0 ? true : undefined;
+      }, 15_000, 'the reconciler to wait for the table lock');
+      await doomed.kill();
+      await worker();
+      await locker.query('commit');
+    } finally {
+      await locker.end();
+    }
+    // BullMQ's own lock would keep the dead run "active" (and, at a global concurrency of 1, every
+    // periodic job waiting) for 30 s plus a 30 s stalled check.
+    await eventually(async () => {
+      const [row] = await h.sql<{ email_status: string }>('select email_status from submissions where id = $1', [id]);
+      return row?.email_status === 'sent' ? true : undefined;
+    }, 15_000, 'the jobless row to be found and sent by the other worker');
   });
 });
