@@ -18,8 +18,14 @@ export type SentRecorder = {
   close: () => Promise<void>;
 };
 
-/** Rows written by one statement at most. */
-const MAX_BATCH = 500;
+/**
+ * Rows written by one statement at most. PostgreSQL commits a statement whose bytes reached its
+ * socket even if this process is killed right after, but only while its answer (RETURNING, about
+ * 110 bytes a row) fits its 8 KB output buffer: a larger answer is flushed mid-statement, the
+ * write to the dead client fails, and the statement is rolled back (killed right after writing,
+ * 150-row batches were lost 6 times in 20, 100-row ones never).
+ */
+const MAX_BATCH = 64;
 
 export function createSentRecorder(databaseUrl: string, connections = 2): SentRecorder {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: connections });
