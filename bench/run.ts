@@ -755,8 +755,8 @@ async function growth(ctx: Ctx): Promise<void> {
  * The duplicate window measured by what it costs: one worker drains a backlog and is SIGKILLed at
  * random moments, `S.kills` times, a fresh one taking over each time. A duplicate is a Message-ID
  * the sink answered 250 more than once. Two kinds of server are counted: one that commits a message
- * with its 250, so an answer given after the kill (between the kill and the next worker's start)
- * delivered nothing; and one that queues it before answering, so every answer counts (RFC 1047:
+ * with its 250, so an answer written after the kill (before the next worker was ready) delivered
+ * nothing; and one that queues it before answering, so every answer counts (RFC 1047:
  * its window starts at the end of the data). The issue's window, 250 → `sent`, is the first.
  * In flight at a kill: the rows the killed worker had claimed and not recorded, read from
  * PostgreSQL right after the kill. Target: duplicates ≤ 0.1 % of those.
@@ -775,7 +775,7 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
   let inFlight = 0;
   let generation = 1;
   let lastKillAt: Date | undefined;
-  /** From each kill to the start of the next worker: no live client could read an answer then. */
+  /** From each kill until the next worker is ready: no live client could read an answer then. */
   const deadTimes: Array<[from: number, to: number]> = [];
   try {
     for (let kill = 0; kill < S.kills; kill += 1) {
@@ -797,8 +797,10 @@ async function killMidBacklog(ctx: Ctx): Promise<void> {
       inFlight += held!.n;
       lastKillAt = since!.at;
       generation += 1;
-      deadTimes.push([killedAt, performance.timeOrigin + performance.now()]);
       worker = await spawnWorker(ctx, generation, env);
+      // Until the next worker is ready no live client exists: the sink's 250s written meanwhile
+      // went to the dead one (the sink notices a closed connection only when its loop reads it).
+      deadTimes.push([killedAt, performance.timeOrigin + performance.now()]);
     }
     await waitForAllSent(ctx, count, Date.now() + S.drainCapMs);
   } finally {
