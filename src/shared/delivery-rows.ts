@@ -41,17 +41,19 @@ export type ClaimedSubmission = {
   attachmentCount: number;
 };
 
+/** A claimed submission: its attempt number and what its email needs. */
+export type SubmissionClaim = { attempt: number; submission: ClaimedSubmission };
+
 /**
- * The claim of a submission (the same compare-and-set as claimRow) and what its email needs, in
- * one statement: the row, its key's address and how many files it has. Hydrating the row and its
- * key through the ORM took about a quarter of a worker's CPU (npm run bench, scenario 3).
+ * The claims of submissions (each the same compare-and-set as claimRow, so only one worker claims
+ * a row) and what their emails need, in one statement: the rows, their keys' addresses and how
+ * many files each has. Hydrating the row and its key through the ORM took about a quarter of a
+ * worker's CPU (npm run bench, scenario 3); the jobs that start together share the statement
+ * (../workers/submission-claims.ts). One result per id, in order, undefined for a row that is not
+ * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
  */
-export async function claimSubmission(
-  em: EntityManager,
-  id: string,
-  claimLeaseMs: number,
-): Promise<{ attempt: number; submission: ClaimedSubmission } | undefined> {
-  const [row] = await em.execute<
+export async function claimSubmissions(em: EntityManager, ids: string[], claimLeaseMs: number): Promise<Array<SubmissionClaim | undefined>> {
+  const rows = await em.execute<
     Array<{
       id: string;
       email: string;
@@ -67,7 +69,7 @@ export async function claimSubmission(
     `with claimed as (
        update submissions
           set email_status = '${IN_FLIGHT}', claimed_at = now(), email_attempts = email_attempts + 1
-        where id = ?
+        where id in (${ids.map(() => '?').join(', ')})
           and (email_status in (${sqlList(CLAIMABLE)})
                or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => ?)))
         returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts)
@@ -76,22 +78,28 @@ export async function claimSubmission(
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count
        from claimed c left join verification_keys k on k.id = c.key_id`,
-    [id, claimLeaseMs / 1000],
+    [...ids, claimLeaseMs / 1000],
   );
-  if (!row) return undefined;
-  return {
-    attempt: row.email_attempts,
-    submission: {
-      id: row.id,
-      email: row.email,
-      message: row.message,
-      subject: row.subject,
-      customFields: row.custom_fields,
-      createdAt: new Date(Number(row.created_ms)),
-      keyEmail: row.key_email,
-      attachmentCount: row.attachment_count,
-    },
-  };
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    // PostgreSQL answers a uuid in lower case.
+    const row = byId.get(id.toLowerCase());
+    if (!row) return undefined;
+    byId.delete(row.id);
+    return {
+      attempt: row.email_attempts,
+      submission: {
+        id: row.id,
+        email: row.email,
+        message: row.message,
+        subject: row.subject,
+        customFields: row.custom_fields,
+        createdAt: new Date(Number(row.created_ms)),
+        keyEmail: row.key_email,
+        attachmentCount: row.attachment_count,
+      },
+    };
+  });
 }
 
 export type FailurePolicy = {

@@ -2,23 +2,27 @@
 // arrive while `maxInFlight` writes are under way wait and go together in the next one (at most
 // `maxBatch` items). Each caller's promise settles only when the write that carried its item has
 // settled, so "resolved" still means "written". When a shared write fails, each of its items is
-// written again on its own: one bad item fails only its own caller.
-export type GroupCommit<T> = (item: T) => Promise<void>;
+// written again on its own: one bad item fails only its own caller. A write may return one result
+// per item, in the items' order: each caller receives its own (a batched claim, say).
+export type GroupCommit<T, R = void> = (item: T) => Promise<R>;
 
-type Waiting<T> = { item: T; resolve: () => void; reject: (error: unknown) => void };
+type Waiting<T, R> = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void };
 
-export function groupCommit<T>(write: (items: T[]) => Promise<void>, options: { maxBatch?: number; maxInFlight?: number } = {}): GroupCommit<T> {
+export function groupCommit<T, R = void>(
+  write: (items: T[]) => Promise<R[] | void>,
+  options: { maxBatch?: number; maxInFlight?: number } = {},
+): GroupCommit<T, R> {
   const { maxBatch = 200, maxInFlight = 2 } = options;
-  let waiting: Array<Waiting<T>> = [];
+  let waiting: Array<Waiting<T, R>> = [];
   let inFlight = 0;
 
-  async function run(batch: Array<Waiting<T>>): Promise<void> {
+  async function run(batch: Array<Waiting<T, R>>): Promise<void> {
     try {
-      await write(batch.map((entry) => entry.item));
-      for (const entry of batch) entry.resolve();
+      const results = await write(batch.map((entry) => entry.item));
+      batch.forEach((entry, index) => entry.resolve(results?.[index] as R));
     } catch (error) {
       if (batch.length === 1) batch[0]!.reject(error);
-      else await Promise.all(batch.map((entry) => write([entry.item]).then(entry.resolve, entry.reject)));
+      else await Promise.all(batch.map((entry) => write([entry.item]).then((results) => entry.resolve(results?.[0] as R), entry.reject)));
     }
   }
 
@@ -35,7 +39,7 @@ export function groupCommit<T>(write: (items: T[]) => Promise<void>, options: { 
   }
 
   return (item) =>
-    new Promise<void>((resolve, reject) => {
+    new Promise<R>((resolve, reject) => {
       waiting.push({ item, resolve, reject });
       next();
     });

@@ -4,20 +4,20 @@ import { AttachmentSchema, type Attachment } from '../shared/db/entities.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
-import { claimSubmission } from '../shared/delivery-rows.ts';
 import { renderSubmissionEmail } from './render.ts';
+import type { SubmissionClaimer } from './submission-claims.ts';
 import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
 
 /** What the submission email needs of the configuration. */
 export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
 
-export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage };
+export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer };
 
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
   const { em } = context;
   const claim = async () => {
-    const claimed = await claimSubmission(em, submissionId, context.claimLeaseMs);
+    const claimed = await context.claimSubmission(submissionId);
     return claimed && { attempt: claimed.attempt, row: claimed.submission };
   };
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {

@@ -16,11 +16,14 @@ import { deliverSubmission, type SubmissionSettings } from './deliver.ts';
 import { deliverKeyEmail, type KeyMailSettings } from './key-mail.ts';
 import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
+import type { SubmissionClaimer } from './submission-claims.ts';
 
 export type ProcessorDeps = {
   orm: MikroORM;
   transport: MailTransport;
   recorder: SentRecorder;
+  /** Claims submissions, those of concurrent jobs together. */
+  claimSubmission: SubmissionClaimer;
   breaker: SmtpBreaker;
   storage: Storage;
   vault: KeyVault;

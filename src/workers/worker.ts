@@ -30,6 +30,7 @@ import { SmtpBreaker } from './breaker.ts';
 import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeeping.ts';
 import { createDeliveryProcessor } from './processor.ts';
 import { createSentRecorder } from './sent-recorder.ts';
+import { createSubmissionClaimer } from './submission-claims.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
@@ -108,6 +109,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     orm,
     transport,
     recorder,
+    claimSubmission: createSubmissionClaimer(orm, config.CLAIM_LEASE_MS),
     breaker,
     storage,
     vault: createKeyVault(config.SECRET),
