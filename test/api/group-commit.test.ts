@@ -26,6 +26,17 @@ describe('groupCommit', () => {
     expect(seenAtResolve).toEqual(Array(6).fill(true));
   });
 
+  it('hands each caller the result of its own item, also when a shared write is retried item by item', async () => {
+    let writes = 0;
+    const double = groupCommit<number, number>(async (items) => {
+      writes += 1;
+      // The second write (the first shared one) fails: its items are written again one by one.
+      if (writes === 2) throw new Error('shared write failed');
+      return items.map((item) => item * 2);
+    }, { maxInFlight: 1 });
+    expect(await Promise.all([1, 2, 3, 4].map((item) => double(item)))).toEqual([2, 4, 6, 8]);
+  });
+
   it('fails only the caller whose item fails, when a shared write fails', async () => {
     let hold: Promise<void> | undefined = new Promise((resolve) => setTimeout(resolve, 20));
     const write = groupCommit<string>(async (items) => {

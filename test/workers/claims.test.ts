@@ -1,0 +1,52 @@
+// The claims of submissions that a worker's concurrent jobs share (src/workers/submission-claims.ts,
+// claimSubmissions in src/shared/delivery-rows.ts): each job gets its own row, only if its own
+// compare-and-set succeeded, and a row named twice is claimed once.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { claimSubmissions } from '../../src/shared/delivery-rows.ts';
+import { startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
+
+const LEASE_MS = 60_000;
+let h: Harness;
+let key: { key: string; email: string };
+beforeAll(async () => {
+  // No worker: the rows stay `queued` until this test claims them.
+  h = await startHarness({ worker: false });
+  key = await h.createKey({ email: 'claims-owner@example.test' });
+});
+afterAll(() => h?.stop());
+
+const submit = async (message: string): Promise<string> =>
+  (await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message })).json.submission_id as string;
+
+describe('claims shared by concurrent jobs', () => {
+  it('gives each id its own row, once, and nothing for a row already claimed or sent', async () => {
+    const [a, b, sending, sent] = [await submit('a'), await submit('b'), await submit('c'), await submit('d')];
+    await h.sql(`update submissions set email_status = 'sending', claimed_at = now() where id = $1`, [sending]);
+    await h.sql(`update submissions set email_status = 'sent', sent_at = now() where id = $1`, [sent]);
+
+    const claims = await claimSubmissions(h.orm.em.fork(), [b, a, sending, a.toUpperCase(), sent, a], LEASE_MS);
+
+    expect(claims.map((claim) => claim && { id: claim.submission.id, message: claim.submission.message, attempt: claim.attempt })).toEqual([
+      { id: b, message: 'b', attempt: 1 },
+      { id: a, message: 'a', attempt: 1 },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(claims[0]!.submission.keyEmail).toBe(key.email);
+    const rows = await h.sql<{ id: string; email_status: string; email_attempts: number }>(
+      'select id, email_status, email_attempts from submissions where id = any($1) order by message',
+      [[a, b, sending, sent]],
+    );
+    expect(rows.map((row) => [row.email_status, row.email_attempts])).toEqual([
+      ['sending', 1],
+      ['sending', 1],
+      ['sending', 0],
+      ['sent', 0],
+    ]);
+    // Claimed once: a second claim of the same rows, within the lease, gets nothing.
+    expect(await claimSubmissions(h.orm.em.fork(), [a, b], LEASE_MS)).toEqual([undefined, undefined]);
+  });
+});
