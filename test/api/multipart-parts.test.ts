@@ -51,6 +51,21 @@ describe('close delimiter cut', () => {
     }
   });
 
+  it('cuts at the same place whatever the chunk sizes, with chunks longer than the delimiter', async () => {
+    const boundary = 'cfs-boundary';
+    const part = `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\n${'v'.repeat(300)}\r\n`;
+    const kept = `${part}${part}--${boundary}--`;
+    const body = `${kept}\r\n--${boundary}\r\nepilogue ${'e'.repeat(100)}`;
+    for (const size of [1, 5, 17, 18, 19, 31, 64, 100, 333, 640, body.length]) {
+      for (let offset = 0; offset < Math.min(size, 40); offset += 3) {
+        const chunks = [body.slice(0, offset)];
+        for (let at = offset; at < body.length; at += size) chunks.push(body.slice(at, at + size));
+        expect(await through(boundary, chunks.filter((chunk) => chunk.length > 0))).toBe(kept);
+      }
+    }
+    expect(await through(boundary, [part.repeat(3), part.repeat(2)])).toBe(part.repeat(5));
+  });
+
   it('passes a body without a close delimiter through whole', async () => {
     expect(await through('b', ['--b\r\nabc', 'def'])).toBe('--b\r\nabcdef');
   });
