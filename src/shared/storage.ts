@@ -178,9 +178,9 @@ async function readUpTo(body: Readable, limit: number): Promise<{ chunks: Buffer
   return { chunks, ended: true };
 }
 
-/** The chunks already read, then the rest of the body. */
+/** The chunks already read (let go as they are handed on), then the rest of the body. */
 async function* replay(chunks: Buffer[], rest: Readable): AsyncGenerator<Buffer> {
-  yield* chunks;
+  for (let chunk = chunks.shift(); chunk; chunk = chunks.shift()) yield chunk;
   yield* rest as AsyncIterable<Buffer>;
 }
 
