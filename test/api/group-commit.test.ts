@@ -2,7 +2,6 @@
 // addBulk, and each is answered only once the write that carried it has committed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupCommit } from '../../src/shared/group-commit.ts';
-import { insertSubmissionsWithFiles, type FileSubmission } from '../../src/api/submissions/store.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 
 describe('groupCommit', () => {
@@ -62,34 +61,5 @@ describe('concurrent submissions', () => {
     await eventually(async () => ((await h.sql(`select count(*)::int as n from submissions where email_status = 'sent'`))[0]!.n === 40 ? true : undefined));
     const subjects = h.sink.messages.map((mail) => mail.parsed.text ?? '').filter((text) => /message \d+/.test(text));
     expect(subjects).toHaveLength(40);
-  });
-
-  it('writes submissions with files in one statement, charging each key its batch total, and retries alone what that refuses', async () => {
-    const crowded = await h.createKey();
-    const other = await h.createKey();
-    const quota = 1024 * 1024;
-    const item = (keyId: string, n: number): FileSubmission => {
-      const id = crypto.randomUUID();
-      const files = [1, 2].map((f) => ({ field_name: 'file', filename: `f${f}.bin`, content_type: 'application/octet-stream', size: 200 * 1024, storage_key: `gc/${id}/${f}`, sha256: 'ab'.repeat(32) }));
-      return {
-        id,
-        quotaMb: 1,
-        row: { id, key_id: keyId, email: 'sender@example.org', message: `m${n}`, subject: 's', custom_fields: [], email_status: 'queued', client_ip: '127.0.0.1', origin: null, bytes: 400 * 1024, quota, files },
-      };
-    };
-    // 3 × 400 KB on a 1 MB quota: together too much, so that key's are retried one by one (two fit);
-    // the other key's two go in the shared statement.
-    const items = [item(crowded.id, 1), item(other.id, 2), item(crowded.id, 3), item(other.id, 4), item(crowded.id, 5)];
-    await insertSubmissionsWithFiles(h.orm.em.fork(), items);
-
-    expect(items.map((entry) => (entry.failure as { status?: number } | undefined)?.status)).toEqual([undefined, undefined, undefined, undefined, 413]);
-    const rows = await h.sql<{ id: string; xmin: string }>('select id, xmin::text as xmin from submissions where id = any($1::uuid[])', [items.map((entry) => entry.id)]);
-    expect(rows.map((row) => row.id).sort()).toEqual(items.slice(0, 4).map((entry) => entry.id).sort());
-    const xminOf = (id: string) => rows.find((row) => row.id === id)!.xmin;
-    expect(xminOf(items[1]!.id)).toBe(xminOf(items[3]!.id));
-    const stored = await h.sql('select id, stored_bytes::int as bytes from verification_keys where id = any($1::uuid[]) order by id', [[crowded.id, other.id]]);
-    expect(Object.fromEntries(stored.map((row) => [row.id, row.bytes]))).toEqual({ [crowded.id]: 800 * 1024, [other.id]: 800 * 1024 });
-    const attachments = await h.sql('select s.message, a.filename from attachments a join submissions s on s.id = a.submission_id where s.id = any($1::uuid[]) order by s.message, a.created_at', [items.map((entry) => entry.id)]);
-    expect(attachments.map((row) => `${row.message}/${row.filename}`)).toEqual(['m1/f1.bin', 'm1/f2.bin', 'm2/f1.bin', 'm2/f2.bin', 'm3/f1.bin', 'm3/f2.bin', 'm4/f1.bin', 'm4/f2.bin']);
   });
 });

@@ -20,14 +20,7 @@ import { requestDomain } from '../submissions/domains.ts';
 import { parseSubmissionFields } from '../submissions/input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
 import { groupCommit } from '../../shared/group-commit.ts';
-import {
-  insertSubmissionRows,
-  insertSubmissionsWithFiles,
-  saveSubmission,
-  waitForDelivery,
-  type FileSubmission,
-  type SubmissionRow,
-} from '../submissions/store.ts';
+import { insertSubmissionRows, saveSubmission, waitForDelivery, type SubmissionRow } from '../submissions/store.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -40,8 +33,6 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
   // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
   const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
-  // The same for submissions with files: one statement per batch, the storage quota charged per key in it.
-  const insertWithFiles = groupCommit<FileSubmission>((items) => insertSubmissionsWithFiles(deps.orm.em.fork(), items));
 
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
     const submissionId = randomUUID();
@@ -79,7 +70,6 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
           writes: admissionWrites(key, delivery),
         },
         insertRow,
-        insertWithFiles,
       });
       saved = true;
 

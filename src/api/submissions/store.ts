@@ -36,16 +36,7 @@ export type NewSubmission = {
    * row is inserted alone.
    */
   insertRow?: GroupCommit<SubmissionRow>;
-  /**
-   * The same for a confirmed mailbox's submission with files and no webhooks: a group commit of
-   * `insertSubmissionsWithFiles` (one statement per batch, the quota charged per key in it).
-   * Without it, the submission is written by its own statement.
-   */
-  insertWithFiles?: GroupCommit<FileSubmission>;
 };
-
-/** A submission with files, as `insertSubmissionsWithFiles` takes it; `failure` is set when it was not written (the quota refused it). */
-export type FileSubmission = { id: string; row: Record<string, unknown>; quotaMb: number; failure?: unknown };
 
 /** The columns of a submission row, in the order of SUBMISSION_COLUMNS. */
 export type SubmissionRow = unknown[];
@@ -80,12 +71,6 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     });
   }
   const admission = await submission.admit.run(em);
-  if (submission.files.length > 0 && webhookDeliveryIds.length === 0 && submission.insertWithFiles) {
-    const item = fileSubmission(submission, admission.emailStatus);
-    await submission.insertWithFiles(item);
-    if (item.failure) throw item.failure;
-    return saved(admission);
-  }
   if (submission.files.length > 0 || webhookDeliveryIds.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
     const charge = submission.files.length > 0;
@@ -118,93 +103,6 @@ function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): Sub
     submission.origin ?? null,
   ];
 }
-
-/**
- * Submissions with files (no webhooks), in one statement for all of them: the bytes of each key's
- * submissions in the batch are charged to it at once, and the rows and attachments of the keys
- * that were charged are inserted. A key whose batch total would pass its quota is charged nothing
- * and inserts nothing; its submissions are then tried again one by one, so that each is refused
- * (`failure`) only if it would pass the quota on its own.
- */
-export async function insertSubmissionsWithFiles(em: EntityManager, items: FileSubmission[]): Promise<void> {
-  const inserted = await em.execute<Array<{ id: string }>>(INSERT_WITH_FILES, [JSON.stringify(items.map((item) => item.row))]);
-  if (inserted.length === items.length) return;
-  const done = new Set(inserted.map((row) => row.id));
-  const missed = items.filter((item) => !done.has(item.id));
-  if (items.length === 1) {
-    missed[0]!.failure = errors.storageQuota(missed[0]!.quotaMb);
-    return;
-  }
-  // The others are committed: from here nothing may throw (the group commit would write them again).
-  for (const item of missed) {
-    await insertSubmissionsWithFiles(em, [item]).catch((error: unknown) => {
-      item.failure = error;
-    });
-  }
-}
-
-function fileSubmission(submission: NewSubmission, emailStatus: EmailStatus): FileSubmission {
-  const { input } = submission;
-  return {
-    id: submission.id,
-    quotaMb: submission.storageQuotaMb,
-    row: {
-      id: submission.id,
-      key_id: submission.key.id,
-      email: input.email,
-      message: input.message,
-      subject: input.subject ?? defaultSubject(input.email),
-      custom_fields: input.customFields,
-      email_status: emailStatus,
-      client_ip: submission.clientIp,
-      origin: submission.origin ?? null,
-      bytes: submission.files.reduce((total, file) => total + file.size, 0),
-      quota: submission.storageQuotaMb * 1024 * 1024,
-      files: submission.files.map((file) => ({
-        field_name: file.fieldName,
-        filename: file.filename,
-        content_type: file.contentType,
-        size: file.size,
-        storage_key: file.storageKey,
-        sha256: file.sha256,
-      })),
-    },
-  };
-}
-
-// `n` and `position` keep the order of the submissions and of each one's files in `created_at`
-// (clock_timestamp() increases row by row).
-const INSERT_WITH_FILES = `
-  with input as (
-    select * from rows from (jsonb_to_recordset(?::jsonb) as (
-        id uuid, key_id uuid, email text, message text, subject text, custom_fields jsonb, email_status text,
-        client_ip text, origin text, bytes bigint, quota bigint, files jsonb))
-      with ordinality as i(id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin, bytes, quota, files, n)
-  ),
-  charged as (
-    update verification_keys k set stored_bytes = k.stored_bytes + t.bytes
-      from (select key_id, sum(bytes) as bytes, min(quota) as quota from input group by key_id) t
-     where k.id = t.key_id and k.stored_bytes + t.bytes <= t.quota
-    returning k.id
-  ),
-  submission as (
-    insert into submissions (${SUBMISSION_COLUMNS})
-    select i.id, i.key_id, i.email, i.message, i.subject, i.custom_fields, i.email_status, i.client_ip, i.origin
-      from input i join charged c on c.id = i.key_id
-     order by i.n
-    returning id
-  ),
-  attachment as (
-    insert into attachments (id, submission_id, field_name, filename, content_type, size, storage_key, sha256, created_at)
-    select gen_random_uuid(), s.id, f.field_name, f.filename, f.content_type, f.size, f.storage_key, f.sha256, clock_timestamp()
-      from input i
-      join submission s on s.id = i.id,
-           rows from (jsonb_to_recordset(i.files)
-             as (field_name text, filename text, content_type text, size bigint, storage_key text, sha256 text))
-           with ordinality as f(field_name, filename, content_type, size, storage_key, sha256, position)
-     order by i.n, f.position
-  )
-  select id from submission`;
 
 /** Adds the files' bytes to the key's stored total, unless that would pass the quota. */
 const CHARGE_STORAGE = 'update verification_keys set stored_bytes = stored_bytes + ? where id = ? and stored_bytes + ? <= ? returning id';
