@@ -47,8 +47,10 @@ type StorageConfig = Pick<
 >;
 
 /**
- * `maxConcurrentUploads` bounds the uploads in flight in this process: each holds a 5 MB part in
- * memory, and an upload waiting for a slot does not read its body, so the client is paced by TCP.
+ * `maxConcurrentUploads` bounds the uploads past their first 256 KB in flight in this process: each
+ * holds a 5 MB part in memory, and an upload waiting for a slot does not read its body, so the
+ * client is paced by TCP. A file's first 256 KB are read under one of 32 slots of their own; a
+ * file that ends there never takes one of the 5 MB slots. Without S3_ENDPOINT every file takes one.
  */
 export function createStorage(config: StorageConfig, options: { maxConcurrentUploads?: number } = {}): Storage {
   const client = s3Client(config, config.S3_ENDPOINT);
@@ -56,41 +58,55 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
   // Links in emails must work from the recipient's machine: sign them for the public address.
   const publicClient = config.S3_PUBLIC_ENDPOINT ? s3Client(config, config.S3_PUBLIC_ENDPOINT) : client;
   const bucket = config.S3_BUCKET;
-  const putSmall = config.S3_ENDPOINT ? signedPut(client, config, config.S3_ENDPOINT) : undefined;
+  const putWhole = config.S3_ENDPOINT ? signedPut(client, config, config.S3_ENDPOINT) : undefined;
+  // The first SMALL_FILE_BYTES of a file are read under a slot of their own: a form's usual files
+  // end there and are stored without waiting for (or holding) one of the few 5 MB slots.
+  const smallSlots = new Semaphore(SMALL_UPLOAD_SLOTS);
 
   return {
     client,
     bucket,
     async upload(key, body, contentType, payloadSha256) {
-      await uploadSlots.acquire();
-      try {
-        // Stored as a download of a passive type: a client-declared text/html or SVG must never
-        // render, with scripts, on the storage's origin.
-        const headers = { contentType: servedContentType(contentType), contentDisposition: 'attachment' };
-        // A body that ends within the first part (most form files) is one PUT of known length,
-        // sent without the SDK (see signedPut); a longer one goes to lib-storage, first part included.
-        const head = putSmall ? await readUpTo(body, PART_BYTES) : undefined;
-        if (putSmall && head && head.ended) {
-          const data = head.chunks.length === 1 ? head.chunks[0]! : Buffer.concat(head.chunks);
-          await putSmall(bucket, key, data, headers, payloadSha256?.());
-          return;
-        }
-        const upload = new Upload({
+      // Stored as a download of a passive type: a client-declared text/html or SVG must never
+      // render, with scripts, on the storage's origin.
+      const headers = { contentType: servedContentType(contentType), contentDisposition: 'attachment' };
+      const multipart = (data: Readable) =>
+        new Upload({
           client,
-          params: {
-            Bucket: bucket,
-            Key: key,
-            Body: head ? Readable.from(replay(head.chunks, body)) : body,
-            ContentType: headers.contentType,
-            ContentDisposition: headers.contentDisposition,
-          },
+          params: { Bucket: bucket, Key: key, Body: data, ContentType: headers.contentType, ContentDisposition: headers.contentDisposition },
           partSize: PART_BYTES,
           queueSize: 2,
           leavePartsOnError: false,
-        });
-        await upload.done();
+        }).done();
+      if (!putWhole) {
+        await uploadSlots.acquire();
+        try {
+          await multipart(body);
+        } finally {
+          uploadSlots.release();
+        }
+        return;
+      }
+      // A body that ends within the first part is one PUT of known length, sent without the SDK
+      // (see signedPut); a longer one goes to lib-storage, the bytes already read first.
+      const head: Head = { chunks: [], bytes: 0, ended: false };
+      await smallSlots.acquire();
+      let held = smallSlots;
+      try {
+        await readInto(head, body, SMALL_FILE_BYTES);
+        if (!head.ended) {
+          await uploadSlots.acquire();
+          smallSlots.release();
+          held = uploadSlots;
+          await readInto(head, body, PART_BYTES);
+        }
+        if (head.ended) {
+          await putWhole(bucket, key, head.chunks.length === 1 ? head.chunks[0]! : Buffer.concat(head.chunks), headers, payloadSha256?.());
+        } else {
+          await multipart(Readable.from(replay(head.chunks, body)));
+        }
       } finally {
-        uploadSlots.release();
+        held.release();
       }
     },
     async download(key) {
@@ -166,16 +182,21 @@ class Semaphore {
 /** lib-storage's part size (its minimum): what one upload holds in memory at most. */
 const PART_BYTES = 5 * 1024 * 1024;
 
-/** Reads `body` until it ends or `limit` bytes have come; `ended` says which. */
-async function readUpTo(body: Readable, limit: number): Promise<{ chunks: Buffer[]; ended: boolean }> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
+/** A file's first bytes at most: its first 256 KB under one of 32 small slots (8 MB in all per process). */
+const SMALL_FILE_BYTES = 256 * 1024;
+const SMALL_UPLOAD_SLOTS = 32;
+
+type Head = { chunks: Buffer[]; bytes: number; ended: boolean };
+
+/** Reads `body` into `head` until it ends (`ended`) or `limit` bytes in all have come. */
+async function readInto(head: Head, body: Readable, limit: number): Promise<void> {
+  if (head.bytes >= limit) return;
   for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-    chunks.push(chunk);
-    bytes += chunk.length;
-    if (bytes >= limit) return { chunks, ended: false };
+    head.chunks.push(chunk);
+    head.bytes += chunk.length;
+    if (head.bytes >= limit) return;
   }
-  return { chunks, ended: true };
+  head.ended = true;
 }
 
 /** The chunks already read (let go as they are handed on), then the rest of the body. */
