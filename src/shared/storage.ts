@@ -4,10 +4,13 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  PutObjectCommand,
   S3Client,
+  type PutObjectCommandInput,
+  type PutObjectCommandOutput,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { BuildMiddleware, MetadataBearer } from '@aws-sdk/types';
+import type { BuildMiddleware } from '@aws-sdk/types';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Config } from './config.ts';
 
@@ -15,9 +18,9 @@ export type Storage = {
   client: S3Client;
   bucket: string;
   /**
-   * Streams a body into the bucket without holding it in memory. `payloadSha256`, when given,
-   * returns the body's SHA-256 (hex) once the body has ended (undefined before): a file sent as
-   * one PutObject is then signed with it instead of being hashed a second time by the SDK.
+   * Streams a body into the bucket, holding at most one 5 MB part of it in memory. `payloadSha256`,
+   * when given, returns the body's SHA-256 (hex) once the body has ended (undefined before): a
+   * file sent as one PutObject is then signed with it instead of being hashed a second time.
    */
   upload: (key: string, body: Readable, contentType: string, payloadSha256?: () => string | undefined) => Promise<void>;
   download: (key: string) => Promise<Readable>;
@@ -44,8 +47,10 @@ type StorageConfig = Pick<
 >;
 
 /**
- * `maxConcurrentUploads` bounds the uploads in flight in this process: each holds a 5 MB part in
- * memory, and an upload waiting for a slot does not read its body, so the client is paced by TCP.
+ * `maxConcurrentUploads` bounds the uploads past their first 256 KB in flight in this process: each
+ * holds a 5 MB part in memory, and an upload waiting for a slot does not read its body, so the
+ * client is paced by TCP. A file's first 256 KB are read under one of 32 slots of their own; a
+ * file that ends there never takes one of the 5 MB slots.
  */
 export function createStorage(config: StorageConfig, options: { maxConcurrentUploads?: number } = {}): Storage {
   const client = s3Client(config, config.S3_ENDPOINT);
@@ -53,28 +58,47 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
   // Links in emails must work from the recipient's machine: sign them for the public address.
   const publicClient = config.S3_PUBLIC_ENDPOINT ? s3Client(config, config.S3_PUBLIC_ENDPOINT) : client;
   const bucket = config.S3_BUCKET;
-  const payloadHashes = new Map<string, () => string | undefined>();
-  client.middlewareStack.add(knownPayloadHash(payloadHashes), { step: 'build', name: 'knownPayloadHash' });
+  // The first SMALL_FILE_BYTES of a file are read under a slot of their own: a form's usual files
+  // end there and are stored without waiting for (or holding) one of the few 5 MB slots.
+  const smallSlots = new Semaphore(SMALL_UPLOAD_SLOTS);
 
   return {
     client,
     bucket,
     async upload(key, body, contentType, payloadSha256) {
-      await uploadSlots.acquire();
-      if (payloadSha256) payloadHashes.set(key, payloadSha256);
+      // Stored as a download of a passive type: a client-declared text/html or SVG must never
+      // render, with scripts, on the storage's origin.
+      const params = { Bucket: bucket, Key: key, ContentType: servedContentType(contentType), ContentDisposition: 'attachment' };
+      // A body that ends within the first part is one PutObject of known length; a longer one goes
+      // to lib-storage, the bytes already read first.
+      const head: Head = { chunks: [], bytes: 0, ended: false };
+      await smallSlots.acquire();
+      let held = smallSlots;
       try {
-        const upload = new Upload({
-          client,
-          // Stored as a download of a passive type: a client-declared text/html or SVG must never
-          // render, with scripts, on the storage's origin.
-          params: { Bucket: bucket, Key: key, Body: body, ContentType: servedContentType(contentType), ContentDisposition: 'attachment' },
-          queueSize: 2,
-          leavePartsOnError: false,
-        });
-        await upload.done();
+        await readInto(head, body, SMALL_FILE_BYTES);
+        if (!head.ended) {
+          await uploadSlots.acquire();
+          smallSlots.release();
+          held = uploadSlots;
+          await readInto(head, body, PART_BYTES);
+        }
+        if (head.ended) {
+          const data = head.chunks.length === 1 ? head.chunks[0]! : Buffer.concat(head.chunks);
+          const put = new PutObjectCommand({ ...params, Body: data, ContentLength: data.length });
+          const sha256 = payloadSha256?.();
+          if (sha256) put.middlewareStack.add(knownPayloadHash(sha256), { step: 'build', name: 'knownPayloadHash' });
+          await client.send(put);
+        } else {
+          await new Upload({
+            client,
+            params: { ...params, Body: Readable.from(replay(head.chunks, body)) },
+            partSize: PART_BYTES,
+            queueSize: 2,
+            leavePartsOnError: false,
+          }).done();
+        }
       } finally {
-        payloadHashes.delete(key);
-        uploadSlots.release();
+        held.release();
       }
     },
     async download(key) {
@@ -147,18 +171,41 @@ class Semaphore {
   }
 }
 
+/** lib-storage's part size (its minimum): what one upload holds in memory at most. */
+const PART_BYTES = 5 * 1024 * 1024;
+
+/** A file's first bytes at most: its first 256 KB under one of 32 small slots (8 MB in all per process). */
+const SMALL_FILE_BYTES = 256 * 1024;
+const SMALL_UPLOAD_SLOTS = 32;
+
+type Head = { chunks: Buffer[]; bytes: number; ended: boolean };
+
+/** Reads `body` into `head` until it ends (`ended`) or `limit` bytes in all have come. */
+async function readInto(head: Head, body: Readable, limit: number): Promise<void> {
+  if (head.bytes >= limit) return;
+  for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+    head.chunks.push(chunk);
+    head.bytes += chunk.length;
+    if (head.bytes >= limit) return;
+  }
+  head.ended = true;
+}
+
+/** The chunks already read (let go as they are handed on), then the rest of the body. */
+async function* replay(chunks: Buffer[], rest: Readable): AsyncGenerator<Buffer> {
+  for (let chunk = chunks.shift(); chunk; chunk = chunks.shift()) yield chunk;
+  yield* rest as AsyncIterable<Buffer>;
+}
+
 /**
- * Signs a PutObject with the SHA-256 its caller already computed (the `x-amz-content-sha256`
- * header, which the SigV4 signer uses as the payload hash when present). lib-storage sends a
- * PutObject only for a body that has ended within its first part, so the hash is then complete;
- * parts of larger files (UploadPart) are still hashed by the SDK.
+ * Signs a PutObject with the SHA-256 its caller already computed over the same bytes: the SigV4
+ * signer takes an `x-amz-content-sha256` header, when present, as the payload hash instead of
+ * hashing the body again.
  */
-function knownPayloadHash(hashes: Map<string, () => string | undefined>): BuildMiddleware<object, MetadataBearer> {
-  return (next, context) => async (args) => {
-    const key = (args.input as { Key?: unknown }).Key;
-    const sha256 = context.commandName === 'PutObjectCommand' && typeof key === 'string' ? hashes.get(key)?.() : undefined;
+function knownPayloadHash(sha256: string): BuildMiddleware<PutObjectCommandInput, PutObjectCommandOutput> {
+  return (next) => async (args) => {
     const request = args.request as { headers?: Record<string, string> } | undefined;
-    if (sha256 && request?.headers) request.headers['x-amz-content-sha256'] = sha256;
+    if (request?.headers) request.headers['x-amz-content-sha256'] = sha256;
     return next(args);
   };
 }

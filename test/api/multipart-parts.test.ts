@@ -8,6 +8,7 @@ import { PassThrough, Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/log.ts';
+import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { createStorage } from '../../src/shared/storage.ts';
 import { cutAtCloseDelimiter, boundaryOf } from '../../src/api/submissions/close-delimiter.ts';
 import { createMultipartLimits, FIELD_BYTES, FILE_LIMITS } from '../../src/api/submissions/multipart-limits.ts';
@@ -49,6 +50,21 @@ describe('close delimiter cut', () => {
     for (let at = 1; at < body.length; at += 1) {
       expect(await through('b', [body.slice(0, at), body.slice(at)])).toBe('--b\r\nx\r\n--b--');
     }
+  });
+
+  it('cuts at the same place whatever the chunk sizes, with chunks longer than the delimiter', async () => {
+    const boundary = 'cfs-boundary';
+    const part = `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\n${'v'.repeat(300)}\r\n`;
+    const kept = `${part}${part}--${boundary}--`;
+    const body = `${kept}\r\n--${boundary}\r\nepilogue ${'e'.repeat(100)}`;
+    for (const size of [1, 5, 17, 18, 19, 31, 64, 100, 333, 640, body.length]) {
+      for (let offset = 0; offset < Math.min(size, 40); offset += 3) {
+        const chunks = [body.slice(0, offset)];
+        for (let at = offset; at < body.length; at += size) chunks.push(body.slice(at, at + size));
+        expect(await through(boundary, chunks.filter((chunk) => chunk.length > 0))).toBe(kept);
+      }
+    }
+    expect(await through(boundary, [part.repeat(3), part.repeat(2)])).toBe(part.repeat(5));
   });
 
   it('passes a body without a close delimiter through whole', async () => {
@@ -177,6 +193,32 @@ describe('upload chain', () => {
     } finally {
       recorder.close();
       server.close();
+    }
+  });
+
+  it('stores a small file under a key with special characters, as an attachment of a passive type', async () => {
+    const key = "sig/dir/a b+c(1)&ü*~'=%.txt";
+    await h.storage.upload(key, Readable.from([Buffer.from('special '), Buffer.from('key')]), 'text/html', () => sha256('special key'));
+    expect(await listObjectKeys(h.storage)).toContain(key);
+    expect(await download(key)).toBe('special key');
+    const head = await h.storage.client.send(new HeadObjectCommand({ Bucket: h.storage.bucket, Key: key }));
+    expect(head).toMatchObject({ ContentType: 'application/octet-stream', ContentDisposition: 'attachment', ContentLength: 11 });
+  });
+
+  it("sends a file that ends within its first part through the S3 client (its middleware stack, retries and settings apply)", async () => {
+    const commands: string[] = [];
+    h.storage.client.middlewareStack.add(
+      (next, context) => (args) => {
+        commands.push(context.commandName ?? '');
+        return next(args);
+      },
+      { step: 'initialize', name: 'testRecordCommands' },
+    );
+    try {
+      await h.storage.upload(`sdk-path-${(n += 1)}`, Readable.from([Buffer.alloc(100_000, 1)]), 'application/octet-stream');
+      expect(commands).toEqual(['PutObjectCommand']);
+    } finally {
+      h.storage.client.middlewareStack.remove('testRecordCommands');
     }
   });
 

@@ -159,6 +159,32 @@ describe('key storage quota', () => {
   });
 });
 
+describe('key storage quota under concurrent uploads', () => {
+  it('accepts only what fits when submissions with files arrive together; each 413 leaves nothing, each 200 is committed', async () => {
+    const key = await h.createKey();
+    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where key_hash = $1`, [h.hashKey(key.key)]);
+    const objectsBefore = new Set(await listObjectKeys(h.storage));
+    // 6 × 400 KB on a 1 MB quota: two fit, whichever they are.
+    const results = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const response = await submitMultipart(multipartWith(key.key, 400 * 1024, true));
+        const id = response.json.submission_id as string | undefined;
+        const committed = id ? (await h.sql('select count(*)::int as n from attachments where submission_id = $1', [id]))[0]!.n : 0;
+        return { status: response.status, id, committed };
+      }),
+    );
+    const accepted = results.filter((result) => result.status === 200);
+    expect(results.map((result) => result.status).sort()).toEqual([200, 200, 413, 413, 413, 413]);
+    expect(accepted.map((result) => result.committed)).toEqual([1, 1]);
+    expect(await h.sql('select stored_bytes::int as n from verification_keys where id = $1', [key.id])).toEqual([{ n: 800 * 1024 }]);
+    expect(await h.sql('select count(*)::int as n from submissions where key_id = $1', [key.id])).toEqual([{ n: 2 }]);
+    const added = (await listObjectKeys(h.storage)).filter((objectKey) => !objectsBefore.has(objectKey));
+    expect(added.sort()).toEqual(
+      (await h.sql('select storage_key from attachments a join submissions s on s.id = a.submission_id where s.key_id = $1', [key.id])).map((row) => row.storage_key).sort(),
+    );
+  });
+});
+
 describe('expiry of what unconfirmed addresses never asked for', () => {
   it('deletes held submissions after HELD_TTL_DAYS and unconfirmed skipped ones after UNCONFIRMED_SKIPPED_TTL_DAYS, with their files', async () => {
     const config = loadConfig({ DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', SMTP_URL: 'smtp://x', SECRET: TEST_SECRET });

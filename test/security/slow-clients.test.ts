@@ -73,6 +73,12 @@ async function connect(h: Harness, data?: string | Buffer, localAddress = '127.0
  * of a multipart body (up to the boundary's length) while it looks for the closing delimiter.
  */
 const FILE_BYTES_SEEN = 200;
+/**
+ * File bytes past the first 256 KB, which are read under small slots of their own: an upload
+ * stalled here holds one of the UPLOAD_CONCURRENCY slots (with a file of `BIG_FILE` bytes).
+ */
+const PAST_SMALL = 300 * 1024;
+const BIG_FILE = 400 * 1024;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -90,8 +96,8 @@ const fields = (key: string, token: string): Part[] => [
  * A multipart submission with one file, cut after the file part's headers and `fileBytes` of its
  * data: the head plus the bytes sent, and the bytes not sent yet.
  */
-function stalledUpload(key: string, token: string, fileBytes: number) {
-  const data = Buffer.alloc(100_000, 'x');
+function stalledUpload(key: string, token: string, fileBytes: number, fileSize = 100_000) {
+  const data = Buffer.alloc(fileSize, 'x');
   const { body, contentType } = multipartBody([...fields(key, token), { name: 'file', filename: 'slow.bin', data }]);
   const fileStart = body.indexOf(data);
   const cut = fileStart + fileBytes;
@@ -111,14 +117,42 @@ const rowsWith = async (h: Harness, token: string) =>
 
 describe('upload slots (UPLOAD_CONCURRENCY=1)', { timeout: 20_000 }, () => {
   it('are not taken by an empty file input while another upload holds the only slot', async () => {
-    // This client's file has begun, so it holds the slot (the body timeout is 20 s here).
-    const holder = await connect(slots, stalledUpload(slotsKey, 'holder', FILE_BYTES_SEEN).sent);
+    // This client's file has passed 256 KB, so it holds the slot (the body timeout is 20 s here).
+    const holder = await connect(slots, stalledUpload(slotsKey, 'holder', PAST_SMALL, BIG_FILE).sent);
     await sleep(300);
 
     const response = await normalUpload(slots, slotsKey, 'empty-input', [{ name: 'file', filename: '', data: Buffer.alloc(0) }]);
     expect(response.status, response.text).toBe(200);
     expect(response.json.attachments).toBe(0);
     holder.socket.destroy();
+  });
+
+  it('are not needed by a file that ends within its first 256 KB: it is stored while a stalled upload holds the only slot', async () => {
+    const holder = await connect(slots, stalledUpload(slotsKey, 'big-holder', PAST_SMALL, BIG_FILE).sent);
+    await sleep(300);
+
+    const response = await normalUpload(slots, slotsKey, 'small-file', [{ name: 'file', filename: 'small.bin', data: Buffer.alloc(200 * 1024, 's') }]);
+    expect(response.status, response.text).toBe(200);
+    expect(response.json.attachments).toBe(1);
+    holder.socket.destroy();
+  });
+
+  it('bound the files in their first 256 KB to 32 at once: the 33rd waits until one of them goes', async () => {
+    const holders = await Promise.all(
+      Array.from({ length: 32 }, (_, i) => connect(slots, stalledUpload(slotsKey, `small-holder-${i}`, FILE_BYTES_SEEN).sent)),
+    );
+    await sleep(500);
+    let answered = false;
+    const waiting = normalUpload(slots, slotsKey, 'thirty-third', [{ name: 'file', filename: 'small.bin', data: Buffer.from('hi') }]).then((response) => {
+      answered = true;
+      return response;
+    });
+    await sleep(1_000);
+    expect(answered).toBe(false);
+    holders[0]!.socket.destroy();
+    const response = await waiting;
+    expect(response.status, response.text).toBe(200);
+    for (const holder of holders) holder.socket.destroy();
   });
 });
 
@@ -136,7 +170,7 @@ describe('a body that stops coming (BODY_IDLE_TIMEOUT_MS=1500)', { timeout: 20_0
 
   it('is cut off when it trickles one byte at a time, and frees the upload slot', async () => {
     const token = `trickle-${Date.now()}`;
-    const { sent, rest } = stalledUpload(strictKey, token, FILE_BYTES_SEEN);
+    const { sent, rest } = stalledUpload(strictKey, token, PAST_SMALL, BIG_FILE);
     const slow = await connect(strict, sent);
     let isClosed = false;
     void slow.closed.then(() => (isClosed = true));
@@ -148,8 +182,8 @@ describe('a body that stops coming (BODY_IDLE_TIMEOUT_MS=1500)', { timeout: 20_0
       }
     })();
 
-    // Waits for the only slot, which the trickling client holds until it is cut off.
-    const response = await normalUpload(strict, strictKey, 'after-trickle', [{ name: 'file', filename: 'c.txt', data: Buffer.from('hi') }]);
+    // Waits for the only slot (its file passes 256 KB), which the trickling client holds until it is cut off.
+    const response = await normalUpload(strict, strictKey, 'after-trickle', [{ name: 'file', filename: 'c.txt', data: Buffer.alloc(PAST_SMALL, 'c') }]);
     expect(response.status, response.text).toBe(200);
     await slow.closed;
     await trickle;
@@ -166,7 +200,7 @@ describe('a body that stops coming (BODY_IDLE_TIMEOUT_MS=1500)', { timeout: 20_0
     // A holder keeps the only slot for 4 s, sending steadily; the second upload waits behind it
     // for more than two 1.5 s body timeouts, its body unread (5 MB: more than the socket buffers
     // hold), and must still be accepted.
-    const { sent, rest } = stalledUpload(strictKey, `steady-${Date.now()}`, FILE_BYTES_SEEN);
+    const { sent, rest } = stalledUpload(strictKey, `steady-${Date.now()}`, PAST_SMALL, BIG_FILE);
     const holder = await connect(strict, sent);
     const steady = (async () => {
       for (let i = 0; i < 40; i += 1) {

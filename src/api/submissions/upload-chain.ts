@@ -3,8 +3,7 @@
 // holds one upload's parts in memory and TCP backpressure paces the client. (Concurrent files
 // piled up whole in memory when storage was slower: npm run bench, scenario 5.)
 import { createHash } from 'node:crypto';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { finished, Transform, type Readable } from 'node:stream';
 import type { Logger } from '../../shared/log.ts';
 import type { Storage } from '../../shared/storage.ts';
 import type { StoredFile } from './store.ts';
@@ -70,7 +69,7 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
     meter.on('error', () => undefined);
     const done = (async (): Promise<StoredFile | undefined> => {
       await previous;
-      const piped = pipeline(stream, meter);
+      const piped = pipeInto(stream, meter);
       // An upload slot is taken only once the file has a byte (or has ended): a client that
       // sends a part's headers and then nothing holds none.
       await Promise.race([started.promise, piped]);
@@ -121,4 +120,24 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
       }
     },
   };
+}
+
+/**
+ * `source.pipe(meter)` with pipeline's error handling: an error or a premature close on either
+ * side destroys both and rejects; resolves once the meter has flushed. Not `stream.pipeline`: it
+ * aborts an AbortController when it ends, and each abort builds a DOMException with a stack trace
+ * (about 2 % of the API's CPU in npm run bench, scenario 2).
+ */
+function pipeInto(source: Readable, meter: Transform): Promise<void> {
+  return new Promise((resolve, reject) => {
+    finished(source, { writable: false }, (error) => {
+      if (error) meter.destroy(error);
+    });
+    finished(meter, { readable: false }, (error) => {
+      if (!error) return resolve();
+      source.destroy(error);
+      reject(error);
+    });
+    source.pipe(meter);
+  });
 }
