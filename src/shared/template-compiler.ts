@@ -46,7 +46,7 @@ function lookup(scope: Scope, path: string[]): unknown {
   else if (Object.hasOwn(scope.data, name)) value = scope.data[name];
   else throw new Unsupported(name);
   for (const prop of props) {
-    if (prop === 'size' && (typeof value === 'string' || (Array.isArray(value) && !Object.hasOwn(value, 'size')))) value = value.length;
+    if ((Array.isArray(value) || typeof value === 'string') && prop === 'size') value = value.length;
     else if (isPlainObject(value) && Object.hasOwn(value, prop) && !['size', 'first', 'last'].includes(prop)) value = value[prop];
     else throw new Unsupported(prop);
     if (value === undefined || typeof value === 'function') throw new Unsupported(prop);
