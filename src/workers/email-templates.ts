@@ -4,9 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { createTemplates } from '../shared/templates.ts';
 
 const root = fileURLToPath(new URL('./templates/', import.meta.url));
-// Compiled where they allow it (src/shared/template-compiler.ts): the same output, a fraction of the CPU.
-const html = createTemplates(root, 'html', { compiled: true });
-const text = createTemplates(root, 'text', { compiled: true });
+const html = createTemplates(root, 'html');
+const text = createTemplates(root, 'text');
 
 export type RenderedEmail = { subject: string; text: string; html: string };
 
