@@ -97,6 +97,24 @@ describe('POST /api/contact-api/ (JSON)', () => {
   });
 });
 
+describe('submission ids', () => {
+  it('are time-ordered UUID v7, so a later submission sorts after an earlier one', async () => {
+    const key = await h.createKey();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message: `ordered ${i}` });
+      expect(response.status).toBe(200);
+      ids.push(response.json.submission_id as string);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect([...ids].sort()).toEqual(ids);
+    // The id carries its creation time (milliseconds in the first 48 bits), close to the row's own.
+    const [row] = await h.sql<{ ms: number }>('select (extract(epoch from created_at) * 1000)::float8 as ms from submissions where id = $1', [ids[0]]);
+    expect(Math.abs(parseInt(ids[0]!.replace(/-/g, '').slice(0, 12), 16) - row!.ms)).toBeLessThan(60_000);
+  });
+});
+
 describe('health', () => {
   it('answers /healthz and /readyz', async () => {
     expect((await fetch(`${h.url}/healthz`)).status).toBe(200);

@@ -1,7 +1,7 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
 // rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
 // → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
@@ -35,7 +35,9 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
 
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
-    const submissionId = randomUUID();
+    // Time-ordered (UUID v7): new rows land at the right edge of the primary-key index instead of
+    // on a random page of it, which keeps inserts cheap as the table grows (npm run bench, 6).
+    const submissionId = uuidv7();
     let body: SubmissionBody | undefined;
     let key: ActiveKey | undefined;
     let saved = false;
