@@ -94,7 +94,7 @@ export async function sendTracked<Row>(
   }
   // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
   // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
-  const sent = await context.recorder.markSent(kind, id, messageId, performance.now());
+  const sent = await context.recorder.markSent(kind, id, messageId);
   deliveries.inc({ ...label, outcome: 'sent' });
   if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
   return 'sent';

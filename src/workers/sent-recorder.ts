@@ -3,18 +3,19 @@
 // a delivered row unrecorded (and delivered again later): it must never wait for a connection of
 // the pool the jobs share for their reads and claims, nor queue behind the other jobs' `sent`.
 // Acceptances that arrive while the connections are busy are written together, in one statement,
-// as soon as one is free (group commit): a burst of 50 costs about two round trips, not fifty.
+// as soon as one is free (group commit, ../shared/group-commit.ts): a burst of 50 costs about two
+// round trips, not fifty.
 import pg from 'pg';
 import { sentRecordDuration } from '../shared/metrics.ts';
 import type { DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { recordSent } from '../shared/delivery-rows.ts';
+import { recordSent, type SentRow } from '../shared/delivery-rows.ts';
+import { groupCommit } from '../shared/group-commit.ts';
 
-type Sent = { created_at: Date; sent_at: Date };
-type Pending = { kind: DeliveryKindName; id: string; messageId: string; acceptedAt: number; resolve: (row: Sent | undefined) => void; reject: (error: unknown) => void };
+type Accepted = { kind: DeliveryKindName; id: string; messageId: string };
 
 export type SentRecorder = {
   /** Marks the row `sent`; returns its creation and send times for the latency metric. */
-  markSent: (kind: DeliveryKindName, id: string, messageId: string, acceptedAt: number) => Promise<Sent | undefined>;
+  markSent: (kind: DeliveryKindName, id: string, messageId: string) => Promise<SentRow | undefined>;
   close: () => Promise<void>;
 };
 
@@ -33,41 +34,24 @@ export function createSentRecorder(databaseUrl: string, connections = 2): SentRe
   // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
-  const pending: Pending[] = [];
-  let busy = 0;
 
-  async function write(kind: DeliveryKindName, batch: Pending[]): Promise<void> {
-    try {
-      const rows = await recordSent(pool, kind, batch);
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      const now = performance.now();
-      for (const item of batch) {
-        sentRecordDuration.observe((now - item.acceptedAt) / 1000);
-        item.resolve(byId.get(item.id));
-      }
-    } catch (error) {
-      for (const item of batch) item.reject(error);
-    }
-  }
-
-  function flush(): void {
-    while (busy < connections && pending.length > 0) {
-      const batch = pending.splice(0, MAX_BATCH);
-      busy += 1;
+  // One statement per kind in the batch (nearly always one); each caller gets its own row.
+  const record = groupCommit<Accepted, SentRow | undefined>(
+    async (batch) => {
       const kinds = [...new Set(batch.map((item) => item.kind))];
-      void Promise.all(kinds.map((kind) => write(kind, batch.filter((item) => item.kind === kind)))).finally(() => {
-        busy -= 1;
-        flush();
-      });
-    }
-  }
+      const written = await Promise.all(kinds.map((kind) => recordSent(pool, kind, batch.filter((item) => item.kind === kind))));
+      const byId = new Map(written.flat().map((row) => [row.id, row]));
+      return batch.map((item) => byId.get(item.id));
+    },
+    { maxBatch: MAX_BATCH, maxInFlight: connections },
+  );
 
   return {
-    markSent(kind, id, messageId, acceptedAt) {
-      return new Promise((resolve, reject) => {
-        pending.push({ kind, id, messageId, acceptedAt, resolve, reject });
-        flush();
-      });
+    async markSent(kind, id, messageId) {
+      const acceptedAt = performance.now();
+      const row = await record({ kind, id, messageId });
+      sentRecordDuration.observe((performance.now() - acceptedAt) / 1000);
+      return row;
     },
     close: () => pool.end(),
   };
