@@ -77,6 +77,19 @@ describe('owner console webhooks', () => {
 describe('owner JSON API webhooks', () => {
   const submit = (key: { key: string }, message: string) =>
     postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message });
+  /** A key of `email` with an owner signed in, one endpoint, and one delivery to it that failed (a 400). */
+  async function keyWithFailedDelivery(email: string) {
+    const key = await h.createKey({ email });
+    const owner = await signIn(h, key.email);
+    const endpointId: string = (await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url })).json.webhook.id;
+    receiver.script.push({ status: 400 });
+    expect((await submit(key, 'to fail')).status).toBe(200);
+    const [failed] = await eventually(async () => {
+      const rows = await h.sql<{ id: string }>('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
+      return rows.length ? rows : undefined;
+    }, 20_000, 'a failed delivery');
+    return { key, owner, endpointId, failed: failed! };
+  }
   const deliveriesOf = async (keyId: string) => (await h.sql('select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where e.key_id = $1', [keyId])).length;
 
   it('adds an endpoint (secret answered once), lists deliveries, re-sends a failed one, disables and deletes', async () => {
@@ -148,36 +161,20 @@ describe('owner JSON API webhooks', () => {
   });
 
   it('requires the CSRF header on every write', async () => {
-    const key = await h.createKey({ email: 'api-hooks-csrf@example.test' });
-    const owner = await signIn(h, key.email);
-    const endpointId: string = (await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url })).json.webhook.id;
-    receiver.script.push({ status: 400 });
-    expect((await submit(key, 'to fail')).status).toBe(200);
-    const [failed] = await eventually(async () => {
-      const rows = await h.sql('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
-      return rows.length ? rows : undefined;
-    }, 20_000, 'a failed delivery');
+    const { key, owner, endpointId, failed } = await keyWithFailedDelivery('api-hooks-csrf@example.test');
     for (const csrf of ['', 'x'.repeat(43)]) {
       const header = { 'x-csrf-token': csrf };
       expect((await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url }, header)).status).toBe(403);
       expect((await owner.api('PATCH', `/keys/${key.id}/webhooks/${endpointId}`, { enabled: false }, header)).status).toBe(403);
       expect((await owner.api('DELETE', `/keys/${key.id}/webhooks/${endpointId}`, undefined, header)).status).toBe(403);
-      expect((await owner.api('POST', `/keys/${key.id}/webhook-deliveries/${failed!.id}/resend`, undefined, header)).status).toBe(403);
+      expect((await owner.api('POST', `/keys/${key.id}/webhook-deliveries/${failed.id}/resend`, undefined, header)).status).toBe(403);
     }
     expect(await h.sql('select url, enabled from webhook_endpoints where key_id = $1', [key.id])).toEqual([{ url: receiver.url, enabled: true }]);
-    expect(await h.sql('select email_status from webhook_deliveries where id = $1', [failed!.id])).toEqual([{ email_status: 'failed' }]);
+    expect(await h.sql('select email_status from webhook_deliveries where id = $1', [failed.id])).toEqual([{ email_status: 'failed' }]);
   });
 
   it("answers 404 to another owner for every route of a key's webhooks", async () => {
-    const key = await h.createKey({ email: 'api-hooks-victim@example.test' });
-    const owner = await signIn(h, key.email);
-    const endpointId: string = (await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url })).json.webhook.id;
-    receiver.script.push({ status: 400 });
-    expect((await submit(key, 'not yours')).status).toBe(200);
-    const [failed] = await eventually(async () => {
-      const rows = await h.sql('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
-      return rows.length ? rows : undefined;
-    }, 20_000, 'a failed delivery');
+    const { key, owner, endpointId, failed } = await keyWithFailedDelivery('api-hooks-victim@example.test');
 
     const strangerKey = await h.createKey({ email: 'api-hooks-stranger@example.test' });
     const stranger = await signIn(h, strangerKey.email);
@@ -187,11 +184,11 @@ describe('owner JSON API webhooks', () => {
       () => stranger.api('PATCH', `/keys/${key.id}/webhooks/${endpointId}`, { enabled: false }),
       () => stranger.api('DELETE', `/keys/${key.id}/webhooks/${endpointId}`),
       () => stranger.api('GET', `/keys/${key.id}/webhook-deliveries`),
-      () => stranger.api('POST', `/keys/${key.id}/webhook-deliveries/${failed!.id}/resend`),
+      () => stranger.api('POST', `/keys/${key.id}/webhook-deliveries/${failed.id}/resend`),
       // Their own key with the victim's row ids: not found either.
       () => stranger.api('PATCH', `/keys/${strangerKey.id}/webhooks/${endpointId}`, { enabled: false }),
       () => stranger.api('DELETE', `/keys/${strangerKey.id}/webhooks/${endpointId}`),
-      () => stranger.api('POST', `/keys/${strangerKey.id}/webhook-deliveries/${failed!.id}/resend`),
+      () => stranger.api('POST', `/keys/${strangerKey.id}/webhook-deliveries/${failed.id}/resend`),
     ];
     for (const attempt of attempts) {
       const answer = await attempt();
@@ -200,6 +197,6 @@ describe('owner JSON API webhooks', () => {
     }
     expect((await stranger.api('GET', `/keys/${strangerKey.id}/webhook-deliveries`)).json.deliveries).toEqual([]);
     expect(await h.sql('select url, enabled from webhook_endpoints where key_id = $1', [key.id])).toEqual([{ url: receiver.url, enabled: true }]);
-    expect(await h.sql('select email_status from webhook_deliveries where id = $1', [failed!.id])).toEqual([{ email_status: 'failed' }]);
+    expect(await h.sql('select email_status from webhook_deliveries where id = $1', [failed.id])).toEqual([{ email_status: 'failed' }]);
   });
 });
