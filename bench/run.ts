@@ -336,9 +336,10 @@ async function roundTrips(ctx: Ctx): Promise<{ pg: number; redis: number }> {
 }
 
 const cpuTable: string[] = [];
-function recordCpu(title: string, before: Map<string, number>, after: Map<string, number>, units: number, busy: number, trips?: { before: { pg: number; redis: number }; after: { pg: number; redis: number } }): void {
-  const parts = [...after]
-    .map(([label, ms]) => [label, (ms - (before.get(label) ?? 0)) / Math.max(1, units)] as const)
+/** Records a CPU line for the table below the results; returns the CPU ms per unit by process label. */
+function recordCpu(title: string, before: Map<string, number>, after: Map<string, number>, units: number, busy: number, trips?: { before: { pg: number; redis: number }; after: { pg: number; redis: number } }): Map<string, number> {
+  const perUnitByLabel = new Map([...after].map(([label, ms]) => [label, (ms - (before.get(label) ?? 0)) / Math.max(1, units)] as const));
+  const parts = [...perUnitByLabel]
     .filter(([, perUnit]) => perUnit >= 0.005)
     .map(([label, perUnit]) => `${label} ${perUnit.toFixed(2)}`);
   const perUnit = (value: number) => (value / Math.max(1, units)).toFixed(1);
@@ -346,6 +347,7 @@ function recordCpu(title: string, before: Map<string, number>, after: Map<string
     ? `; pg xacts ${perUnit(trips.after.pg - trips.before.pg)}, redis cmds ${perUnit(trips.after.redis - trips.before.redis)}`
     : '';
   cpuTable.push(`${title.padEnd(34)} ${parts.join(', ')}  (all cores ${(busy * 100).toFixed(0)}% busy${tripText})`);
+  return perUnitByLabel;
 }
 
 // ---------------------------------------------------------------- load phases
@@ -460,7 +462,8 @@ async function seedBacklog(ctx: Ctx, count: number, attachmentKey?: { key: strin
   return ids;
 }
 
-type Drain = { count: number; seconds: number; busy: number; drained: boolean };
+/** A drain's figures; `cpuPerEmail`: CPU ms per email of the loop, or of worker + PostgreSQL + Redis. */
+type Drain = { count: number; seconds: number; busy: number; drained: boolean; cpuPerEmail: number };
 
 /** Runs the baseline loop: `processes` processes, `perProcess` messages each, 50 at a time each. */
 async function mailLoop(ctx: Ctx, title: string, processes: number, total: number, extraEnv: Record<string, string> = {}, watchRss = false): Promise<Drain & { peakRss: number }> {
@@ -489,12 +492,12 @@ async function mailLoop(ctx: Ctx, title: string, processes: number, total: numbe
     for (const child of children) child.child.send({ type: 'go' });
     const drained = await ctx.sink.waitFor(total, Date.now() + S.drainCapMs);
     const busy = busyShare(beforeMachine, machineCpu());
-    recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
+    const cpu = recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
     for (const result of await Promise.allSettled(done)) {
       if (result.status === 'fulfilled' && result.value.failed) notes.push(`baseline loop: ${result.value.failed} sends failed (${result.value.firstError})`);
     }
-    return { ...elapsed(ctx.sink, t0, total), drained, busy, peakRss };
+    return { ...elapsed(ctx.sink, t0, total), drained, busy, peakRss, cpuPerEmail: cpu.get('loop') ?? Number.NaN };
   } finally {
     for (const child of children) await child.stop();
   }
@@ -538,9 +541,10 @@ async function serviceDrain(ctx: Ctx, title: string, workers: number, count: num
     await ctx.queue.resume();
     const drained = await ctx.sink.waitFor(count, Date.now() + S.drainCapMs);
     const busy = busyShare(beforeMachine, machineCpu());
-    recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
+    const cpu = recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
-    const result = { ...elapsed(ctx.sink, t0, count), drained, busy, peakRss, idleRss };
+    const cpuPerEmail = ['worker', 'postgres', 'redis'].reduce((sum, label) => sum + (cpu.get(label) ?? 0), 0);
+    const result = { ...elapsed(ctx.sink, t0, count), drained, busy, peakRss, idleRss, cpuPerEmail };
     // Let the last rows be marked sent before checking them.
     await sleep(300);
     const histogram = await scrapeSentWindow(metricsUrls).catch(() => undefined);
@@ -566,13 +570,16 @@ async function delivery(ctx: Ctx): Promise<void> {
     if (!service.drained) notes.push(`delivery ${workers} worker(s): only ${service.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s; throughput is over that time`);
     if (!baseline.drained) notes.push(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: only ${baseline.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s`);
     results.set(workers, { service, baseline });
+    // Issue 15's targets: throughput with 1 worker; with 2 and more the cores are saturated, and
+    // the measure is the CPU per email of worker + PostgreSQL + Redis against the loop's.
+    const label = `${workers} worker${workers > 1 ? 's' : ''}`;
     rows.push(
-      { scenario, metric: `${workers} worker${workers > 1 ? 's' : ''}: emails/s`, service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
-      { scenario, metric: `${workers} worker${workers > 1 ? 's' : ''}: CPU busy`, service: service.busy * 100, baseline: baseline.busy * 100, unit: '%' },
+      { scenario, metric: `${label}: emails/s`, service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s', ...(workers === 1 ? { target: { kind: 'ratio>=', value: 0.8 } as const } : {}) },
+      { scenario, metric: `${label}: CPU busy`, service: service.busy * 100, baseline: baseline.busy * 100, unit: '%' },
+      { scenario, metric: `${label}: CPU ms per email (+ pg, redis)`, service: service.cpuPerEmail, baseline: baseline.cpuPerEmail, unit: 'ms', ...(workers > 1 ? { target: { kind: 'ratio<=', value: 2 } as const } : {}) },
     );
     if (service.window) {
       // The floor loop records nothing after a send: these figures have no baseline.
-      const label = `${workers} worker${workers > 1 ? 's' : ''}`;
       rows.push(
         { scenario, metric: `${label}: 250 → sent p50`, service: service.window.p50, baseline: Number.NaN, unit: 'ms' },
         { scenario, metric: `${label}: 250 → sent p99`, service: service.window.p99, baseline: Number.NaN, unit: 'ms' },

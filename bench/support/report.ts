@@ -27,7 +27,7 @@ export function met(row: Row): boolean | undefined {
 
 const figure = (value: number, unit: Row['unit']) => {
   if (!Number.isFinite(value)) return 'n/a';
-  const digits = unit === 'ms' && value < 10 ? 1 : unit === 'x' || (unit === '%' && value < 1) ? 2 : 0;
+  const digits = unit === 'ms' && value < 10 ? (value < 3 ? 2 : 1) : unit === 'x' || (unit === '%' && value < 1) ? 2 : 0;
   const text = value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   return `${text} ${unit}`;
 };
