@@ -18,9 +18,9 @@ function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): Gro
   if (!batcher) {
     batcher = groupCommit<DeliveryRequest>(async (jobs) => {
       if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
-      // A batch of one is a plain add: addBulk builds an ioredis pipeline (its constructor copies
-      // every command and script onto it) and wraps the script in MULTI/EXEC, which is most of the
-      // enqueue's cost when requests come one at a time (npm run bench, scenario 2).
+      // A batch of one is a plain add: addBulk builds an ioredis pipeline, whose constructor copies
+      // every command and script onto it, for each call: a cost of its own when requests come one
+      // at a time (npm run bench, scenario 2). The same script runs either way.
       const added: Promise<unknown> =
         jobs.length === 1
           ? enqueueDelivery(queue, jobs[0]!)
