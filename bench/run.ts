@@ -31,6 +31,7 @@ import {
   busyShare,
   childPids,
   cpuMs,
+  cpuMsWithExitedChildren,
   killAllNow,
   machineCpu,
   peakRssBytes,
@@ -306,13 +307,16 @@ async function resetState(ctx: Ctx): Promise<void> {
 
 // ---------------------------------------------------------------- CPU accounting
 
-type CpuProbe = { label: string; pids: () => number[] };
+/** `reapedBy`: a parent whose own CPU time and that of its exited children count too (see cpuMsWithExitedChildren). */
+type CpuProbe = { label: string; pids: () => number[]; reapedBy?: () => number };
 
 /** The processes under test first, then the shared services and the benchmark process itself. */
 function cpuProbes(ctx: Ctx, own: CpuProbe[]): CpuProbe[] {
   return [
     ...own,
-    { label: 'postgres', pids: () => [ctx.postgresPid(), ...childPids(ctx.postgresPid())] },
+    // The postmaster with its exited children: backends and autovacuum workers come and go, and one
+    // that exited within a window took its CPU time out of a sum over the live children only.
+    { label: 'postgres', pids: () => childPids(ctx.postgresPid()), reapedBy: () => ctx.postgresPid() },
     { label: 'redis', pids: () => [ctx.redisPid] },
     { label: 's3', pids: () => [ctx.s3Pid] },
     { label: 'sink', pids: () => [ctx.sink.child.pid] },
@@ -323,7 +327,12 @@ function cpuProbes(ctx: Ctx, own: CpuProbe[]): CpuProbe[] {
 const probe = (label: string, children: Child[]): CpuProbe => ({ label, pids: () => children.map((child) => child.pid) });
 
 function cpuSnapshot(probes: CpuProbe[]): Map<string, number> {
-  return new Map(probes.map((probe) => [probe.label, probe.pids().reduce((sum, pid) => sum + cpuMs(pid), 0)]));
+  return new Map(
+    probes.map((probe) => {
+      const parent = probe.reapedBy?.();
+      return [probe.label, probe.pids().reduce((sum, pid) => sum + cpuMs(pid), parent === undefined ? 0 : cpuMsWithExitedChildren(parent))];
+    }),
+  );
 }
 
 /** Transactions committed in PostgreSQL (each autocommit statement is one) and Redis commands run. */

@@ -167,6 +167,23 @@ export function cpuMs(pid: number): number {
   }
 }
 
+/**
+ * CPU time (user + system) of a process plus that of its children that have exited and been
+ * reaped (cutime + cstime), in ms. Added to its live children's `cpuMs`, the total only grows: a
+ * child that exits between two snapshots (an autovacuum worker, a closed connection's backend)
+ * moves its time from the children's sum to this one instead of dropping out of it.
+ */
+export function cpuMsWithExitedChildren(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime(11) stime(12) cutime(13) cstime(14)
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
+  } catch {
+    return 0;
+  }
+}
+
 /** The PIDs of a process's direct children. */
 export function childPids(pid: number): number[] {
   try {

@@ -47,6 +47,11 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
     // Settles at the file's first byte or at its end, whichever comes first.
     const started = Promise.withResolvers<void>();
     const meter = new Transform({
+      // One chunk per read, as it came: a byte-mode reader is handed all buffered chunks copied
+      // into one Buffer (storage.ts reads with an async iterator, then joins the chunks itself).
+      // One chunk buffered at most, about what the byte-mode high-water mark (64 KB) held.
+      readableObjectMode: true,
+      readableHighWaterMark: 1,
       transform(chunk: Buffer, _encoding, callback) {
         if (size === 0 && !file.onFirstByte()) {
           callback(abortReason ?? new Error('upload stopped'));
