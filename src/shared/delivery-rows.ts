@@ -176,9 +176,17 @@ export async function recordDelivered(em: EntityManager, id: string, responseCod
 export type AwaitingRow = { id: string; created_at: string };
 
 /**
+ * The index a kind's status lookups use: (email_status, created_at) on most tables; on submissions,
+ * whose claims must not touch an indexed column (HOT updates), (created_at, id) over the rows
+ * that are not `settled` (src/shared/db/migrations/Migration20261123063800_submissions_hot_claims.ts).
+ */
+const OPEN_ROWS: Record<DeliveryKindName, string> = { submission: 'and not settled', 'key-email': '', webhook: '' };
+
+/**
  * One page, in (created_at, id) order after `after`, of the rows in `status` that should have a
  * job by now: awaiting rows older than `staleAfterMs`, in-flight rows whose claim is older than
- * `claimLeaseMs`. One status per query, so each page is a range of the (status, created_at) index.
+ * `claimLeaseMs`. One status per query, so each page is a range of the (status, created_at) index
+ * (on submissions, of the open rows' (created_at, id) index).
  */
 export async function findAwaitingJob(
   em: EntityManager,
@@ -194,7 +202,7 @@ export async function findAwaitingJob(
       : { sql: 'created_at < now() - make_interval(secs => ?)', age: ages.staleAfterMs };
   return em.execute<AwaitingRow[]>(
     `select id, created_at::text as created_at from ${tableOf(kind)}
-      where email_status = ? and ${condition.sql}
+      where email_status = ? ${OPEN_ROWS[kind]} and ${condition.sql}
         ${after ? 'and (created_at, id) > (cast(? as timestamptz), cast(? as uuid))' : ''}
       order by created_at, id limit ${limit}`,
     after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
@@ -226,7 +234,7 @@ export async function requeueFailed(em: EntityManager, kind: DeliveryKindName, i
 export async function releaseHeld(em: EntityManager, mailbox: string): Promise<string[]> {
   const released = await em.execute<Array<{ id: string }>>(
     `update submissions set email_status = '${QUEUED}'
-      where email_status = '${HELD}' and key_id in (select id from verification_keys where mailbox = ?)
+      where not settled and email_status = '${HELD}' and key_id in (select id from verification_keys where mailbox = ?)
       returning id`,
     [mailbox],
   );
