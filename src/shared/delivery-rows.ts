@@ -44,6 +44,26 @@ export type ClaimedSubmission = {
 /** A claimed submission: its attempt number and what its email needs. */
 export type SubmissionClaim = { attempt: number; submission: ClaimedSubmission };
 
+/** What runs a parameterised statement: a pg pool or client. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+/** The claim of ../workers/submission-claims.ts, by name: each connection parses and plans it once. */
+const CLAIM_SUBMISSIONS = {
+  name: 'claim-submissions',
+  text: `with claimed as (
+       update submissions
+          set email_status = '${IN_FLIGHT}', claimed_at = now(), email_attempts = email_attempts + 1
+        where id = any($1::uuid[])
+          and (email_status in (${sqlList(CLAIMABLE)})
+               or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => $2)))
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts)
+     select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
+            -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
+            (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
+            (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count
+       from claimed c left join verification_keys k on k.id = c.key_id`,
+};
+
 /**
  * The claims of submissions (each the same compare-and-set as claimRow, so only one worker claims
  * a row) and what their emails need, in one statement: the rows, their keys' addresses and how
@@ -51,35 +71,21 @@ export type SubmissionClaim = { attempt: number; submission: ClaimedSubmission }
  * worker's CPU (npm run bench, scenario 3); the jobs that start together share the statement
  * (../workers/submission-claims.ts). One result per id, in order, undefined for a row that is not
  * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
+ * A prepared statement with the ids as one array parameter: the same text whatever the batch's
+ * size, so PostgreSQL parses and plans it once per connection instead of once per batch.
  */
-export async function claimSubmissions(em: EntityManager, ids: string[], claimLeaseMs: number): Promise<Array<SubmissionClaim | undefined>> {
-  const rows = await em.execute<
-    Array<{
-      id: string;
-      email: string;
-      message: string;
-      subject: string;
-      custom_fields: CustomFields;
-      created_ms: number;
-      email_attempts: number;
-      key_email: string | null;
-      attachment_count: number;
-    }>
-  >(
-    `with claimed as (
-       update submissions
-          set email_status = '${IN_FLIGHT}', claimed_at = now(), email_attempts = email_attempts + 1
-        where id in (${ids.map(() => '?').join(', ')})
-          and (email_status in (${sqlList(CLAIMABLE)})
-               or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => ?)))
-        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts)
-     select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
-            -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
-            (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
-            (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count
-       from claimed c left join verification_keys k on k.id = c.key_id`,
-    [...ids, claimLeaseMs / 1000],
-  );
+export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseMs: number): Promise<Array<SubmissionClaim | undefined>> {
+  const { rows } = await db.query<{
+    id: string;
+    email: string;
+    message: string;
+    subject: string;
+    custom_fields: CustomFields;
+    created_ms: number;
+    email_attempts: number;
+    key_email: string | null;
+    attachment_count: number;
+  }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
     // PostgreSQL answers a uuid in lower case.
@@ -137,16 +143,20 @@ export async function recordFailure(em: EntityManager, kind: DeliveryKindName, i
 
 export type SentRow = { id: string; created_at: Date; sent_at: Date };
 
-/** Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see ./sent-recorder.ts). */
-export async function recordSent(pool: pg.Pool, kind: DeliveryKindName, sent: Array<{ id: string; messageId: string }>): Promise<SentRow[]> {
-  const result = await pool.query<SentRow>(
-    `update ${tableOf(kind)} as t
+/**
+ * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
+ * ../workers/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
+ */
+export async function recordSent(db: Queryable, kind: DeliveryKindName, sent: Array<{ id: string; messageId: string }>): Promise<SentRow[]> {
+  const result = await db.query<SentRow>({
+    name: `record-sent-${kind}`,
+    text: `update ${tableOf(kind)} as t
         set email_status = 'sent', sent_at = now(), message_id = v.message_id, last_error = null
        from unnest($1::uuid[], $2::text[]) as v(id, message_id)
       where t.id = v.id
       returning t.id, t.created_at, t.sent_at`,
-    [sent.map((item) => item.id), sent.map((item) => item.messageId)],
-  );
+    values: [sent.map((item) => item.id), sent.map((item) => item.messageId)],
+  });
   return result.rows;
 }
 
@@ -166,9 +176,17 @@ export async function recordDelivered(em: EntityManager, id: string, responseCod
 export type AwaitingRow = { id: string; created_at: string };
 
 /**
+ * The index a kind's status lookups use: (email_status, created_at) on most tables; on submissions,
+ * whose claims must not touch an indexed column (HOT updates), (created_at, id) over the rows
+ * that are not `settled` (src/shared/db/migrations/Migration20261123063800_submissions_hot_claims.ts).
+ */
+const OPEN_ROWS: Record<DeliveryKindName, string> = { submission: 'and not settled', 'key-email': '', webhook: '' };
+
+/**
  * One page, in (created_at, id) order after `after`, of the rows in `status` that should have a
  * job by now: awaiting rows older than `staleAfterMs`, in-flight rows whose claim is older than
- * `claimLeaseMs`. One status per query, so each page is a range of the (status, created_at) index.
+ * `claimLeaseMs`. One status per query, so each page is a range of the (status, created_at) index
+ * (on submissions, of the open rows' (created_at, id) index).
  */
 export async function findAwaitingJob(
   em: EntityManager,
@@ -184,7 +202,7 @@ export async function findAwaitingJob(
       : { sql: 'created_at < now() - make_interval(secs => ?)', age: ages.staleAfterMs };
   return em.execute<AwaitingRow[]>(
     `select id, created_at::text as created_at from ${tableOf(kind)}
-      where email_status = ? and ${condition.sql}
+      where email_status = ? ${OPEN_ROWS[kind]} and ${condition.sql}
         ${after ? 'and (created_at, id) > (cast(? as timestamptz), cast(? as uuid))' : ''}
       order by created_at, id limit ${limit}`,
     after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
@@ -216,7 +234,7 @@ export async function requeueFailed(em: EntityManager, kind: DeliveryKindName, i
 export async function releaseHeld(em: EntityManager, mailbox: string): Promise<string[]> {
   const released = await em.execute<Array<{ id: string }>>(
     `update submissions set email_status = '${QUEUED}'
-      where email_status = '${HELD}' and key_id in (select id from verification_keys where mailbox = ?)
+      where not settled and email_status = '${HELD}' and key_id in (select id from verification_keys where mailbox = ?)
       returning id`,
     [mailbox],
   );

@@ -15,7 +15,10 @@ export const QUEUED: EmailStatus = 'queued';
 export const HELD: EmailStatus = 'held';
 /** Only a row in this status may be re-sent by its owner. */
 export const RESENDABLE: EmailStatus = 'failed';
-/** Nothing more will happen to the row: retention may delete it. */
+/**
+ * Nothing more will happen to the row: retention may delete it. The generated column
+ * `submissions.settled` repeats this list (changing it takes a migration).
+ */
 export const SETTLED: readonly EmailStatus[] = ['sent', 'failed', 'skipped'];
 
 /** `'a', 'b'` for an SQL `in (...)` list (the statuses are constants, never input). */

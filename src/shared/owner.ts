@@ -107,7 +107,7 @@ export async function deleteExpiredOwnerTokens(em: EntityManager): Promise<numbe
 export async function heldCount(em: EntityManager, email: string): Promise<number> {
   const [row] = await em.execute<Array<{ n: number }>>(
     `select count(*)::int as n from submissions s join verification_keys k on k.id = s.key_id
-      where k.email = ? and s.email_status = 'held'`,
+      where k.email = ? and not s.settled and s.email_status = 'held'`,
     [email],
   );
   return row?.n ?? 0;

@@ -15,7 +15,6 @@ export type SubmissionContext = SendContext & SubmissionSettings & { storage: St
 
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
-  const { em } = context;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);
     return claimed && { attempt: claimed.attempt, row: claimed.submission };
@@ -24,7 +23,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
     // Most submissions carry no file: their email skips the attachments query.
     const stored: Attachment[] =
-      submission.attachmentCount === 0 ? [] : await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+      submission.attachmentCount === 0 ? [] : await context.em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
     const files = await prepareFiles(stored, context.storage, {
       attachMaxBytes: context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,

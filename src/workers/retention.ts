@@ -23,9 +23,10 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   const unconfirmed = `key_id in (select k.id from verification_keys k left join recipients r on r.mailbox = k.mailbox
                                    where r.confirmed_at is null)`;
   const rules: Array<{ reason: string; where: string; days: number | undefined }> = [
-    { reason: 'retention', where: `email_status in (${sqlList(SETTLED)})`, days: policy.retentionDays },
-    { reason: 'held expired', where: `email_status = 'held'`, days: policy.heldTtlDays },
-    { reason: 'unconfirmed skipped expired', where: `email_status = 'skipped' and ${unconfirmed}`, days: policy.unconfirmedSkippedTtlDays },
+    // `settled` (derived from email_status) picks the partial index on created_at that serves each rule.
+    { reason: 'retention', where: `settled and email_status in (${sqlList(SETTLED)})`, days: policy.retentionDays },
+    { reason: 'held expired', where: `not settled and email_status = 'held'`, days: policy.heldTtlDays },
+    { reason: 'unconfirmed skipped expired', where: `settled and email_status = 'skipped' and ${unconfirmed}`, days: policy.unconfirmedSkippedTtlDays },
   ];
   let deleted = 0;
   for (const rule of rules) {

@@ -58,7 +58,6 @@ export async function sendTracked<Row>(
   claim: () => Promise<Claimed<Row> | undefined>,
   buildMessage: (row: Row) => Promise<{ message: Mail.Options; release?: () => void }>,
 ): Promise<SendOutcome> {
-  const { em } = context;
   const label = { kind: deliveryKinds[kind].metricLabel };
   // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
   // claimable too: its job only runs again when an operator retries it on the queue dashboard
@@ -78,7 +77,7 @@ export async function sendTracked<Row>(
     messageId = (await context.transport.sendMail(built.message)).messageId;
   } catch (error) {
     const reason = describeSendError(error);
-    const status = await recordFailure(em, kind, id, {
+    const status = await recordFailure(context.em, kind, id, {
       final: isPermanent(error) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
       retryHorizonMs: context.retryHorizonMs,
       maxAttempts: context.maxAttempts,

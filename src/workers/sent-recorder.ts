@@ -5,11 +5,11 @@
 // Acceptances that arrive while the connections are busy are written together, in one statement,
 // as soon as one is free (group commit, ../shared/group-commit.ts): a burst of 50 costs about two
 // round trips, not fifty.
-import pg from 'pg';
 import { sentRecordDuration } from '../shared/metrics.ts';
 import type { DeliveryKindName } from '../shared/delivery-kinds.ts';
 import { recordSent, type SentRow } from '../shared/delivery-rows.ts';
 import { groupCommit } from '../shared/group-commit.ts';
+import { createPgPool } from '../shared/db/pg-pool.ts';
 
 type Accepted = { kind: DeliveryKindName; id: string; messageId: string };
 
@@ -29,11 +29,7 @@ export type SentRecorder = {
 const MAX_BATCH = 64;
 
 export function createSentRecorder(databaseUrl: string, connections = 2): SentRecorder {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: connections });
-  // A connection that breaks (idle, or while the pool closes it) is replaced on the next query, and
-  // the query in flight fails on its own: the error event must not crash the process.
-  pool.on('error', () => undefined);
-  pool.on('connect', (client) => client.on('error', () => undefined));
+  const pool = createPgPool(databaseUrl, connections);
 
   // One statement per kind in the batch (nearly always one); each caller gets its own row.
   const record = groupCommit<Accepted, SentRow | undefined>(

@@ -2,9 +2,10 @@
 // statement (group commit, ../shared/group-commit.ts): with 50 jobs in flight, one UPDATE claims a
 // burst instead of fifty, which saves PostgreSQL a transaction and the worker a round trip per
 // email (npm run bench, scenario 3). Each job still gets only its own row, and only if its own
-// compare-and-set succeeded (../shared/delivery-rows.ts claimSubmissions).
-import type { MikroORM } from '../shared/db/orm.ts';
+// compare-and-set succeeded (../shared/delivery-rows.ts claimSubmissions). The statement is
+// prepared on a connection of its own, so PostgreSQL plans it once, not once per batch.
 import { claimSubmissions, type SubmissionClaim } from '../shared/delivery-rows.ts';
+import { createPgPool } from '../shared/db/pg-pool.ts';
 import { groupCommit } from '../shared/group-commit.ts';
 
 /** Claims submission `id`; undefined when the row is not claimable (sent, or another worker's). */
@@ -13,12 +14,15 @@ export type SubmissionClaimer = (id: string) => Promise<SubmissionClaim | undefi
 /** Rows claimed by one statement at most: more than one worker's concurrency is never waiting. */
 const MAX_BATCH = 100;
 
-export function createSubmissionClaimer(orm: MikroORM, claimLeaseMs: number): SubmissionClaimer {
+export function createSubmissionClaimer(databaseUrl: string, claimLeaseMs: number): { claim: SubmissionClaimer; close: () => Promise<void> } {
   // One statement in flight at most: the claims that arrive meanwhile wait for it (about a
   // millisecond, against the tens an SMTP server takes) and go together in the next. Two in
-  // flight made batches half as large and cost PostgreSQL and the worker more per email.
-  return groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(orm.em.fork(), ids, claimLeaseMs), {
+  // flight made batches half as large and cost PostgreSQL and the worker more per email. Two
+  // connections: when a shared claim fails, its ids are claimed again one by one.
+  const pool = createPgPool(databaseUrl, 2);
+  const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(pool, ids, claimLeaseMs), {
     maxBatch: MAX_BATCH,
     maxInFlight: 1,
   });
+  return { claim, close: () => pool.end() };
 }

@@ -76,6 +76,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   );
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL), (recorder) => recorder.close());
+  const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS), (claims) => claims.close());
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), (redis) => redis.quit());
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
@@ -109,7 +110,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     orm,
     transport,
     recorder,
-    claimSubmission: createSubmissionClaimer(orm, config.CLAIM_LEASE_MS),
+    claimSubmission: claims.claim,
     breaker,
     storage,
     vault: createKeyVault(config.SECRET),

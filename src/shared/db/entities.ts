@@ -73,13 +73,21 @@ export const SubmissionSchema = defineEntity({
     subject: p.string().length(998),
     customFields: p.json<CustomFields>().default('[]'),
     ...deliveryColumns(),
+    /**
+     * email_status is sent, failed or skipped, derived by PostgreSQL. The status lookups use it, not
+     * an index on email_status, so that a claim (queued → sending) is a HOT update.
+     */
+    settled: p.boolean().generated("(email_status in ('sent', 'failed', 'skipped')) stored").nullable(),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
     createdAt: createdAt(),
     attachments: () => p.oneToMany(AttachmentSchema).mappedBy('submission'),
   },
   indexes: [
-    { properties: ['emailStatus', 'createdAt'], name: 'submissions_email_status_created_idx' },
+    // The open rows (queued, sending, retrying, held): the reconciler, the held-submission rules.
+    { properties: ['createdAt', 'id'], name: 'submissions_open_created_idx', where: 'not "settled"' },
+    // The settled rows: retention.
+    { properties: ['createdAt'], name: 'submissions_settled_created_idx', where: '"settled"' },
     { properties: ['key', 'createdAt'], name: 'submissions_key_created_idx' },
   ],
 });
