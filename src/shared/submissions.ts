@@ -3,6 +3,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentSchema, SubmissionSchema, type EmailStatus, type Submission } from './db/entities.ts';
 import type { Storage } from './storage.ts';
+import { SETTLED } from './delivery-statuses.ts';
 
 export async function submissionRecord(em: EntityManager, submission: Submission) {
   const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
@@ -40,7 +41,10 @@ export async function listSubmissions(em: EntityManager, query: SubmissionPageQu
     SubmissionSchema,
     {
       ...(query.keyHash ? { key: { keyHash: query.keyHash } } : {}),
-      ...(query.status ? { emailStatus: query.status } : {}),
+      // `settled` as well, so the planner can use the partial index on created_at of the status's
+      // side (open or settled): no index names email_status (claims are HOT updates, see the
+      // migration submissions_hot_claims).
+      ...(query.status ? { emailStatus: query.status, settled: SETTLED.includes(query.status) } : {}),
       ...(after
         ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }
         : {}),
