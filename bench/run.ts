@@ -74,6 +74,7 @@ const QUEUE_PREFIX = '{bench}';
 const FLOOR_PREFIX = '{floor}';
 const BUCKET = 'cfs-bench';
 const MB = 1024 * 1024;
+const BENCH_ADMIN_TOKEN = randomBytes(24).toString('hex');
 
 const started = Date.now();
 const rows: Row[] = [];
@@ -198,6 +199,8 @@ async function startServices(): Promise<Ctx> {
       KEY_STORAGE_QUOTA_MB: '1000000',
       WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
       SECRET: secret,
+      // A worker serves its metrics (scenario 3's duplicate window) only with the operator token.
+      ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
       LOG_LEVEL: 'info',
     },
     sql,
@@ -556,7 +559,7 @@ async function serviceDrain(ctx: Ctx, title: string, workers: number, count: num
     const result = { ...elapsed(ctx.sink, t0, count), drained, busy, peakRss, idleRss, cpuPerEmail };
     // Let the last rows be marked sent before checking them.
     await sleep(300);
-    const histogram = await scrapeSentWindow(metricsUrls).catch(() => undefined);
+    const histogram = await scrapeSentWindow(metricsUrls, BENCH_ADMIN_TOKEN).catch(() => undefined);
     const window = histogram?.count
       ? { p50: quantileMs(histogram, 0.5), p99: quantileMs(histogram, 0.99), share: histogram.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
       : undefined;

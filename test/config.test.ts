@@ -44,6 +44,11 @@ describe('loadConfig', () => {
     );
   });
 
+  it('refuses a worker metrics port without the operator token that guards it', () => {
+    expect(() => loadConfig({ ...VALID, METRICS_PORT: '9100' })).toThrow('METRICS_PORT: needs ADMIN_TOKEN');
+    expect(loadConfig({ ...VALID, METRICS_PORT: '9100', ADMIN_TOKEN: 'an-operator-token-0123' }).METRICS_PORT).toBe(9100);
+  });
+
   it.each([
     ['PORT', 'abc', 'must be a whole number'],
     ['DATABASE_URL', 'mysql://x/y', 'must start with postgres:// or postgresql://'],

@@ -14,13 +14,13 @@ type Histogram = { buckets: Array<[le: number, count: number]>; sum: number; cou
 
 const METRIC = 'cfs_delivery_sent_record_seconds';
 
-/** Scrapes and adds up the histograms of every worker. */
-export async function scrapeSentWindow(urls: string[]): Promise<Histogram> {
+/** Scrapes and adds up the histograms of every worker (their metrics need the operator token). */
+export async function scrapeSentWindow(urls: string[], adminToken: string): Promise<Histogram> {
   const byLe = new Map<number, number>();
   let sum = 0;
   let count = 0;
   for (const url of urls) {
-    const text = await (await fetch(url)).text();
+    const text = await (await fetch(url, { headers: { authorization: `Bearer ${adminToken}` } })).text();
     for (const match of text.matchAll(new RegExp(`^${METRIC}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))) {
       const le = match[1] === '+Inf' ? Infinity : Number(match[1]);
       byLe.set(le, (byLe.get(le) ?? 0) + Number(match[2]));

@@ -205,6 +205,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (dkim.some(Boolean) && !dkim.every(Boolean)) {
     throw new ConfigError('Invalid configuration:\n  DKIM_DOMAIN, DKIM_SELECTOR, DKIM_PRIVATE_KEY: set all three or none');
   }
+  if (parsed.METRICS_PORT !== undefined && parsed.ADMIN_TOKEN === undefined) {
+    throw new ConfigError('Invalid configuration:\n  METRICS_PORT: needs ADMIN_TOKEN (a worker serves its metrics only with that token)');
+  }
   if (parsed.HTTP_REQUEST_TIMEOUT_MS > 0 && parsed.HTTP_HEADERS_TIMEOUT_MS > parsed.HTTP_REQUEST_TIMEOUT_MS) {
     throw new ConfigError('Invalid configuration:\n  HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS');
   }

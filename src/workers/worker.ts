@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
+import { tokenCheck } from '../shared/bearer-token.ts';
 import { registerBreakerState, registerQueueDepth, registry } from '../shared/metrics.ts';
 import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
@@ -34,11 +35,19 @@ import { createSubmissionClaimer } from './submission-claims.ts';
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
-/** GET /metrics of this worker process, for Prometheus. */
-async function serveMetrics(host: string, port: number): Promise<Server> {
+/**
+ * GET /metrics of this worker process, for Prometheus, behind the operator token like the API's
+ * (queue depths and delivery counts are not for anyone who can reach the port).
+ */
+async function serveMetrics(host: string, port: number, adminToken: string): Promise<Server> {
+  const carriesToken = tokenCheck(adminToken);
   const server = createServer((req, res) => {
     if (req.url !== '/metrics') {
       res.writeHead(404).end();
+      return;
+    }
+    if (!carriesToken(req.headers.authorization)) {
+      res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
       return;
     }
     registry.metrics().then(
@@ -134,8 +143,8 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'job failed'));
-  if (config.METRICS_PORT !== undefined) {
-    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT);
+  if (config.METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {
+    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT, config.ADMIN_TOKEN);
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
     log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
   }

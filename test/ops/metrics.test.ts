@@ -34,19 +34,24 @@ describe('metrics', () => {
     expect(api).toMatch(/cfs_queue_jobs\{state="waiting"\} \d+/);
     expect(api).toMatch(/cfs_queue_jobs\{state="failed"\} \d+/);
 
-    const worker = await (await fetch(workerMetrics)).text();
+    const worker = await (await fetch(workerMetrics, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metricValue(worker, /cfs_deliveries_total\{kind="submissions",outcome="sent"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(metricValue(worker, /cfs_delivery_latency_seconds_count\{kind="submissions"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(worker).toContain('cfs_delivery_retries_total');
     expect((await fetch(workerMetrics.replace('/metrics', '/other'))).status).toBe(404);
   });
 
-  it('keeps the API metrics from anyone without the admin token', async () => {
+  it('keeps the API and worker metrics from anyone without the admin token', async () => {
     for (const headers of [{}, { authorization: 'Bearer wrong-token-0123456789' }, { authorization: `Basic ${Buffer.from(':nope').toString('base64')}` }]) {
-      const response = await fetch(`${h.url}/metrics`, { headers });
-      expect(response.status).toBe(401);
-      expect(await response.text()).not.toContain('cfs_');
+      for (const url of [`${h.url}/metrics`, workerMetrics]) {
+        const response = await fetch(url, { headers });
+        expect(response.status).toBe(401);
+        expect(await response.text()).not.toContain('cfs_');
+      }
     }
+    // Basic with the token as password works on both, as for the queue dashboard.
+    const basic = { authorization: `Basic ${Buffer.from(`ops:${TOKEN}`).toString('base64')}` };
+    expect(await (await fetch(workerMetrics, { headers: basic })).text()).toContain('cfs_deliveries_total');
     const unset = await startHarness({ worker: false });
     try {
       const response = await fetch(`${unset.url}/metrics`);

@@ -4,25 +4,12 @@
 //
 // The guard runs once, at the app level, before any router: routers and adapters each have their
 // own idea of case, encoding and slashes, so authentication must not depend on which one matches.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { posix } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
+import { tokenCheck } from '../../shared/bearer-token.ts';
 import { errors } from '../errors.ts';
 import { adminCsrf } from './admin-csrf.ts';
-
-const digest = (value: string) => createHash('sha256').update(value).digest();
-
-function presentedToken(header: string): string | undefined {
-  const [scheme, value] = header.trim().split(/\s+/, 2);
-  if (!value) return undefined;
-  if (scheme?.toLowerCase() === 'bearer') return value;
-  if (scheme?.toLowerCase() === 'basic') {
-    const decoded = Buffer.from(value, 'base64').toString('utf8');
-    return decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : undefined;
-  }
-  return undefined;
-}
 
 /** Percent-decodes until nothing changes (at most a few rounds); a malformed escape stops it. */
 function decoded(path: string): string {
@@ -53,12 +40,10 @@ export function isAdminPath(path: string): boolean {
 
 /** The token check alone: 404 without ADMIN_TOKEN, 401 for a missing or wrong token. */
 export function requireAdminToken(adminToken: string | undefined): Middleware<AppState> {
-  const expected = adminToken ? digest(adminToken) : undefined;
+  const carriesToken = adminToken ? tokenCheck(adminToken) : undefined;
   return async (ctx, next) => {
-    if (!expected) throw errors.notFound();
-    const given = presentedToken(ctx.get('Authorization'));
-    // Comparing fixed-length digests keeps the time independent of where the strings differ.
-    if (given === undefined || !timingSafeEqual(digest(given), expected)) throw errors.unauthorized();
+    if (!carriesToken) throw errors.notFound();
+    if (!carriesToken(ctx.get('Authorization'))) throw errors.unauthorized();
     await next();
   };
 }
