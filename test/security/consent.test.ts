@@ -157,6 +157,20 @@ describe('key storage quota', () => {
     expect(await h.sql('select count(*)::int as n from submissions where key_id = $1', [key.id])).toEqual([{ n: 1 }]);
     expect(await h.sql('select stored_bytes::int as n from verification_keys where id = $1', [key.id])).toEqual([{ n: 600 * 1024 }]);
   });
+
+  it('refuses files past the quota for an unconfirmed mailbox too, whose admission writes roll back with the 413', async () => {
+    const key = await h.createKey();
+    expect((await submitMultipart(multipartWith(key.key, 600 * 1024, true))).status).toBe(200);
+    const allowance = () => h.sql('select used from mailbox_allowances where mailbox = (select mailbox from verification_keys where id = $1)', [key.id]);
+    expect(await allowance()).toEqual([{ used: 1 }]);
+
+    const refused = await submitMultipart(multipartWith(key.key, 600 * 1024, true));
+    expect(refused.status).toBe(413);
+    expect(refused.json.message).toBe("This key's storage quota (1 MB of files) is full.");
+    expect(await h.sql('select count(*)::int as n from submissions where key_id = $1', [key.id])).toEqual([{ n: 1 }]);
+    expect(await h.sql('select stored_bytes::int as n from verification_keys where id = $1', [key.id])).toEqual([{ n: 600 * 1024 }]);
+    expect(await allowance()).toEqual([{ used: 1 }]);
+  });
 });
 
 describe('key storage quota under concurrent uploads', () => {

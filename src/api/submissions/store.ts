@@ -65,7 +65,6 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
   if (submission.admit.writes) {
     return em.transactional(async (tx) => {
       const admission = await submission.admit.run(tx);
-      if (submission.files.length > 0) await chargeStorage(tx, submission);
       await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
       return saved(admission);
     });
@@ -73,10 +72,7 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
   const admission = await submission.admit.run(em);
   if (submission.files.length > 0 || webhookDeliveryIds.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
-    const charge = submission.files.length > 0;
-    if (!(await insertSubmission(em, submission, admission.emailStatus, webhookDeliveryIds, charge))) {
-      throw errors.storageQuota(submission.storageQuotaMb);
-    }
+    await insertSubmission(em, submission, admission.emailStatus, webhookDeliveryIds);
     return saved(admission);
   }
   const row = submissionRow(submission, admission.emailStatus);
@@ -104,41 +100,17 @@ function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): Sub
   ];
 }
 
-/** Adds the files' bytes to the key's stored total, unless that would pass the quota. */
-const CHARGE_STORAGE = 'update verification_keys set stored_bytes = stored_bytes + ? where id = ? and stored_bytes + ? <= ? returning id';
-/** The files' bytes and the key's quota, in bytes. */
-const chargeBytes = (submission: NewSubmission): [number, number] => [
-  submission.files.reduce((total, file) => total + file.size, 0),
-  submission.storageQuotaMb * 1024 * 1024,
-];
-const chargeValues = (submission: NewSubmission) => {
-  const [bytes, quota] = chargeBytes(submission);
-  return [bytes, submission.key.id, bytes, quota];
-};
-
-/** Charges the files' bytes to the key, refusing (413) what would pass the quota. */
-async function chargeStorage(tx: EntityManager, submission: NewSubmission): Promise<void> {
-  const charged = await tx.execute(CHARGE_STORAGE, chargeValues(submission));
-  if (charged.length === 0) throw errors.storageQuota(submission.storageQuotaMb);
-}
-
 /**
- * Inserts the row, its attachments and its webhook deliveries. With `charge`, the same statement
- * charges the files' bytes and inserts nothing when that would pass the quota: false then.
+ * Inserts the row, its attachments and its webhook deliveries. With files, the same statement
+ * charges their bytes to the key and inserts nothing when that would pass the quota (413).
  */
-async function insertSubmission(
-  em: EntityManager,
-  submission: NewSubmission,
-  emailStatus: EmailStatus,
-  webhookDeliveryIds: string[],
-  charge = false,
-): Promise<boolean> {
+async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveryIds: string[]): Promise<void> {
   const values = submissionRow(submission, emailStatus);
   if (submission.files.length === 0 && webhookDeliveryIds.length === 0) {
     // A plain INSERT: the data-modifying CTE that preceded the function below cost PostgreSQL about
     // a third more per row even with no files to unpack (npm run bench).
     await insertSubmissionRows(em, [values]);
-    return true;
+    return;
   }
   const files = submission.files.map((file) => ({
     field_name: file.fieldName,
@@ -154,7 +126,10 @@ async function insertSubmission(
   const [result] = await em.execute<Array<{ ok: boolean }>>(
     'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
     [
-      ...(charge ? chargeBytes(submission) : [null, null]),
+      // The files' bytes and the key's quota; null for none: no charge without files.
+      ...(submission.files.length > 0
+        ? [submission.files.reduce((total, file) => total + file.size, 0), submission.storageQuotaMb * 1024 * 1024]
+        : [null, null]),
       ...values,
       // Array literals: the driver would spread a JS array into a list.
       `{${webhookDeliveryIds.join(',')}}`,
@@ -162,7 +137,7 @@ async function insertSubmission(
       JSON.stringify(files),
     ],
   );
-  return result?.ok === true;
+  if (result?.ok !== true) throw errors.storageQuota(submission.storageQuotaMb);
 }
 
 const POLL_MS = 50;
