@@ -11,7 +11,6 @@ import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deleteSubmissions } from '../shared/submissions.ts';
 import { deleteExpiredOwnerTokens } from '../shared/owner.ts';
-import { SETTLED, sqlList } from '../shared/delivery-statuses.ts';
 
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */
@@ -23,8 +22,9 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   const unconfirmed = `key_id in (select k.id from verification_keys k left join recipients r on r.mailbox = k.mailbox
                                    where r.confirmed_at is null)`;
   const rules: Array<{ reason: string; where: string; days: number | undefined }> = [
-    // `settled` (derived from email_status) picks the partial index on created_at that serves each rule.
-    { reason: 'retention', where: `settled and email_status in (${sqlList(SETTLED)})`, days: policy.retentionDays },
+    // `settled` (derived from email_status: SETTLED) picks the partial index on created_at that
+    // serves each rule.
+    { reason: 'retention', where: 'settled', days: policy.retentionDays },
     { reason: 'held expired', where: `not settled and email_status = 'held'`, days: policy.heldTtlDays },
     { reason: 'unconfirmed skipped expired', where: `settled and email_status = 'skipped' and ${unconfirmed}`, days: policy.unconfirmedSkippedTtlDays },
   ];
