@@ -31,7 +31,6 @@ import {
   busyShare,
   childPids,
   cpuMs,
-  cpuMsWithExitedChildren,
   killAllNow,
   machineCpu,
   peakRssBytes,
@@ -310,7 +309,7 @@ async function resetState(ctx: Ctx): Promise<void> {
 
 // ---------------------------------------------------------------- CPU accounting
 
-/** `reapedBy`: a parent whose own CPU time and that of its exited children count too (see cpuMsWithExitedChildren). */
+/** `reapedBy`: a parent whose own CPU time and that of its exited children count too (see cpuMs). */
 type CpuProbe = { label: string; pids: () => number[]; reapedBy?: () => number };
 
 /** The processes under test first, then the shared services and the benchmark process itself. */
@@ -333,7 +332,7 @@ function cpuSnapshot(probes: CpuProbe[]): Map<string, number> {
   return new Map(
     probes.map((probe) => {
       const parent = probe.reapedBy?.();
-      return [probe.label, probe.pids().reduce((sum, pid) => sum + cpuMs(pid), parent === undefined ? 0 : cpuMsWithExitedChildren(parent))];
+      return [probe.label, probe.pids().reduce((sum, pid) => sum + cpuMs(pid), parent === undefined ? 0 : cpuMs(parent, { exitedChildren: true }))];
     }),
   );
 }

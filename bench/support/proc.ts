@@ -155,30 +155,20 @@ function statusField(pid: number, field: string): number {
 
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 
-/** CPU time (user + system) a process has used so far, in ms. */
-export function cpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // After the command: state(0) ppid(1) ... utime(11) stime(12)
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
-  } catch {
-    return 0;
-  }
-}
-
 /**
- * CPU time (user + system) of a process plus that of its children that have exited and been
- * reaped (cutime + cstime), in ms. Added to its live children's `cpuMs`, the total only grows: a
- * child that exits between two snapshots (an autovacuum worker, a closed connection's backend)
- * moves its time from the children's sum to this one instead of dropping out of it.
+ * CPU time (user + system) a process has used so far, in ms. With `exitedChildren`, plus that of
+ * its children that have exited and been reaped (cutime + cstime): added to its live children's
+ * `cpuMs`, the total only grows, since a child that exits between two snapshots (an autovacuum
+ * worker, a closed connection's backend) moves its time from the children's sum to this one
+ * instead of dropping out of it.
  */
-export function cpuMsWithExitedChildren(pid: number): number {
+export function cpuMs(pid: number, { exitedChildren = false } = {}): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime(11) stime(12) cutime(13) cstime(14)
-    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    // After the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
+    const own = fields[11]! + fields[12]!;
+    return (exitedChildren ? own + fields[13]! + fields[14]! : own) * TICK_MS;
   } catch {
     return 0;
   }
