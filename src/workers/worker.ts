@@ -143,6 +143,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'job failed'));
+  // loadConfig refuses METRICS_PORT without ADMIN_TOKEN; the second test only narrows the type.
   if (config.METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {
     const metrics = await serveMetrics(config.HOST, config.METRICS_PORT, config.ADMIN_TOKEN);
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
