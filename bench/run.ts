@@ -47,7 +47,7 @@ import {
 } from './support/proc.ts';
 import { renderTable, met, type Row } from './support/report.ts';
 import { startSink, type Arrival, type Sink } from './support/sink.ts';
-import { freePort, quantileMs, scrapeSentWindow } from './support/sent-window.ts';
+import { freePort, histogramSince, quantileMs, scrapeSentWindow } from './support/sent-window.ts';
 
 // ---------------------------------------------------------------- settings
 
@@ -61,8 +61,8 @@ const nodeFlags = option('node-flags')?.split(/\s+/).filter(Boolean) ?? [];
 const runs = (scenario: number) => !only || only.includes(scenario);
 
 const S = quick
-  ? { warmupMs: 1_000, measureMs: 3_000, rounds: 1, backlog: 1_000, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000, kills: 4 }
-  : { warmupMs: 3_000, measureMs: 6_000, rounds: 2, backlog: 5_000, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000, kills: 12 };
+  ? { warmupMs: 1_000, measureMs: 3_000, rounds: 1, backlog: 1_000, deliveryWarmup: 1_000, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000, kills: 4 }
+  : { warmupMs: 3_000, measureMs: 6_000, rounds: 2, backlog: 5_000, deliveryWarmup: 5_000, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000, kills: 12 };
 if (workerCounts) S.workerCounts = workerCounts;
 const CLIENTS = 64;
 const MAX_REQUESTS = 300_000; // per load phase, beside the time bound
@@ -476,47 +476,88 @@ async function seedBacklog(ctx: Ctx, count: number, attachmentKey?: { key: strin
 /** A drain's figures; `cpuPerEmail`: CPU ms per email of the loop, or of worker + PostgreSQL + Redis. */
 type Drain = { count: number; seconds: number; busy: number; drained: boolean; cpuPerEmail: number };
 
+/** One moment of a drain: the CPU of every probe, the round trips, the machine's CPU, and the emails arrived. */
+type Mark = { cpu: Map<string, number>; trips: { pg: number; redis: number }; machine: ReturnType<typeof machineCpu>; at: number; arrived: number };
+
+async function mark(ctx: Ctx, probes: CpuProbe[]): Promise<Mark> {
+  return { cpu: cpuSnapshot(probes), trips: await roundTrips(ctx), machine: machineCpu(), at: now(), arrived: ctx.sink.count() };
+}
+
+/**
+ * Starts a drain of `warmup + count` emails and measures the last `count`: the first `warmup`
+ * emails are the processes' warm-up (their JIT compiler is busy for the first few thousand
+ * emails, once per process, so a cold drain charges that to each email, the more so the more
+ * processes share it). Their CPU per email is recorded too, as the cold-start figure.
+ */
+async function measureDrain(
+  ctx: Ctx,
+  title: string,
+  probes: CpuProbe[],
+  warmup: number,
+  count: number,
+  start: () => Promise<void> | void,
+  onWarm?: () => Promise<void>,
+) {
+  const deadline = Date.now() + S.drainCapMs;
+  const cold = await mark(ctx, probes);
+  await start();
+  let warm = cold;
+  let coldCpu: Map<string, number> | undefined;
+  if (warmup > 0) {
+    await ctx.sink.waitFor(warmup, deadline);
+    warm = await mark(ctx, probes);
+    await onWarm?.();
+    coldCpu = recordCpu(`${title}, warm-up`, cold.cpu, warm.cpu, warm.arrived - cold.arrived, busyShare(cold.machine, warm.machine), { before: cold.trips, after: warm.trips });
+  }
+  const drained = await ctx.sink.waitFor(warmup + count, deadline);
+  const end = await mark(ctx, probes);
+  const busy = busyShare(warm.machine, end.machine);
+  const cpu = recordCpu(title, warm.cpu, end.cpu, end.arrived - warm.arrived, busy, { before: warm.trips, after: end.trips });
+  return { drained, busy, cpu, coldCpu, t0: warm.at, from: warm.arrived, measured: Math.min(count, warmup + count - warm.arrived) };
+}
+
 /** Runs the baseline loop: `processes` processes, `perProcess` messages each, 50 at a time each. */
-async function mailLoop(ctx: Ctx, title: string, processes: number, total: number, extraEnv: Record<string, string> = {}, watchRss = false): Promise<Drain & { peakRss: number }> {
+async function mailLoop(ctx: Ctx, title: string, processes: number, total: number, extraEnv: Record<string, string> = {}, watchRss = false, warmup = 0): Promise<Drain & { peakRss: number; coldCpuPerEmail?: number }> {
   const children: Child[] = [];
   try {
     for (let index = 0; index < processes; index += 1) {
-      const count = Math.floor(total / processes) + (index < total % processes ? 1 : 0);
+      const count = Math.floor((warmup + total) / processes) + (index < (warmup + total) % processes ? 1 : 0);
       const child = await spawnNode({
         name: `mail-loop-${index}`,
         script: 'bench/floor/mail-loop.ts',
         env: { ...ctx.env, ...extraEnv, COUNT: String(count), CONCURRENCY: String(WORKER_CONCURRENCY) },
         ipc: true,
-        nodeArgs: nodeFlags,
+        nodeArgs: flagsFor(`mail-loop-${index}`),
       });
       await waitForMessage(child, 'ready');
       children.push(child);
     }
     const samplers = watchRss ? children.map((child) => (resetPeakRss(child.pid), sampleRss(child.pid))) : [];
     ctx.sink.reset();
-    const probes = cpuProbes(ctx, [probe('loop', children)]);
-    const beforeCpu = cpuSnapshot(probes);
-    const tripsBefore = await roundTrips(ctx);
-    const beforeMachine = machineCpu();
-    const t0 = now();
     const done = children.map((child) => waitForMessage<{ type: 'done'; failed: number; firstError?: string }>(child, 'done', S.drainCapMs + 5_000));
-    for (const child of children) child.child.send({ type: 'go' });
-    const drained = await ctx.sink.waitFor(total, Date.now() + S.drainCapMs);
-    const busy = busyShare(beforeMachine, machineCpu());
-    const cpu = recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
+    const drain = await measureDrain(ctx, title, cpuProbes(ctx, [probe('loop', children)]), warmup, total, () => {
+      for (const child of children) child.child.send({ type: 'go' });
+    });
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
     for (const result of await Promise.allSettled(done)) {
       if (result.status === 'fulfilled' && result.value.failed) notes.push(`baseline loop: ${result.value.failed} sends failed (${result.value.firstError})`);
     }
-    return { ...elapsed(ctx.sink, t0, total), drained, busy, peakRss, cpuPerEmail: cpu.get('loop') ?? Number.NaN };
+    return {
+      ...elapsed(ctx.sink, drain.t0, drain.from, drain.measured),
+      drained: drain.drained,
+      busy: drain.busy,
+      peakRss,
+      cpuPerEmail: drain.cpu.get('loop') ?? Number.NaN,
+      ...(drain.coldCpu ? { coldCpuPerEmail: drain.coldCpu.get('loop') ?? Number.NaN } : {}),
+    };
   } finally {
     for (const child of children) await child.stop();
   }
 }
 
-/** Throughput at the sink: messages over the time from the start to the last arrival. */
-function elapsed(sink: Sink, t0: number, expected: number): { count: number; seconds: number } {
-  const arrivals = sink.arrivals.slice(0, expected);
+/** Throughput at the sink: the `expected` messages after the first `from`, over the time from `t0` to the last of them. */
+function elapsed(sink: Sink, t0: number, from: number, expected: number): { count: number; seconds: number } {
+  const arrivals = sink.arrivals.slice(from, from + expected);
   const last = arrivals.length ? arrivals[arrivals.length - 1]!.at : now();
   return { count: arrivals.length, seconds: Math.max(0.001, (arrivals.length >= expected ? last : now()) - t0) / 1000 };
 }
@@ -528,10 +569,18 @@ function elapsed(sink: Sink, t0: number, expected: number): { count: number; sec
  */
 type SentWindow = { p50: number; p99: number; share: number };
 
-async function serviceDrain(ctx: Ctx, title: string, workers: number, count: number, attachment?: { key: string; size: number }, watchRss = false): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow }> {
+async function serviceDrain(
+  ctx: Ctx,
+  title: string,
+  workers: number,
+  count: number,
+  attachment?: { key: string; size: number },
+  watchRss = false,
+  warmup = 0,
+): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow; coldCpuPerEmail?: number }> {
   await resetState(ctx);
   await ctx.queue.pause();
-  await seedBacklog(ctx, count, attachment);
+  await seedBacklog(ctx, warmup + count, attachment);
   const children: Child[] = [];
   const metricsUrls: string[] = [];
   try {
@@ -544,26 +593,39 @@ async function serviceDrain(ctx: Ctx, title: string, workers: number, count: num
     const idleRss = Math.max(0, ...children.map((child) => rssBytes(child.pid)));
     const samplers = watchRss ? children.map((child) => (resetPeakRss(child.pid), sampleRss(child.pid))) : [];
     ctx.sink.reset();
-    const probes = cpuProbes(ctx, [probe('worker', children)]);
-    const beforeCpu = cpuSnapshot(probes);
-    const tripsBefore = await roundTrips(ctx);
-    const beforeMachine = machineCpu();
-    const t0 = now();
-    await ctx.queue.resume();
-    const drained = await ctx.sink.waitFor(count, Date.now() + S.drainCapMs);
-    const busy = busyShare(beforeMachine, machineCpu());
-    const cpu = recordCpu(title, beforeCpu, cpuSnapshot(probes), ctx.sink.count(), busy, { before: tripsBefore, after: await roundTrips(ctx) });
+    const scrape = () => scrapeSentWindow(metricsUrls, BENCH_ADMIN_TOKEN).catch(() => undefined);
+    let windowBefore: Awaited<ReturnType<typeof scrape>>;
+    const drain = await measureDrain(
+      ctx,
+      title,
+      cpuProbes(ctx, [probe('worker', children)]),
+      warmup,
+      count,
+      () => ctx.queue.resume(),
+      async () => {
+        windowBefore = await scrape();
+      },
+    );
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
-    const cpuPerEmail = ['worker', 'postgres', 'redis'].reduce((sum, label) => sum + (cpu.get(label) ?? 0), 0);
-    const result = { ...elapsed(ctx.sink, t0, count), drained, busy, peakRss, idleRss, cpuPerEmail };
+    const perEmail = (cpu: Map<string, number>) => ['worker', 'postgres', 'redis'].reduce((sum, label) => sum + (cpu.get(label) ?? 0), 0);
+    const result = {
+      ...elapsed(ctx.sink, drain.t0, drain.from, drain.measured),
+      drained: drain.drained,
+      busy: drain.busy,
+      peakRss,
+      idleRss,
+      cpuPerEmail: perEmail(drain.cpu),
+      ...(drain.coldCpu ? { coldCpuPerEmail: perEmail(drain.coldCpu) } : {}),
+    };
     // Let the last rows be marked sent before checking them.
     await sleep(300);
-    const histogram = await scrapeSentWindow(metricsUrls, BENCH_ADMIN_TOKEN).catch(() => undefined);
+    const scraped = await scrape();
+    const histogram = scraped && windowBefore ? histogramSince(scraped, windowBefore) : scraped;
     const window = histogram?.count
       ? { p50: quantileMs(histogram, 0.5), p99: quantileMs(histogram, 0.99), share: histogram.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
       : undefined;
     const { rows: sent } = await ctx.sql.query<{ n: string }>(`select count(*) as n from submissions where email_status = 'sent'`);
-    if (Number(sent[0]!.n) < result.count) notes.push(`delivery ${workers}w: ${result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
+    if (Number(sent[0]!.n) < warmup + result.count) notes.push(`delivery ${workers}w: ${warmup + result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
     return { ...result, window };
   } finally {
     for (const child of children) await stopReporting(child, title);
@@ -571,12 +633,12 @@ async function serviceDrain(ctx: Ctx, title: string, workers: number, count: num
 }
 
 async function delivery(ctx: Ctx): Promise<void> {
-  const scenario = `3 Delivery (${S.backlog.toLocaleString('en-US')} emails)`;
+  const scenario = `3 Delivery (${S.backlog.toLocaleString('en-US')} emails after ${S.deliveryWarmup.toLocaleString('en-US')} of warm-up)`;
   const results = new Map<number, { service: Drain; baseline: Drain }>();
   for (const workers of S.workerCounts) {
-    const baseline = await mailLoop(ctx, `3 baseline loop ${workers}×${WORKER_CONCURRENCY}`, workers, S.backlog);
+    const baseline = await mailLoop(ctx, `3 baseline loop ${workers}×${WORKER_CONCURRENCY}`, workers, S.backlog, {}, false, S.deliveryWarmup);
     log(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: ${(baseline.count / baseline.seconds).toFixed(0)} emails/s, cpu ${(baseline.busy * 100).toFixed(0)}%`);
-    const service = await serviceDrain(ctx, `3 service ${workers} worker(s)`, workers, S.backlog);
+    const service = await serviceDrain(ctx, `3 service ${workers} worker(s)`, workers, S.backlog, undefined, false, S.deliveryWarmup);
     log(`delivery service ${workers} worker(s): ${(service.count / service.seconds).toFixed(0)} emails/s, cpu ${(service.busy * 100).toFixed(0)}%`);
     if (!service.drained) notes.push(`delivery ${workers} worker(s): only ${service.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s; throughput is over that time`);
     if (!baseline.drained) notes.push(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: only ${baseline.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s`);
@@ -588,6 +650,8 @@ async function delivery(ctx: Ctx): Promise<void> {
       { scenario, metric: `${label}: emails/s`, service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s', ...(workers === 1 ? { target: { kind: 'ratio>=', value: 0.8 } as const } : {}) },
       { scenario, metric: `${label}: CPU busy`, service: service.busy * 100, baseline: baseline.busy * 100, unit: '%' },
       { scenario, metric: `${label}: CPU ms per email (+ pg, redis)`, service: service.cpuPerEmail, baseline: baseline.cpuPerEmail, unit: 'ms', ...(workers > 1 ? { target: { kind: 'ratio<=', value: 2 } as const } : {}) },
+      // The same over the warm-up: fresh processes, their JIT compiler still at work.
+      { scenario, metric: `${label}: the same, cold (warm-up)`, service: service.coldCpuPerEmail ?? Number.NaN, baseline: baseline.coldCpuPerEmail ?? Number.NaN, unit: 'ms' },
     );
     if (service.window) {
       // The floor loop records nothing after a send: these figures have no baseline.

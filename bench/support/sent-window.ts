@@ -10,7 +10,7 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-type Histogram = { buckets: Array<[le: number, count: number]>; sum: number; count: number };
+export type Histogram = { buckets: Array<[le: number, count: number]>; sum: number; count: number };
 
 const METRIC = 'cfs_delivery_sent_record_seconds';
 
@@ -29,6 +29,16 @@ export async function scrapeSentWindow(urls: string[], adminToken: string): Prom
     count += Number(new RegExp(`^${METRIC}_count (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   }
   return { buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]), sum, count };
+}
+
+/** What `after` counted since `before` (two scrapes of the same workers). */
+export function histogramSince(after: Histogram, before: Histogram): Histogram {
+  const earlier = new Map(before.buckets);
+  return {
+    buckets: after.buckets.map(([le, count]) => [le, count - (earlier.get(le) ?? 0)]),
+    sum: after.sum - before.sum,
+    count: after.count - before.count,
+  };
 }
 
 /** Prometheus' histogram_quantile: linear within the bucket that holds the quantile; in ms. */
