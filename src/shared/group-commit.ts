@@ -4,17 +4,20 @@
 // settled, so "resolved" still means "written". When a shared write fails, each of its items is
 // written again on its own: one bad item fails only its own caller. A write may return one result
 // per item, in the items' order: each caller receives its own (a batched claim, say).
+// With `lingerMs`, a write that could start waits until its oldest item is that old (or the batch
+// is full), so that items arriving one at a time still share writes; nothing waits longer.
 export type GroupCommit<T, R = void> = (item: T) => Promise<R>;
 
-type Waiting<T, R> = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void };
+type Waiting<T, R> = { item: T; since: number; resolve: (result: R) => void; reject: (error: unknown) => void };
 
 export function groupCommit<T, R = void>(
   write: (items: T[]) => Promise<R[] | void>,
-  options: { maxBatch?: number; maxInFlight?: number } = {},
+  options: { maxBatch?: number; maxInFlight?: number; lingerMs?: number } = {},
 ): GroupCommit<T, R> {
-  const { maxBatch = 200, maxInFlight = 2 } = options;
+  const { maxBatch = 200, maxInFlight = 2, lingerMs = 0 } = options;
   let waiting: Array<Waiting<T, R>> = [];
   let inFlight = 0;
+  let lingering: ReturnType<typeof setTimeout> | undefined;
 
   async function run(batch: Array<Waiting<T, R>>): Promise<void> {
     try {
@@ -28,6 +31,14 @@ export function groupCommit<T, R = void>(
 
   function next(): void {
     while (inFlight < maxInFlight && waiting.length > 0) {
+      const wait = lingerMs - (performance.now() - waiting[0]!.since);
+      if (wait > 0 && waiting.length < maxBatch) {
+        lingering ??= setTimeout(() => {
+          lingering = undefined;
+          next();
+        }, wait);
+        return;
+      }
       const batch = waiting.slice(0, maxBatch);
       waiting = waiting.slice(batch.length);
       inFlight += 1;
@@ -40,7 +51,7 @@ export function groupCommit<T, R = void>(
 
   return (item) =>
     new Promise<R>((resolve, reject) => {
-      waiting.push({ item, resolve, reject });
+      waiting.push({ item, since: performance.now(), resolve, reject });
       next();
     });
 }

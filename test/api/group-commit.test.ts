@@ -37,6 +37,28 @@ describe('groupCommit', () => {
     expect(await Promise.all([1, 2, 3, 4].map((item) => double(item)))).toEqual([2, 4, 6, 8]);
   });
 
+  it('with a linger, holds a lone item that long for company and no longer, and sends a full batch at once', async () => {
+    const writes: Array<{ items: number[]; afterMs: number }> = [];
+    const start = performance.now();
+    const write = groupCommit<number>(
+      async (items) => {
+        writes.push({ items, afterMs: performance.now() - start });
+      },
+      { maxInFlight: 1, maxBatch: 3, lingerMs: 300 },
+    );
+    const first = write(1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(writes).toEqual([]);
+    await Promise.all([first, write(2)]);
+    expect(writes.map((entry) => entry.items)).toEqual([[1, 2]]);
+    // setTimeout may fire a millisecond early by performance.now().
+    expect(writes[0]!.afterMs).toBeGreaterThanOrEqual(298);
+    const full = performance.now();
+    await Promise.all([3, 4, 5].map((item) => write(item)));
+    expect(writes.map((entry) => entry.items)).toEqual([[1, 2], [3, 4, 5]]);
+    expect(performance.now() - full).toBeLessThan(250);
+  });
+
   it('fails only the caller whose item fails, when a shared write fails', async () => {
     let hold: Promise<void> | undefined = new Promise((resolve) => setTimeout(resolve, 20));
     const write = groupCommit<string>(async (items) => {
