@@ -6,7 +6,7 @@
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
 //   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
 //                                 7 workers SIGKILLed mid-backlog)
-//   npm run bench -- --profile    also write V8 CPU profiles of the API, worker and floor processes to bench/profiles/
+//   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
 //   npm run bench -- --sink-delay=200          the SMTP sink's delay per message (default 50 ms)
