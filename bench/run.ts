@@ -952,7 +952,8 @@ function printReport(partial = false): void {
   printed = true;
   const out: string[] = [];
   out.push('', machine, `Settings: ${CLIENTS} keep-alive clients from ${clientAddress(0)}…${clientAddress(CLIENTS - 1)}, ` +
-    `${S.rounds}×(${S.warmupMs / 1000} s warm-up + ${S.measureMs / 1000} s measured) per side, rate limit on (RATE_LIMIT_MAX=1000000), ` +
+    `intake ${S.rounds}×(${S.warmupMs / 1000} s warm-up + ${S.measureMs / 1000} s measured) per side, rate limit on (RATE_LIMIT_MAX=1000000), ` +
+    `delivery ${S.deliveryWarmup.toLocaleString('en-US')} emails of warm-up + ${S.backlog.toLocaleString('en-US')} measured per side, ` +
     `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${SINK_DELAY_MS} ms` +
     `${deployedFlags('start:api').length ? `, API flags (start:api) ${deployedFlags('start:api').join(' ')}` : ''}` +
     `${deployedFlags('start:worker').length ? `, worker flags (start:worker) ${deployedFlags('start:worker').join(' ')}` : ''}` +
