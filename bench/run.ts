@@ -516,8 +516,17 @@ async function measureDrain(
   return { drained, busy, cpu, coldCpu, t0: warm.at, from: warm.arrived, measured: Math.min(count, warmup + count - warm.arrived) };
 }
 
-/** Runs the baseline loop: `processes` processes, `perProcess` messages each, 50 at a time each. */
-async function mailLoop(ctx: Ctx, title: string, processes: number, total: number, extraEnv: Record<string, string> = {}, watchRss = false, warmup = 0): Promise<Drain & { peakRss: number; coldCpuPerEmail?: number }> {
+/** What a drain may add: the RSS watched, emails of warm-up before the `total` measured. */
+type DrainOptions = { watchRss?: boolean; warmup?: number };
+
+/** Runs the baseline loop: `processes` processes sharing the messages, 50 at a time each. */
+async function mailLoop(
+  ctx: Ctx,
+  title: string,
+  processes: number,
+  total: number,
+  { watchRss = false, warmup = 0, extraEnv = {} }: DrainOptions & { extraEnv?: Record<string, string> } = {},
+): Promise<Drain & { peakRss: number; coldCpuPerEmail?: number }> {
   const children: Child[] = [];
   try {
     for (let index = 0; index < processes; index += 1) {
@@ -574,9 +583,7 @@ async function serviceDrain(
   title: string,
   workers: number,
   count: number,
-  attachment?: { key: string; size: number },
-  watchRss = false,
-  warmup = 0,
+  { watchRss = false, warmup = 0, attachment }: DrainOptions & { attachment?: { key: string; size: number } } = {},
 ): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow; coldCpuPerEmail?: number }> {
   await resetState(ctx);
   await ctx.queue.pause();
@@ -636,9 +643,9 @@ async function delivery(ctx: Ctx): Promise<void> {
   const scenario = `3 Delivery (${S.backlog.toLocaleString('en-US')} emails after ${S.deliveryWarmup.toLocaleString('en-US')} of warm-up)`;
   const results = new Map<number, { service: Drain; baseline: Drain }>();
   for (const workers of S.workerCounts) {
-    const baseline = await mailLoop(ctx, `3 baseline loop ${workers}×${WORKER_CONCURRENCY}`, workers, S.backlog, {}, false, S.deliveryWarmup);
+    const baseline = await mailLoop(ctx, `3 baseline loop ${workers}×${WORKER_CONCURRENCY}`, workers, S.backlog, { warmup: S.deliveryWarmup });
     log(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: ${(baseline.count / baseline.seconds).toFixed(0)} emails/s, cpu ${(baseline.busy * 100).toFixed(0)}%`);
-    const service = await serviceDrain(ctx, `3 service ${workers} worker(s)`, workers, S.backlog, undefined, false, S.deliveryWarmup);
+    const service = await serviceDrain(ctx, `3 service ${workers} worker(s)`, workers, S.backlog, { warmup: S.deliveryWarmup });
     log(`delivery service ${workers} worker(s): ${(service.count / service.seconds).toFixed(0)} emails/s, cpu ${(service.busy * 100).toFixed(0)}%`);
     if (!service.drained) notes.push(`delivery ${workers} worker(s): only ${service.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s; throughput is over that time`);
     if (!baseline.drained) notes.push(`delivery baseline ${workers}x${WORKER_CONCURRENCY}: only ${baseline.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s`);
@@ -786,9 +793,9 @@ async function memory(ctx: Ctx): Promise<void> {
   const size = 5 * MB;
   const key = 'bench/attachment-5mb.bin';
   await ctx.s3.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: Buffer.alloc(size, 7), ContentLength: size }));
-  const baseline = await mailLoop(ctx, '5 baseline loop, 5 MB attached', 1, count, { ATTACH_KEY: key }, true);
+  const baseline = await mailLoop(ctx, '5 baseline loop, 5 MB attached', 1, count, { extraEnv: { ATTACH_KEY: key }, watchRss: true });
   log(`memory baseline loop: peak RSS ${(baseline.peakRss / MB).toFixed(0)} MB, ${(baseline.count / baseline.seconds).toFixed(0)} emails/s`);
-  const service = await serviceDrain(ctx, '5 worker, 5 MB attached', 1, count, { key, size }, true);
+  const service = await serviceDrain(ctx, '5 worker, 5 MB attached', 1, count, { attachment: { key, size }, watchRss: true });
   log(`memory worker: idle ${(service.idleRss / MB).toFixed(0)} MB, peak RSS ${(service.peakRss / MB).toFixed(0)} MB, ${(service.count / service.seconds).toFixed(0)} emails/s`);
   if (!service.drained) notes.push(`5 worker: only ${service.count} of ${count} emails within ${S.drainCapMs / 1000} s`);
   rows.push(
