@@ -627,7 +627,8 @@ async function serviceDrain(
     // Let the last rows be marked sent before checking them.
     await sleep(300);
     const scraped = await scrape();
-    const histogram = scraped && windowBefore ? histogramSince(scraped, windowBefore) : scraped;
+    // After a warm-up, only what the workers counted since its end: without that first scrape, no figure.
+    const histogram = warmup === 0 ? scraped : scraped && windowBefore && histogramSince(scraped, windowBefore);
     const window = histogram?.count
       ? { p50: quantileMs(histogram, 0.5), p99: quantileMs(histogram, 0.99), share: histogram.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
       : undefined;
