@@ -47,5 +47,6 @@ describe('API description', () => {
     expect(html).toContain('POST /api/contact-api/');
     expect(html).toContain('PATCH /admin/keys/{key}');
     expect(html).toContain('&quot;maxLength&quot;: 254');
+    expect(html).not.toContain('<p></p>'); // an operation without a summary or description has no empty paragraph
   });
 });
