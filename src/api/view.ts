@@ -1,4 +1,4 @@
-// The pages' one way out: a Liquid view from src/api/views in the shared page shell (layout.liquid),
+// The pages' one way out: a Nunjucks view from src/api/views in the shared page shell (layout.njk),
 // with the security headers every page carries, and the static assets with caching headers.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';

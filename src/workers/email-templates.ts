@@ -1,5 +1,5 @@
-// The emails' templates (src/workers/templates): each email is a pair, NAME.html.liquid (escaped by
-// default) and NAME.text.liquid (plain text), rendered from the same data.
+// The emails' templates (src/workers/templates): each email is a pair, NAME.html.njk (escaped by
+// default) and NAME.text.njk (plain text), rendered from the same data.
 import { fileURLToPath } from 'node:url';
 import { createTemplates } from '../shared/templates.ts';
 

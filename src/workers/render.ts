@@ -1,5 +1,5 @@
 // The notification email for a submission: a plain-text and an HTML part, from
-// src/workers/templates/submission.*.liquid (the HTML part escapes everything by default).
+// src/workers/templates/submission.*.njk (the HTML part escapes everything by default).
 // The sender chooses field names and values: a field called `From`, or a value with line breaks,
 // must not pass for a line of ours. Our lines sit at the left margin, above everything the sender
 // wrote; in the text part the sender's text is indented (every line) and names kept on one line.

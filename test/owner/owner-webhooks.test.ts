@@ -33,6 +33,7 @@ describe('owner console webhooks', () => {
     const shown = await owner.get(`/owner/keys/${key.id}/webhooks`);
     expect(shown.text).toContain(receiver.url);
     expect(shown.text).not.toContain(secret!);
+    expect(shown.text).not.toContain('Signing secret'); // no empty secret section on later views
 
     receiver.script.push({ status: 400 });
     const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'to the console' });

@@ -46,9 +46,9 @@ describe('the notification email', () => {
     expect(mail.parsed.messageId).toBe(`<submission-${id}@example.test>`);
   });
 
-  it('escapes everything the sender wrote in the HTML part', async () => {
+  it('escapes everything the sender wrote in the HTML part, and keeps it as written in the text part', async () => {
     const response = await submit({
-      message: '<script>alert(1)</script>',
+      message: `<script>alert(1)</script> & "double" 'single'`,
       '<img src=x onerror=alert(2)>': '<b>bold</b>',
       email: 'visitor@example.org',
     });
@@ -58,7 +58,10 @@ describe('the notification email', () => {
     expect(html).not.toContain('<img');
     expect(html).not.toContain('<b>bold');
     // Shown as text: escaped, whichever entity form the escaper picks.
-    expect(html).toMatch(/(&lt;|&#60;)script(&gt;|&#62;)alert\(1\)(&lt;|&#60;)\/script(&gt;|&#62;)/);
+    expect(html).toMatch(/(&lt;|&#60;)script(&gt;|&#62;)alert\(1\)(&lt;|&#60;)\/script(&gt;|&#62;) (&amp;|&#38;) (&quot;|&#34;)double(&quot;|&#34;) (&#39;|&#x27;)single(&#39;|&#x27;)/);
+    const text = String(mail.parsed.text);
+    expect(text).toContain(`  <script>alert(1)</script> & "double" 'single'`);
+    expect(text).toContain('  <img src=x onerror=alert(2)>: <b>bold</b>');
   });
 
   it('keeps field names and values from passing for lines of its own, and drops bidi controls', async () => {
