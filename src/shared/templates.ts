@@ -9,7 +9,8 @@ export type Templates = { render: (name: string, data: Record<string, unknown>) 
 export function createTemplates(root: string, kind: 'html' | 'text'): Templates {
   const env = new nunjucks.Environment(new nunjucks.FileSystemLoader(root, { noCache: false, watch: false }), {
     autoescape: kind === 'html',
-    // A misspelt variable is an error, not a silent blank; so is a null or undefined value printed.
+    // A misspelt variable, or a null or undefined value, printed is an error, not a silent blank
+    // (in a condition or a loop it reads as false or empty, as in JavaScript).
     throwOnUndefined: true,
   });
   return { render: (name, data) => env.render(`${name}.njk`, data) };
