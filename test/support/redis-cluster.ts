@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Cluster } from 'ioredis';
 import { freePort, startRedis } from '../../src/local/services.ts';
+import { withTimeout } from '../../src/shared/timeout.ts';
 
 export async function startRedisCluster(): Promise<{ url: string; stop: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cfs-cluster-'));
@@ -46,10 +47,10 @@ async function waitForClusterOk(port: number): Promise<void> {
     const info = spawnSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
     if (info.includes('cluster_state:ok')) {
       // Every node must also agree on the slots before clients connect.
-      const probe = new Cluster([{ host: '127.0.0.1', port }], { lazyConnect: true });
+      // A cluster client whose slots are not settled can wait forever: each probe gets 2 s.
+      const probe = new Cluster([{ host: '127.0.0.1', port }], { lazyConnect: true, clusterRetryStrategy: () => null });
       try {
-        await probe.connect();
-        await probe.set('{probe}:x', '1');
+        await withTimeout(probe.connect().then(() => probe.set('{probe}:x', '1')), 2_000, 'the cluster did not answer the probe');
         return;
       } catch {
         // not settled yet
@@ -61,3 +62,4 @@ async function waitForClusterOk(port: number): Promise<void> {
   }
   throw new Error('the Redis Cluster did not become ready');
 }
+
