@@ -31,7 +31,8 @@ export function groupCommit<T, R = void>(
 
   function next(): void {
     while (inFlight < maxInFlight && waiting.length > 0) {
-      const wait = lingerMs - (performance.now() - waiting[0]!.since);
+      // Without a linger (the API's intake, the `sent` writes) no clock is read at all.
+      const wait = lingerMs > 0 ? lingerMs - (performance.now() - waiting[0]!.since) : 0;
       if (wait > 0 && waiting.length < maxBatch) {
         lingering ??= setTimeout(() => {
           lingering = undefined;
@@ -51,7 +52,7 @@ export function groupCommit<T, R = void>(
 
   return (item) =>
     new Promise<R>((resolve, reject) => {
-      waiting.push({ item, since: performance.now(), resolve, reject });
+      waiting.push({ item, since: lingerMs > 0 ? performance.now() : 0, resolve, reject });
       next();
     });
 }

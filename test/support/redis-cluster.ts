@@ -46,8 +46,8 @@ async function waitForClusterOk(port: number): Promise<void> {
   while (Date.now() < deadline) {
     const info = spawnSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
     if (info.includes('cluster_state:ok')) {
-      // Every node must also agree on the slots before clients connect.
-      // A cluster client whose slots are not settled can wait forever: each probe gets 2 s.
+      // Every node must also agree on the slots before clients connect. A cluster client whose
+      // slots are not settled can wait forever, so each probe gets 2 s.
       const probe = new Cluster([{ host: '127.0.0.1', port }], { lazyConnect: true, clusterRetryStrategy: () => null });
       try {
         await withTimeout(probe.connect().then(() => probe.set('{probe}:x', '1')), 2_000, 'the cluster did not answer the probe');
@@ -62,4 +62,3 @@ async function waitForClusterOk(port: number): Promise<void> {
   }
   throw new Error('the Redis Cluster did not become ready');
 }
-
