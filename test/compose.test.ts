@@ -168,8 +168,8 @@ describe('docker-compose.yml', () => {
       });
     }
     expect(words(service(config, 'migrate').command)).toBe('node src/cli/migrate.ts');
-    expect(words(service(config, 'api').command)).toBe('node src/api/main.ts');
-    expect(words(service(config, 'worker').command)).toBe('node --max-semi-space-size=4 src/workers/main.ts');
+    expect(words(service(config, 'api').command)).toBe('node --import=./src/shared/compile-cache.mjs src/api/main.ts');
+    expect(words(service(config, 'worker').command)).toBe('node --import=./src/shared/compile-cache.mjs --max-semi-space-size=4 src/workers/main.ts');
   });
 
   it('lets the worker scale: no host ports, no container name, no HTTP health check', async () => {
@@ -230,7 +230,15 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ENV NODE_ENV=production\s*$/m);
     expect(dockerfile).toMatch(/^EXPOSE 3000\s*$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\/healthz/ms);
-    expect(dockerfile).toMatch(/^CMD \["node", "src\/api\/main\.ts"\]\s*$/m);
+    expect(dockerfile).toMatch(/^CMD \["node", "--import=\.\/src\/shared\/compile-cache\.mjs", "src\/api\/main\.ts"\]\s*$/m);
+  });
+
+  it('fills the compile cache at build time as the user that runs the processes (its entries are per user id)', async () => {
+    const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
+    const user = dockerfile.search(/^USER node\s*$/m);
+    const fill = dockerfile.search(/^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts;[^]*--import=\.\/src\/shared\/compile-cache\.mjs/m);
+    expect(user).toBeGreaterThan(0);
+    expect(fill).toBeGreaterThan(user);
   });
 
   it('keeps local state and dependencies out of the build context', async () => {

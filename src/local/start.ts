@@ -103,9 +103,11 @@ async function main(): Promise<void> {
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');
 
-  // A small young generation keeps the worker's memory low under base64-heavy mail (npm run bench).
-  runChild('worker', '../workers/main.ts', ['--max-semi-space-size=4']);
-  runChild('api', '../api/main.ts');
+  // The flags of `npm run start:worker` and `start:api` (package.json): the compile cache, and a
+  // small young generation that keeps the worker's memory low under base64-heavy mail (npm run bench).
+  const compileCache = `--import=${new URL('../shared/compile-cache.mjs', import.meta.url).href}`;
+  runChild('worker', '../workers/main.ts', [compileCache, '--max-semi-space-size=4']);
+  runChild('api', '../api/main.ts', [compileCache]);
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;
 

@@ -1,5 +1,6 @@
 // `npm run start:worker`: one delivery worker process with WORKER_CONCURRENCY parallel jobs.
 // Uses only the configured services and never starts any.
+import module from 'node:module';
 import { loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/log.ts';
 import { startWorker } from './worker.ts';
@@ -8,3 +9,6 @@ const config = loadConfigOrExit();
 const log = createLogger('worker', config.LOG_LEVEL);
 const worker = await startWorker(config, log);
 worker.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
+// Every module is loaded by now: write the compile cache (src/shared/compile-cache.mjs) at once,
+// not only at a clean exit, so that a process killed later still leaves it for the next start.
+module.flushCompileCache();
