@@ -1,0 +1,56 @@
+// The last line of `npm test`, `tests: N passed, N failed[, N skipped] (setup failed in …)`, is what
+// CI reads: a run of vitest over a few throwaway test files, with the project's reporter, must
+// count each kind of outcome where it belongs.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const dir = mkdtempSync(path.join(tmpdir(), 'cfs-reporter-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs vitest in `dir` with the given test files (globals on, so they import nothing). */
+function runVitest(files: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  mkdirSync(path.join(dir, 'test'), { recursive: true });
+  for (const [name, source] of Object.entries(files)) writeFileSync(path.join(dir, 'test', name), source);
+  const reporter = path.join(ROOT, 'test/setup/summary-reporter.ts');
+  writeFileSync(
+    path.join(dir, 'vitest.config.mjs'),
+    `export default { test: { include: ['test/*.test.ts'], globals: true, reporters: [${JSON.stringify(reporter)}] } };\n`,
+  );
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--root', dir, '--config', path.join(dir, 'vitest.config.mjs')], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(VITEST|TINYPOOL)/.test(name))),
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, output }));
+  });
+}
+
+const summaryLine = (output: string) => /^tests: .*$/m.exec(output)?.[0];
+
+describe('the summary line of a test run', () => {
+  it('counts passed, failed and skipped tests, and the tests of a file whose setup failed as failed, naming the file', async () => {
+    const run = await runVitest({
+      // A skipped test on purpose: the reporter must show it as skipped.
+      'mixed.test.ts': `it('passes', () => {});\nit.skip('is skipped on purpose', () => {});\nit('fails', () => { throw new Error('no'); });\n`,
+      'broken-setup.test.ts': `beforeAll(() => { throw new Error('setup broke'); });\nit('one', () => {});\nit('two', () => {});\n`,
+    });
+    expect(run.code, run.output).toBe(1);
+    expect(summaryLine(run.output), run.output).toBe('tests: 1 passed, 3 failed, 1 skipped (setup failed in 1 file(s): broken-setup.test.ts)');
+  });
+
+  it('says only the passed count when every test passed', async () => {
+    rmSync(path.join(dir, 'test'), { recursive: true, force: true });
+    const run = await runVitest({ 'green.test.ts': `it('a', () => {});\nit('b', () => {});\n` });
+    expect(run.code, run.output).toBe(0);
+    expect(summaryLine(run.output), run.output).toBe('tests: 2 passed, 0 failed');
+  });
+});
