@@ -20,6 +20,7 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { deployedNodeFlags, startScriptFlags } from '../src/local/deployed-flags.ts';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis } from '../src/local/services.ts';
 import { createOrm, migrate } from '../src/shared/db/orm.ts';
 import { generateKey } from '../src/shared/keys.ts';
@@ -229,13 +230,6 @@ async function machineLine(ctx: Ctx): Promise<string> {
 
 // ---------------------------------------------------------------- processes under test
 
-/**
- * The Node flags that `npm run start:api` / `start:worker` give the service's processes (read from
- * package.json), so the benchmark runs them as they are deployed.
- */
-const scripts = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-const deployedFlags = (script: string) => /\bnode\s+((?:--\S+\s+)*)src\//.exec(scripts[script] ?? '')?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
-
 /** Node flags of a process under test: --node-flags, and a CPU profile with --profile. */
 const flagsFor = (name: string, deployed: string[] = []) => [
   ...deployed,
@@ -249,7 +243,7 @@ async function spawnApi(ctx: Ctx, name = 'api'): Promise<{ child: Child; url: st
     script: 'src/api/main.ts',
     env: ctx.env,
     readyPattern: /api listening/,
-    nodeArgs: flagsFor(name, deployedFlags('start:api')),
+    nodeArgs: flagsFor(name, deployedNodeFlags('start:api')),
   });
   const port = /"port":(\d+)/.exec(child.output())?.[1];
   const url = `http://127.0.0.1:${port}`;
@@ -280,7 +274,7 @@ function spawnWorker(ctx: Ctx, index: number, env: Record<string, string> = {}):
     script: 'src/workers/main.ts',
     env: { ...ctx.env, ...env },
     readyPattern: /worker ready/,
-    nodeArgs: flagsFor(`worker-${index}`, deployedFlags('start:worker')),
+    nodeArgs: flagsFor(`worker-${index}`, deployedNodeFlags('start:worker')),
   });
 }
 
@@ -963,8 +957,8 @@ function printReport(partial = false): void {
     `intake ${S.rounds}×(${S.warmupMs / 1000} s warm-up + ${S.measureMs / 1000} s measured) per side, rate limit on (RATE_LIMIT_MAX=1000000), ` +
     `delivery ${S.deliveryWarmup.toLocaleString('en-US')} emails of warm-up + ${S.backlog.toLocaleString('en-US')} measured per side, ` +
     `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${SINK_DELAY_MS} ms` +
-    `${deployedFlags('start:api').length ? `, API flags (start:api) ${deployedFlags('start:api').join(' ')}` : ''}` +
-    `${deployedFlags('start:worker').length ? `, worker flags (start:worker) ${deployedFlags('start:worker').join(' ')}` : ''}` +
+    `${deployedNodeFlags('start:api').length ? `, API flags (start:api) ${deployedNodeFlags('start:api').join(' ')}` : ''}` +
+    `${startScriptFlags('start:worker').length ? `, worker flags (start:worker) ${startScriptFlags('start:worker').join(' ')}` : ''}` +
     `${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}${quick ? ', --quick' : ''}${partial ? ' — PARTIAL (deadline)' : ''}`, '');
   out.push(renderTable(rows), '');
   const missed = rows.filter((row) => met(row) === false);

@@ -6,8 +6,10 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deployedNodeFlags } from '../src/local/deployed-flags.ts';
 
 const run = promisify(execFile);
 const PRELOAD = '--import=./src/shared/compile-cache.mjs';
@@ -68,5 +70,11 @@ describe('the compile cache', () => {
     const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
     expect(scripts['start:api']).toContain(`node ${PRELOAD} src/api/main.ts`);
     expect(scripts['start:worker']).toMatch(new RegExp(`node ${PRELOAD} (--\\S+ )*src/workers/main.ts`));
+  });
+
+  it('is preloaded by `npm start` and the benchmark too, which take the start scripts\' flags with the preload as a file URL', () => {
+    const preload = `--import=${pathToFileURL(path.resolve('src/shared/compile-cache.mjs')).href}`;
+    expect(deployedNodeFlags('start:api')).toEqual([preload]);
+    expect(deployedNodeFlags('start:worker')).toEqual([preload, '--max-semi-space-size=4']);
   });
 });

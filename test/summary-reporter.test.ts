@@ -8,12 +8,14 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const dir = mkdtempSync(path.join(tmpdir(), 'cfs-reporter-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-/** Runs vitest in `dir` with the given test files (globals on, so they import nothing). */
+/** Runs vitest in a directory of its own with the given test files (globals on, so they import nothing). */
 function runVitest(files: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  mkdirSync(path.join(dir, 'test'), { recursive: true });
+  const dir = mkdtempSync(path.join(tmpdir(), 'cfs-reporter-'));
+  dirs.push(dir);
+  mkdirSync(path.join(dir, 'test'));
   for (const [name, source] of Object.entries(files)) writeFileSync(path.join(dir, 'test', name), source);
   const reporter = path.join(ROOT, 'test/setup/summary-reporter.ts');
   writeFileSync(
@@ -48,7 +50,6 @@ describe('the summary line of a test run', () => {
   });
 
   it('says only the passed count when every test passed', async () => {
-    rmSync(path.join(dir, 'test'), { recursive: true, force: true });
     const run = await runVitest({ 'green.test.ts': `it('a', () => {});\nit('b', () => {});\n` });
     expect(run.code, run.output).toBe(0);
     expect(summaryLine(run.output), run.output).toBe('tests: 2 passed, 0 failed');

@@ -6,6 +6,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrm, migrate } from '../shared/db/orm.ts';
+import { deployedNodeFlags } from './deployed-flags.ts';
 import { loadConfigOrExit } from '../shared/config.ts';
 import PinoPretty from 'pino-pretty';
 import { createLogger } from '../shared/log.ts';
@@ -103,11 +104,10 @@ async function main(): Promise<void> {
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');
 
-  // The flags of `npm run start:worker` and `start:api` (package.json): the compile cache, and a
-  // small young generation that keeps the worker's memory low under base64-heavy mail (npm run bench).
-  const compileCache = `--import=${new URL('../shared/compile-cache.mjs', import.meta.url).href}`;
-  runChild('worker', '../workers/main.ts', [compileCache, '--max-semi-space-size=4']);
-  runChild('api', '../api/main.ts', [compileCache]);
+  // As `npm run start:worker` / `start:api` run them: the compile cache, and the worker's small young
+  // generation, which keeps its memory low under base64-heavy mail (README, Benchmarks).
+  runChild('worker', '../workers/main.ts', deployedNodeFlags('start:worker'));
+  runChild('api', '../api/main.ts', deployedNodeFlags('start:api'));
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;
 
