@@ -5,11 +5,18 @@
 // unless WEBHOOK_ALLOW names the host or a range holding the address. `pinnedLookup` resolves, checks
 // and hands the connection exactly the address it checked, so a second answer (DNS rebinding) is
 // never used.
-import { lookup as dnsLookup } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 export type AddressPolicy = { hosts: ReadonlySet<string>; ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]> };
+
+/** Every address of a name: the system resolver by default (a test gives answers that change). */
+export type ResolveAll = (
+  hostname: string,
+  options: { all: true; family?: number | 'IPv4' | 'IPv6' | undefined },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /** The entries of WEBHOOK_ALLOW: CIDR ranges, single addresses, or host names. Throws on anything else. */
 export function parseAllowList(entries: readonly string[]): AddressPolicy {
@@ -76,9 +83,9 @@ export function refuseLiteralHost(hostname: string, policy: AddressPolicy): Addr
  * of them is refused (a name mixing public and private answers is not trusted); the connection
  * then gets the first one, the one that was checked.
  */
-export function pinnedLookup(policy: AddressPolicy): LookupFunction {
+export function pinnedLookup(policy: AddressPolicy, resolveAll: ResolveAll = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { all: true, family: options.family }, (error, addresses) => {
+    resolveAll(hostname, { all: true, family: options.family }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const allowedHost = policy.hosts.has(hostname.toLowerCase());
       for (const { address } of addresses) {

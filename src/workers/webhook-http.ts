@@ -3,7 +3,7 @@
 // its Retry-After), or throws for what never got an answer (refused address, network, timeout).
 import http from 'node:http';
 import https from 'node:https';
-import { pinnedLookup, refuseLiteralHost, type AddressPolicy } from '../shared/address-guard.ts';
+import { pinnedLookup, refuseLiteralHost, type AddressPolicy, type ResolveAll } from '../shared/address-guard.ts';
 
 export type WebhookAnswer = { status: number; retryAfterMs: number | undefined; body: string };
 
@@ -14,7 +14,7 @@ export async function postWebhook(
   target: string,
   body: string,
   headers: Record<string, string>,
-  options: { timeoutMs: number; policy: AddressPolicy },
+  options: { timeoutMs: number; policy: AddressPolicy; resolveAll?: ResolveAll },
 ): Promise<WebhookAnswer> {
   const url = new URL(target);
   const refused = refuseLiteralHost(url.hostname, options.policy);
@@ -27,7 +27,7 @@ export async function postWebhook(
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'contact-form-service-webhooks' },
         // Names resolve through the guard, and the socket connects to the address it returned.
-        lookup: pinnedLookup(options.policy),
+        lookup: pinnedLookup(options.policy, options.resolveAll),
         // One connection per delivery: a pooled socket could outlive the check of its address.
         agent: false,
         signal: AbortSignal.timeout(options.timeoutMs),
