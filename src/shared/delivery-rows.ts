@@ -11,6 +11,13 @@ import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, RESENDABLE, sqlList } from './deliv
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
 /**
+ * A claim counts one attempt. Claiming a failed row (its job retried on the queue dashboard) is a
+ * re-send, like requeueFailed's: a fresh delivery, its attempts from 1 and its horizon from now.
+ */
+const COUNT_ATTEMPT = `email_attempts = case when email_status = '${RESENDABLE}' then 1 else email_attempts + 1 end,
+            requeued_at = case when email_status = '${RESENDABLE}' then now() else requeued_at end`;
+
+/**
  * Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
  * A `sending` row whose claim is older than the lease belongs to a dead worker and may be taken.
  * Returns the attempt number, or undefined when the row is not claimable.
@@ -18,7 +25,7 @@ const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 export async function claimRow(em: EntityManager, kind: DeliveryKindName, id: string, claimLeaseMs: number): Promise<number | undefined> {
   const claimed = await em.execute<Array<{ email_attempts: number }>>(
     `update ${tableOf(kind)}
-        set email_status = '${IN_FLIGHT}', claimed_at = now(), email_attempts = email_attempts + 1
+        set email_status = '${IN_FLIGHT}', claimed_at = now(), ${COUNT_ATTEMPT}
       where id = ?
         and (email_status in (${sqlList(CLAIMABLE)})
              or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => ?)))
@@ -52,7 +59,7 @@ const CLAIM_SUBMISSIONS = {
   name: 'claim-submissions',
   text: `with claimed as (
        update submissions
-          set email_status = '${IN_FLIGHT}', claimed_at = now(), email_attempts = email_attempts + 1
+          set email_status = '${IN_FLIGHT}', claimed_at = now(), ${COUNT_ATTEMPT}
         where id = any($1::uuid[])
           and (email_status in (${sqlList(CLAIMABLE)})
                or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => $2)))
@@ -111,7 +118,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
 export type FailurePolicy = {
   /** The failure is final whatever the row's age (a permanent refusal, the job's last attempt). */
   final: boolean;
-  /** A row older than this fails instead of retrying. */
+  /** A row older than this (counted from its last re-send, if any) fails instead of retrying. */
   retryHorizonMs: number;
   /** Unset: no limit. */
   maxAttempts: number | undefined;
@@ -124,7 +131,7 @@ export type FailurePolicy = {
 export async function recordFailure(em: EntityManager, kind: DeliveryKindName, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
   const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
     `update ${tableOf(kind)}
-        set email_status = case when ? or created_at < now() - make_interval(secs => ?) or email_attempts >= ? then 'failed' else 'retrying' end,
+        set email_status = case when ? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ? then 'failed' else 'retrying' end,
             last_error = ?, claimed_at = null${kind === 'webhook' ? ', last_response_code = ?' : ''}
       where id = ?
       returning email_status`,
@@ -218,11 +225,13 @@ const OWNED_BY: Record<DeliveryKindName, string> = {
 
 /**
  * A `failed` row (of key `keyId`, when given) back to `queued`, for a re-send: the reconciler finds
- * it should the enqueue that follows be lost. False when there is no such failed row.
+ * it should the enqueue that follows be lost. A fresh delivery: its attempts count from 0 and its
+ * retry horizon from now, so a row failed for good after the horizon is not failed again by its
+ * first temporary refusal. False when there is no such failed row.
  */
 export async function requeueFailed(em: EntityManager, kind: DeliveryKindName, id: string, keyId?: string): Promise<boolean> {
   const rows = await em.execute<Array<{ id: string }>>(
-    `update ${tableOf(kind)} set email_status = '${QUEUED}', claimed_at = null
+    `update ${tableOf(kind)} set email_status = '${QUEUED}', claimed_at = null, email_attempts = 0, requeued_at = now()
       where id = ? and email_status = '${RESENDABLE}' ${keyId === undefined ? '' : `and ${OWNED_BY[kind]}`}
       returning id`,
     keyId === undefined ? [id] : [id, keyId],

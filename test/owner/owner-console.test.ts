@@ -234,6 +234,28 @@ describe('the whole journey', () => {
     expect((await client.post(`/owner/submissions/${failedId}/resend`)).status).toBe(409);
   });
 
+  it('re-sends an old failed email as a fresh delivery: a temporary refusal on the way is retried, not final', async () => {
+    h.sink.behave(() => ({ code: 550, message: 'mailbox unavailable: old-failure' }));
+    const oldId = await submit(owner.key, 'failed a week ago');
+    await eventually(async () => (statusOn((await page()).text, oldId) === 'failed' ? true : undefined));
+    // Older than the retry horizon (EMAIL_RETRY_HORIZON_MS, 5 days).
+    await h.sql(`update submissions set created_at = now() - interval '7 days' where id = $1`, [oldId]);
+    let refusals = 0;
+    h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'greylisted, come back later' } : undefined));
+    try {
+      expect((await client.post(`/owner/submissions/${oldId}/resend`)).status).toBe(303);
+      const sent = await eventually(async () => {
+        const shown = await page();
+        return statusOn(shown.text, oldId) === 'sent' ? shown.text : undefined;
+      });
+      // The greylisted try and the accepted one, counted from the re-send.
+      expect(cardOf(sent, oldId)).toMatch(/data-field="attempts">2</);
+      expect(h.sink.messages.some((mail) => mail.parsed.text?.includes('failed a week ago'))).toBe(true);
+    } finally {
+      h.sink.behave(undefined);
+    }
+  });
+
   it('exports the key\'s submissions as CSV', async () => {
     const csv = await client.get(`/owner/keys/${owner.id}/submissions.csv`);
     expect(csv.status).toBe(200);

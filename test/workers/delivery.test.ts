@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
+import { Redis } from 'ioredis';
+import { createDeliveryQueue } from '../../src/shared/queue.ts';
 
 const TOKEN = 'delivery-test-admin-token';
 let h: Harness;
@@ -233,6 +235,31 @@ describe('retries and statuses', () => {
       expect(failed.last_error).toContain('421');
     } finally {
       h.sink.behave(undefined);
+    }
+  });
+
+  it('retried from the queue dashboard, a failed row is a fresh delivery: its attempts and its horizon start again', async () => {
+    h.sink.behave(() => ({ code: 421, message: 'Service not available' }));
+    const redis = new Redis(h.config.REDIS_URL, { maxRetriesPerRequest: null });
+    const queue = createDeliveryQueue(redis, h.config);
+    try {
+      const id = (await submit({ message: 'failed, then retried by an operator' })).json.submission_id;
+      expect((await untilStatus(id, 'failed')).email_attempts).toBe(4);
+      // Past the retry horizon (5 days) as well as the attempt limit (4).
+      await h.sql(`update submissions set created_at = now() - interval '6 days' where id = $1`, [id]);
+      // The server greylists the first try after the retry, as many do.
+      let refusals = 0;
+      h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'Greylisted, come back later' } : undefined));
+      // What "Retry" on the queue dashboard does.
+      await (await queue.getJob(id))!.retry('failed');
+      const sent = await untilStatus(id, 'sent');
+      expect(sent.email_attempts).toBe(2);
+      expect(sent.requeued_at).toBeInstanceOf(Date);
+      await mailFor(id);
+    } finally {
+      h.sink.behave(undefined);
+      await queue.close();
+      redis.disconnect();
     }
   });
 

@@ -29,6 +29,8 @@ const deliveryColumns = () => ({
   claimedAt: p.datetime().nullable(),
   sentAt: p.datetime().nullable(),
   messageId: p.string().length(998).nullable(),
+  /** When the failed delivery was last re-sent: a fresh delivery, whose retry horizon counts from then. */
+  requeuedAt: p.datetime().nullable(),
 });
 
 export const VerificationKeySchema = defineEntity({
