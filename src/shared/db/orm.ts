@@ -18,6 +18,9 @@ export function ormOptions(databaseUrl: string, poolMax = 20): Options {
     ensureDatabase: false,
     // No snapshot file: new migrations are diffed against a freshly migrated database (npm run migration:create).
     migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: false, silent: true },
+    // The triggers and functions are written by hand in migrations and not mirrored in the entities:
+    // without this, every new migration would drop them.
+    schemaGenerator: { ignoreTriggers: true, ignoreRoutines: true },
   };
 }
 
