@@ -1,32 +1,21 @@
 // The keys-at-rest migration converts keys stored in plain text by the earlier schema.
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
-import { withDatabase } from '../support/harness.ts';
+import { testDatabase } from '../support/harness.ts';
 
 const SECRET = 'migration-test-secret-0123456789abcdef';
-const database = `cfs_migration_${Date.now()}`;
+let database: Awaited<ReturnType<typeof testDatabase>>;
 let orm: MikroORM;
 
-async function admin(text: string) {
-  const client = new pg.Client({ connectionString: inject('postgresUrl') });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
 beforeAll(async () => {
-  await admin(`CREATE DATABASE ${database}`);
-  orm = await createOrm(withDatabase(inject('postgresUrl'), database), 2);
+  // Empty: the test runs the migrations up to the one before the conversion itself.
+  database = await testDatabase({ migrated: false });
+  orm = await createOrm(database.url, 2);
 });
 afterAll(async () => {
   await orm?.close();
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await database?.drop();
 });
 
 describe('keys-at-rest migration', () => {

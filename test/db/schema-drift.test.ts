@@ -1,33 +1,21 @@
 // The entities and the migrations describe the same schema: on a database built by the migrations,
 // the schema generator finds nothing to change. Otherwise `npm run migration:create` would write a
 // migration that nobody asked for (dropping the hand-written triggers and functions, for one).
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
-import { createOrm, migrate, type MikroORM } from '../../src/shared/db/orm.ts';
-import { withDatabase } from '../support/harness.ts';
+import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
+import { testDatabase } from '../support/harness.ts';
 
-const database = `cfs_drift_${Date.now()}`;
+let database: Awaited<ReturnType<typeof testDatabase>>;
 let orm: MikroORM;
 
-async function admin(text: string) {
-  const client = new pg.Client({ connectionString: inject('postgresUrl') });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-}
-
 beforeAll(async () => {
-  await admin(`CREATE DATABASE ${database}`);
-  orm = await createOrm(withDatabase(inject('postgresUrl'), database), 2);
-  await migrate(orm);
+  // A copy of the template that the global setup built with the migrations.
+  database = await testDatabase({ migrated: true });
+  orm = await createOrm(database.url, 2);
 });
 afterAll(async () => {
   await orm?.close();
-  await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+  await database?.drop();
 });
 
 describe('schema drift', () => {

@@ -90,16 +90,22 @@ async function adminQuery(text: string): Promise<void> {
   }
 }
 
-export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+/** A database of the test's own on the shared PostgreSQL: empty, or a copy of the migrated template. */
+export async function testDatabase(options: { migrated: boolean }): Promise<{ url: string; drop: () => Promise<void> }> {
   const database = `cfs_t_${suffix()}`;
+  await adminQuery(`CREATE DATABASE ${database}${options.migrated ? ` TEMPLATE ${inject('templateDatabase')}` : ''}`);
+  return { url: withDatabase(inject('postgresUrl'), database), drop: () => dropDatabase(database) };
+}
+
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const database = await testDatabase({ migrated: true });
   const bucket = `cfs-t-${suffix()}`;
-  await adminQuery(`CREATE DATABASE ${database} TEMPLATE ${inject('templateDatabase')}`);
   const sink = await startSmtpSink();
 
   const env: Record<string, string> = {
     HOST: '127.0.0.1',
     PORT: '0',
-    DATABASE_URL: withDatabase(inject('postgresUrl'), database),
+    DATABASE_URL: database.url,
     REDIS_URL: inject('redisUrl'),
     S3_ENDPOINT: inject('s3Endpoint'),
     S3_BUCKET: bucket,
@@ -176,7 +182,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await emptyBucket(storage, bucket);
       storage.close();
       await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
-      await dropDatabase(database);
+      await database.drop();
     },
   };
   return harness;
