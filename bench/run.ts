@@ -637,13 +637,8 @@ async function serviceDrain(
   }
 }
 
-/** The middle value (the mean of the middle two for an even count); NaN when there is none. */
-function median(values: number[]): number {
-  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
+/** The middle one of the figures that exist (the lower middle for an even count); NaN when none does. */
+const median = (values: number[]) => percentile(values.filter(Number.isFinite).sort((a, b) => a - b), 0.5);
 
 async function delivery(ctx: Ctx): Promise<void> {
   const scenario = `3 Delivery (${S.backlog.toLocaleString('en-US')} emails after ${S.deliveryWarmup.toLocaleString('en-US')} of warm-up)`;
