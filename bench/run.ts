@@ -979,7 +979,7 @@ function printReport(partial = false): void {
     `delivery ${S.deliveryWarmup.toLocaleString('en-US')} emails of warm-up + ${S.backlog.toLocaleString('en-US')} measured per side` +
     `${S.deliveryRounds > 1 ? ` (${S.deliveryRounds} rounds with 2 and more workers, medians)` : ''}, ` +
     `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${SINK_DELAY_MS} ms` +
-    `${deployedNodeFlags('start:api').length ? `, API flags (start:api) ${deployedNodeFlags('start:api').join(' ')}` : ''}` +
+    `${startScriptFlags('start:api').length ? `, API flags (start:api) ${startScriptFlags('start:api').join(' ')}` : ''}` +
     `${startScriptFlags('start:worker').length ? `, worker flags (start:worker) ${startScriptFlags('start:worker').join(' ')}` : ''}` +
     `${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}${quick ? ', --quick' : ''}${partial ? ' — PARTIAL (deadline)' : ''}`, '');
   out.push(renderTable(rows), '');
