@@ -2,22 +2,19 @@
 // (one source of truth), plus valibot descriptions of the responses. Its paths are the routes the
 // app's routers register: one that has no description here still appears, marked
 // `x-undescribed`, and a test keeps that list empty.
-import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../shared/db/entities.ts';
+import { adminSecurity, ErrorBody, idParam, json, jsonSchema, keyParam } from './openapi-parts.ts';
 import { ownerPaths, ownerSecuritySchemes } from './owner/openapi.ts';
 import { KeyPatchSchema } from './routes/admin.ts';
 import { KeyRequestSchema } from './routes/keys.ts';
 import { SubmissionFieldsSchema } from './submissions/input.ts';
 import { webhookEvents, webhookPaths } from './webhooks-openapi.ts';
 
-const jsonSchema = (schema: v.GenericSchema) =>
-  toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
-
+// The public endpoints' error body: the shared one, described, and with the request id of a 500.
 const FormError = v.object({
-  success: v.literal(false),
-  message: v.string(),
-  errors: v.pipe(v.record(v.string(), v.array(v.string())), v.description('Field name (or __all__) → messages')),
+  ...ErrorBody.entries,
+  errors: v.pipe(ErrorBody.entries.errors, v.description('Field name (or __all__) → messages')),
   request_id: v.optional(v.pipe(v.string(), v.description('On 500 only: the id under which the log has the detail'))),
 });
 const KeyLimitError = v.object({ error: v.string() });
@@ -31,7 +28,6 @@ const SubmissionResponse = v.object({
   email_status: v.picklist(EMAIL_STATUSES),
 });
 
-const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
 const formError = (description: string) => ({ description, content: json(FormError) });
 const CORS_PREFLIGHT = {
   summary: 'CORS preflight',
@@ -128,14 +124,14 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       '/metrics': {
         get: {
           summary: 'Prometheus metrics',
-          security: [{ adminToken: [] }],
+          security: adminSecurity,
           responses: { 200: { description: 'Text exposition format' }, 401: { description: 'No valid admin token' }, 404: { description: 'ADMIN_TOKEN is not set' } },
         },
       },
       '/admin/keys': {
         get: {
           summary: "List an address's keys",
-          security: [{ adminToken: [] }],
+          security: adminSecurity,
           parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
           responses: { 200: { description: 'The keys with their states' }, 401: formError('No or wrong token') },
         },
@@ -143,8 +139,8 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       '/admin/keys/{key}': {
         patch: {
           summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha',
-          security: [{ adminToken: [] }],
-          parameters: [{ name: 'key', in: 'path', required: true, schema: { type: 'string' } }],
+          security: adminSecurity,
+          parameters: [keyParam],
           requestBody: { required: true, content: json(KeyPatchSchema) },
           responses: { 200: { description: 'The key record' }, 400: formError('Invalid change'), 401: formError('No or wrong token'), 404: formError('Unknown key') },
         },
@@ -152,7 +148,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       '/admin/submissions': {
         get: {
           summary: 'Submissions, newest first, paged by cursor',
-          security: [{ adminToken: [] }],
+          security: adminSecurity,
           parameters: ['key', 'status', 'limit', 'cursor'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
           responses: { 200: { description: '{submissions, next_cursor}' }, 401: formError('No or wrong token') },
         },
@@ -160,15 +156,15 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       '/admin/submissions/{id}': {
         get: {
           summary: 'One submission with its delivery status',
-          security: [{ adminToken: [] }],
-          parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } }],
+          security: adminSecurity,
+          parameters: [idParam('id')],
           responses: { 200: { description: 'The submission record' }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
         },
       },
       '/admin/submissions.csv': {
         get: {
           summary: "A key's submissions as CSV, custom fields as columns (streamed; formula-safe cells)",
-          security: [{ adminToken: [] }],
+          security: adminSecurity,
           parameters: [{ name: 'key', in: 'query', required: true, schema: { type: 'string' } }],
           responses: { 200: { description: 'text/csv attachment' }, 400: formError('No key given'), 401: formError('No or wrong token') },
         },
@@ -176,7 +172,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       '/admin/queues': {
         get: {
           summary: 'The queue dashboard (bull-board); HTTP Basic with the token as password for browsers',
-          security: [{ adminToken: [] }],
+          security: adminSecurity,
           responses: { 200: { description: 'HTML' }, 401: formError('No or wrong token') },
         },
       },

@@ -1,13 +1,11 @@
 // The webhooks' part of the OpenAPI document (src/api/openapi.ts spreads it in): the admin API's,
 // the owner console pages' and the owner JSON API's routes for endpoints and deliveries, and under `webhooks` the request this service
 // POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhook-payload.ts builds it).
-import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../shared/db/entities.ts';
 import { MAX_WEBHOOKS } from '../shared/webhooks.ts';
+import { adminSecurity, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from './openapi-parts.ts';
 
-const jsonSchema = (schema: v.GenericSchema) => toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
-const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
 const described = <T extends v.GenericSchema>(schema: T, text: string) => v.pipe(schema, v.description(text));
 
 export const SubmissionCreatedSchema = v.object({
@@ -54,17 +52,6 @@ const Delivery = v.object({
   created_at: v.string(),
 });
 
-const admin = { security: [{ adminToken: [] }] };
-const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string' } };
-const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
-const keyIdParam = { name: 'keyId', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
-const owner = { security: [{ ownerSession: [] }] };
-const ownerWrite = { security: [{ ownerSession: [], ownerCsrf: [] }] };
-const FormError = v.object({ success: v.literal(false), message: v.string(), errors: v.record(v.string(), v.array(v.string())) });
-const error = (description: string) => ({ description, content: json(FormError) });
-const unauthorized = error('Not signed in');
-const forbidden = error('Cross-site, or no or wrong CSRF token');
-const notOwned = error('Not among your keys (the same for what does not exist)');
 const NewWebhook = { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } }, additionalProperties: false } } };
 const WebhookPatch = { 'application/json': { schema: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } }, additionalProperties: false } } };
 const deliveryQuery = [
@@ -76,42 +63,42 @@ const page = (summary: string) => ({ summary, responses: { 200: { description: '
 
 export const webhookPaths = {
   '/admin/keys/{key}/webhooks': {
-    get: { summary: "A key's webhook endpoints", ...admin, parameters: [keyParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } } },
+    get: { summary: "A key's webhook endpoints", security: adminSecurity, parameters: [keyParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } } },
     post: {
       summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
-      ...admin,
+      security: adminSecurity,
       parameters: [keyParam],
       requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } } } },
       responses: { 201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) }, 400: { description: 'Bad URL, or the key has its maximum' }, 404: { description: 'Unknown key' } },
     },
   },
   '/admin/keys/{key}/webhooks/{id}': {
-    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', ...admin, parameters: [keyParam, idParam], responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
-    delete: { summary: 'Delete an endpoint and its delivery log', ...admin, parameters: [keyParam, idParam], responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } } },
+    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
+    delete: { summary: 'Delete an endpoint and its delivery log', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } } },
   },
   '/admin/keys/{key}/webhook-deliveries': {
     get: {
       summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
-      ...admin,
+      security: adminSecurity,
       parameters: [keyParam],
       responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) } },
     },
   },
   '/admin/keys/{key}/webhook-deliveries/{id}/resend': {
-    post: { summary: 'Queue a failed delivery again', ...admin, parameters: [keyParam, idParam], responses: { 202: { description: 'Queued' }, 404: { description: 'No failed delivery of this key with that id' } } },
+    post: { summary: 'Queue a failed delivery again', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 202: { description: 'Queued' }, 404: { description: 'No failed delivery of this key with that id' } } },
   },
   '/owner/keys/{keyId}/webhooks': {
-    get: { ...page("Owner console: a key's webhooks and delivery log"), parameters: [keyIdParam] },
-    post: { ...page('Owner console: add a webhook (form: url); the answer shows the secret once'), parameters: [keyIdParam] },
+    get: { ...page("Owner console: a key's webhooks and delivery log"), parameters: [idParam('keyId')] },
+    post: { ...page('Owner console: add a webhook (form: url); the answer shows the secret once'), parameters: [idParam('keyId')] },
   },
-  '/owner/keys/{keyId}/webhooks/{id}': { post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [keyIdParam, idParam] } },
-  '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': { post: { ...page('Owner console: re-send a failed delivery'), parameters: [keyIdParam, idParam] } },
+  '/owner/keys/{keyId}/webhooks/{id}': { post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [idParam('keyId'), idParam('id')] } },
+  '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': { post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] } },
   '/owner/api/keys/{keyId}/webhooks': {
-    get: { summary: "A key's webhook endpoints", ...owner, parameters: [keyIdParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned } },
+    get: { summary: "A key's webhook endpoints", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned } },
     post: {
       summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
-      ...ownerWrite,
-      parameters: [keyIdParam],
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
       requestBody: { required: true, content: NewWebhook },
       responses: {
         201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) },
@@ -125,26 +112,26 @@ export const webhookPaths = {
   '/owner/api/keys/{keyId}/webhooks/{id}': {
     patch: {
       summary: 'Enable (count of failures reset) or disable an endpoint',
-      ...ownerWrite,
-      parameters: [keyIdParam, idParam],
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
       requestBody: { required: true, content: WebhookPatch },
       responses: { 200: { description: '{webhook}', content: json(v.object({ webhook: Endpoint })) }, 400: error('Not {enabled: boolean}'), 401: unauthorized, 403: forbidden, 404: notOwned },
     },
-    delete: { summary: 'Delete an endpoint and its delivery log', ...ownerWrite, parameters: [keyIdParam, idParam], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
+    delete: { summary: 'Delete an endpoint and its delivery log', security: ownerWriteSecurity, parameters: [idParam('keyId'), idParam('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
   },
   '/owner/api/keys/{keyId}/webhook-deliveries': {
     get: {
       summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
-      ...owner,
-      parameters: [keyIdParam, ...deliveryQuery],
+      security: ownerSecurity,
+      parameters: [idParam('keyId'), ...deliveryQuery],
       responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) }, 400: error('Bad query'), 401: unauthorized, 404: notOwned },
     },
   },
   '/owner/api/keys/{keyId}/webhook-deliveries/{id}/resend': {
     post: {
       summary: 'Queue a failed delivery again',
-      ...ownerWrite,
-      parameters: [keyIdParam, idParam],
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
       responses: { 202: { description: 'Queued', content: json(Resent) }, 401: unauthorized, 403: forbidden, 404: error('No failed delivery of your key with that id') },
     },
   },

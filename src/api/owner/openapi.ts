@@ -1,18 +1,13 @@
 // The owner console's part of the OpenAPI document (src/api/openapi.ts spreads it into its paths):
 // the pages briefly, the JSON API under /owner/api with its request and response schemas.
-import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES } from '../../shared/db/entities.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
+import { error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
 import { KeyPatchSchema } from '../routes/admin.ts';
 import { OwnerSignInSchema } from '../routes/owner-pages.ts';
 import { SessionRequestSchema } from '../routes/owner-api.ts';
 
-const jsonSchema = (schema: v.GenericSchema) => toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
-const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
-
-const FormError = v.object({ success: v.literal(false), message: v.string(), errors: v.record(v.string(), v.array(v.string())) });
-const error = (description: string) => ({ description, content: json(FormError) });
 const Session = v.object({
   email: v.pipe(v.string(), v.description('The address whose keys the session reaches')),
   expires_at: v.pipe(v.string(), v.isoTimestamp()),
@@ -45,17 +40,14 @@ const Submission = v.object({
 });
 const SubmissionPage = v.object({ submissions: v.array(Submission), next_cursor: v.nullable(v.string()) });
 
-const session = [{ ownerSession: [] }];
-const write = [{ ownerSession: [], ownerCsrf: [] }];
-const id = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
 const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Not signed in: to /owner' } } });
 const form = (summary: string) => ({
   summary,
   requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } } },
-  responses: { 303: { description: 'Done: to the page that shows it' }, 403: error('Cross-site, or no or wrong CSRF token'), 404: { description: 'HTML: not among your keys' } },
+  responses: { 303: { description: 'Done: to the page that shows it' }, 403: forbidden, 404: { description: 'HTML: not among your keys' } },
 });
-const notFound = error('Not among your keys (the same for what does not exist)');
-const unauthorized = error('Not signed in');
+const crossSite = error('Cross-site request');
+const rateLimited = error('Rate limited');
 
 export const ownerSecuritySchemes = {
   ownerSession: { type: 'apiKey', in: 'cookie', name: 'owner_session', description: `The owner console's session (${SESSION_TTL_DAYS} days)` },
@@ -72,8 +64,8 @@ export const ownerPaths = {
       responses: {
         200: { description: 'HTML page for a form; JSON {success: true, message}', content: json(v.object({ success: v.literal(true), message: v.string() })) },
         400: error('Not an email address'),
-        403: error('Cross-site request'),
-        429: error('Rate limited'),
+        403: crossSite,
+        429: rateLimited,
       },
     },
   },
@@ -82,36 +74,36 @@ export const ownerPaths = {
     post: {
       summary: 'Use the link: sets the session cookie, then to /owner/keys',
       requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: jsonSchema(SessionRequestSchema) } } },
-      responses: { 303: { description: 'Signed in' }, 400: { description: 'HTML: used, expired or forged link' }, 403: error('Cross-site request'), 429: error('Rate limited') },
+      responses: { 303: { description: 'Signed in' }, 400: { description: 'HTML: used, expired or forged link' }, 403: crossSite, 429: rateLimited },
     },
   },
-  '/owner/confirm': { post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: write } },
-  '/owner/sign-out': { post: { ...form('End the session on the server'), security: write } },
-  '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: session } },
+  '/owner/confirm': { post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: ownerWriteSecurity } },
+  '/owner/sign-out': { post: { ...form('End the session on the server'), security: ownerWriteSecurity } },
+  '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
   '/owner/keys/{keyId}': {
-    post: { ...form('Change a key: action=save (domains, captcha), disable, enable or delete'), security: write, parameters: [id('keyId')] },
+    post: { ...form('Change a key: action=save (domains, captcha), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
   },
-  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages, newest first, paged (?cursor=), with their delivery status"), security: session, parameters: [id('keyId')] } },
-  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV", security: session, parameters: [id('keyId')], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
+  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages, newest first, paged (?cursor=), with their delivery status"), security: ownerSecurity, parameters: [idParam('keyId')] } },
+  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
   '/owner/submissions/{id}/files/{fileId}': {
-    get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: session, parameters: [id('id'), id('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
+    get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
   },
-  '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: write, parameters: [id('id')] } },
-  '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: write, parameters: [id('id')] } },
+  '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
+  '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
 
   '/owner/api/session': {
     post: {
       summary: "Use a sign-in link's token: sets the session cookie",
       requestBody: { required: true, content: json(SessionRequestSchema) },
-      responses: { 200: { description: 'The session', content: json(Session) }, 400: error('Used, expired or forged link'), 403: error('Cross-site request'), 429: error('Rate limited') },
+      responses: { 200: { description: 'The session', content: json(Session) }, 400: error('Used, expired or forged link'), 403: crossSite, 429: rateLimited },
     },
-    get: { summary: 'The session: address, expiry, CSRF token', security: session, responses: { 200: { description: 'The session', content: json(Session) }, 401: unauthorized } },
-    delete: { summary: 'Sign out: ends the session on the server', security: write, responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token') } },
+    get: { summary: 'The session: address, expiry, CSRF token', security: ownerSecurity, responses: { 200: { description: 'The session', content: json(Session) }, 401: unauthorized } },
+    delete: { summary: 'Sign out: ends the session on the server', security: ownerWriteSecurity, responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: forbidden } },
   },
   '/owner/api/keys': {
     get: {
       summary: "The session's keys, and whether the address confirmed it wants its messages",
-      security: session,
+      security: ownerSecurity,
       responses: {
         200: { description: 'Keys', content: json(v.object({ email: v.string(), mailbox_confirmed: v.boolean(), held: v.pipe(v.number(), v.description('Messages waiting for the confirmation')), keys: v.array(Key) })) },
         401: unauthorized,
@@ -121,43 +113,43 @@ export const ownerPaths = {
   '/owner/api/confirm': {
     post: {
       summary: "Confirm the address's mailbox (recipient consent) and release its held messages",
-      security: write,
-      responses: { 200: { description: 'How many were released', content: json(v.object({ released: v.number() })) }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token') },
+      security: ownerWriteSecurity,
+      responses: { 200: { description: 'How many were released', content: json(v.object({ released: v.number() })) }, 401: unauthorized, 403: forbidden },
     },
   },
   '/owner/api/keys/{keyId}': {
     patch: {
       summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha',
-      security: write,
-      parameters: [id('keyId')],
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
       requestBody: { required: true, content: json(KeyPatchSchema) },
-      responses: { 200: { description: 'The key', content: json(Key) }, 400: error('Invalid change'), 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token'), 404: notFound },
+      responses: { 200: { description: 'The key', content: json(Key) }, 400: error('Invalid change'), 401: unauthorized, 403: forbidden, 404: notOwned },
     },
   },
   '/owner/api/keys/{keyId}/submissions': {
     get: {
       summary: "A key's submissions, newest first, paged by cursor",
-      security: session,
-      parameters: [id('keyId'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }],
-      responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 401: unauthorized, 404: notFound },
+      security: ownerSecurity,
+      parameters: [idParam('keyId'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }],
+      responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 401: unauthorized, 404: notOwned },
     },
   },
   '/owner/api/keys/{keyId}/submissions.csv': {
-    get: { summary: "A key's submissions as CSV", security: session, parameters: [id('keyId')], responses: { 200: { description: 'text/csv attachment' }, 401: unauthorized, 404: notFound } },
+    get: { summary: "A key's submissions as CSV", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: 'text/csv attachment' }, 401: unauthorized, 404: notOwned } },
   },
   '/owner/api/submissions/{id}': {
-    get: { summary: 'One submission with its delivery status', security: session, parameters: [id('id')], responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notFound } },
-    delete: { summary: 'Delete a submission with its files', security: write, parameters: [id('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token'), 404: notFound } },
+    get: { summary: 'One submission with its delivery status', security: ownerSecurity, parameters: [idParam('id')], responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notOwned } },
+    delete: { summary: 'Delete a submission with its files', security: ownerWriteSecurity, parameters: [idParam('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
   },
   '/owner/api/submissions/{id}/files/{fileId}': {
-    get: { summary: 'A file, as a download', security: session, parameters: [id('id'), id('fileId')], responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notFound } },
+    get: { summary: 'A file, as a download', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notOwned } },
   },
   '/owner/api/submissions/{id}/resend': {
     post: {
       summary: 'Re-send a failed email through the queue',
-      security: write,
-      parameters: [id('id')],
-      responses: { 200: { description: 'The submission, queued again', content: json(Submission) }, 401: unauthorized, 403: error('Cross-site, or no or wrong CSRF token'), 404: notFound, 409: error('The email has not failed') },
+      security: ownerWriteSecurity,
+      parameters: [idParam('id')],
+      responses: { 200: { description: 'The submission, queued again', content: json(Submission) }, 401: unauthorized, 403: forbidden, 404: notOwned, 409: error('The email has not failed') },
     },
   },
 };

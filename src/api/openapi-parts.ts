@@ -1,0 +1,31 @@
+// Pieces the OpenAPI document's three parts share (src/api/openapi.ts, src/api/owner/openapi.ts,
+// src/api/webhooks-openapi.ts): one way to turn a valibot schema into JSON Schema, the error body,
+// the common error responses, path parameters and security requirements.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+
+/** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
+export const jsonSchema = (schema: v.GenericSchema) =>
+  toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
+
+/** A JSON body of this schema, as a request body's or a response's `content`. */
+export const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
+
+/** The error body every JSON refusal carries. */
+export const ErrorBody = v.object({ success: v.literal(false), message: v.string(), errors: v.record(v.string(), v.array(v.string())) });
+export const error = (description: string) => ({ description, content: json(ErrorBody) });
+
+export const unauthorized = error('Not signed in');
+export const forbidden = error('Cross-site, or no or wrong CSRF token');
+/** Another owner's record and one that does not exist get the same answer. */
+export const notOwned = error('Not among your keys (the same for what does not exist)');
+
+/** A uuid in the path, e.g. `{id}`, `{keyId}`. */
+export const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+/** A verification key's value in the path: `{key}`. */
+export const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string' } };
+
+export const adminSecurity = [{ adminToken: [] }];
+export const ownerSecurity = [{ ownerSession: [] }];
+/** Writes of the owner console: the session cookie and its CSRF token. */
+export const ownerWriteSecurity = [{ ownerSession: [], ownerCsrf: [] }];
