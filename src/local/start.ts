@@ -105,7 +105,7 @@ async function main(): Promise<void> {
   if (applied.length) log.info({ applied }, 'migrations applied');
 
   // As `npm run start:worker` / `start:api` run them: the compile cache, and the worker's small young
-  // generation, which keeps its memory low under base64-heavy mail (README, Benchmarks).
+  // generation, which keeps its memory low under base64-heavy mail (docs/benchmarks.md).
   runChild('worker', '../workers/main.ts', deployedNodeFlags('start:worker'));
   runChild('api', '../api/main.ts', deployedNodeFlags('start:api'));
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);

@@ -2,6 +2,7 @@
 // record the outcome (sent, retrying or failed), find the rows that await a job (the workers), and
 // put a row back in the queue (the owner's re-send, the consent release: the API). The statuses come
 // from ./delivery-statuses.ts; tables and columns from the kind's descriptor (constants, never input).
+// One file though past 250 lines: every change of a stored row's status is here, readable in one go.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { deliveryKinds, type DeliveryKindName } from './delivery-kinds.ts';

@@ -1,4 +1,4 @@
-// The owner console's sign-in and sessions (issue 16). A key is not a credential (it sits in the
+// The owner console's sign-in and sessions. A key is not a credential (it sits in the
 // HTML of every page with the form), so owners prove who they are by the address that holds the
 // keys: a single-use link, emailed like the key emails, opens a session for that address.
 // Tokens are random 256-bit values; the database keeps only their SHA-256 (and, for a link not yet

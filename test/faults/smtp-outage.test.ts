@@ -2,7 +2,7 @@
 // than the attempt budget of the old EMAIL_MAX_ATTEMPTS (8 attempts from 100 ms doubling: under 13 s)
 // while submissions keep arriving. Nothing may end `failed`: the retry horizon is far away, and the
 // circuit breaker holds the backlog instead of spending every message's attempts on the outage.
-// The outage lasts OUTAGE_MS (20 s) instead of the issue's 2 minutes: with these timers it already
+// The outage lasts OUTAGE_MS (20 s) rather than minutes: with these timers it already
 // outlasts the old budget, and the attempt counts show the breaker at work.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';

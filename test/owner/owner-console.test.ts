@@ -1,4 +1,4 @@
-// The owner console (issue 16) through HTTP: sign in by an emailed link, the keys and their
+// The owner console through HTTP: sign in by an emailed link, the keys and their
 // settings, each message's delivery status, files, re-send, delete, CSV, the JSON API, sign out;
 // and the isolation between owners, the links that must not sign anyone in, and CSRF.
 import { createHash, randomUUID } from 'node:crypto';

@@ -11,10 +11,10 @@ import { tokenCheck } from '../../shared/bearer-token.ts';
 import { errors } from '../errors.ts';
 import { adminCsrf } from './admin-csrf.ts';
 
-/** Percent-decodes until nothing changes (at most a few rounds); a malformed escape stops it. */
+/** Percent-decodes until nothing changes (at most a few passes); a malformed escape stops it. */
 function decoded(path: string): string {
   let current = path;
-  for (let round = 0; round < 4; round++) {
+  for (let pass = 0; pass < 4; pass++) {
     let next: string;
     try {
       next = decodeURIComponent(current);

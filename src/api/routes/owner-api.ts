@@ -1,6 +1,6 @@
-// /owner/api — the owner console's operations as JSON, with the same session cookie as the pages
-// (issue 16). Writes carry the session's CSRF token in X-CSRF-Token (GET /owner/api/session gives
-// it) and are refused when a browser says they come from another site. A key's webhooks are here
+// /owner/api — the owner console's operations as JSON, with the same session cookie as the pages.
+// Writes carry the session's CSRF token in X-CSRF-Token (GET /owner/api/session gives it) and are
+// refused when a browser says they come from another site. A key's webhooks are here
 // too, as on the pages (src/api/routes/owner-webhooks.ts) and in the admin API.
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';

@@ -1,4 +1,4 @@
-// /owner — the owner console's pages (issue 16): sign in by an emailed link, then the keys of the
+// /owner — the owner console's pages: sign in by an emailed link, then the keys of the
 // signed-in address, their settings, and each key's messages with their delivery status.
 // Server-rendered and working without JavaScript; every write is a form POST that checks the
 // origin and the session's CSRF token, then redirects (303) to a page that shows the result.
