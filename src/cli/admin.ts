@@ -1,5 +1,6 @@
 // `npm run admin -- <command>`: operator commands over the same key rules as the API.
-// Needs DATABASE_URL and SECRET.
+// Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it).
+import { parseAllowList, type AddressPolicy } from '../shared/address-guard.ts';
 import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
 import type { VerificationKey } from '../shared/db/entities.ts';
 import { createOrm } from '../shared/db/orm.ts';
@@ -38,12 +39,12 @@ async function run(args: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET']));
+  const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW']));
   const vault = createKeyVault(config.SECRET);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const em = orm.em.fork();
   try {
-    if (group === 'webhooks') return await webhooks(em, vault, command, target, rest);
+    if (group === 'webhooks') return await webhooks(em, vault, parseAllowList(config.WEBHOOK_ALLOW), command, target, rest);
     switch (command) {
       case 'list': {
         const keys = await listKeys(em, target);
@@ -75,7 +76,7 @@ async function run(args: string[]): Promise<number> {
   }
 }
 
-async function webhooks(em: EntityManager, vault: KeyVault, command: string, keyValue: string, rest: string[]): Promise<number> {
+async function webhooks(em: EntityManager, vault: KeyVault, webhookPolicy: AddressPolicy, command: string, keyValue: string, rest: string[]): Promise<number> {
   const keyId = await keyIdByValue(em, vault, keyValue);
   const [argument] = rest;
   const line = (endpoint: EndpointRecord) =>
@@ -87,7 +88,7 @@ async function webhooks(em: EntityManager, vault: KeyVault, command: string, key
       return 0;
     }
     case 'add': {
-      const created = await createEndpoint(em, vault, keyId, parseWebhookUrl(argument ?? ''));
+      const created = await createEndpoint(em, vault, keyId, parseWebhookUrl(argument ?? '', webhookPolicy));
       process.stdout.write(`${line(created.endpoint)}\nsecret (shown once): ${created.secret}\n`);
       return 0;
     }

@@ -79,6 +79,22 @@ export function refuseLiteralHost(hostname: string, policy: AddressPolicy): Addr
 }
 
 /**
+ * What can be known about a webhook URL's host when the endpoint is created, before any lookup: an IP
+ * literal refused by the rule, or `localhost` / `*.localhost`, which always mean loopback (RFC 6761).
+ * Other names are judged at each delivery, since their answers can change.
+ */
+export function refuseAtCreation(hostname: string, policy: AddressPolicy): AddressRefusedError | undefined {
+  const host = hostname.toLowerCase().replace(/\.$/, '');
+  if (host !== 'localhost' && !host.endsWith('.localhost')) return refuseLiteralHost(hostname, policy);
+  if (policy.hosts.has(host)) return undefined;
+  for (const address of ['127.0.0.1', '::1']) {
+    const reason = refusalOf(address, policy);
+    if (reason) return refusedError(host, address, reason);
+  }
+  return undefined;
+}
+
+/**
  * A `lookup` for http.request: resolves every address of the name and refuses the name when any
  * of them is refused (a name mixing public and private answers is not trusted); the connection
  * then gets the first one, the one that was checked.

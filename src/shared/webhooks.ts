@@ -3,6 +3,7 @@
 // once (sealed under SECRET, like the keys, so the worker can sign), and the delivery log.
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
 import type { EmailStatus } from './db/entities.ts';
 import { requeueFailed } from './delivery-rows.ts';
 import { KeyRuleError } from './keys.ts';
@@ -12,10 +13,11 @@ export const MAX_WEBHOOKS = 3;
 const MAX_URL_LENGTH = 2048;
 
 /**
- * An http(s) URL without credentials. Its address is judged at each send (src/shared/address-guard.ts),
- * not here: names resolve anew each time and WEBHOOK_ALLOW may change, so a refusal shows on the delivery.
+ * An http(s) URL without credentials, whose host is not refused already (an address literal outside
+ * `policy`, or localhost). Names are judged at each send (src/shared/address-guard.ts), not here: they
+ * resolve anew each time and WEBHOOK_ALLOW may change, so such a refusal shows on the delivery.
  */
-export function parseWebhookUrl(input: unknown): string {
+export function parseWebhookUrl(input: unknown, policy: AddressPolicy): string {
   const invalid = (why: string) => new KeyRuleError('invalid', 'url', `Not a usable webhook URL: ${why}.`);
   if (typeof input !== 'string' || input.trim() === '') throw invalid('give an http:// or https:// URL');
   if (input.length > MAX_URL_LENGTH) throw invalid(`at most ${MAX_URL_LENGTH} characters`);
@@ -27,6 +29,9 @@ export function parseWebhookUrl(input: unknown): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalid('only http:// and https:// are supported');
   if (url.username || url.password) throw invalid('no user name or password in the URL; check the signature instead');
+  const refused = refuseAtCreation(url.hostname, policy);
+  // The same words the delivery would record.
+  if (refused) throw new KeyRuleError('invalid', 'url', refused.message);
   url.hash = '';
   return url.toString();
 }

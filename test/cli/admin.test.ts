@@ -81,6 +81,9 @@ describe('npm run admin -- webhooks', () => {
     const bad = cli('webhooks', 'add', key.key, 'gopher://x');
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('only http:// and https://');
+    const loopback = cli('webhooks', 'add', key.key, 'http://127.0.0.1:3100/');
+    expect(loopback.status).toBe(1);
+    expect(loopback.stderr).toContain('refused: 127.0.0.1 is a loopback address; add it to WEBHOOK_ALLOW to allow it');
     expect(cli('webhooks', 'delete', key.key, id).status).toBe(0);
     expect(cli('webhooks', 'list', key.key).stdout).toContain('No webhooks.');
   });

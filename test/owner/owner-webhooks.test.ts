@@ -69,6 +69,9 @@ describe('owner console webhooks', () => {
     const bad = await owner.post(`/owner/keys/${key.id}/webhooks`, { url: 'javascript:alert(1)' });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain('only http:// and https:// are supported');
+    const loopback = await owner.post(`/owner/keys/${key.id}/webhooks`, { url: 'http://127.0.0.1:3100/' });
+    expect(loopback.status).toBe(400);
+    expect(loopback.text).toContain('refused: 127.0.0.1 is a loopback address; add it to WEBHOOK_ALLOW to allow it');
     const forged = await owner.post(`/owner/keys/${key.id}/webhooks`, { url: receiver.url, csrf_token: 'nope' });
     expect(forged.status).toBe(403);
     expect(await h.sql('select id from webhook_endpoints where key_id = $1', [key.id])).toHaveLength(0);
@@ -155,6 +158,10 @@ describe('owner JSON API webhooks', () => {
     const bad = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: 'javascript:alert(1)' });
     expect(bad.status).toBe(400);
     expect(bad.json).toMatchObject({ success: false, errors: { url: [expect.stringContaining('only http:// and https:// are supported')] } });
+    const ipv6Loopback = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: 'http://[::1]/hook' });
+    expect(ipv6Loopback.status).toBe(400);
+    expect(ipv6Loopback.json.errors.url).toEqual(['refused: ::1 is a loopback address; add it to WEBHOOK_ALLOW to allow it']);
+    expect(await h.sql('select id from webhook_endpoints where key_id = $1', [key.id])).toHaveLength(0);
     for (let i = 0; i < 3; i++) expect((await owner.api('POST', `/keys/${key.id}/webhooks`, { url: `${receiver.url}?n=${i}` })).status).toBe(201);
     const fourth = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url });
     expect(fourth.status).toBe(400);

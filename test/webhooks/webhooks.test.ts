@@ -1,7 +1,8 @@
 // Webhooks end to end through HTTP: endpoints set by the admin API, a submission with a file
 // delivered to a local receiver, signed per Standard Webhooks (verified with the `standardwebhooks`
 // package), the file link byte-identical, 503s retried until delivered, 4xx failed at once, and
-// the SSRF guard: loopback allowed only through WEBHOOK_ALLOW, names resolving privately refused.
+// the SSRF guard: refused literals and localhost refused when added, every address judged again at
+// each delivery, loopback allowed only through WEBHOOK_ALLOW.
 import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -133,58 +134,64 @@ describe('webhooks', () => {
     await eventually(async () => ((await deliveries(key))[0]?.status === 'sent' ? true : undefined), 20_000, 'the re-sent webhook');
   });
 
-  it('refuses a loopback receiver that WEBHOOK_ALLOW does not list, with a clear error on the delivery', async () => {
+  it('refuses at creation an address literal or localhost that the rule refuses, in the words a delivery would record', async () => {
+    const key = await h.createKey();
+    const refusals: Array<[string, string]> = [
+      ['http://127.0.0.3:3100/', 'refused: 127.0.0.3 is a loopback address'],
+      ['http://[::1]/', 'refused: ::1 is a loopback address'],
+      ['http://[::ffff:7f00:3]:9/', 'refused: ::ffff:7f00:3 is a loopback address'],
+      ['http://169.254.169.254/latest/meta-data', 'refused: 169.254.169.254 is a link-local address'],
+      ['http://[fe80::1]:9/', 'refused: fe80::1 is a link-local address'],
+      ['http://10.1.2.3/', 'refused: 10.1.2.3 is a private address'],
+      ['http://localhost/', 'refused: localhost is resolved to 127.0.0.1, a loopback address'],
+      ['http://LocalHost./hook', 'refused: localhost is resolved to 127.0.0.1, a loopback address'],
+      ['http://app.localhost:8080/', 'refused: app.localhost is resolved to 127.0.0.1, a loopback address'],
+    ];
+    for (const [url, message] of refusals) {
+      const answer = await admin('POST', `/admin/keys/${key.key}/webhooks`, { url });
+      expect(answer.status, url).toBe(400);
+      expect(answer.json.errors.url, url).toEqual([`${message}; add it to WEBHOOK_ALLOW to allow it`]);
+    }
+    expect(await h.sql('select id from webhook_endpoints where key_id = $1', [key.id])).toHaveLength(0);
+    // WEBHOOK_ALLOW lists 127.0.0.2: that literal is accepted.
+    expect((await admin('POST', `/admin/keys/${key.key}/webhooks`, { url: 'http://127.0.0.2:9/' })).status).toBe(201);
+  });
+
+  it('judges the address again at every delivery: an endpoint saved when the rule allowed it fails with the reason', async () => {
     const other = await startReceiver('127.0.0.3');
     try {
       const key = await h.createKey();
-      await addWebhook(key, other.url);
+      const hooks = [await addWebhook(key, receiver.url), await addWebhook(key, receiver.url)];
+      // As if WEBHOOK_ALLOW had listed these when they were added, and no longer does.
+      const port = new URL(receiver.url).port;
+      await h.sql('update webhook_endpoints set url = $1 where id = $2', [other.url, hooks[0]!.id]);
+      await h.sql('update webhook_endpoints set url = $1 where id = $2', [`http://localhost:${port}/hook`, hooks[1]!.id]);
+      const before = receiver.received.length;
       expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
       const failed = await eventually(async () => {
-        const [row] = await deliveries(key);
-        return row?.status === 'failed' ? row : undefined;
-      }, 20_000, 'the refused webhook');
-      expect(failed.last_error).toMatch(/refused: 127\.0\.0\.3 is a loopback address/);
-      expect(failed.last_response_code).toBeNull();
+        const rows = await deliveries(key);
+        return rows.length === 2 && rows.every((row) => row.status === 'failed') ? rows : undefined;
+      }, 20_000, 'two refused webhooks');
+      const errorsByUrl = Object.fromEntries(failed.map((row) => [row.url, row.last_error]));
+      expect(errorsByUrl[other.url]).toMatch(/refused: 127\.0\.0\.3 is a loopback address/);
+      expect(errorsByUrl[`http://localhost:${port}/hook`]).toMatch(/refused: localhost is resolved to (127\.0\.0\.1|::1), a loopback address/);
+      expect(failed.every((row) => row.last_response_code === null)).toBe(true);
       expect(other.received).toHaveLength(0);
+      expect(receiver.received.length).toBe(before);
     } finally {
       await other.close();
     }
   });
 
-  it('refuses a host name that resolves to a private address (localhost)', async () => {
+  it('refuses a fourth endpoint and a scheme other than http(s)', async () => {
     const key = await h.createKey();
-    const port = new URL(receiver.url).port;
-    await addWebhook(key, `http://localhost:${port}/hook`);
-    const before = receiver.received.length;
-    expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
-    const failed = await eventually(async () => {
-      const [row] = await deliveries(key);
-      return row?.status === 'failed' ? row : undefined;
-    }, 20_000, 'the refused webhook');
-    expect(failed.last_error).toMatch(/refused: localhost is resolved to (127\.0\.0\.1|::1), a loopback address/);
-    expect(receiver.received.length).toBe(before);
-  });
-
-  it('refuses private address literals in every form on delivery, and a fourth endpoint', async () => {
-    const key = await h.createKey();
-    const refused = ['http://169.254.169.254/latest/meta-data', 'http://[::ffff:7f00:3]:9/', 'http://[fe80::1]:9/'];
-    for (const url of refused) await addWebhook(key, url);
+    for (let i = 0; i < 3; i++) await addWebhook(key, `https://hooks.example.com/${i}`);
     const fourth = await admin('POST', `/admin/keys/${key.key}/webhooks`, { url: 'https://hooks.example.com/3' });
     expect(fourth.status).toBe(400);
     expect(fourth.json.errors.url).toEqual(['A key has at most 3 webhooks.']);
     const bad = await admin('POST', `/admin/keys/${(await h.createKey()).key}/webhooks`, { url: 'ftp://example.com/' });
     expect(bad.status).toBe(400);
     expect(bad.json.errors.url[0]).toMatch(/only http:\/\/ and https:\/\//);
-
-    expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
-    const failed = await eventually(async () => {
-      const rows = await deliveries(key);
-      return rows.length === 3 && rows.every((row) => row.status === 'failed') ? rows : undefined;
-    }, 20_000, 'three refused webhooks');
-    const errorsByUrl = Object.fromEntries(failed.map((row) => [row.url, row.last_error]));
-    expect(errorsByUrl[refused[0]!]).toMatch(/169\.254\.169\.254 is a link-local address/);
-    expect(errorsByUrl[refused[1]!]).toMatch(/::ffff:7f00:3 is a loopback address/);
-    expect(errorsByUrl[refused[2]!]).toMatch(/fe80::1 is a link-local address/);
   });
 
   it('disables an endpoint after WEBHOOK_DISABLE_AFTER failed deliveries in a row and emails its owner once', async () => {

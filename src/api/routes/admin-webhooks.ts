@@ -2,6 +2,7 @@
 // delivery log with re-send. Behind the admin token like the rest of /admin.
 import type Router from '@koa/router';
 import * as v from 'valibot';
+import { parseAllowList } from '../../shared/address-guard.ts';
 import { webhookJob } from '../../shared/queue.ts';
 import {
   createEndpoint,
@@ -34,6 +35,7 @@ export const DeliveryQuerySchema = v.object({
 export function adminWebhookRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/admin/keys/:key');
   const json = jsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
+  const webhookPolicy = parseAllowList(deps.config.WEBHOOK_ALLOW);
   const keyId = (key: string | undefined) => keyIdByValue(deps.orm.em.fork(), deps.vault, key ?? '');
   const endpointId = (id: string | undefined) => {
     if (!id || !UUID.test(id)) throw errors.notFound('Unknown webhook.');
@@ -47,7 +49,7 @@ export function adminWebhookRoutes(deps: AppDeps): Router<AppState> {
   router.post('/webhooks', json, async (ctx) => {
     const { url } = validate(NewWebhookSchema, ctx.request.body);
     const id = await keyId(ctx.params.key);
-    const created = await createEndpoint(deps.orm.em.fork(), deps.vault, id, parseWebhookUrl(url));
+    const created = await createEndpoint(deps.orm.em.fork(), deps.vault, id, parseWebhookUrl(url, webhookPolicy));
     deps.keys.forgetAll(); // cached keys carry their endpoints; other processes hear it from PostgreSQL
     ctx.status = 201;
     // The secret is shown this once; it is kept sealed, for signing.

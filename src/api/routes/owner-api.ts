@@ -5,6 +5,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
+import { parseAllowList } from '../../shared/address-guard.ts';
 import { consumeSignIn, endSession } from '../../shared/owner.ts';
 import { webhookJob } from '../../shared/queue.ts';
 import {
@@ -71,6 +72,7 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
   const csrf = createCsrf(deps.config.SECRET);
   const sameSite = crossSiteGuard(deps.config.PUBLIC_URL);
   const signedIn = requireOwner(deps, 'api');
+  const webhookPolicy = parseAllowList(deps.config.WEBHOOK_ALLOW);
   const write = [sameSite, signedIn, csrfGuard(deps.config.SECRET)];
   const email = (ctx: AppContext) => ownerState(ctx).owner!.email;
   const json = jsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
@@ -178,7 +180,7 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
   router.post('/keys/:keyId/webhooks', ...write, json, async (ctx) => {
     const keyId = await ownKeyId(ctx);
     const { url } = validate(NewWebhookSchema, ctx.request.body);
-    const created = await createEndpoint(deps.orm.em.fork(), deps.vault, keyId, parseWebhookUrl(url));
+    const created = await createEndpoint(deps.orm.em.fork(), deps.vault, keyId, parseWebhookUrl(url, webhookPolicy));
     deps.keys.forgetAll(); // cached keys carry their endpoints; other processes hear it from PostgreSQL
     ctx.set('Cache-Control', 'no-store');
     ctx.status = 201;

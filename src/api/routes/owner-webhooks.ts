@@ -2,6 +2,7 @@
 // shown on the answer to that POST, once, never in a URL), enable, disable, delete, and the
 // delivery log with a re-send for failed deliveries. Same guards as the other console pages.
 import type Router from '@koa/router';
+import { parseAllowList } from '../../shared/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys.ts';
 import { webhookJob } from '../../shared/queue.ts';
 import {
@@ -34,6 +35,7 @@ const DELIVERIES_SHOWN = 50;
 export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/owner/keys/:keyId');
   const signedIn = requireOwner(deps, 'page');
+  const webhookPolicy = parseAllowList(deps.config.WEBHOOK_ALLOW);
   const write = [crossSiteGuard(deps.config.PUBLIC_URL), signedIn, formBody, csrfGuard(deps.config.SECRET)];
   const see = (ctx: AppContext, path: string) => {
     ctx.status = 303;
@@ -89,7 +91,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
     const key = await keyOf(ctx);
     if (!key) return notFound(ctx);
     try {
-      const url = parseWebhookUrl(ownerState(ctx).form!.get('url') ?? '');
+      const url = parseWebhookUrl(ownerState(ctx).form!.get('url') ?? '', webhookPolicy);
       const created = await createEndpoint(deps.orm.em.fork(), deps.vault, key.id, url);
       deps.keys.forgetAll(); // cached keys carry their endpoints; other processes hear it from PostgreSQL
       await page(ctx, key.id, { secret: created.secret, created_url: created.endpoint.url });
