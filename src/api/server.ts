@@ -7,7 +7,7 @@ import type { Config } from '../shared/config.ts';
 import { createOrm } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
 import { registerQueueDepth } from '../shared/metrics.ts';
-import { createDeliveryQueue, createRedis, createWebhookQueue } from '../shared/queue.ts';
+import { closeRedis, createDeliveryQueue, createRedis, createWebhookQueue } from '../shared/queue.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { createStorage } from '../shared/storage.ts';
@@ -23,7 +23,7 @@ export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown:
 export async function startApi(config: Config, log: Logger): Promise<ApiProcess> {
   const shutdown = new Shutdown(log);
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL), (orm) => orm.close());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), (redis) => redis.quit());
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));

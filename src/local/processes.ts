@@ -1,6 +1,6 @@
 // Child processes of the local services: a start error that says what to do, free loopback
 // ports, waiting for a server's ready line, and stopping children by PID (also on exit).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { createServer } from 'node:net';
 
 export type LocalService = {
@@ -96,8 +96,19 @@ process.on('exit', () => {
   for (const [child, signal] of running) child.kill(signal);
 });
 
-export function spawnTracked(stopSignal: NodeJS.Signals, ...args: Parameters<typeof spawn>): ChildProcess {
-  const child = spawn(...args);
+let ownProcessGroups = false;
+
+/**
+ * From now on, servers start in a process group of their own, out of reach of the terminal's Ctrl+C
+ * (which signals the whole foreground group at once): `npm start` stops them itself, after the API
+ * and the worker that still use them.
+ */
+export function startServersInOwnProcessGroups(): void {
+  ownProcessGroups = true;
+}
+
+export function spawnTracked(stopSignal: NodeJS.Signals, command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
+  const child = spawn(command, args, { ...options, detached: ownProcessGroups });
   running.set(child, stopSignal);
   child.once('exit', () => running.delete(child));
   return child;

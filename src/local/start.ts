@@ -20,34 +20,56 @@ import {
   startS3,
   stopChild,
 } from './services.ts';
+import { startServersInOwnProcessGroups } from './processes.ts';
+import { SECOND_PRESS_AFTER_MS } from '../shared/shutdown.ts';
 
 // Every process's JSON log lines, made readable for a person at the terminal.
 const readable = PinoPretty({ colorize: Boolean(process.stdout.isTTY), translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' });
 const log = createLogger('local', process.env.LOG_LEVEL ?? 'info', readable);
 const env: NodeJS.ProcessEnv = { ...process.env };
 const dataDir = path.resolve(env.DATA_DIR || '.data');
-const stops: Array<{ name: string; stop: () => Promise<void> }> = [];
-const children: ChildProcess[] = [];
+/** Local services, in the order they started; stopped last, newest first. */
+const services: Array<{ name: string; stop: () => Promise<void> }> = [];
+/** The API and the worker; stopped first, together. */
+const children: Array<{ name: string; child: ChildProcess; stop: () => Promise<void> }> = [];
 let stopping: Promise<void> | undefined;
+let stopRequestedAt = 0;
 
-/** Stops what was started, newest first: the API, then the worker (it finishes its jobs), then the services. */
+async function stopLogged(name: string, stop: () => Promise<void>): Promise<void> {
+  try {
+    await stop();
+    log.info({ name }, 'stopped');
+  } catch (error) {
+    log.error({ err: error, name }, 'stop failed');
+  }
+}
+
+/**
+ * Stops the API and the worker (it finishes its jobs in flight, up to SHUTDOWN_TIMEOUT_MS), then
+ * the services they used, newest first.
+ */
 function stopAll(exitCode: number): Promise<void> {
+  stopRequestedAt = Date.now();
   stopping ??= (async () => {
-    for (const { name, stop } of [...stops].reverse()) {
-      try {
-        await stop();
-        log.info({ name }, 'stopped');
-      } catch (error) {
-        log.error({ err: error, name }, 'stop failed');
-      }
-    }
+    await Promise.all(children.map(({ name, stop }) => stopLogged(name, stop)));
+    for (const { name, stop } of [...services].reverse()) await stopLogged(name, stop);
     process.exit(exitCode);
   })();
   return stopping;
 }
 
-process.once('SIGINT', () => void stopAll(0));
-process.once('SIGTERM', () => void stopAll(0));
+// The services run in process groups of their own, so a Ctrl+C reaches only this process, the API
+// and the worker; the services stop after them, in order.
+startServersInOwnProcessGroups();
+const onSignal = (signal: NodeJS.Signals) => {
+  if (!stopping) return void stopAll(0);
+  // A second Ctrl+C: the API and the worker end now (claimed rows are recovered after the claim lease).
+  if (signal === 'SIGINT' && Date.now() - stopRequestedAt >= SECOND_PRESS_AFTER_MS) {
+    log.warn('stopping at once');
+    for (const { child } of children) child.kill('SIGKILL');
+  }
+};
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
 // If whatever started us dies without a signal reaching us, stop too rather than linger.
 const parentPid = process.ppid;
 setInterval(() => process.ppid !== parentPid && void stopAll(0), 1_000).unref();
@@ -58,8 +80,7 @@ function runChild(name: string, script: string, nodeFlags: string[] = []): Child
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   child.stdout?.pipe(readable, { end: false });
-  children.push(child);
-  stops.push({ name, stop: () => stopChild(child, 'SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 30_000) + 5_000) });
+  children.push({ name, child, stop: () => stopChild(child, 'SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 30_000) + 5_000) });
   child.once('exit', (code, signal) => {
     if (stopping) return;
     log.error({ name, code, signal }, 'child process exited; stopping everything');
@@ -72,19 +93,19 @@ async function main(): Promise<void> {
   const urls: Record<string, string> = {};
   if (!env.DATABASE_URL) {
     const pg = await startPostgres({ dir: path.join(dataDir, 'postgres'), persistent: true });
-    stops.push(pg);
+    services.push(pg);
     env.DATABASE_URL = pg.url;
     urls.postgres = pg.url;
   }
   if (!env.REDIS_URL) {
     const redis = await startRedis({ dir: path.join(dataDir, 'redis') });
-    stops.push(redis);
+    services.push(redis);
     env.REDIS_URL = redis.url;
     urls.redis = redis.url;
   }
   if (!env.S3_ENDPOINT) {
     const s3 = await startS3({ dir: path.join(dataDir, 's3'), bucket: env.S3_BUCKET || 'contact-form-files' });
-    stops.push(s3);
+    services.push(s3);
     env.S3_ENDPOINT = s3.url;
     urls.s3 = s3.url;
     env.S3_ACCESS_KEY_ID ||= LOCAL_S3_CREDENTIALS.accessKeyId;
@@ -92,7 +113,7 @@ async function main(): Promise<void> {
   }
   if (!env.SMTP_URL) {
     const mail = await startMailCatcher({ dir: path.join(dataDir, 'mail') });
-    stops.push(mail);
+    services.push(mail);
     env.SMTP_URL = mail.url;
     urls.mail = mail.webUrl;
   }

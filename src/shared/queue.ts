@@ -62,6 +62,15 @@ export function createRedis(url: string, role: 'producer' | 'worker', cluster = 
   });
 }
 
+/**
+ * Closes a Redis client at shutdown: QUIT when connected; when Redis is unreachable, QUIT would wait
+ * in the offline queue for a reconnection that may never come, so the socket is just dropped.
+ */
+export function closeRedis(client: RedisClient): Promise<unknown> | void {
+  if (client.status === 'ready') return client.quit();
+  client.disconnect();
+}
+
 type QueueConfig = Pick<Config, 'QUEUE_PREFIX'>;
 
 /**

@@ -2,6 +2,9 @@
 // so a server stops taking requests before the clients it uses are closed.
 import type { Logger } from './log.ts';
 
+/** Signals closer together than this are one key press seen twice (see onSignals). */
+export const SECOND_PRESS_AFTER_MS = 500;
+
 type Closer = { name: string; close: () => Promise<unknown> | unknown };
 
 export class Shutdown {
@@ -34,19 +37,33 @@ export class Shutdown {
     return this.running;
   }
 
-  /** Runs the shutdown on SIGINT/SIGTERM, then exits; a timeout bounds a hung close. */
+  /**
+   * Runs the shutdown on SIGINT/SIGTERM, then exits; a timeout bounds a hung close. A second
+   * SIGINT (a second Ctrl+C) exits at once: jobs cut short are taken up again by the reconciler.
+   */
   onSignals(timeoutMs: number): void {
+    let firstAt: number | undefined;
     const handler = (signal: NodeJS.Signals) => {
-      this.log.info({ signal }, 'shutting down');
-      const timer = setTimeout(() => {
-        this.log.error({ timeoutMs }, 'shutdown timed out');
+      if (firstAt === undefined) {
+        firstAt = Date.now();
+        this.log.info({ signal }, 'shutting down');
+        const timer = setTimeout(() => {
+          this.log.error({ timeoutMs }, 'shutdown timed out');
+          process.exit(1);
+        }, timeoutMs + 5_000);
+        timer.unref();
+        void this.run().then(() => process.exit(0));
+        return;
+      }
+      // One Ctrl+C can arrive twice within milliseconds (from the terminal, and passed on by npm or
+      // `npm start`, which also sends a SIGTERM): only a later SIGINT is a second press.
+      if (signal === 'SIGINT' && Date.now() - firstAt >= SECOND_PRESS_AFTER_MS) {
+        this.log.warn('stopping at once; rows being delivered are taken up again after the claim lease');
         process.exit(1);
-      }, timeoutMs + 5_000);
-      timer.unref();
-      void this.run().then(() => process.exit(0));
+      }
     };
-    process.once('SIGINT', handler);
-    process.once('SIGTERM', handler);
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
     // Started by `npm start`: if that launcher dies without signalling us, shut down too.
     if (process.env.CFS_EXIT_WITH_PARENT === '1') {
       const parent = process.ppid;

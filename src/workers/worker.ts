@@ -1,6 +1,7 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
 import { once } from 'node:events';
+import { setTimeout } from 'node:timers/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
@@ -15,6 +16,7 @@ import {
   createDeliveryWorker,
   createHousekeepingQueue,
   createHousekeepingWorker,
+  closeRedis,
   createRedis,
   createWebhookQueue,
   createWebhookWorker,
@@ -32,6 +34,10 @@ import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeepin
 import { createDeliveryProcessor } from './processor.ts';
 import { createSentRecorder } from './sent-recorder.ts';
 import { createSubmissionClaimer } from './submission-claims.ts';
+import { createJobCounter } from './in-flight.ts';
+
+/** How long the job processors may take to close once no job runs (see the shutdown below). */
+const FAREWELL_MS = 2_000;
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
@@ -87,7 +93,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL), (recorder) => recorder.close());
   const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS), (claims) => claims.close());
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), (redis) => redis.quit());
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
@@ -101,10 +107,11 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const schedule = () => schedulePeriodicJobs(housekeepingQueue, queue, config);
   await schedule();
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
-  const housekeeping = shutdown.add(
-    'housekeeping worker',
-    createHousekeepingWorker(redis, config, createHousekeepingProcessor({ orm, storage, queues: { email: queue, webhook: webhookQueue }, config, log })),
-    (worker) => worker.close(),
+  const jobs = createJobCounter();
+  const housekeeping = createHousekeepingWorker(
+    redis,
+    config,
+    jobs.counted(createHousekeepingProcessor({ orm, storage, queues: { email: queue, webhook: webhookQueue }, config, log })),
   );
   housekeeping.on('error', (error) => log.warn({ err: error }, 'housekeeping worker error'));
   housekeeping.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'housekeeping job failed'));
@@ -130,17 +137,12 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     log,
   });
-  // Registered last, so closed first: it takes no new job and waits for the active ones.
-  const worker = shutdown.add(
-    'worker',
-    createDeliveryWorker(redis, config, processor, {
-      concurrency: config.WORKER_CONCURRENCY,
-      // A job whose worker died is taken up again after this long.
-      lockDuration: config.JOB_LOCK_MS,
-      stalledInterval: config.JOB_LOCK_MS,
-    }),
-    (worker) => worker.close(),
-  );
+  const worker = createDeliveryWorker(redis, config, jobs.counted(processor), {
+    concurrency: config.WORKER_CONCURRENCY,
+    // A job whose worker died is taken up again after this long.
+    lockDuration: config.JOB_LOCK_MS,
+    stalledInterval: config.JOB_LOCK_MS,
+  });
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'job failed'));
   // loadConfig refuses METRICS_PORT without ADMIN_TOKEN; the second test only narrows the type.
@@ -150,11 +152,10 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
   }
   // Webhooks: a queue and a concurrency of their own, so a slow receiver never holds the emails.
-  const webhooks = shutdown.add(
-    'webhook worker',
-    createWebhookWorker(
-      redis,
-      config,
+  const webhooks = createWebhookWorker(
+    redis,
+    config,
+    jobs.counted(
       createWebhookProcessor({
         orm,
         storage,
@@ -171,8 +172,20 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
         log,
       }),
     ),
-    (worker) => worker.close(),
   );
+  // Registered last, so closed first, all three together: each takes no new job and waits for
+  // its active ones (the process gives up after SHUTDOWN_TIMEOUT_MS).
+  shutdown.add('job processors', [worker, webhooks, housekeeping], async (processors) => {
+    if (jobs.active > 0) {
+      const seconds = Math.round(config.SHUTDOWN_TIMEOUT_MS / 1000);
+      log.info({ jobs: jobs.active }, `finishing ${jobs.active} job(s) in flight before stopping, at most ${seconds} s; a second Ctrl+C (SIGINT) stops at once`);
+    }
+    const closed = Promise.all(processors.map((processor) => processor.close()));
+    await jobs.idle();
+    // With no job left, closing only says goodbye to Redis. When Redis is gone that waits for a
+    // reconnection that may never come, so it gets a moment, not the whole shutdown timeout.
+    await Promise.race([closed, setTimeout(FAREWELL_MS)]);
+  });
   webhooks.on('error', (error) => log.warn({ err: error }, 'webhook worker error'));
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
   await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady(), webhooks.waitUntilReady()]);

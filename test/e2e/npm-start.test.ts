@@ -1,7 +1,7 @@
 // `npm start` as a newcomer runs it: from a copy of the project in a fresh 0700 directory whose path
 // has a space in it, as the current user and (when that is root) once more as an unprivileged user.
 // Real local services, migrations, API and worker; an email in the mail catcher; PostgreSQL never
-// runs as root; SIGTERM leaves no process behind; a second start finds the earlier data.
+// runs as root; SIGTERM leaves no process behind within 5 s; a second start finds the earlier data.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
@@ -21,10 +21,13 @@ type Account = { name: string; uid: number; gid: number };
 type Running = { child: ChildProcess; output: () => string; banner: Record<string, string> };
 
 const spawned: ChildProcess[] = [];
+/** What npm start started, seen while it ran: its local services run in process groups of their own. */
+const startedPids: number[] = [];
 const killSpawned = () => {
   for (const child of spawned) if (child.exitCode === null && child.pid) process.kill(-child.pid, 'SIGKILL');
+  for (const pid of startedPids.splice(0)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
 };
-// An interrupted run skips afterAll; the process groups of npm start go on the way out.
+// An interrupted run skips afterAll; the processes of npm start go on the way out.
 process.once('exit', killSpawned);
 
 const run = (command: string, args: string[]) => {
@@ -145,6 +148,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
       if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
       return output.includes('Press Ctrl+C to stop.') ? true : undefined;
     }, 90_000, `npm start banner:\n${output}`);
+    startedPids.push(...descendants(child.pid!));
     const banner = Object.fromEntries(
       [...output.matchAll(/^ {2}(API|Mail UI|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
     );
@@ -165,6 +169,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     const pids = descendants(running.child.pid!);
     expect(pids.length).toBeGreaterThanOrEqual(4); // launcher, API, worker, PostgreSQL, redis-server …
     const exited = new Promise<number | null>((resolve) => running.child.once('exit', (code) => resolve(code)));
+    const t0 = Date.now();
     running.child.kill('SIGTERM');
     expect(await exited).toBe(0);
     const left = await eventually(async () => {
@@ -172,6 +177,8 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
       return alive.length === 0 ? alive : undefined;
     }, 15_000, 'every process of npm start to end').catch(() => pids.filter(isAlive));
     expect(left).toEqual([]);
+    // Idle, as here, everything is gone within 5 s.
+    expect(Date.now() - t0).toBeLessThan(5_000);
     // Nothing above the project was opened up for the postgres user.
     expect((await stat(base)).mode & 0o777).toBe(0o700);
   }

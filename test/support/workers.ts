@@ -5,7 +5,7 @@ import { stopChild } from '../../src/local/services.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-export type WorkerChild = { child: ChildProcess; stop: () => Promise<void>; kill: () => Promise<void> };
+export type WorkerChild = { child: ChildProcess; output: () => string; stop: () => Promise<void>; kill: () => Promise<void> };
 
 export async function spawnWorker(env: Record<string, string>): Promise<WorkerChild> {
   const child = spawn(process.execPath, ['src/workers/main.ts'], {
@@ -29,9 +29,10 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerCh
       reject(new Error(`worker exited with ${code}:\n${output}`));
     });
   });
-  child.stdout!.resume();
+  // The listener above goes on collecting the output.
   return {
     child,
+    output: () => output,
     stop: () => stopChild(child, 'SIGTERM', 15_000),
     kill: () => stopChild(child, 'SIGKILL'),
   };

@@ -1,8 +1,10 @@
-// The reconciler picks up rows that have no job; a worker's SIGTERM finishes the job in hand.
+// The reconciler picks up rows that have no job; a worker's SIGTERM finishes the job in hand, and a
+// second SIGINT stops it at once, the row then delivered by another worker.
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
-import { spawnWorker } from '../support/workers.ts';
+import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
 
 let h: Harness;
@@ -81,8 +83,22 @@ describe('reconciler', () => {
   });
 });
 
+const exitOf = (child: ChildProcess) =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve(child.exitCode)
+    : new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
 describe('worker shutdown', () => {
-  it('on SIGTERM finishes the active job, then exits 0', async () => {
+  it('on SIGTERM with nothing in flight exits 0 within 5 s, as a container stop needs', async () => {
+    const child = await spawnWorker(h.env);
+    const t0 = Date.now();
+    child.child.kill('SIGTERM');
+    expect(await exitOf(child.child)).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(child.output()).not.toContain('in flight');
+  });
+
+  it('on SIGTERM finishes the active job, saying so in one line, then exits 0', async () => {
     for (const worker of h.workers.splice(0)) await worker.shutdown.run();
     h.sink.delay(1_500);
     const child = await spawnWorker(h.env);
@@ -93,6 +109,36 @@ describe('worker shutdown', () => {
     child.child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect((await statusOf(id)).email_status).toBe('sent');
+    expect(child.output().match(/finishing \d+ job\(s\) in flight before stopping/g), child.output()).toHaveLength(1);
     h.sink.delay(0);
+  });
+
+  it('on a second SIGINT exits at once; the row it cut short is delivered by the next worker', async () => {
+    for (const worker of h.workers.splice(0)) await worker.shutdown.run();
+    h.sink.delay(60_000);
+    // A short job lock: the job of the killed worker is taken up again within seconds.
+    const env = { ...h.env, JOB_LOCK_MS: '2000' };
+    const child = await spawnWorker(env);
+    let next: WorkerChild | undefined;
+    try {
+      const response = await submitJson(h, { access_key: key, email: 'a@example.org', message: 'cut short' });
+      const id = response.json.submission_id;
+      await eventually(async () => ((await statusOf(id)).email_status === 'sending' ? true : undefined), 10_000);
+      child.child.kill('SIGINT');
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(child.child.exitCode).toBeNull(); // still waiting for its job
+      const t0 = Date.now();
+      child.child.kill('SIGINT');
+      expect(await exitOf(child.child)).toBe(1);
+      expect(Date.now() - t0).toBeLessThan(1_000);
+      expect((await statusOf(id)).email_status).toBe('sending');
+      h.sink.delay(0);
+      next = await spawnWorker(env);
+      await eventually(async () => ((await statusOf(id)).email_status === 'sent' ? true : undefined), 30_000, 'the row cut short to be sent');
+    } finally {
+      h.sink.delay(0);
+      await child.kill();
+      await next?.stop();
+    }
   });
 });
