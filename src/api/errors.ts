@@ -47,6 +47,8 @@ function capEntries(fieldErrors: FieldErrors): FieldErrors {
 }
 
 const REQUIRED = 'This field is required.';
+/** A PostgreSQL restart (crash recovery included) usually takes a few seconds. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 const MISSING = 'Missing required fields.';
 
 export const errors = {
@@ -119,6 +121,12 @@ export const errors = {
     }),
   notFound: (what = 'Not found.') => new ApiError(404, 'not_found', what, { __all__: [what] }),
   unavailable: (detail: string) => new ApiError(503, 'unavailable', detail, { __all__: [detail] }),
+  serviceUnavailable: () => {
+    const message = `The service is unavailable for a moment. Please try again in ${UNAVAILABLE_RETRY_AFTER_SECONDS} seconds.`;
+    return new ApiError(503, 'unavailable', message, { __all__: [message] }, {
+      headers: { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+    });
+  },
   internal: () =>
     new ApiError(500, 'internal', 'Internal server error.', { __all__: ['Internal server error.'] }),
 };

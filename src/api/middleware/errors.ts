@@ -1,10 +1,11 @@
 // Turns every thrown error into the spec's error body (a broken key rule from src/shared/keys.ts
-// included). Unexpected errors become a 500 whose body
-// carries only the request id; the log keeps the detail.
+// included). PostgreSQL (or another service) being unreachable is a 503 with Retry-After; unexpected errors become a 500
+// whose body carries only the request id; the log keeps the detail.
 import type { Middleware } from 'koa';
 import { KeyRuleError } from '../../shared/keys.ts';
 import { ApiError, errors, fromKeyRule, renderError } from '../errors.ts';
 import type { AppState } from '../context.ts';
+import { isServiceUnavailable } from '../unavailable.ts';
 
 /** Errors raised by koa-body's readers (raw-body, co-body) carry an HTTP status of their own. */
 function fromParserError(error: unknown): ApiError | undefined {
@@ -30,8 +31,10 @@ export function errorHandler(): Middleware<AppState> {
       const error =
         caught instanceof ApiError ? caught
         : caught instanceof KeyRuleError ? fromKeyRule(caught)
+        : isServiceUnavailable(caught) ? errors.serviceUnavailable()
         : (fromParserError(caught) ?? errors.internal());
-      if (error.status >= 500) ctx.state.log.error({ err: caught }, 'request failed');
+      if (error.status === 503) ctx.state.log.warn({ err: caught }, 'request refused for now');
+      else if (error.status >= 500) ctx.state.log.error({ err: caught }, 'request failed');
       else ctx.state.log.info({ errorId: error.id, status: error.status }, 'request rejected');
       ctx.status = error.status;
       ctx.set(error.headers);

@@ -1,0 +1,23 @@
+// Whether an error means that a service the API depends on, PostgreSQL above all, cannot be reached
+// for now (stopped, restarting, recovering, connections cut), as opposed to a bad statement or a bug.
+// The API answers the first with a 503 and Retry-After: the same request succeeds once it is back.
+
+/** Socket errors of a server that is down or unreachable. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+/** SQLSTATE 57P01-57P03: shutting down, crashed, not accepting connections yet (starting, recovering). */
+const SHUTDOWN_STATES = new Set(['57P01', '57P02', '57P03']);
+/** SQLSTATE class 08: connection exceptions. */
+const CONNECTION_EXCEPTION = /^08[0-9A-Z]{3}$/;
+/** node-postgres's own words when a connection ends, broke earlier, or cannot be made in time. */
+const CONNECTION_LOST = /^Connection terminated|^Client has encountered a connection error|timeout exceeded when trying to connect/;
+
+export function isServiceUnavailable(error: unknown): boolean {
+  let current: unknown = error;
+  // MikroORM's DriverException wraps the pg error; look a few causes deep, no further.
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++, current = current.cause) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (NETWORK_CODES.has(code) || SHUTDOWN_STATES.has(code) || CONNECTION_EXCEPTION.test(code))) return true;
+    if (CONNECTION_LOST.test(current.message)) return true;
+  }
+  return false;
+}
