@@ -1,5 +1,6 @@
 // Summarises V8 CPU profiles (`npm run bench -- --profile` writes them to bench/profiles/):
 // self time by package (or project directory) and the top functions.
+
 //   node bench/profile-summary.ts bench/profiles/api-*.cpuprofile [--top=25]
 import { readFileSync } from 'node:fs';
 

@@ -1,5 +1,6 @@
 // The floor of the intake design, run as its own process: a bare Koa handler on the same
-// PostgreSQL, Redis and S3 that does what every accepted submission must cost at least:
+// PostgreSQL, Redis and S3 that does what every accepted submission must cost at least.
+
 //   POST /json       parse → one INSERT (pg) → one queue.add (BullMQ) → 200
 //   POST /multipart  the same, plus one S3 PutObject per file (busboy, each file read into memory)
 // No rate limit, no validation, no key lookup, no transaction, no ORM.

@@ -1,5 +1,6 @@
-// The delivery baseline: a loop of pooled nodemailer sends, no queue and no database. COUNT
-// messages, CONCURRENCY at a time through a pool of as many connections. With ATTACH_KEY, each
+// The delivery baseline: a loop of pooled nodemailer sends, no queue and no database.
+
+// COUNT messages, CONCURRENCY at a time through a pool of as many connections. With ATTACH_KEY, each
 // message carries that S3 object, streamed from storage as the workers do. Starts on the parent's
 // "go" so that several of these processes start together.
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';

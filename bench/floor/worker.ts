@@ -1,6 +1,8 @@
 // The floor of the delivery design, for the end-to-end baseline: a bare BullMQ worker on the same
-// queue that loads the row (one SELECT), sends it through a pooled nodemailer transport with one
-// connection per concurrent job, and marks it sent (one UPDATE). No claim, no ORM, no attachments.
+// queue that loads the row (one SELECT), sends it and marks it sent (one UPDATE).
+
+// It sends through a pooled nodemailer transport with one connection per concurrent job. No claim,
+// no ORM, no attachments.
 import pg from 'pg';
 import { createMailTransport } from '../../src/shared/mail.ts';
 import { createDeliveryWorker, createRedis, type DeliveryJobs } from '../../src/shared/queue.ts';

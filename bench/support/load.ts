@@ -1,6 +1,7 @@
 // The load generator: N closed-loop keep-alive clients, each on one connection from its own
-// loopback source address (127.1.x.y), so the per-IP rate limit sees N visitors. Bounded by time
-// (warm-up, then the measured window) and by a request count, whichever comes first.
+// loopback source address (127.1.x.y), so the per-IP rate limit sees N visitors.
+
+// Bounded by time (warm-up, then the measured window) and by a request count, whichever comes first.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 
@@ -45,7 +46,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const measureStart = start + options.warmupMs;
   const end = measureStart + options.durationMs;
   const latencies: number[] = [];
-  let issued = 0;
+  let dispatched = 0;
   let ok = 0;
   let errors = 0;
   let firstError: string | undefined;
@@ -53,9 +54,9 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const client = async (index: number) => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1, localAddress: clientAddress(index) });
     try {
-      while (performance.now() < end && issued < options.maxRequests) {
-        const slot = issued;
-        issued += 1;
+      while (performance.now() < end && dispatched < options.maxRequests) {
+        const slot = dispatched;
+        dispatched += 1;
         if (options.maxRps) {
           const due = start + (slot * 1000) / options.maxRps;
           const wait = due - performance.now();

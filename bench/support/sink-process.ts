@@ -1,8 +1,9 @@
-// The benchmark's SMTP sink, run as its own process: it accepts every message, waits SINK_DELAY_MS
-// before answering it (as a real server takes its time), keeps nothing but the Message-ID and the
-// arrival time, and reports arrivals to its parent over IPC in small batches. It also reports each
-// acceptance, the moment it answers 250 (the benchmark compares that time with when it killed a
-// worker).
+// The benchmark's SMTP sink, run as its own process: it accepts every message and reports the
+// arrivals and the acceptances to its parent over IPC in small batches.
+
+// It waits SINK_DELAY_MS before answering a message (as a real server takes its time) and keeps
+// nothing but the Message-ID and the arrival time. An acceptance is the moment it answers 250 (the
+// benchmark compares that time with when it killed a worker).
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 

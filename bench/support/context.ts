@@ -1,0 +1,187 @@
+// What every scenario is handed: the run's settings and findings, and the services it shares
+// (PostgreSQL, Redis, S3, the SMTP sink), started here with a verification key to post with.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { S3Client } from '@aws-sdk/client-s3';
+import type { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis } from '../../src/local/services.ts';
+import { createOrm, migrate } from '../../src/shared/db/orm.ts';
+import { generateKey } from '../../src/shared/keys.ts';
+import { createKeyVault } from '../../src/shared/secrets.ts';
+import { createDeliveryQueue, type DeliveryJob } from '../../src/shared/queue.ts';
+import { BENCH_OWNER, MAIL_FROM } from '../floor/message.ts';
+import { spawnNode, track, waitForMessage } from './proc.ts';
+import type { Row } from './report.ts';
+import { startSink, type Sink } from './sink.ts';
+
+export const CLIENTS = 64;
+export const MAX_REQUESTS = 300_000; // per load phase, beside the time bound
+export const WORKER_CONCURRENCY = 50;
+export const QUEUE_PREFIX = '{bench}';
+export const FLOOR_PREFIX = '{floor}';
+export const BUCKET = 'cfs-bench';
+export const MB = 1024 * 1024;
+
+/** The sizes of a run: its windows, repeats, backlogs and caps (smaller with --quick). */
+export type Settings = {
+  warmupMs: number;
+  measureMs: number;
+  repeats: number;
+  backlog: number;
+  deliveryWarmup: number;
+  deliveryRepeats: number;
+  workerCounts: number[];
+  uploadClients: number;
+  bigEmails: number;
+  growthRows: number;
+  drainCapMs: number;
+  kills: number;
+};
+
+/** What a run was asked for and what it has found so far; it exists before the services do. */
+export type Run = {
+  S: Settings;
+  quick: boolean;
+  /** --node-flags: Node flags for every process under test. */
+  nodeFlags: string[];
+  /** With --profile: where the V8 CPU profiles go. */
+  profileDir: string | undefined;
+  sinkDelayMs: number;
+  /** The operator token: a worker serves its metrics only with it. */
+  adminToken: string;
+  started: number;
+  rows: Row[];
+  notes: string[];
+  /** The CPU lines printed below the table. */
+  cpuTable: string[];
+  log: (message: string) => void;
+};
+
+export type Ctx = Run & {
+  env: Record<string, string>;
+  sql: pg.Pool;
+  redis: Redis;
+  queue: Queue<DeliveryJob>;
+  sink: Sink;
+  keyId: string;
+  accessKey: string;
+  postgresPid: () => number;
+  redisPid: number;
+  s3Pid: number;
+  s3: S3Client;
+};
+
+export async function startServices(run: Run, dir: string): Promise<Ctx> {
+  run.log('starting PostgreSQL, Redis, S3 and the SMTP sink');
+  const postgres = await startPostgres({ dir: path.join(dir, 'postgres'), persistent: false, database: 'contact_form' });
+  track({ name: 'postgres', stop: postgres.stop });
+  const redisService = await startRedis();
+  track({ name: 'redis', stop: redisService.stop, pid: redisService.child.pid });
+  const s3Child = await spawnNode({
+    name: 's3rver',
+    script: 'bench/support/s3-process.ts',
+    env: { S3_DIR: path.join(dir, 's3'), S3_BUCKET: BUCKET },
+    ipc: true,
+  });
+  const { url: s3Url } = await waitForMessage<{ type: 'ready'; url: string }>(s3Child, 'ready');
+  const sink = await startSink(run.sinkDelayMs);
+
+  // The key is made by the service's own code, so the benchmark follows the schema as it changes.
+  const secret = randomBytes(32).toString('base64url');
+  const orm = await createOrm(postgres.url, 1);
+  let accessKey: string;
+  let keyId: string;
+  try {
+    await migrate(orm);
+    const created = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
+    accessKey = created.keyValue;
+    keyId = created.key.id;
+  } finally {
+    await orm.close();
+  }
+  const sql = new pg.Pool({ connectionString: postgres.url, max: 4 });
+  track({ name: 'sql pool', stop: () => sql.end() });
+  // The key's own email is not part of any scenario.
+  await sql.query('delete from key_emails');
+  // The usual case: a mailbox that confirmed it wants the mail (docs/api.md "Recipient consent"). An
+  // unconfirmed one pays an allowance upsert in a transaction per request and, past
+  // UNCONFIRMED_EMAILS_PER_HOUR, holds the submissions without enqueueing them.
+  await sql.query(
+    `insert into recipients (mailbox, confirmed_at) values ((select mailbox from verification_keys where id = $1), now())`,
+    [keyId],
+  );
+  const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
+  track({ name: 'redis client', stop: async () => void redis.disconnect() });
+  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
+  track({ name: 'queue', stop: () => queue.close() });
+  const s3 = new S3Client({
+    region: 'us-east-1',
+    endpoint: s3Url,
+    forcePathStyle: true,
+    credentials: LOCAL_S3_CREDENTIALS,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  track({ name: 's3 client', stop: async () => s3.destroy() });
+
+  const postmasterPid = Number(readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  return {
+    ...run,
+    env: {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DATABASE_URL: postgres.url,
+      REDIS_URL: redisService.url,
+      S3_ENDPOINT: s3Url,
+      S3_BUCKET: BUCKET,
+      S3_ACCESS_KEY_ID: LOCAL_S3_CREDENTIALS.accessKeyId,
+      S3_SECRET_ACCESS_KEY: LOCAL_S3_CREDENTIALS.secretAccessKey,
+      SMTP_URL: sink.url,
+      MAIL_FROM,
+      QUEUE_PREFIX,
+      // The limiter runs on every request (one Redis script each); each client has its own
+      // address, and the ceiling is high enough that nobody is refused.
+      RATE_LIMIT_MAX: '1000000',
+      // Every accepted file counts against the key's quota, and nothing is deleted during a run:
+      // at 250 req/s × 300 KB the default 1 GB is full within the second repeat of scenario 2.
+      KEY_STORAGE_QUOTA_MB: '1000000',
+      WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
+      SECRET: secret,
+      // A worker serves its metrics (scenario 3's duplicate window) only with the operator token.
+      ADMIN_TOKEN: run.adminToken,
+      LOG_LEVEL: 'info',
+    },
+    sql,
+    redis,
+    queue,
+    sink,
+    keyId,
+    accessKey,
+    postgresPid: () => postmasterPid,
+    redisPid: redisService.child.pid!,
+    s3Pid: s3Child.pid,
+    s3,
+  };
+}
+
+export async function machineLine(ctx: Ctx): Promise<string> {
+  const cpus = os.cpus();
+  const { rows: pgRows } = await ctx.sql.query<{ server_version: string }>('show server_version');
+  const info = await ctx.redis.info('server');
+  const redisVersion = /redis_version:(\S+)/.exec(info)?.[1] ?? '?';
+  return (
+    `Machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? '?'}), ${(os.totalmem() / 1024 ** 3).toFixed(0)} GB RAM, ` +
+    `load average ${os.loadavg()[0]!.toFixed(2)} at start; Node ${process.versions.node}, ` +
+    `PostgreSQL ${pgRows[0]!.server_version}, Redis ${redisVersion}`
+  );
+}
+
+/** Empties the tables the scenarios fill and every Redis key (no worker may be running). */
+export async function resetState(ctx: Ctx): Promise<void> {
+  await ctx.sql.query('truncate submissions, attachments, webhook_deliveries');
+  await ctx.redis.flushall();
+}

@@ -1,0 +1,59 @@
+// One measured load phase against an API or its floor (warm-up, then the measured window, with the
+// CPU of every process recorded), and what the scenarios make of several such phases.
+import { BENCH_MESSAGE, BENCH_SENDER } from '../floor/message.ts';
+import { CLIENTS, MAX_REQUESTS, type Ctx } from './context.ts';
+import { cpuProbes, cpuSnapshot, probe, recordCpu, roundTrips, type CpuProbe } from './cpu.ts';
+import { percentile, runLoad, type LoadResult, type RequestSpec } from './load.ts';
+import { busyShare, machineCpu, type Child } from './proc.ts';
+
+export async function loadPhase(ctx: Ctx, title: string, target: Child, url: string, request: RequestSpec, onMeasured?: (body: string, at: number) => void, extra: CpuProbe[] = [], maxRps?: number): Promise<LoadResult> {
+  const { S } = ctx;
+  const probes = cpuProbes(ctx, [probe(target.name === 'floor' ? 'floor' : 'api', [target]), ...extra]);
+  const beforeMachine = machineCpu();
+  let beforeCpu = cpuSnapshot(probes);
+  let measuring = false;
+  let tripsBefore: Promise<{ pg: number; redis: number }> | undefined;
+  const switchTimer = setTimeout(() => {
+    beforeCpu = cpuSnapshot(probes);
+    tripsBefore = roundTrips(ctx);
+    measuring = true;
+  }, S.warmupMs);
+  const result = await runLoad({
+    url,
+    clients: CLIENTS,
+    warmupMs: S.warmupMs,
+    durationMs: S.measureMs,
+    maxRequests: MAX_REQUESTS,
+    request,
+    ...(onMeasured ? { onMeasured } : {}),
+    ...(maxRps ? { maxRps } : {}),
+  });
+  clearTimeout(switchTimer);
+  const afterCpu = cpuSnapshot(probes);
+  if (measuring && tripsBefore) {
+    const trips = { before: await tripsBefore, after: await roundTrips(ctx) };
+    recordCpu(ctx, title, beforeCpu, afterCpu, result.completed, busyShare(beforeMachine, machineCpu()), trips);
+  }
+  if (result.errors) ctx.notes.push(`${title}: ${result.errors} failed requests (first: ${result.firstError})`);
+  ctx.log(`${title}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.errors} errors`);
+  return result;
+}
+
+/** Unmeasured load right after a process starts, so that its code is compiled before it is measured. */
+export async function prime(ctx: Ctx, url: string, request: RequestSpec): Promise<void> {
+  await runLoad({ url, clients: CLIENTS, warmupMs: ctx.S.warmupMs, durationMs: 0, maxRequests: MAX_REQUESTS, request });
+}
+
+export type Summary = { rps: number; p50: number; p99: number };
+
+export function combine(phases: LoadResult[]): Summary {
+  const ok = phases.reduce((sum, phase) => sum + phase.ok, 0);
+  const seconds = phases.reduce((sum, phase) => sum + phase.seconds, 0);
+  const latencies = phases.flatMap((phase) => phase.latencies).sort((a, b) => a - b);
+  return { rps: ok / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+}
+
+export const jsonBody = (accessKey: string) =>
+  Buffer.from(
+    JSON.stringify({ access_key: accessKey, email: BENCH_SENDER, message: BENCH_MESSAGE, name: 'Ada Lovelace', company: 'Analytical Engines Ltd' }),
+  );

@@ -1,0 +1,70 @@
+// The processes under test (the API, the worker and their floors): started with the run's Node
+// flags, and stopped with the warnings and errors they logged noted.
+import { deployedNodeFlags } from '../../src/local/deployed-flags.ts';
+import { FLOOR_PREFIX, WORKER_CONCURRENCY, type Ctx, type Run } from './context.ts';
+import { sleep, spawnNode, type Child } from './proc.ts';
+
+/** Node flags of a process under test: --node-flags, and a CPU profile with --profile. */
+export const flagsFor = (run: Run, name: string, deployed: string[] = []) => [
+  ...deployed,
+  ...run.nodeFlags,
+  ...(run.profileDir ? ['--cpu-prof', '--cpu-prof-dir', run.profileDir, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : []),
+];
+
+export async function spawnApi(ctx: Ctx, name = 'api'): Promise<{ child: Child; url: string }> {
+  const child = await spawnNode({
+    name,
+    script: 'src/api/main.ts',
+    env: ctx.env,
+    readyPattern: /api listening/,
+    nodeArgs: flagsFor(ctx, name, deployedNodeFlags('start:api')),
+  });
+  const port = /"port":(\d+)/.exec(child.output())?.[1];
+  const url = `http://127.0.0.1:${port}`;
+  // Listening comes before Redis is connected: wait until every dependency answers.
+  const until = Date.now() + 20_000;
+  while (!(await fetch(`${url}/readyz`).then((response) => response.ok, () => false))) {
+    if (Date.now() > until) throw new Error(`${name} never became ready:\n${child.output()}`);
+    await sleep(100);
+  }
+  return { child, url };
+}
+
+export async function spawnFloor(ctx: Ctx): Promise<{ child: Child; url: string }> {
+  const child = await spawnNode({
+    name: 'floor',
+    script: 'bench/floor/api.ts',
+    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, FLOOR_KEY_ID: ctx.keyId },
+    readyPattern: /floor listening \d+/,
+    nodeArgs: flagsFor(ctx, 'floor'),
+  });
+  const port = /floor listening (\d+)/.exec(child.output())?.[1];
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+export function spawnWorker(ctx: Ctx, index: number, env: Record<string, string> = {}): Promise<Child> {
+  return spawnNode({
+    name: `worker-${index}`,
+    script: 'src/workers/main.ts',
+    env: { ...ctx.env, ...env },
+    readyPattern: /worker ready/,
+    nodeArgs: flagsFor(ctx, `worker-${index}`, deployedNodeFlags('start:worker')),
+  });
+}
+
+export function spawnFloorWorker(ctx: Ctx): Promise<Child> {
+  return spawnNode({
+    name: 'floor-worker',
+    script: 'bench/floor/worker.ts',
+    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, WORKER_CONCURRENCY: String(WORKER_CONCURRENCY) },
+    readyPattern: /floor worker ready/,
+    nodeArgs: flagsFor(ctx, 'floor-worker'),
+  });
+}
+
+/** Stops a process under test, noting the warnings and errors it logged. */
+export async function stopReporting(ctx: Ctx, child: Child, context: string): Promise<void> {
+  await child.stop();
+  const problems = child.problems();
+  if (problems) ctx.notes.push(`${context}: ${child.name} logged ${problems.count} warning(s)/error(s), the first: ${problems.first}`);
+}
