@@ -12,7 +12,8 @@ import { ApiError } from '../errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { submissionsAccepted, submissionsRejected } from '../../shared/metrics.ts';
-import { admissionWrites, admitSubmission } from '../submissions/admit.ts';
+import { admitSubmission, knownAdmission } from '../submissions/admit.ts';
+import { createConsentMemory } from '../submissions/consent-memory.ts';
 import { authenticateKey, vouchingKey } from '../submissions/authenticate.ts';
 import { CAPTCHA_FIELDS, verifyCaptcha } from '../submissions/captcha.ts';
 import { readSubmissionBody, type SubmissionBody } from '../submissions/body.ts';
@@ -33,6 +34,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
   // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
   const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
+  // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
+  const consent = createConsentMemory();
 
   router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
     // Time-ordered (UUID v7): new rows land at the right edge of the primary-key index instead of
@@ -57,6 +60,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
       const activeKey = key;
+      const known = knownAdmission(key, delivery, consent);
 
       const submission = await saveSubmission(em, {
         id: submissionId,
@@ -67,13 +71,13 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         // Kept for the owner's information; the column holds 2,048 characters.
         origin: (ctx.get('Origin') || ctx.get('Referer') || undefined)?.slice(0, 2048),
         storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
-        admit: {
-          run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR),
-          writes: admissionWrites(key, delivery),
-        },
+        admit: known
+          ? { run: async () => known, writes: false }
+          : { run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR), writes: true },
         insertRow,
       });
       saved = true;
+      if (!known && submission.emailStatus === 'held') consent.rememberHeld(key.mailbox);
 
       if (submission.emailStatus === 'queued') await enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
       if (submission.confirmEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));

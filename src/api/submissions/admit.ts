@@ -5,6 +5,7 @@ import { claimConfirmRequest, takeAllowance } from '../../shared/consent.ts';
 import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import { errors } from '../errors.ts';
+import type { ConsentMemory } from './consent-memory.ts';
 
 export type Admission = {
   emailStatus: Extract<EmailStatus, 'queued' | 'held' | 'skipped'>;
@@ -47,6 +48,14 @@ async function requestConfirmation(tx: EntityManager, key: ActiveKey): Promise<s
   return row?.id;
 }
 
-/** Whether admitting needs writes (and so a transaction around it and the insert). */
-export const admissionWrites = (key: ActiveKey, request: { notEmailSent: boolean; fileCount: number }) =>
-  !key.mailboxConfirmed && !(request.notEmailSent && request.fileCount === 0);
+/**
+ * The admission when it is known without PostgreSQL: no consent needed, or a mailbox whose
+ * allowance this process knows to be spent for the hour (./consent-memory.ts). Undefined when
+ * admitting needs writes, and so a transaction around it and the insert.
+ */
+export function knownAdmission(key: ActiveKey, request: { notEmailSent: boolean; fileCount: number }, memory: ConsentMemory): Admission | undefined {
+  if (request.notEmailSent && request.fileCount === 0) return { emailStatus: 'skipped' };
+  if (key.mailboxConfirmed) return { emailStatus: request.notEmailSent ? 'skipped' : 'queued' };
+  if (!request.notEmailSent && memory.knownHeld(key.mailbox)) return { emailStatus: 'held' };
+  return undefined;
+}
