@@ -1,14 +1,34 @@
 // Scenarios 1 and 2, intake: the API under 64 keep-alive clients posting JSON, or multipart with
-// three 100 KB files, against the floor API on the same services, in alternating repeats.
+// three 100 KB files, against the floor API on the same services, in alternating repeats. Scenario 1
+// also measures a key whose mailbox has not confirmed (past its hourly allowance: held), and a
+// floor whose table has only a primary key, to show what the schema costs per row.
 import { BENCH_MESSAGE, BENCH_SENDER } from '../floor/message.ts';
 import { resetState, type Ctx } from '../support/context.ts';
 import { combine, jsonBody, loadPhase, prime, type Summary } from '../support/load-phase.ts';
-import { multipartRequest, type RequestSpec } from '../support/load.ts';
+import { multipartRequest, type LoadResult, type RequestSpec } from '../support/load.ts';
 import { spawnApi, spawnFloor, stopReporting } from '../support/processes.ts';
 
 export async function intakeJson(ctx: Ctx): Promise<void> {
   const body = jsonBody(ctx.accessKey);
-  await intake(ctx, '1 Intake JSON', { path: '/api/contact-api/', contentType: 'application/json', body }, { path: '/json', contentType: 'application/json', body });
+  const scenario = '1 Intake JSON';
+  const request = (path: string, content: Buffer): RequestSpec => ({ path, contentType: 'application/json', body: content });
+  const [service, floor, unconfirmed, pkOnlyFloor] = await intake(ctx, scenario, [
+    { on: 'api', request: request('/api/contact-api/', body) },
+    { on: 'floor', request: request('/json', body) },
+    { on: 'api', label: 'unconfirmed', request: request('/api/contact-api/', jsonBody(ctx.unconfirmedKey)) },
+    { on: 'floor', label: 'PK-only', request: request('/json-pk', body) },
+  ]);
+  intakeRows(ctx, scenario, service!, floor!);
+  ctx.rows.push(
+    // The confirmed path is the baseline: a new key's first hour must not be a cliff.
+    { scenario: '1 Intake JSON, unconfirmed mailbox', metric: 'throughput', service: unconfirmed!.rps, baseline: service!.rps, unit: 'req/s', target: { kind: 'ratio>=', value: 0.8 } },
+    { scenario: '1 Intake JSON, unconfirmed mailbox', metric: 'latency p99', service: unconfirmed!.p99, baseline: service!.p99, unit: 'ms', target: { kind: 'ratio<=', value: 2 } },
+    { scenario: '1 Intake JSON vs PK-only floor', metric: 'throughput', service: service!.rps, baseline: pkOnlyFloor!.rps, unit: 'req/s' },
+    { scenario: '1 Intake JSON vs PK-only floor', metric: 'latency p99', service: service!.p99, baseline: pkOnlyFloor!.p99, unit: 'ms' },
+    // Machine time per accepted row at saturation (all cores): the schema's indexes, trigger and
+    // foreign key against a table with only a primary key.
+    { scenario: '1 Floor: schema vs PK only', metric: 'time per row', service: 1e6 / floor!.rps, baseline: 1e6 / pkOnlyFloor!.rps, unit: 'µs' },
+  );
 }
 
 export async function intakeMultipart(ctx: Ctx): Promise<void> {
@@ -19,7 +39,12 @@ export async function intakeMultipart(ctx: Ctx): Promise<void> {
   ];
   const files = [1, 2, 3].map((n) => ({ name: 'file', filename: `photo-${n}.jpg`, contentType: 'image/jpeg', size: 100 * 1024 }));
   const service = multipartRequest('/api/contact-api/', fields, files);
-  await intake(ctx, '2 Intake multipart 3×100 KB', service, { ...service, path: '/multipart' });
+  const scenario = '2 Intake multipart 3×100 KB';
+  const [api, floor] = await intake(ctx, scenario, [
+    { on: 'api', request: service },
+    { on: 'floor', request: { ...service, path: '/multipart' } },
+  ]);
+  intakeRows(ctx, scenario, api!, floor!);
 }
 
 function intakeRows(ctx: Ctx, scenario: string, service: Summary, floor: Summary): void {
@@ -30,24 +55,29 @@ function intakeRows(ctx: Ctx, scenario: string, service: Summary, floor: Summary
   );
 }
 
-async function intake(ctx: Ctx, scenario: string, serviceRequest: RequestSpec, floorRequest: RequestSpec): Promise<void> {
+/** One kind of request under load: to the service's API or to the floor, named in the log by its label. */
+type Side = { on: 'api' | 'floor'; label?: string; request: RequestSpec };
+
+/** Measures every side in alternating repeats; returns their summaries in the order given. */
+async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summary[]> {
   await resetState(ctx);
   const api = await spawnApi(ctx);
   const floor = await spawnFloor(ctx);
-  const servicePhases = [];
-  const floorPhases = [];
+  const target = (side: Side) => (side.on === 'api' ? api : floor);
+  const phases = sides.map((): LoadResult[] => []);
   try {
-    await prime(ctx, floor.url, floorRequest);
-    await prime(ctx, api.url, serviceRequest);
+    for (const side of sides) await prime(ctx, target(side).url, side.request);
     await resetState(ctx);
-    // Alternating repeats, so that a noisy neighbour hurts both sides alike.
+    // Alternating repeats, so that a noisy neighbour hurts every side alike.
     for (let repeat = 1; repeat <= ctx.S.repeats; repeat += 1) {
-      floorPhases.push(await loadPhase(ctx, `${scenario} floor #${repeat}`, floor.child, floor.url, floorRequest));
-      servicePhases.push(await loadPhase(ctx, `${scenario} service #${repeat}`, api.child, api.url, serviceRequest));
+      for (const [index, side] of sides.entries()) {
+        const name = `${scenario} ${side.on === 'api' ? 'service' : 'floor'}${side.label ? ` (${side.label})` : ''} #${repeat}`;
+        phases[index]!.push(await loadPhase(ctx, name, target(side).child, target(side).url, side.request));
+      }
     }
   } finally {
     await stopReporting(ctx, api.child, scenario);
     await stopReporting(ctx, floor.child, scenario);
   }
-  intakeRows(ctx, scenario, combine(servicePhases), combine(floorPhases));
+  return phases.map(combine);
 }

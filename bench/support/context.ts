@@ -23,6 +23,10 @@ export const MAX_REQUESTS = 300_000; // per load phase, beside the time bound
 export const WORKER_CONCURRENCY = 50;
 export const QUEUE_PREFIX = '{bench}';
 export const FLOOR_PREFIX = '{floor}';
+/** The floor's table with the submission columns and only a primary key: what the schema costs is the difference. */
+export const FLOOR_PK_TABLE = 'floor_pk_submissions';
+/** The owner of the second key, a mailbox that never confirms (scenario 1's unconfirmed row). */
+export const UNCONFIRMED_OWNER = 'unconfirmed-owner@example.test';
 export const BUCKET = 'cfs-bench';
 export const MB = 1024 * 1024;
 
@@ -69,6 +73,8 @@ export type Ctx = Run & {
   sink: Sink;
   keyId: string;
   accessKey: string;
+  /** A key whose mailbox has not confirmed: past its hourly allowance, its submissions are held. */
+  unconfirmedKey: string;
   postgresPid: () => number;
   redisPid: number;
   s3Pid: number;
@@ -95,11 +101,13 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   const orm = await createOrm(postgres.url, 1);
   let accessKey: string;
   let keyId: string;
+  let unconfirmedKey: string;
   try {
     await migrate(orm);
     const created = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
     accessKey = created.keyValue;
     keyId = created.key.id;
+    unconfirmedKey = (await generateKey(orm.em.fork(), createKeyVault(secret), { email: UNCONFIRMED_OWNER, emailsPerHour: 1_000 })).keyValue;
   } finally {
     await orm.close();
   }
@@ -114,6 +122,8 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     `insert into recipients (mailbox, confirmed_at) values ((select mailbox from verification_keys where id = $1), now())`,
     [keyId],
   );
+  await sql.query(`create table ${FLOOR_PK_TABLE} (like submissions including defaults)`);
+  await sql.query(`alter table ${FLOOR_PK_TABLE} add primary key (id)`);
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
   track({ name: 'redis client', stop: async () => void redis.disconnect() });
   const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
@@ -161,6 +171,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     sink,
     keyId,
     accessKey,
+    unconfirmedKey,
     postgresPid: () => postmasterPid,
     redisPid: redisService.child.pid!,
     s3Pid: s3Child.pid,
@@ -182,6 +193,6 @@ export async function machineLine(ctx: Ctx): Promise<string> {
 
 /** Empties the tables the scenarios fill and every Redis key (no worker may be running). */
 export async function resetState(ctx: Ctx): Promise<void> {
-  await ctx.sql.query('truncate submissions, attachments, webhook_deliveries');
+  await ctx.sql.query(`truncate submissions, attachments, webhook_deliveries, ${FLOOR_PK_TABLE}`);
   await ctx.redis.flushall();
 }

@@ -50,6 +50,6 @@ export function recordCpu(ctx: Ctx, title: string, before: Map<string, number>, 
   const tripText = trips
     ? `; pg xacts ${perUnit(trips.after.pg - trips.before.pg)}, redis cmds ${perUnit(trips.after.redis - trips.before.redis)}`
     : '';
-  ctx.cpuTable.push(`${title.padEnd(34)} ${parts.join(', ')}  (all cores ${(busy * 100).toFixed(0)}% busy${tripText})`);
+  ctx.cpuTable.push(`${title.padEnd(42)} ${parts.join(', ')}  (all cores ${(busy * 100).toFixed(0)}% busy${tripText})`);
   return perUnitByLabel;
 }

@@ -1,7 +1,7 @@
 // The processes under test (the API, the worker and their floors): started with the run's Node
 // flags, and stopped with the warnings and errors they logged noted.
 import { deployedNodeFlags } from '../../src/local/deployed-flags.ts';
-import { FLOOR_PREFIX, WORKER_CONCURRENCY, type Ctx, type Run } from './context.ts';
+import { FLOOR_PK_TABLE, FLOOR_PREFIX, WORKER_CONCURRENCY, type Ctx, type Run } from './context.ts';
 import { sleep, spawnNode, type Child } from './proc.ts';
 
 /** Node flags of a process under test: --node-flags, and a CPU profile with --profile. */
@@ -34,7 +34,7 @@ export async function spawnFloor(ctx: Ctx): Promise<{ child: Child; url: string 
   const child = await spawnNode({
     name: 'floor',
     script: 'bench/floor/api.ts',
-    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, FLOOR_KEY_ID: ctx.keyId },
+    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, FLOOR_KEY_ID: ctx.keyId, FLOOR_PK_TABLE },
     readyPattern: /floor listening \d+/,
     nodeArgs: flagsFor(ctx, 'floor'),
   });
