@@ -3,8 +3,8 @@
 // away first; a job in flight is finished first, and the worker says so; a second Ctrl+C stops at
 // once, and the row it cut short is delivered after the next start.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { lstatSync, readFileSync } from 'node:fs';
+import { mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -39,6 +39,9 @@ afterEach(async () => {
 
 afterAll(async () => {
   await sink?.close();
+  // As root the cluster lives where DATA_DIR/postgres links to (docs/operations.md): remove it too.
+  const link = path.join(dataDir, 'postgres');
+  if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) await rm(await readlink(link), { recursive: true, force: true });
   await rm(dataDir, { recursive: true, force: true });
 });
 

@@ -1,7 +1,8 @@
 // Recipient consent across API processes: two `npm run start:api` processes take concurrent
 // submissions for one unconfirmed mailbox. Exactly UNCONFIRMED_EMAILS_PER_HOUR of them are emailed,
 // the rest are held, the one "confirm" email goes out once; and once a process knows the allowance
-// is spent, it goes on holding without asking PostgreSQL (the same outcome, on the fast path).
+// is spent, it goes on holding without asking PostgreSQL (the same outcome, on the fast path). An
+// idle API process stops within 5 s of SIGTERM, as a container stop needs.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,5 +89,16 @@ describe('the hourly allowance of an unconfirmed mailbox, with two API processes
     expect(submissionsTo(mailbox)).toHaveLength(ALLOWANCE);
     expect(confirmsTo(mailbox)).toHaveLength(1);
     expect(await h.sql("select id from key_emails where kind = 'confirm' and mailbox = $1", [mailbox])).toHaveLength(1);
+  });
+});
+
+describe('an API process under a container stop', () => {
+  it('exits 0 within 5 s of SIGTERM when idle', async () => {
+    const api = apis.pop()!;
+    const exited = new Promise<number | null>((resolve) => api.child.once('exit', (code) => resolve(code)));
+    const t0 = Date.now();
+    api.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(5_000);
   });
 });
