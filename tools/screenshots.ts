@@ -1,0 +1,114 @@
+// `npm run docs:screenshots`: takes the README tour's screenshots (docs/images/tour-*.png) from a
+// real run of the service. It starts `npm start`'s stack on a free port with a throwaway data
+// directory, walks the tour in Chromium (Debian's `chromium`, or CHROMIUM_PATH), and stops it all.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Page } from 'playwright-core';
+import { freePort, stopChild } from '../src/local/services.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const IMAGES = path.join(ROOT, 'docs', 'images');
+const OWNER = 'owner@example.com';
+const VIEWPORT = { width: 1100, height: 760 };
+
+type Stack = { child: ChildProcess; api: string; mailUi: string };
+
+/** `npm start`'s launcher on its own data directory; resolves once its banner is printed. */
+async function startStack(dataDir: string): Promise<Stack> {
+  const port = await freePort();
+  // The tour posts faster than a person would; the default limit is one POST per 3 s per address.
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100' };
+  for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'SMTP_URL', 'PUBLIC_URL']) delete env[name];
+  const child = spawn(process.execPath, [path.join(ROOT, 'src/local/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Press Ctrl+C to stop.')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`npm start exited with ${code}:\n${output}`)));
+  });
+  const line = (label: string) => new RegExp(`^ {2}${label}\\s+(\\S+)$`, 'm').exec(output)?.[1] ?? '';
+  return { child, api: line('API'), mailUi: line('Mail UI') };
+}
+
+type Mail = { subject: string; text: string; to: Array<{ address: string }> };
+
+/** The newest email with this subject in the mail catcher, waiting for it a while. */
+async function mailWith(stack: Stack, subject: RegExp): Promise<Mail> {
+  for (let i = 0; i < 100; i++) {
+    const mails = (await (await fetch(`${stack.mailUi}/api/email`)).json()) as Mail[];
+    const found = mails.filter((mail) => subject.test(mail.subject)).at(-1);
+    if (found) return found;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`no email with the subject ${subject} arrived`);
+}
+
+const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(IMAGES, name) }).then(() => console.log(`wrote docs/images/${name}`));
+
+async function tour(page: Page, stack: Stack): Promise<void> {
+  // 1. Get a key: the home page's first form; the key arrives by email and fills the contact form.
+  await page.goto(stack.api);
+  await page.fill('#key-email', OWNER);
+  await page.click('button[value="generateKey"]');
+  await page.locator('#key-status code').waitFor();
+  await page.locator('#key-heading').scrollIntoViewIfNeeded();
+  await shoot(page, 'tour-1-key.png');
+
+  // 2. Send the form: the live contact form on the same page, with a file.
+  await page.fill('#contact-email', 'ada@example.org');
+  await page.fill('#contact-message', 'Hello! Could you send me a quote for 40 units? The spec sheet is attached.');
+  await page.setInputFiles('#contact-file', { name: 'spec-sheet.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.4\n% a sample file\n') });
+  await page.locator('#try-heading').evaluate((node) => node.scrollIntoView());
+  await shoot(page, 'tour-2-form.png');
+  await Promise.all([page.waitForURL(/submission_id=/), page.click('#contact-form button[type="submit"]')]);
+
+  // 3. The owner console: sign in with the emailed link, then the key's messages.
+  await page.goto(`${stack.api}/owner`);
+  await page.fill('#owner-email', OWNER);
+  await page.click('button[type="submit"]');
+  const signIn = await mailWith(stack, /sign in/i);
+  const link = /(https?:\/\/\S+\/owner\/link\S*)/.exec(signIn.text)?.[1];
+  if (!link) throw new Error(`no sign-in link in:\n${signIn.text}`);
+  await page.goto(link);
+  await Promise.all([page.waitForURL(/\/owner\/keys/), page.click('button[type="submit"]')]);
+  await page.click('a:has-text("Messages sent with this key")');
+  // The worker has sent it by now; reload until the row says so.
+  for (let i = 0; i < 50 && !(await page.locator('text=sent').first().isVisible()); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await page.reload();
+  }
+  await shoot(page, 'tour-3-console.png');
+
+  // 4. Add a webhook on the key's Webhooks page: its signing secret is shown once.
+  await page.goto(page.url().replace(/\/submissions.*$/, '/webhooks'));
+  await page.fill('#webhook-url', 'https://hooks.example.com/contact-form');
+  await page.click('form[action$="/webhooks"] button[type="submit"]');
+  await page.locator('text=whsec_').first().waitFor();
+  await shoot(page, 'tour-4-webhook.png');
+}
+
+const dataDir = await mkdtemp(path.join(tmpdir(), 'cfs-screenshots-'));
+await mkdir(IMAGES, { recursive: true });
+const stack = await startStack(dataDir);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+});
+let failed = false;
+try {
+  const page = await browser.newPage({ viewport: VIEWPORT });
+  await tour(page, stack);
+} catch (error) {
+  failed = true;
+  console.error(error);
+} finally {
+  await browser.close();
+  await stopChild(stack.child, 'SIGINT', 30_000);
+  await rm(dataDir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
