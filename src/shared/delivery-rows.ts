@@ -240,10 +240,13 @@ export async function requeueFailed(em: EntityManager, kind: DeliveryKindName, i
   return rows.length > 0;
 }
 
-/** The consent release: the `held` submissions of the keys sending to `mailbox` become `queued`; returns their ids to enqueue. */
+/**
+ * The consent release: the `held` submissions of the keys sending to `mailbox` become `queued`, their
+ * retry horizon counted from now (they may have waited days); returns their ids to enqueue.
+ */
 export async function releaseHeld(em: EntityManager, mailbox: string): Promise<string[]> {
   const released = await em.execute<Array<{ id: string }>>(
-    `update submissions set email_status = '${QUEUED}'
+    `update submissions set email_status = '${QUEUED}', requeued_at = now()
       where not settled and email_status = '${HELD}' and key_id in (select id from verification_keys where mailbox = ?)
       returning id`,
     [mailbox],

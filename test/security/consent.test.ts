@@ -122,6 +122,31 @@ describe('an address that has not confirmed', () => {
     expect(keyEmail.parsed.text).not.toContain('/confirm?');
   });
 
+  it('gives a submission released days after it was held the whole retry horizon from its release', async () => {
+    const mailbox = 'late-confirmer@example.org';
+    const key = await newKey(mailbox);
+    for (let i = 0; i < ALLOWANCE; i++) expect((await submit(key)).json.email_status).toBe('queued');
+    const held = await submit(key, { message: 'held for days' });
+    expect(held.json.email_status).toBe('held');
+    const id = held.json.submission_id as string;
+    // Held for 6 days: past the 5-day retry horizon counted from its creation.
+    await h.sql(`update submissions set created_at = now() - interval '6 days' where id = $1`, [id]);
+    const link = confirmLinkIn((await eventually(async () => mailTo(mailbox, CONFIRM_SUBJECT)[0])).parsed.text!);
+    h.sink.refuse('rcpt-to', { code: 451, message: '4.3.0 Try again later' });
+    try {
+      expect((await postForm('/confirm', Object.fromEntries(link.searchParams))).status).toBe(200);
+      // A temporary refusal right after the release is retried, not a final failure.
+      const row = await eventually(async () => {
+        const [current] = (await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[];
+        return current.email_attempts >= 1 && current.email_status !== 'sending' ? current : undefined;
+      }, 20_000, 'the first attempt after the release');
+      expect(row.email_status).toBe('retrying');
+    } finally {
+      h.sink.refuse('rcpt-to', undefined);
+    }
+    await eventually(async () => ((await statusOf(id)) === 'sent' ? true : undefined), 30_000, 'the released submission to be sent');
+  });
+
   it('counts skipped submissions with files under the allowance and refuses them past it, leaving nothing behind', async () => {
     const key = await newKey('files-only@example.org');
     const without = await submit(key, { not_email_sent: true });
