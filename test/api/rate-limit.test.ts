@@ -8,12 +8,17 @@ import { request } from '../support/http.ts';
 import { submitFrom } from '../support/client.ts';
 
 const LIMIT_MESSAGE = 'Too many requests. Please wait 3 seconds before trying again.';
+const TOKEN = 'rate-limit-test-admin-token';
+const rateLimitedCount = async (h: Harness) => {
+  const text = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+  return Number(/cfs_submissions_rejected_total\{reason="rate_limited"\} (\d+)/.exec(text)?.[1] ?? 0);
+};
 
 let limited: Harness;
 let behindProxy: Harness;
 let key: string;
 beforeAll(async () => {
-  limited = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000' }, worker: false });
+  limited = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', ADMIN_TOKEN: TOKEN }, worker: false });
   behindProxy = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', TRUST_PROXY: '127.0.0.0/8' }, worker: false });
   key = (await limited.createKey()).key;
 });
@@ -26,7 +31,8 @@ const submit = (h: Harness, localAddress: string, headers: Record<string, string
   submitFrom(h, localAddress, { access_key: key, email: 'a@example.org', message: 'hi' }, headers);
 
 describe('rate limit', () => {
-  it('allows one request per 3 seconds per IP and answers the next with 429', async () => {
+  it('allows one request per 3 seconds per IP and answers the next with 429, counted as a rejected submission', async () => {
+    const countedBefore = await rateLimitedCount(limited);
     const first = await submit(limited, '127.0.0.2');
     expect(first.status).toBe(200);
     const second = await submit(limited, '127.0.0.2');
@@ -36,6 +42,7 @@ describe('rate limit', () => {
     expect(Number(second.headers['retry-after'])).toBeLessThanOrEqual(3);
     expect(second.headers['access-control-allow-origin']).toBe('*');
     expect(await limited.sql('select count(*)::int as n from submissions')).toEqual([{ n: 1 }]);
+    expect(await rateLimitedCount(limited)).toBe(countedBefore + 1);
   });
 
   it('counts each client IP on its own', async () => {

@@ -3,6 +3,7 @@
 // → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
 import { v7 as uuidv7 } from 'uuid';
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import { keyEmailJob, submissionJob, webhookJob } from '../../shared/queue.ts';
@@ -37,7 +38,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
   const consent = createConsentMemory();
 
-  router.post(SUBMISSION_PATH, formCors, limiter, async (ctx) => {
+  router.post(SUBMISSION_PATH, formCors, countRefusals(limiter), async (ctx) => {
     // Time-ordered (UUID v7): new rows land at the right edge of the primary-key index instead of
     // on a random page of it, which keeps inserts cheap as the table grows (npm run bench, 6).
     const submissionId = uuidv7();
@@ -108,6 +109,23 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   });
 
   return router;
+}
+
+/** The shared limiter, its refusals of submissions counted with the other rejected submissions. */
+function countRefusals(limiter: Middleware<AppState>): Middleware<AppState> {
+  return async (ctx, next) => {
+    let admitted = false;
+    try {
+      await limiter(ctx, () => {
+        admitted = true;
+        return next();
+      });
+    } catch (error) {
+      // What the handler threw after the limiter let the request in is counted there.
+      if (!admitted) submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
+      throw error;
+    }
+  };
 }
 
 /** The success answer: JSON, or for a plain HTML form a 303 to its success page. */
