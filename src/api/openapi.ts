@@ -34,6 +34,11 @@ const CORS_PREFLIGHT = {
   responses: { 204: { description: 'Access-Control-Allow-Origin: *, Allow-Methods: POST, OPTIONS, Allow-Headers: Content-Type, X-Requested-With, Accept' } },
 };
 const rateLimited = formError('Too many requests (1 per 3 seconds per client IP by default); Retry-After says when to retry');
+/** PostgreSQL unreachable (stopped, restarting): nothing was saved; Retry-After says when to try again. */
+const unavailable = {
+  ...formError('The service is unavailable for a moment (its database cannot be reached); nothing was saved'),
+  headers: { 'Retry-After': { description: 'Seconds to wait (5)', schema: { type: 'integer' } } },
+};
 
 /** A route as a router registered it: its methods and its path pattern (`/admin/keys/:key`). */
 export type RegisteredRoute = { methods: string[]; path: string };
@@ -82,6 +87,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
             200: { description: 'generateKey: the new key; getKeys: how many keys were emailed', content: { 'application/json': { schema: { oneOf: [jsonSchema(GenerateKeyResponse), jsonSchema(GetKeysResponse)] } } } },
             400: { description: 'Invalid request, or the address already holds 10 keys', content: { 'application/json': { schema: { oneOf: [jsonSchema(FormError), jsonSchema(KeyLimitError)] } } } },
             429: formError('Rate limited, or too many emails to this address this hour'),
+            503: unavailable,
           },
         },
         options: CORS_PREFLIGHT,
@@ -115,6 +121,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
             415: formError('Unsupported content type'),
             429: rateLimited,
             500: formError('Unexpected failure; the body carries request_id'),
+            503: unavailable,
           },
         },
         options: CORS_PREFLIGHT,

@@ -68,12 +68,12 @@ export const webhookPaths = {
       summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
       security: adminSecurity,
       parameters: [keyParam],
-      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } } } },
+      requestBody: { required: true, content: NewWebhook },
       responses: { 201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) }, 400: { description: 'Bad URL, or the key has its maximum' }, 404: { description: 'Unknown key' } },
     },
   },
   '/admin/keys/{key}/webhooks/{id}': {
-    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
+    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', security: adminSecurity, parameters: [keyParam, idParam('id')], requestBody: { required: true, content: WebhookPatch }, responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
     delete: { summary: 'Delete an endpoint and its delivery log', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } } },
   },
   '/admin/keys/{key}/webhook-deliveries': {

@@ -22,11 +22,16 @@ describe('API description', () => {
     expect(schema.required).toEqual(['access_key', 'email', 'message']);
     expect(schema.properties.email).toMatchObject({ type: 'string', format: 'email', maxLength: 254 });
     expect(schema.properties.subject.maxLength).toBe(998);
-    expect(Object.keys(submission.responses)).toEqual(expect.arrayContaining(['200', '303', '400', '403', '413', '415', '429', '500']));
+    expect(Object.keys(submission.responses)).toEqual(expect.arrayContaining(['200', '303', '400', '403', '413', '415', '429', '500', '503']));
+    expect(submission.responses['503'].headers['Retry-After']).toBeDefined();
 
     const keys = document.paths['/'].post.requestBody.content['application/json'].schema;
     expect(keys.properties.requestType.enum).toEqual(['generateKey', 'getKeys']);
     expect(document.paths['/admin/keys/{key}'].patch.security).toEqual([{ adminToken: [] }]);
+    // Unknown fields are refused (400), and the document says so.
+    const addWebhook = document.paths['/admin/keys/{key}/webhooks'].post.requestBody.content['application/json'].schema;
+    expect(addWebhook).toMatchObject({ required: ['url'], additionalProperties: false });
+    expect(document.paths['/admin/keys/{key}/webhooks/{id}'].patch.requestBody.content['application/json'].schema.additionalProperties).toBe(false);
     expect(document.paths['/api/contact-api/'].post.responses['200'].content['application/json'].schema.properties.email_status.enum).toContain('held');
   });
 
