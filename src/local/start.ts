@@ -49,8 +49,9 @@ async function stopLogged(name: string, stop: () => Promise<void>): Promise<void
  * the services they used, newest first.
  */
 function stopAll(exitCode: number): Promise<void> {
+  if (stopping) return stopping;
   stopRequestedAt = Date.now();
-  stopping ??= (async () => {
+  stopping = (async () => {
     await Promise.all(children.map(({ name, stop }) => stopLogged(name, stop)));
     for (const { name, stop } of [...services].reverse()) await stopLogged(name, stop);
     process.exit(exitCode);
