@@ -2,10 +2,10 @@
 // real run of the service. It starts `npm start`'s stack on a free port with a throwaway data
 // directory, walks the tour in Chromium (Debian's `chromium`, or CHROMIUM_PATH), and stops it all.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort, stopChild } from '../src/local/services.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -62,6 +62,7 @@ async function tour(page: Page, stack: Stack): Promise<void> {
   await page.fill('#contact-email', 'ada@example.org');
   await page.fill('#contact-message', 'Hello! Could you send me a quote for 40 units? The spec sheet is attached.');
   await page.setInputFiles('#contact-file', { name: 'spec-sheet.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.4\n% a sample file\n') });
+  await page.locator('#contact-message').blur(); // no focus ring in the picture
   await page.locator('#try-heading').evaluate((node) => node.scrollIntoView());
   await shoot(page, 'tour-2-form.png');
   await Promise.all([page.waitForURL(/submission_id=/), page.click('#contact-form button[type="submit"]')]);
@@ -91,24 +92,40 @@ async function tour(page: Page, stack: Stack): Promise<void> {
   await shoot(page, 'tour-4-webhook.png');
 }
 
+/**
+ * Removes the throwaway data directory. As root, npm start keeps the PostgreSQL cluster under
+ * /var/lib/contact-form-service and links DATA_DIR/postgres to it: that goes too.
+ */
+async function removeData(dataDir: string): Promise<void> {
+  const link = path.join(dataDir, 'postgres');
+  if ((await lstat(link).catch(() => undefined))?.isSymbolicLink()) {
+    await rm(path.resolve(dataDir, await readlink(link)), { recursive: true, force: true });
+  }
+  await rm(dataDir, { recursive: true, force: true });
+}
+
 const dataDir = await mkdtemp(path.join(tmpdir(), 'cfs-screenshots-'));
 await mkdir(IMAGES, { recursive: true });
-const stack = await startStack(dataDir);
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-});
+let stack: Stack | undefined;
+let browser: Browser | undefined;
 let failed = false;
 try {
+  stack = await startStack(dataDir);
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    headless: true,
+    timeout: 30_000,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
   const page = await browser.newPage({ viewport: VIEWPORT });
   await tour(page, stack);
 } catch (error) {
   failed = true;
   console.error(error);
 } finally {
-  await browser.close();
-  await stopChild(stack.child, 'SIGINT', 30_000);
-  await rm(dataDir, { recursive: true, force: true });
+  await browser?.close();
+  // SIGINT, as Ctrl+C: the launcher stops the API and the worker, then its local services.
+  if (stack) await stopChild(stack.child, 'SIGINT', 30_000);
+  await removeData(dataDir);
 }
 process.exit(failed ? 1 : 0);
