@@ -3,6 +3,7 @@
 // the common error responses, path parameters and security requirements.
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
+import { BOUNCE_TYPES } from '../shared/db/entities.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
 export const jsonSchema = (schema: v.GenericSchema) =>
@@ -29,3 +30,13 @@ export const adminSecurity = [{ adminToken: [] }];
 export const ownerSecurity = [{ ownerSession: [] }];
 /** Writes of the owner console: the session cookie and its CSRF token. */
 export const ownerWriteSecurity = [{ ownerSession: [], ownerCsrf: [] }];
+
+/** What came back for an email after the relay took it (src/shared/submissions.ts bounceRecord). */
+export const BounceDetail = v.object({
+  type: v.pipe(v.picklist(BOUNCE_TYPES), v.description('hard and complaint are final (status bounced, complained); soft and delayed are not')),
+  status: v.pipe(v.nullable(v.string()), v.description('Enhanced status code, e.g. 5.1.1')),
+  diagnostic: v.pipe(v.nullable(v.string()), v.description("The receiving server's words, as the report gives them")),
+  reporting_mta: v.nullable(v.string()),
+  at: v.pipe(v.string(), v.isoTimestamp()),
+});
+export const BounceReport = v.pipe(v.nullable(BounceDetail), v.description('The last report that came back to the return path for this email (null: none)'));

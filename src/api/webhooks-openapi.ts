@@ -2,9 +2,9 @@
 // the owner console pages' and the owner JSON API's routes for endpoints and deliveries, and under `webhooks` the request this service
 // POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhook-payload.ts builds it).
 import * as v from 'valibot';
-import { EMAIL_STATUSES } from '../shared/db/entities.ts';
+import { EMAIL_STATUSES, WEBHOOK_EVENTS } from '../shared/db/entities.ts';
 import { MAX_WEBHOOKS } from '../shared/webhooks.ts';
-import { adminSecurity, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from './openapi-parts.ts';
+import { adminSecurity, BounceDetail, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from './openapi-parts.ts';
 
 const described = <T extends v.GenericSchema>(schema: T, text: string) => v.pipe(schema, v.description(text));
 
@@ -31,6 +31,18 @@ export const SubmissionCreatedSchema = v.object({
   }),
 });
 
+export const SubmissionBouncedSchema = v.object({
+  type: v.literal('submission.bounced'),
+  timestamp: described(v.pipe(v.string(), v.isoTimestamp()), 'When this attempt was made'),
+  data: v.object({
+    id: described(v.pipe(v.string(), v.uuid()), 'The submission id, as in its submission.created'),
+    created_at: described(v.pipe(v.string(), v.isoTimestamp()), 'When the submission was accepted'),
+    email: v.string(),
+    subject: v.string(),
+    bounce: v.pipe(BounceDetail, v.description('The hard bounce that came back for its notification email')),
+  }),
+});
+
 const Endpoint = v.object({
   id: v.pipe(v.string(), v.uuid()),
   url: v.string(),
@@ -44,6 +56,7 @@ const Delivery = v.object({
   endpoint_id: v.pipe(v.string(), v.uuid()),
   url: v.string(),
   submission_id: v.pipe(v.string(), v.uuid()),
+  event: v.picklist(WEBHOOK_EVENTS),
   status: v.picklist(EMAIL_STATUSES),
   attempts: v.number(),
   last_response_code: described(v.nullable(v.number()), 'HTTP status of the last answer; null when none came'),
@@ -146,6 +159,15 @@ export const webhookEvents = {
         'Signed per Standard Webhooks: webhook-id (the same on every retry of a delivery), webhook-timestamp (Unix seconds) and webhook-signature = "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the base64 part of the endpoint secret (whsec_…). Verify it (e.g. the standardwebhooks package), reject timestamps older than a few minutes, drop repeated webhook-ids. Answer 2xx within 10 s; 408, 429 (Retry-After honoured) and 5xx are retried with exponential backoff for about a day; any other answer fails the delivery. Redirects are not followed.',
       parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
       requestBody: { required: true, content: json(SubmissionCreatedSchema) },
+      responses: { '2XX': { description: 'Delivered' } },
+    },
+  },
+  'submission.bounced': {
+    post: {
+      summary: "A submission's notification email came back as a hard bounce after the relay took it (one request per enabled endpoint of its key)",
+      description: 'Signed, retried and answered like submission.created.',
+      parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+      requestBody: { required: true, content: json(SubmissionBouncedSchema) },
       responses: { '2XX': { description: 'Delivered' } },
     },
   },

@@ -289,6 +289,36 @@ const webhooks = {
   ),
 };
 
+const domainName = v.pipe(
+  v.string(),
+  v.trim(),
+  v.toLowerCase(),
+  v.regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/, 'must be a domain name, e.g. bounces.example.com'),
+  kind('domain name'),
+);
+
+const bounces = {
+  BOUNCE_DOMAIN: about(
+    v.optional(domainName),
+    'Each email gets a return path of its own at this domain (VERP), and the bounce receiver takes the bounces and complaints sent there. Its MX must point at the receiver. Unset: the return path is `MAIL_FROM`, and no bounce comes back.',
+  ),
+  BOUNCE_SMTP_HOST: about(text('0.0.0.0'), 'Address the bounce receiver listens on.'),
+  BOUNCE_SMTP_PORT: about(
+    v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535), kind('port')), '25'),
+    'SMTP port of the bounce receiver (`0`: any free port). Below 1024 it needs root or `CAP_NET_BIND_SERVICE`.',
+  ),
+  BOUNCE_MAX_BYTES: about(integer(1024 * 1024, 1024), 'Largest message the bounce receiver takes; a larger one is refused with 552 (relays return DSNs of 50–100 KB).'),
+  BOUNCE_MAX_CONNECTIONS_PER_IP: about(integer(20, 1), 'Open SMTP connections one client address may hold at the bounce receiver; past it 421.'),
+  BOUNCE_MESSAGES_PER_MINUTE_PER_IP: about(integer(6_000, 1), 'Messages one client address may deliver to the bounce receiver per minute; past it 451 (the relay retries later).'),
+  BOUNCE_TLS_CERT: about(text(), 'PEM certificate chain file for STARTTLS at the bounce receiver (with `BOUNCE_TLS_KEY`). Unset: no STARTTLS.'),
+  BOUNCE_TLS_KEY: about(text(), 'PEM private key file for `BOUNCE_TLS_CERT`.'),
+  SUPPRESS_AFTER_HARD_BOUNCES: about(
+    integer(3, 1),
+    "Hard bounces from one mailbox, since its owner last signed in to the console, after which its submission emails are not attempted (`suppressed`).",
+  ),
+  SUPPRESS_FOR_HOURS: about(integer(24, 1), 'How long a suppression lasts after the last hard bounce; the next submission after it is attempted again. Signing in lifts it at once.'),
+};
+
 /** The settings by topic, in the order docs/configuration.md shows them. */
 export const SETTING_GROUPS = {
   'HTTP server': server,
@@ -299,6 +329,7 @@ export const SETTING_GROUPS = {
   'Abuse limits': abuse,
   'Retention': retention,
   'Webhooks': webhooks,
+  'Bounces': bounces,
 };
 
-export const EnvSchema = v.object({ ...server, ...services, ...operators, ...email, ...delivery, ...abuse, ...retention, ...webhooks });
+export const EnvSchema = v.object({ ...server, ...services, ...operators, ...email, ...delivery, ...abuse, ...retention, ...webhooks, ...bounces });

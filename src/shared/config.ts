@@ -27,6 +27,10 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
     rule: 'HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS',
     holds: (env) => env.HTTP_REQUEST_TIMEOUT_MS === 0 || env.HTTP_HEADERS_TIMEOUT_MS <= env.HTTP_REQUEST_TIMEOUT_MS,
   },
+  {
+    rule: 'BOUNCE_TLS_CERT, BOUNCE_TLS_KEY: set both or neither',
+    holds: (env) => (env.BOUNCE_TLS_CERT === undefined) === (env.BOUNCE_TLS_KEY === undefined),
+  },
 ];
 
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */

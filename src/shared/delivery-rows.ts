@@ -7,7 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { deliveryKinds, type DeliveryKindName } from './delivery-kinds.ts';
 import type { CustomFields, EmailStatus } from './db/entities.ts';
-import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, RESENDABLE, sqlList } from './delivery-statuses.ts';
+import { CLAIMABLE, FAILED, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE, sqlList } from './delivery-statuses.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
@@ -15,8 +15,8 @@ const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
  * A claim counts one attempt. Claiming a failed row (its job retried on the queue dashboard) is a
  * re-send, like requeueFailed's: a fresh delivery, its attempts from 1 and its horizon from now.
  */
-const COUNT_ATTEMPT = `email_attempts = case when email_status = '${RESENDABLE}' then 1 else email_attempts + 1 end,
-            requeued_at = case when email_status = '${RESENDABLE}' then now() else requeued_at end`;
+const COUNT_ATTEMPT = `email_attempts = case when email_status = '${FAILED}' then 1 else email_attempts + 1 end,
+            requeued_at = case when email_status = '${FAILED}' then now() else requeued_at end`;
 
 /**
  * Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
@@ -47,6 +47,8 @@ export type ClaimedSubmission = {
   /** The key owner's address; null only if the key row were gone (the foreign key forbids it). */
   keyEmail: string | null;
   attachmentCount: number;
+  /** Set while the key's mailbox is suppressed after hard bounces: the email is not attempted. */
+  suppressedUntil: Date | null;
 };
 
 /** A claimed submission: its attempt number and what its email needs. */
@@ -68,7 +70,9 @@ const CLAIM_SUBMISSIONS = {
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
-            (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count
+            (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
+            (select (extract(epoch from b.suppressed_until) * 1000)::float8 from mailbox_bounces b
+              where b.mailbox = k.mailbox and b.suppressed_until > now()) as suppressed_ms
        from claimed c left join verification_keys k on k.id = c.key_id`,
 };
 
@@ -93,6 +97,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     email_attempts: number;
     key_email: string | null;
     attachment_count: number;
+    suppressed_ms: number | null;
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
@@ -111,6 +116,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
         createdAt: new Date(Number(row.created_ms)),
         keyEmail: row.key_email,
         attachmentCount: row.attachment_count,
+        suppressedUntil: row.suppressed_ms === null ? null : new Date(Number(row.suppressed_ms)),
       },
     };
   });
@@ -149,17 +155,28 @@ export async function recordFailure(em: EntityManager, kind: DeliveryKindName, i
   return row?.email_status ?? 'failed';
 }
 
+/** A claimed submission that is not attempted: its mailbox is suppressed (`reason` says until when). */
+export async function recordSuppressed(em: EntityManager, id: string, reason: string): Promise<void> {
+  await em.execute(`update submissions set email_status = 'suppressed', claimed_at = null, last_error = ? where id = ? and email_status = '${IN_FLIGHT}'`, [
+    reason,
+    id,
+  ]);
+}
+
 export type SentRow = { id: string; created_at: Date; sent_at: Date };
 
 /**
  * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
  * ../workers/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
+ * A bounce may come back before this write (the relay reports within a second, this commit can
+ * wait longer): a row already `bounced` or `complained` keeps that status.
  */
 export async function recordSent(db: Queryable, kind: DeliveryKindName, sent: Array<{ id: string; messageId: string }>): Promise<SentRow[]> {
   const result = await db.query<SentRow>({
     name: `record-sent-${kind}`,
     text: `update ${tableOf(kind)} as t
-        set email_status = 'sent', sent_at = now(), message_id = v.message_id, last_error = null
+        set email_status = case when t.email_status in (${sqlList(REPORTED)}) then t.email_status else 'sent' end,
+            sent_at = now(), message_id = v.message_id, last_error = null
        from unnest($1::uuid[], $2::text[]) as v(id, message_id)
       where t.id = v.id
       returning t.id, t.created_at, t.sent_at`,
@@ -224,16 +241,23 @@ const OWNED_BY: Record<DeliveryKindName, string> = {
   webhook: 'endpoint_id in (select id from webhook_endpoints where key_id = ?)',
 };
 
+/** What a re-send forgets: the report of the earlier email (emails only; webhooks have none). */
+const FORGET_REPORT: Record<DeliveryKindName, string> = {
+  submission: ', bounce_type = null, bounce_status = null, bounce_diagnostic = null, bounce_mta = null, bounced_at = null',
+  'key-email': ', bounce_type = null, bounce_status = null, bounce_diagnostic = null, bounce_mta = null, bounced_at = null',
+  webhook: '',
+};
+
 /**
- * A `failed` row (of key `keyId`, when given) back to `queued`, for a re-send: the reconciler finds
- * it should the enqueue that follows be lost. A fresh delivery: its attempts count from 0 and its
- * retry horizon from now, so a row failed for good after the horizon is not failed again by its
- * first temporary refusal. False when there is no such failed row.
+ * A failed, bounced or suppressed row (of key `keyId`, when given) back to `queued`, for a re-send:
+ * the reconciler finds it should the enqueue that follows be lost. A fresh delivery: its attempts
+ * count from 0 and its retry horizon from now, so a row failed for good after the horizon is not
+ * failed again by its first temporary refusal. False when there is no such row.
  */
 export async function requeueFailed(em: EntityManager, kind: DeliveryKindName, id: string, keyId?: string): Promise<boolean> {
   const rows = await em.execute<Array<{ id: string }>>(
-    `update ${tableOf(kind)} set email_status = '${QUEUED}', claimed_at = null, email_attempts = 0, requeued_at = now()
-      where id = ? and email_status = '${RESENDABLE}' ${keyId === undefined ? '' : `and ${OWNED_BY[kind]}`}
+    `update ${tableOf(kind)} set email_status = '${QUEUED}', claimed_at = null, email_attempts = 0, requeued_at = now()${FORGET_REPORT[kind]}
+      where id = ? and email_status in (${sqlList(RESENDABLE)}) ${keyId === undefined ? '' : `and ${OWNED_BY[kind]}`}
       returning id`,
     keyId === undefined ? [id] : [id, keyId],
   );

@@ -13,13 +13,17 @@ export const IN_FLIGHT: EmailStatus = 'sending';
 export const QUEUED: EmailStatus = 'queued';
 /** A submission kept back until its recipient confirms the mailbox (src/shared/consent.ts). */
 export const HELD: EmailStatus = 'held';
-/** Only a row in this status may be re-sent by its owner. */
-export const RESENDABLE: EmailStatus = 'failed';
+/** A delivery that ended without the email: the queue dashboard's retry claims it again as a re-send. */
+export const FAILED: EmailStatus = 'failed';
+/** Only a row in one of these may be re-sent by its owner or the operator. */
+export const RESENDABLE: readonly EmailStatus[] = ['failed', 'bounced', 'suppressed'];
+/** A report came back after the relay took the email: the row says so, whatever the worker records after. */
+export const REPORTED: readonly EmailStatus[] = ['bounced', 'complained'];
 /**
  * Nothing more will happen to the row: retention may delete it. The generated column
  * `submissions.settled` repeats this list (changing it takes a migration).
  */
-export const SETTLED: readonly EmailStatus[] = ['sent', 'failed', 'skipped'];
+export const SETTLED: readonly EmailStatus[] = ['sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed'];
 
 /** `'a', 'b'` for an SQL `in (...)` list (the statuses are constants, never input). */
 export const sqlList = (statuses: readonly EmailStatus[]) => statuses.map((status) => `'${status}'`).join(', ');

@@ -74,6 +74,8 @@ export async function consumeSignIn(em: EntityManager, token: string): Promise<{
       [tokenHash(token)],
     );
     if (!used) return undefined;
+    // The sign-in email arrived, so the mailbox takes mail again: its bounces are forgiven.
+    await tx.execute('delete from mailbox_bounces where mailbox = ?', [mailboxOf(used.email)]);
     const cookie = newToken();
     const session = tx.create(OwnerSessionSchema, {
       id: randomUUID(),

@@ -5,6 +5,18 @@ import { AttachmentSchema, SubmissionSchema, type EmailStatus, type Submission }
 import type { Storage } from './storage.ts';
 import { SETTLED } from './delivery-statuses.ts';
 
+/** What came back from past the relay for the row's email, or null: the same shape wherever a status shows. */
+export function bounceRecord(row: Pick<Submission, 'bounceType' | 'bounceStatus' | 'bounceDiagnostic' | 'bounceMta' | 'bouncedAt'>) {
+  if (!row.bounceType || !row.bouncedAt) return null;
+  return {
+    type: row.bounceType,
+    status: row.bounceStatus ?? null,
+    diagnostic: row.bounceDiagnostic ?? null,
+    reporting_mta: row.bounceMta ?? null,
+    at: row.bouncedAt.toISOString(),
+  };
+}
+
 export async function submissionRecord(em: EntityManager, submission: Submission) {
   const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
   return {
@@ -12,6 +24,7 @@ export async function submissionRecord(em: EntityManager, submission: Submission
     email_status: submission.emailStatus,
     email_attempts: submission.emailAttempts,
     last_error: submission.lastError ?? null,
+    bounce: bounceRecord(submission),
     sent_at: submission.sentAt?.toISOString() ?? null,
     created_at: submission.createdAt.toISOString(),
     email: submission.email,

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
-import type { EmailStatus } from './db/entities.ts';
+import type { EmailStatus, WebhookEvent } from './db/entities.ts';
 import { requeueFailed } from './delivery-rows.ts';
 import { KeyRuleError } from './keys.ts';
 import type { KeyVault } from './secrets.ts';
@@ -99,6 +99,7 @@ export type WebhookDeliveryRecord = {
   endpoint_id: string;
   url: string;
   submission_id: string;
+  event: WebhookEvent;
   status: EmailStatus;
   attempts: number;
   last_response_code: number | null;
@@ -115,7 +116,7 @@ export async function listWebhookDeliveries(
   filter: { keyId: string; submissionId?: string; limit: number },
 ): Promise<WebhookDeliveryRecord[]> {
   return em.execute<WebhookDeliveryRecord[]>(
-    `select d.id as delivery_id, d.endpoint_id, e.url, d.submission_id, d.email_status as status, d.email_attempts as attempts,
+    `select d.id as delivery_id, d.endpoint_id, e.url, d.submission_id, d.event, d.email_status as status, d.email_attempts as attempts,
             d.last_response_code, d.last_error, ${iso('d.sent_at')} as delivered_at, ${iso('d.created_at')} as created_at
        from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
       where e.key_id = ? ${filter.submissionId ? 'and d.submission_id = ?' : ''}

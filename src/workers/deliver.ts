@@ -6,7 +6,7 @@ import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
-import { messageIdFor, sendTracked, type SendContext, type SendOutcome } from './send.ts';
+import { messageIdFor, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 
 /** What the submission email needs of the configuration. */
 export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
@@ -21,6 +21,9 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
   };
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
+    if (submission.suppressedUntil) {
+      throw new SuppressedError(`not attempted: this address bounced repeatedly; suppressed until ${submission.suppressedUntil.toISOString()} or until its owner signs in`);
+    }
     // Most submissions carry no file: their email skips the attachments query.
     const stored: Attachment[] =
       submission.attachmentCount === 0 ? [] : await context.em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });

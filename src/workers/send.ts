@@ -8,9 +8,10 @@ import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { claimRow, recordFailure } from '../shared/delivery-rows.ts';
+import { claimRow, recordFailure, recordSuppressed } from '../shared/delivery-rows.ts';
+import type { ReturnPaths } from '../shared/return-path.ts';
 
-export type SendOutcome = 'sent' | 'not-claimable';
+export type SendOutcome = 'sent' | 'not-claimable' | 'suppressed';
 
 /** What the send step needs of the configuration. */
 export type SendSettings = {
@@ -20,6 +21,8 @@ export type SendSettings = {
   maxAttempts: number | undefined;
   /** A temporary failure of a row older than this makes it `failed`. */
   retryHorizonMs: number;
+  /** With BOUNCE_DOMAIN: each email's own envelope sender (VERP), so what comes back finds its row. */
+  returnPaths: ReturnPaths | undefined;
 };
 
 export type SendContext = SendSettings & {
@@ -37,6 +40,11 @@ export class TemporaryDeliveryError extends Error {
     super(reason);
     this.smtp = smtp;
   }
+}
+
+/** Thrown while building a message that must not be attempted: the row becomes `suppressed`. */
+export class SuppressedError extends Error {
+  override name = 'SuppressedError';
 }
 
 /** A claimed row: its attempt number and what the claim loaded with it. */
@@ -74,8 +82,14 @@ export async function sendTracked<Row>(
   try {
     const built = await buildMessage(claimed.row);
     release = built.release;
-    messageId = (await context.transport.sendMail(built.message)).messageId;
+    messageId = (await context.transport.sendMail(withReturnPath(context, kind, id, built.message))).messageId;
   } catch (error) {
+    if (error instanceof SuppressedError) {
+      await recordSuppressed(context.em, id, error.message);
+      deliveries.inc({ ...label, outcome: 'suppressed' });
+      context.log.info({ table: deliveryKinds[kind].table, id, reason: error.message }, 'not attempted: the mailbox is suppressed');
+      return 'suppressed';
+    }
     const reason = describeSendError(error);
     const status = await recordFailure(context.em, kind, id, {
       final: isPermanent(error) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
@@ -97,6 +111,12 @@ export async function sendTracked<Row>(
   deliveries.inc({ ...label, outcome: 'sent' });
   if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
   return 'sent';
+}
+
+/** The row's own envelope sender when BOUNCE_DOMAIN is set; From and Reply-To stay as they are. */
+function withReturnPath(context: SendContext, kind: DeliveryKindName, id: string, message: Mail.Options): Mail.Options {
+  if (!context.returnPaths || kind === 'webhook' || typeof message.to !== 'string') return message;
+  return { ...message, envelope: { from: context.returnPaths.address(kind, id), to: message.to } };
 }
 
 /** Derived from the row's id, so a resend of the same email is recognisable. */

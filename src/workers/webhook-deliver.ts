@@ -1,4 +1,4 @@
-// The webhook job: one submission POSTed to one endpoint, signed per Standard Webhooks. Claimed and
+// The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks. Claimed and
 // recorded like an email (../shared/delivery-rows.ts); the receiver's answer decides: 2xx delivered; 408,
 // 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
 // else, a refused address among it, fails at once. A failure counts against the endpoint, which is
@@ -18,7 +18,7 @@ import { recordEndpointOutcome } from '../shared/webhooks.ts';
 import { claimRow, recordDelivered, recordFailure } from '../shared/delivery-rows.ts';
 import type { SendOutcome } from './send.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
-import { buildPayload } from './webhook-payload.ts';
+import { buildPayload, StaleEventError } from './webhook-payload.ts';
 
 /** What webhook delivery needs of the configuration. */
 export type WebhookSettings = {
@@ -55,7 +55,7 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
   let failure: { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number };
   try {
     if (!endpoint.enabled) throw new DisabledEndpointError('the webhook is disabled; enable it and re-send');
-    const body = JSON.stringify(await buildPayload(em, context.storage, delivery.submission, context.linkTtlSeconds));
+    const body = JSON.stringify(await buildPayload(em, context.storage, delivery.event, delivery.submission, context.linkTtlSeconds));
     const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${id}`;
     const now = new Date();
     const headers = {
@@ -76,8 +76,8 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     failure = {
       reason: String((error as Error).message ?? error).slice(0, 2000),
       // A refused address or a disabled endpoint will not change by waiting.
-      permanent: error instanceof AddressRefusedError || error instanceof DisabledEndpointError,
-      counts: !(error instanceof DisabledEndpointError),
+      permanent: error instanceof AddressRefusedError || error instanceof DisabledEndpointError || error instanceof StaleEventError,
+      counts: !(error instanceof DisabledEndpointError || error instanceof StaleEventError),
     };
   }
   const status = await recordFailure(em, 'webhook', id, {

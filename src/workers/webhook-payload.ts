@@ -1,7 +1,9 @@
-// The body of a `submission.created` webhook (its JSON Schema: src/api/openapi.ts, under `webhooks`).
-// Files travel as presigned links, made fresh for each attempt.
+// The body of a webhook, per event (their JSON Schemas: src/api/webhooks-openapi.ts). In
+// `submission.created` files travel as presigned links, made fresh for each attempt;
+// `submission.bounced` carries the bounce as the row has it when the attempt is made.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, type Submission } from '../shared/db/entities.ts';
+import { AttachmentSchema, type Submission, type WebhookEvent } from '../shared/db/entities.ts';
+import { bounceRecord } from '../shared/submissions.ts';
 import { withoutBidiControls } from '../shared/display-text.ts';
 import type { Storage } from '../shared/storage.ts';
 
@@ -19,7 +21,38 @@ export type SubmissionCreated = {
   };
 };
 
-export async function buildPayload(em: EntityManager, storage: Storage, submission: Submission, linkTtlSeconds: number): Promise<SubmissionCreated> {
+/** The event no longer holds: retrying will not change that, and the endpoint is not at fault. */
+export class StaleEventError extends Error {}
+
+export type SubmissionBounced = {
+  type: 'submission.bounced';
+  timestamp: string;
+  data: { id: string; created_at: string; email: string; subject: string; bounce: NonNullable<ReturnType<typeof bounceRecord>> };
+};
+
+export async function buildPayload(
+  em: EntityManager,
+  storage: Storage,
+  event: WebhookEvent,
+  submission: Submission,
+  linkTtlSeconds: number,
+): Promise<SubmissionCreated | SubmissionBounced> {
+  if (event === 'submission.bounced') return bouncedPayload(submission);
+  return createdPayload(em, storage, submission, linkTtlSeconds);
+}
+
+function bouncedPayload(submission: Submission): SubmissionBounced {
+  const bounce = bounceRecord(submission);
+  // The owner re-sent the email before this event went out: the bounce it reported is forgotten.
+  if (!bounce) throw new StaleEventError('the email was re-sent since it bounced; nothing to report');
+  return {
+    type: 'submission.bounced',
+    timestamp: new Date().toISOString(),
+    data: { id: submission.id, created_at: submission.createdAt.toISOString(), email: submission.email, subject: submission.subject, bounce },
+  };
+}
+
+async function createdPayload(em: EntityManager, storage: Storage, submission: Submission, linkTtlSeconds: number): Promise<SubmissionCreated> {
   const stored = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
   const expires = new Date(Date.now() + linkTtlSeconds * 1000).toISOString();
   const files = await Promise.all(

@@ -26,6 +26,7 @@ import { parseAllowList } from '../shared/address-guard.ts';
 import { createWebhookProcessor } from './webhook-processor.ts';
 import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
+import { createReturnPaths } from '../shared/return-path.ts';
 import { readBreaker } from '../shared/smtp-breaker.ts';
 import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
@@ -132,7 +133,12 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     vault: createKeyVault(config.SECRET),
     consent: createConsentSigner(config.SECRET),
     queue,
-    send: { maxAttempts: config.EMAIL_MAX_ATTEMPTS, retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS, claimLeaseMs: config.CLAIM_LEASE_MS },
+    send: {
+      maxAttempts: config.EMAIL_MAX_ATTEMPTS,
+      retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS,
+      claimLeaseMs: config.CLAIM_LEASE_MS,
+      returnPaths: config.BOUNCE_DOMAIN ? createReturnPaths(config.SECRET, config.BOUNCE_DOMAIN) : undefined,
+    },
     submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },
     keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     log,

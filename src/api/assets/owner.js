@@ -23,6 +23,14 @@
     set(card, 'attempts', String(record.email_attempts));
     set(card, 'sent', record.sent_at || 'not yet');
     set(card, 'error', record.last_error || 'none');
+    set(card, 'report', describeReport(record.bounce));
+  }
+
+  // The same words as the page's Report line, as text.
+  function describeReport(report) {
+    if (!report) return 'none';
+    return report.type + (report.status ? ' ' + report.status : '') + (report.reporting_mta ? ' from ' + report.reporting_mta : '') +
+      ', ' + report.at + (report.diagnostic ? ': ' + report.diagnostic : '');
   }
 
   function poll() {

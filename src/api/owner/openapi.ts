@@ -3,7 +3,7 @@
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES } from '../../shared/db/entities.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
-import { error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
+import { BounceReport, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
 import { KeyPatchSchema } from '../routes/admin.ts';
 import { OwnerSignInSchema } from '../routes/owner-pages.ts';
 import { SessionRequestSchema } from '../routes/owner-api.ts';
@@ -31,6 +31,7 @@ const Submission = v.object({
   email_status: v.picklist(EMAIL_STATUSES),
   email_attempts: v.number(),
   last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, as it replied")),
+  bounce: BounceReport,
   sent_at: v.nullable(v.string()),
   email: v.string(),
   subject: v.string(),

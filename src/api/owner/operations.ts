@@ -3,7 +3,7 @@
 import type { Context } from 'koa';
 import { AttachmentSchema, type CaptchaProvider, type KeyStatus, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
-import { decodeCursor, deleteSubmissions, listSubmissions } from '../../shared/submissions.ts';
+import { bounceRecord, decodeCursor, deleteSubmissions, listSubmissions } from '../../shared/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -28,6 +28,7 @@ export async function ownerSubmissionRecord(em: EntityManager, submission: Submi
     email_status: submission.emailStatus,
     email_attempts: submission.emailAttempts,
     last_error: submission.lastError ?? null,
+    bounce: bounceRecord(submission),
     sent_at: submission.sentAt?.toISOString() ?? null,
     email: submission.email,
     subject: submission.subject,
@@ -87,13 +88,13 @@ export async function getOwnerSubmission(deps: AppDeps, email: string, id: strin
   return submission ? ownerSubmissionRecord(em, submission) : undefined;
 }
 
-/** Re-sends a failed email through the queue; 409 for a submission that has not failed. */
+/** Re-sends a failed, bounced or suppressed email through the queue; 409 for any other. */
 export async function resendOwnerSubmission(ctx: AppContext, deps: AppDeps, email: string, id: string) {
   const em = deps.orm.em.fork();
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
   if (!(await markForResend(em, id))) {
-    const message = `Only a failed email can be re-sent; this one is ${submission.emailStatus}.`;
+    const message = `Only a failed, bounced or suppressed email can be re-sent; this one is ${submission.emailStatus}.`;
     throw new ApiError(409, 'not_failed', message, { __all__: [message] });
   }
   // A Redis outage leaves the row queued without a job: the reconciler enqueues it later.

@@ -6,6 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, type CaptchaProvider, type EmailStatus } from '../../shared/db/entities.ts';
+import { RESENDABLE } from '../../shared/delivery-statuses.ts';
 import { consumeSignIn, endSession, findSession, requestSignIn, SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
 import { KeyRuleError } from '../../shared/keys.ts';
 import { keyEmailJob } from '../../shared/queue.ts';
@@ -75,6 +76,9 @@ const STATUS_HELP: Record<EmailStatus, string> = {
   failed: 'not delivered: the last error says why; you can re-send it',
   skipped: 'not emailed (the form asked for no email)',
   held: 'waiting until your address confirms it wants these emails (on the page of your keys)',
+  bounced: 'accepted by the mail server, then returned undelivered: the report below says why; you can re-send it',
+  complained: 'delivered, then reported as spam by the receiving mailbox',
+  suppressed: 'not attempted: emails to your address bounced several times; signing in here lifts that, then re-send it',
 };
 
 const KEY_ACTIONS = {
@@ -204,7 +208,7 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     renderPage(
       ctx,
       'owner-submissions',
-      { ...page, ...result, first_page: !cursor, status_help: STATUS_HELP, refresh, scripts: ['/assets/owner.js'] },
+      { ...page, ...result, first_page: !cursor, status_help: STATUS_HELP, resendable: RESENDABLE, refresh, scripts: ['/assets/owner.js'] },
       { headers: SCRIPTED_PAGE_HEADERS },
     );
   });

@@ -13,9 +13,15 @@ export type CaptchaProvider = (typeof CAPTCHA_PROVIDERS)[number];
 /**
  * `held`: a submission to an address that has not confirmed it wants this service's mail, past the
  * hourly allowance of such mail (src/shared/consent.ts); it is delivered once the address confirms.
+ * `bounced`, `complained`: the relay took the email, then a hard bounce or an abuse complaint came
+ * back to its return path (src/bounces). `suppressed`: not attempted, the mailbox bounced too often.
  */
-export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped', 'held'] as const;
+export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped', 'held', 'bounced', 'complained', 'suppressed'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
+
+/** What came back for an email: a hard or soft bounce, a delay notice, or an abuse complaint. */
+export const BOUNCE_TYPES = ['hard', 'soft', 'delayed', 'complaint'] as const;
+export type BounceType = (typeof BOUNCE_TYPES)[number];
 
 /** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
 export type CustomFields = Array<[name: string, value: string]>;
@@ -33,6 +39,17 @@ const deliveryColumns = () => ({
   messageId: p.string().length(998).nullable(),
   /** When the failed delivery was last re-sent: a fresh delivery, whose retry horizon counts from then. */
   requeuedAt: p.datetime().nullable(),
+});
+
+/** The last report that came back for a row's email (the most severe one: a delay never hides a bounce). */
+const bounceColumns = () => ({
+  bounceType: p.enum(BOUNCE_TYPES).nullable(),
+  /** The enhanced status code, e.g. 5.1.1. */
+  bounceStatus: p.string().length(16).nullable(),
+  bounceDiagnostic: p.text().nullable(),
+  /** The MTA that reported it (Reporting-MTA). */
+  bounceMta: p.string().length(255).nullable(),
+  bouncedAt: p.datetime().nullable(),
 });
 
 export const VerificationKeySchema = defineEntity({
@@ -78,10 +95,11 @@ export const SubmissionSchema = defineEntity({
     customFields: p.json<CustomFields>().default('[]'),
     ...deliveryColumns(),
     /**
-     * email_status is sent, failed or skipped, derived by PostgreSQL. The status lookups use it, not
+     * email_status is one of SETTLED (src/shared/delivery-statuses.ts), derived by PostgreSQL. The status lookups use it, not
      * an index on email_status, so that a claim (queued → sending) is a HOT update.
      */
-    settled: p.boolean().generated("(email_status in ('sent', 'failed', 'skipped')) stored").nullable(),
+    settled: p.boolean().generated("(email_status in ('sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed')) stored").nullable(),
+    ...bounceColumns(),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
     createdAt: createdAt(),
@@ -137,6 +155,7 @@ export const KeyEmailSchema = defineEntity({
     /** The new key, for `new-key`; `all-keys` lists the address's active keys at sending time. */
     key: () => p.manyToOne(VerificationKeySchema).nullable().deleteRule('cascade'),
     ...deliveryColumns(),
+    ...bounceColumns(),
     createdAt: createdAt(),
   },
   indexes: [
@@ -164,6 +183,23 @@ export const RecipientSchema = defineEntity({
   },
 });
 export type Recipient = InferEntity<typeof RecipientSchema>;
+
+/**
+ * Hard bounces per mailbox, apart from `recipients`: a change there tells every API process to
+ * forget its cached keys, and bounces may come by the hundred a second.
+ */
+export const MailboxBouncesSchema = defineEntity({
+  name: 'MailboxBounces',
+  tableName: 'mailbox_bounces',
+  properties: {
+    mailbox: p.string().length(254).primary(),
+    /** Hard bounces since the owner last signed in to the console: at SUPPRESS_AFTER_HARD_BOUNCES, suppression. */
+    hardBounces: p.integer().default(0),
+    lastBouncedAt: p.datetime().nullable(),
+    /** Until then its submission emails are `suppressed`, not attempted. */
+    suppressedUntil: p.datetime().nullable(),
+  },
+});
 
 /** Submission emails to an unconfirmed mailbox in one clock hour: the consent allowance's counter. */
 export const MailboxAllowanceSchema = defineEntity({
@@ -231,7 +267,11 @@ export const WebhookEndpointSchema = defineEntity({
 });
 export type WebhookEndpoint = InferEntity<typeof WebhookEndpointSchema>;
 
-/** One submission to one endpoint: delivered like an email, with the same delivery columns. */
+/** What a webhook delivery tells its endpoint. */
+export const WEBHOOK_EVENTS = ['submission.created', 'submission.bounced'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** One event of a submission to one endpoint: delivered like an email, with the same delivery columns. */
 export const WebhookDeliverySchema = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'webhook_deliveries',
@@ -239,6 +279,7 @@ export const WebhookDeliverySchema = defineEntity({
     id: p.uuid().primary().onCreate(() => randomUUID()),
     endpoint: () => p.manyToOne(WebhookEndpointSchema).deleteRule('cascade').index(),
     submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade').index(),
+    event: p.enum(WEBHOOK_EVENTS).default('submission.created'),
     ...deliveryColumns(),
     /** The HTTP status of the last answer, null when there was none (refused, timeout, network). */
     lastResponseCode: p.integer().nullable(),
@@ -255,6 +296,7 @@ export const entities = [
   KeyEmailSchema,
   RecipientSchema,
   MailboxAllowanceSchema,
+  MailboxBouncesSchema,
   OwnerSignInSchema,
   OwnerSessionSchema,
   WebhookEndpointSchema,
