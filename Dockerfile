@@ -22,7 +22,7 @@ COPY src ./src
 # stripper, about 20 MB of memory per process.
 RUN mkdir -p node_modules/.cache/node-compile-cache && chown node:node node_modules/.cache/node-compile-cache
 USER node
-RUN for entry in src/api/main.ts src/workers/main.ts; do \
+RUN for entry in src/api/main.ts src/workers/main.ts src/bounces/main.ts; do \
       env -i PATH="$PATH" node --import=./src/shared/compile-cache.mjs "$entry" >/dev/null 2>&1; \
       test $? -eq 78 || exit 1; \
     done

@@ -12,7 +12,7 @@ import { loadConfig } from '../src/shared/config.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
-const APP_SERVICES = ['migrate', 'api', 'worker'] as const;
+const APP_SERVICES = ['migrate', 'api', 'worker', 'bounces'] as const;
 
 type Service = {
   image?: string;
@@ -24,6 +24,7 @@ type Service = {
   container_name?: string;
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test?: string[] | string; disable?: boolean };
+  profiles?: string[];
 };
 type ComposeConfig = { services: Record<string, Service> };
 type Run = { code: number; stdout: string; stderr: string };
@@ -182,6 +183,17 @@ describe('docker-compose.yml', () => {
     expect(service(config, 'migrate').healthcheck?.test).toEqual(['NONE']);
     for (const [name, svc] of Object.entries(config.services)) expect(svc.container_name, name).toBeUndefined();
     expect(service(config, 'api').ports).toEqual([{ published: 3000, target: 3000 }]);
+  });
+
+  it('runs the bounce receiver on port 25 only with the bounces profile, after the migrations', async () => {
+    const config = await resolvedCompose();
+    const bounces = service(config, 'bounces');
+    expect(bounces.profiles).toEqual(['bounces']);
+    expect(words(bounces.command)).toBe('node --import=./src/shared/compile-cache.mjs src/bounces/main.ts');
+    expect(bounces.ports).toEqual([{ published: 25, target: 25 }]);
+    expect(bounces.depends_on).toMatchObject({ migrate: { condition: 'service_completed_successfully' }, redis: { condition: 'service_healthy' } });
+    // It listens where the schema's default says: 0.0.0.0:25.
+    expect(loadConfig({ ...environment(bounces), BOUNCE_DOMAIN: 'bounces.example.com' })).toMatchObject({ BOUNCE_SMTP_HOST: '0.0.0.0', BOUNCE_SMTP_PORT: 25 });
   });
 
   it('runs Redis with persistence and without eviction, as BullMQ needs', async () => {

@@ -1,8 +1,8 @@
-// The Node flags that `npm run start:api` / `start:worker` give the service's processes, read from
+// The Node flags that `npm run start:api` / `start:worker` / `start:bounces` give the service's processes, read from
 // package.json so that `npm start` and the benchmark run them exactly as deployed.
 import { readFileSync } from 'node:fs';
 
-type StartScript = 'start:api' | 'start:worker';
+type StartScript = 'start:api' | 'start:worker' | 'start:bounces';
 
 const ROOT = new URL('../../', import.meta.url);
 const scripts = (JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as { scripts: Record<string, string> }).scripts;

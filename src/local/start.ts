@@ -1,6 +1,7 @@
 // `npm start`: the whole service on one machine. For each of DATABASE_URL, REDIS_URL, S3_ENDPOINT
 // and SMTP_URL that is unset it starts a real local service with its data under DATA_DIR,
-// applies the migrations, then runs the API and one worker as child processes.
+// applies the migrations, then runs the API and one worker as child processes, and the bounce
+// receiver too when BOUNCE_DOMAIN is set.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -130,12 +131,17 @@ async function main(): Promise<void> {
   // generation, which keeps its memory low under base64-heavy mail (docs/benchmarks.md).
   runChild('worker', '../workers/main.ts', deployedNodeFlags('start:worker'));
   runChild('api', '../api/main.ts', deployedNodeFlags('start:api'));
+  if (config.BOUNCE_DOMAIN) {
+    runChild('bounces', '../bounces/main.ts', deployedNodeFlags('start:bounces'));
+    urls.bounces = `smtp://${config.BOUNCE_SMTP_HOST}:${config.BOUNCE_SMTP_PORT} for ${config.BOUNCE_DOMAIN}`;
+  }
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;
 
   const labels: Array<[string, string | undefined]> = [
     ['API', urls.api],
     ['Mail UI', urls.mail],
+    ['Bounces', urls.bounces],
     ['PostgreSQL', urls.postgres],
     ['Redis', urls.redis],
     ['S3', urls.s3],

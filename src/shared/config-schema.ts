@@ -310,6 +310,10 @@ const bounces = {
   BOUNCE_MAX_BYTES: about(integer(1024 * 1024, 1024), 'Largest message the bounce receiver takes; a larger one is refused with 552 (relays return DSNs of 50–100 KB).'),
   BOUNCE_MAX_CONNECTIONS_PER_IP: about(integer(20, 1), 'Open SMTP connections one client address may hold at the bounce receiver; past it 421.'),
   BOUNCE_MESSAGES_PER_MINUTE_PER_IP: about(integer(6_000, 1), 'Messages one client address may deliver to the bounce receiver per minute; past it 451 (the relay retries later).'),
+  BOUNCE_METRICS_PORT: about(
+    v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535), kind('port'))),
+    'The bounce receiver serves its Prometheus metrics on this port at `/metrics`, behind `ADMIN_TOKEN`. Unset: none.',
+  ),
   BOUNCE_TLS_CERT: about(text(), 'PEM certificate chain file for STARTTLS at the bounce receiver (with `BOUNCE_TLS_KEY`). Unset: no STARTTLS.'),
   BOUNCE_TLS_KEY: about(text(), 'PEM private key file for `BOUNCE_TLS_CERT`.'),
   SUPPRESS_AFTER_HARD_BOUNCES: about(

@@ -28,6 +28,10 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
     holds: (env) => env.HTTP_REQUEST_TIMEOUT_MS === 0 || env.HTTP_HEADERS_TIMEOUT_MS <= env.HTTP_REQUEST_TIMEOUT_MS,
   },
   {
+    rule: 'BOUNCE_METRICS_PORT: needs ADMIN_TOKEN (the receiver serves its metrics only with that token)',
+    holds: (env) => env.BOUNCE_METRICS_PORT === undefined || env.ADMIN_TOKEN !== undefined,
+  },
+  {
     rule: 'BOUNCE_TLS_CERT, BOUNCE_TLS_KEY: set both or neither',
     holds: (env) => (env.BOUNCE_TLS_CERT === undefined) === (env.BOUNCE_TLS_KEY === undefined),
   },

@@ -56,6 +56,20 @@ export const sentRecordDuration = new Histogram({
   registers: [registry],
 });
 
+export const bounces = new Counter({
+  name: 'cfs_bounces_total',
+  help: 'Messages the bounce receiver took for a return path, by email kind and report type (hard, soft, delayed, complaint, ignored)',
+  labelNames: ['kind', 'type'] as const,
+  registers: [registry],
+});
+
+export const bounceRefusals = new Counter({
+  name: 'cfs_bounce_refusals_total',
+  help: 'What the bounce receiver refused, by reason (recipient: no valid return path; size; rate; connections; unavailable: not recorded, 451)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
 export const smtpBreakerTrips = new Counter({
   name: 'cfs_smtp_breaker_trips_total',
   help: 'Times this worker opened the SMTP circuit breaker (deliveries held until a probe succeeds)',

@@ -1,12 +1,10 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
-import { once } from 'node:events';
 import { setTimeout } from 'node:timers/promises';
-import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
-import { tokenCheck } from '../shared/bearer-token.ts';
-import { registerBreakerState, registerQueueDepth, registry } from '../shared/metrics.ts';
+import { serveMetrics } from '../shared/metrics-server.ts';
+import { registerBreakerState, registerQueueDepth } from '../shared/metrics.ts';
 import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
@@ -41,31 +39,6 @@ import { createJobCounter } from './in-flight.ts';
 const FAREWELL_MS = 2_000;
 
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
-
-/**
- * GET /metrics of this worker process, for Prometheus, behind the operator token like the API's
- * (queue depths and delivery counts are not for anyone who can reach the port).
- */
-async function serveMetrics(host: string, port: number, adminToken: string): Promise<Server> {
-  const carriesToken = tokenCheck(adminToken);
-  const server = createServer((req, res) => {
-    if (req.url !== '/metrics') {
-      res.writeHead(404).end();
-      return;
-    }
-    if (!carriesToken(req.headers.authorization)) {
-      res.writeHead(401, { 'www-authenticate': 'Bearer' }).end();
-      return;
-    }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      () => res.writeHead(500).end(),
-    );
-  });
-  server.listen(port, host);
-  await once(server, 'listening');
-  return server;
-}
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
   const shutdown = new Shutdown(log);

@@ -14,6 +14,7 @@ import { mailboxOf } from '../../src/shared/consent.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
+import { startBounceReceiver, type BounceProcess } from '../../src/bounces/process.ts';
 import { jsonOrUndefined } from './http.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
 
@@ -29,6 +30,8 @@ export type Harness = {
   sink: SmtpSink;
   workers: WorkerProcess[];
   startWorker: () => Promise<WorkerProcess>;
+  /** Starts a bounce receiver for the harness's BOUNCE_DOMAIN (the test sets it) on `port` (0: a free one); stopped with the rest. */
+  startBounces: (port?: number) => Promise<BounceProcess>;
   createKey: (fields?: Partial<Pick<VerificationKey, 'email' | 'status' | 'useDomain' | 'domains' | 'captcha'>>) => Promise<TestKey>;
   /** The lookup index stored for a key value (key_hash). */
   hashKey: (value: string) => string;
@@ -138,6 +141,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     return worker;
   };
   if (options.worker !== false) await addWorker();
+  const receivers: BounceProcess[] = [];
 
   const vault = createKeyVault(config.SECRET);
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
@@ -152,6 +156,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     sink,
     workers,
     startWorker: addWorker,
+    async startBounces(port = 0) {
+      if (!config.BOUNCE_DOMAIN) throw new Error('set BOUNCE_DOMAIN in the harness env to start a bounce receiver');
+      const receiver = await startBounceReceiver({ ...config, BOUNCE_DOMAIN: config.BOUNCE_DOMAIN, BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_SMTP_PORT: port }, log);
+      receivers.push(receiver);
+      return receiver;
+    },
     async createKey(fields = {}) {
       const em = orm.em.fork();
       const value = randomUUID();
@@ -175,6 +185,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       return result.rows;
     },
     async stop() {
+      for (const receiver of receivers) await receiver.shutdown.run();
       for (const worker of workers) await worker.shutdown.run();
       await api.shutdown.run();
       await pool.end();

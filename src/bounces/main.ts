@@ -1,0 +1,26 @@
+// `npm run start:bounces`: the bounce receiver, an SMTP server for BOUNCE_DOMAIN. Uses only the
+// configured services and never starts any.
+import module from 'node:module';
+import { loadConfigOrExit } from '../shared/config.ts';
+import { createLogger } from '../shared/log.ts';
+import { startBounceReceiver } from './process.ts';
+
+const config = loadConfigOrExit();
+const log = createLogger('bounces', config.LOG_LEVEL);
+const domain = config.BOUNCE_DOMAIN;
+if (!domain) {
+  process.stderr.write('Invalid configuration:\n  BOUNCE_DOMAIN: is required by the bounce receiver (the domain of the return paths)\n');
+  process.exit(78); // EX_CONFIG, as for any other bad variable
+}
+try {
+  const receiver = await startBounceReceiver({ ...config, BOUNCE_DOMAIN: domain }, log);
+  receiver.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
+} catch (error) {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== 'EACCES' && code !== 'EADDRINUSE') throw error;
+  const why = code === 'EACCES' ? 'a port below 1024 needs root or CAP_NET_BIND_SERVICE' : 'another program listens there';
+  process.stderr.write(`The bounce receiver cannot listen on ${config.BOUNCE_SMTP_HOST}:${config.BOUNCE_SMTP_PORT}: ${why}. Set BOUNCE_SMTP_PORT (e.g. 2525) or BOUNCE_SMTP_HOST.\n`);
+  process.exit(78);
+}
+// Every module is loaded by now: write the compile cache at once (see src/api/main.ts).
+module.flushCompileCache();

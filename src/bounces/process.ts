@@ -1,0 +1,52 @@
+// Builds a bounce receiver process from a config: a small PostgreSQL pool, the webhook queue (for
+// `submission.bounced`), the SMTP server and, when asked, its metrics, each registered for an
+// ordered shutdown. Used by `start:bounces`, `npm start` and the tests.
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../shared/config.ts';
+import { createPgPool } from '../shared/db/pg-pool.ts';
+import type { Logger } from '../shared/log.ts';
+import { serveMetrics } from '../shared/metrics-server.ts';
+import { closeRedis, createRedis, createWebhookQueue, enqueueDeliveries, webhookJob } from '../shared/queue.ts';
+import { createReturnPaths } from '../shared/return-path.ts';
+import { Shutdown } from '../shared/shutdown.ts';
+import { startReceiver } from './receiver.ts';
+
+/** Connections to PostgreSQL: each report holds one for its short transaction. */
+const POOL_SIZE = 8;
+
+export type BounceProcess = { port: number; shutdown: Shutdown };
+
+export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: string }, log: Logger): Promise<BounceProcess> {
+  const shutdown = new Shutdown(log);
+  const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE), (pool) => pool.end());
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
+  redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
+  const webhooks = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  webhooks.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
+  if (config.BOUNCE_METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {
+    const metrics = await serveMetrics(config.HOST, config.BOUNCE_METRICS_PORT, config.ADMIN_TOKEN);
+    shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
+    log.info({ port: (metrics.address() as AddressInfo).port }, 'bounce receiver metrics listening');
+  }
+  const receiver = await startReceiver(
+    {
+      host: config.BOUNCE_SMTP_HOST,
+      port: config.BOUNCE_SMTP_PORT,
+      maxBytes: config.BOUNCE_MAX_BYTES,
+      maxConnectionsPerIp: config.BOUNCE_MAX_CONNECTIONS_PER_IP,
+      messagesPerMinutePerIp: config.BOUNCE_MESSAGES_PER_MINUTE_PER_IP,
+      tls: config.BOUNCE_TLS_CERT && config.BOUNCE_TLS_KEY ? { certFile: config.BOUNCE_TLS_CERT, keyFile: config.BOUNCE_TLS_KEY } : undefined,
+      suppression: { afterHardBounces: config.SUPPRESS_AFTER_HARD_BOUNCES, forHours: config.SUPPRESS_FOR_HOURS },
+    },
+    {
+      pool,
+      returnPaths: createReturnPaths(config.SECRET, config.BOUNCE_DOMAIN),
+      enqueueWebhooks: (ids) => enqueueDeliveries(webhooks, ids.map((id) => webhookJob(id))),
+      log,
+    },
+  );
+  // Registered last, so closed first: no new report is taken before the pool goes.
+  shutdown.add('smtp server', receiver, (receiver) => receiver.close());
+  log.info({ host: config.BOUNCE_SMTP_HOST, port: receiver.port, domain: config.BOUNCE_DOMAIN }, 'bounce receiver ready');
+  return { port: receiver.port, shutdown };
+}

@@ -1,0 +1,104 @@
+// What a report that came back does to its row, in one transaction, committed before the
+// receiver answers 250 (so no report is lost; PostgreSQL down means 4xx and the relay retries):
+//   - hard bounce: the row becomes `bounced` (from any status but a report's: a bounce can come
+//     before the worker recorded `sent`, and that write keeps it), the mailbox counts one more hard
+//     bounce (at the limit it is suppressed for a while), and a submission's enabled webhooks get
+//     a `submission.bounced` delivery;
+//   - complaint: the row becomes `complained`;
+//   - soft bounce, delay: kept on the row as its report, the status unchanged (not final).
+// Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
+import type pg from 'pg';
+import type { BounceType } from '../shared/db/entities.ts';
+import { REPORTED } from '../shared/delivery-statuses.ts';
+import type { ReturnTarget } from '../shared/return-path.ts';
+
+export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
+
+/** `unknown`: no such row (retention deleted it, say): nothing to do. `noted`: kept as the row's report, status unchanged. */
+export type RecordOutcome = 'bounced' | 'complained' | 'noted' | 'duplicate' | 'unknown';
+
+export type SuppressionPolicy = { afterHardBounces: number; forHours: number };
+
+/** Reports by severity: a weaker one never replaces a stronger one on the row. */
+const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, complaint: 3 };
+
+const TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
+/** The mailbox the email went to: the key's for a submission, the row's own for a key email. */
+const MAILBOX = {
+  submission: '(select k.mailbox from verification_keys k where k.id = t.key_id)',
+  'key-email': 't.mailbox',
+} as const;
+
+type Current = { email_status: string; bounce_type: BounceType | null; mailbox: string | null; key_id: string | null };
+
+export async function recordReport(
+  pool: pg.Pool,
+  target: ReturnTarget,
+  report: BounceReport,
+  policy: SuppressionPolicy,
+): Promise<{ outcome: RecordOutcome; webhookDeliveryIds: string[] }> {
+  const table = TABLE[target.kind];
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    const { rows } = await client.query<Current>(
+      `select t.email_status, t.bounce_type, ${MAILBOX[target.kind]} as mailbox, t.key_id from ${table} t where t.id = $1 for update`,
+      [target.id],
+    );
+    const current = rows[0];
+    const outcome = current ? decide(current, report) : 'unknown';
+    let webhookDeliveryIds: string[] = [];
+    if (current && outcome !== 'duplicate' && outcome !== 'unknown') {
+      const status = outcome === 'noted' ? null : outcome;
+      await client.query(
+        `update ${table} set email_status = coalesce($2, email_status), bounce_type = $3, bounce_status = $4, bounce_diagnostic = $5,
+                bounce_mta = $6, bounced_at = now()
+          where id = $1`,
+        [target.id, status, report.type, report.status, report.diagnostic, report.reportingMta],
+      );
+      if (outcome === 'bounced' && current.mailbox) await countHardBounce(client, current.mailbox, policy);
+      if (outcome === 'bounced' && target.kind === 'submission' && current.key_id) {
+        webhookDeliveryIds = await addBouncedEvents(client, target.id, current.key_id);
+      }
+    }
+    await client.query('commit');
+    return { outcome, webhookDeliveryIds };
+  } catch (error) {
+    await client.query('rollback').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+function decide(current: Current, report: BounceReport): RecordOutcome {
+  const reported = REPORTED.includes(current.email_status as never);
+  if (report.type === 'hard') return reported ? 'duplicate' : 'bounced';
+  if (report.type === 'complaint') return current.email_status === 'complained' ? 'duplicate' : 'complained';
+  // Soft and delayed: the row's report, unless a final or stronger one is there already.
+  if (reported || (current.bounce_type && SEVERITY[current.bounce_type] > SEVERITY[report.type])) return 'duplicate';
+  return 'noted';
+}
+
+/** One more hard bounce for the mailbox; at the limit (and for each one past it) suppressed for `forHours` from now. */
+async function countHardBounce(client: pg.PoolClient, mailbox: string, policy: SuppressionPolicy): Promise<void> {
+  await client.query(
+    `insert into mailbox_bounces as b (mailbox, hard_bounces, last_bounced_at, suppressed_until)
+     values ($1, 1, now(), case when 1 >= $2 then now() + make_interval(hours => $3) end)
+     on conflict (mailbox) do update
+        set hard_bounces = b.hard_bounces + 1, last_bounced_at = now(),
+            suppressed_until = case when b.hard_bounces + 1 >= $2 then now() + make_interval(hours => $3) else b.suppressed_until end`,
+    [mailbox, policy.afterHardBounces, policy.forHours],
+  );
+}
+
+/** A `submission.bounced` delivery to each enabled endpoint of the key; their ids, to enqueue after the commit. */
+async function addBouncedEvents(client: pg.PoolClient, submissionId: string, keyId: string): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id, event)
+     select gen_random_uuid(), e.id, $1, 'submission.bounced' from webhook_endpoints e where e.key_id = $2 and e.enabled
+     returning id`,
+    [submissionId, keyId],
+  );
+  return rows.map((row) => row.id);
+}

@@ -1,0 +1,258 @@
+// The bounce receiver, driven as a relay drives it: reports sent over SMTP to the return path of a
+// real submission's email. What the owner sees of each is checked on the row, the owner's JSON
+// API, the webhooks and the SMTP replies.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBounceReceiver, type BounceProcess } from '../../src/bounces/process.ts';
+import { freePort } from '../../src/local/services.ts';
+import { createPgPool } from '../../src/shared/db/pg-pool.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { recordSent } from '../../src/shared/delivery-rows.ts';
+import { createReturnPaths } from '../../src/shared/return-path.ts';
+import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts';
+import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';
+import { signIn } from '../support/owner.ts';
+import { openSmtp, sendRaw } from '../support/smtp-client.ts';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+
+const DOMAIN = 'bounces.test';
+let h: Harness;
+let receiver: BounceProcess;
+let hooks: Receiver;
+const paths = createReturnPaths(TEST_SECRET, DOMAIN);
+
+beforeAll(async () => {
+  h = await startHarness({
+    env: { BOUNCE_DOMAIN: DOMAIN, SUPPRESS_AFTER_HARD_BOUNCES: '2', BOUNCE_MAX_BYTES: '65536', WEBHOOK_ALLOW: '127.0.0.6', WEBHOOK_RETRY_BACKOFF_MS: '100' },
+  });
+  receiver = await h.startBounces();
+  hooks = await startReceiver('127.0.0.6');
+});
+afterAll(async () => {
+  await hooks?.close();
+  await h?.stop();
+});
+
+type Row = { email_status: string; bounce_type: string | null; bounce_status: string | null; bounce_diagnostic: string | null; bounce_mta: string | null };
+const row = async (id: string) => (await h.sql<Row>('select email_status, bounce_type, bounce_status, bounce_diagnostic, bounce_mta from submissions where id = $1', [id]))[0]!;
+
+/** A submission emailed to its key's owner: its id and the return path its email carried. */
+async function delivered(key: TestKey, message = 'hello'): Promise<{ id: string; returnPath: string }> {
+  const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message });
+  expect(submitted.status).toBe(200);
+  const id = submitted.json.submission_id as string;
+  const mail = await eventually(async () => h.sink.messages.find((m) => m.parsed.messageId?.includes(id)), 20_000, 'the email');
+  await eventually(async () => ((await row(id)).email_status === 'sent' ? true : undefined), 10_000, '`sent`');
+  return { id, returnPath: mail.envelope.from };
+}
+
+const bounceTo = (returnPath: string, fields: Omit<DsnFields, 'to'> = {}) =>
+  sendRaw(receiver.port, { from: '', to: [returnPath] }, dsn({ ...fields, to: returnPath }));
+
+describe('return paths', () => {
+  it("gives each email an envelope sender of its own at BOUNCE_DOMAIN; From and Reply-To do not change", async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    expect(returnPath).toBe(paths.address('submission', id));
+    expect(returnPath).toMatch(/^b-s-[0-9a-f]{32}-[0-9a-f]{16}@bounces\.test$/);
+    const mail = h.sink.messages.find((m) => m.envelope.from === returnPath)!;
+    expect(mail.parsed.from?.value[0]).toEqual({ name: 'Contact Form', address: 'forms@example.test' });
+    expect(mail.parsed.replyTo?.text).toBe('visitor@example.org');
+  });
+});
+
+describe('the bounce receiver', () => {
+  it('turns a hard bounce into `bounced` with its status, diagnostic and reporting MTA, shown to the owner and sent to webhooks', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const added = await owner.api('POST', `/keys/${key.id}/webhooks`, { url: hooks.url });
+    expect(added.status).toBe(201);
+    const { id, returnPath } = await delivered(key);
+
+    const reply = await bounceTo(returnPath, { status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 <owner@example.test>: User unknown', reportingMta: 'mx.example.net' });
+    expect(reply.rcpt[0]!.code).toBe(250);
+    expect(reply.data?.code).toBe(250);
+    // Committed before the 250: no waiting needed.
+    expect(await row(id)).toEqual({
+      email_status: 'bounced',
+      bounce_type: 'hard',
+      bounce_status: '5.1.1',
+      bounce_diagnostic: '550 5.1.1 <owner@example.test>: User unknown',
+      bounce_mta: 'mx.example.net',
+    });
+    const seen = await owner.api('GET', `/submissions/${id}`);
+    expect(seen.json).toMatchObject({ email_status: 'bounced', bounce: { type: 'hard', status: '5.1.1', reporting_mta: 'mx.example.net' } });
+    const page = await owner.get(`/owner/keys/${key.id}/submissions`);
+    expect(page.text).toContain('User unknown');
+
+    const event = await eventually(async () => hooks.received.map((r) => JSON.parse(r.body)).find((body) => body.type === 'submission.bounced' && body.data.id === id), 20_000, 'the webhook');
+    expect(event.data.bounce).toMatchObject({ type: 'hard', status: '5.1.1' });
+  });
+
+  it('refuses at RCPT a forged return path: a wrong MAC, another row id under a valid MAC, another domain', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    const other = await delivered(key);
+    const [, , hex, mac] = /^b-(s)-([0-9a-f]{32})-([0-9a-f]{16})@/.exec(returnPath)!;
+    const forged = [
+      returnPath.replace(/-([0-9a-f]{16})@/, (_, m: string) => `-${m.slice(0, 15)}${m.endsWith('0') ? '1' : '0'}@`),
+      `b-s-${other.id.replace(/-/g, '')}-${mac}@${DOMAIN}`,
+      `b-k-${hex}-${mac}@${DOMAIN}`,
+      returnPath.replace(DOMAIN, 'elsewhere.test'),
+      `postmaster@${DOMAIN}`,
+    ];
+    for (const address of forged) {
+      const reply = await sendRaw(receiver.port, { from: '', to: [address] }, dsn({ to: address }));
+      expect(reply.rcpt[0]!.code, address).toBe(550);
+      expect(reply.data).toBeUndefined();
+    }
+    expect((await row(id)).email_status).toBe('sent');
+    expect((await row(other.id)).email_status).toBe('sent');
+  });
+
+  it('records a delay and a soft bounce without changing the status; a hard bounce after them is final', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    expect((await bounceTo(returnPath, { action: 'delayed', status: '4.4.1', diagnostic: 'smtp; 451 4.4.1 try later' })).data?.code).toBe(250);
+    expect(await row(id)).toMatchObject({ email_status: 'sent', bounce_type: 'delayed', bounce_status: '4.4.1' });
+    expect((await bounceTo(returnPath, { status: '4.2.2', diagnostic: 'smtp; 452 4.2.2 mailbox full' })).data?.code).toBe(250);
+    expect(await row(id)).toMatchObject({ email_status: 'sent', bounce_type: 'soft', bounce_status: '4.2.2' });
+    // A delay after a soft bounce does not hide it.
+    await bounceTo(returnPath, { action: 'delayed', status: '4.4.1' });
+    expect((await row(id)).bounce_type).toBe('soft');
+    await bounceTo(returnPath, { status: '5.2.1', diagnostic: 'smtp; 550 5.2.1 account disabled' });
+    expect(await row(id)).toMatchObject({ email_status: 'bounced', bounce_type: 'hard', bounce_status: '5.2.1' });
+  });
+
+  it('takes a duplicate report once: one webhook event, one hard bounce counted for the mailbox', async () => {
+    const key = await h.createKey({ email: 'dup-owner@example.test' });
+    const { id, returnPath } = await delivered(key);
+    for (let i = 0; i < 3; i++) expect((await bounceTo(returnPath)).data?.code).toBe(250);
+    expect((await row(id)).email_status).toBe('bounced');
+    const events = await h.sql('select id from webhook_deliveries where submission_id = $1', [id]);
+    expect(events).toHaveLength(0); // this key has no webhook: none at all
+    const [counted] = await h.sql<{ hard_bounces: number }>('select hard_bounces from mailbox_bounces where mailbox = $1', ['dup-owner@example.test']);
+    expect(counted!.hard_bounces).toBe(1);
+  });
+
+  it('keeps `bounced` when the report arrives before the worker recorded `sent`', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    // As if the relay's 250 had come and the worker's write of `sent` were still on its way.
+    await h.sql("update submissions set email_status = 'sending', sent_at = null where id = $1", [id]);
+    await bounceTo(returnPath);
+    expect((await row(id)).email_status).toBe('bounced');
+    const pool = createPgPool(h.env.DATABASE_URL!, 1);
+    try {
+      await recordSent(pool, 'submission', [{ id, messageId: '<late@example.test>' }]);
+    } finally {
+      await pool.end();
+    }
+    expect((await row(id)).email_status).toBe('bounced');
+  });
+
+  it('records an abuse complaint as `complained`', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    const reply = await sendRaw(receiver.port, { from: 'fbl@isp.example', to: [returnPath] }, abuseReport(returnPath));
+    expect(reply.data?.code).toBe(250);
+    expect(await row(id)).toMatchObject({ email_status: 'complained', bounce_type: 'complaint' });
+  });
+
+  it('answers 250 to what is not a report (an auto-reply, garbage) and changes nothing', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    const autoReply = ['From: owner@example.test', `To: ${returnPath}`, 'Subject: Out of office', 'Auto-Submitted: auto-replied', '', 'I am away until Monday.', ''].join('\r\n');
+    expect((await sendRaw(receiver.port, { from: 'owner@example.test', to: [returnPath] }, autoReply)).data?.code).toBe(250);
+    const garbage = Buffer.from(Array.from({ length: 4000 }, (_, i) => (i * 7919) % 256)).toString('latin1');
+    expect((await sendRaw(receiver.port, { from: '', to: [returnPath] }, garbage)).data?.code).toBe(250);
+    expect(await row(id)).toMatchObject({ email_status: 'sent', bounce_type: null });
+  });
+
+  it('refuses a message over BOUNCE_MAX_BYTES with 552 and records nothing', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    const huge = dsn({ to: returnPath }).replace('Your message could not be delivered.', 'x'.repeat(70_000));
+    const reply = await sendRaw(receiver.port, { from: '', to: [returnPath] }, huge);
+    expect(reply.data?.code).toBe(552);
+    expect((await row(id)).email_status).toBe('sent');
+  });
+
+  it('answers 451 when PostgreSQL cannot be reached, so the relay retries; the report lands once it can', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    // A receiver whose database is down: nothing listens where its DATABASE_URL points.
+    const down = await startBounceReceiver(
+      { ...h.config, BOUNCE_DOMAIN: DOMAIN, BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_SMTP_PORT: 0, DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none` },
+      createLogger('test', 'silent'),
+    );
+    try {
+      const refused = await sendRaw(down.port, { from: '', to: [returnPath] }, dsn({ to: returnPath }));
+      expect(refused.rcpt[0]!.code).toBe(250);
+      expect(refused.data?.code).toBe(451);
+    } finally {
+      await down.shutdown.run();
+    }
+    expect((await row(id)).email_status).toBe('sent');
+    // The relay's retry, once the database is back.
+    expect((await bounceTo(returnPath)).data?.code).toBe(250);
+    expect((await row(id)).email_status).toBe('bounced');
+  });
+});
+
+describe('suppression', () => {
+  it('stops attempting a mailbox after SUPPRESS_AFTER_HARD_BOUNCES hard bounces; signing in lifts it, and the owner re-sends', async () => {
+    const key = await h.createKey({ email: 'suppressed-owner@example.test' });
+    for (let i = 0; i < 2; i++) {
+      const { returnPath } = await delivered(key, `bounces ${i}`);
+      expect((await bounceTo(returnPath)).data?.code).toBe(250);
+    }
+    const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'not attempted' });
+    const id = submitted.json.submission_id as string;
+    const suppressed = await eventually(async () => {
+      const current = await h.sql<{ email_status: string; last_error: string | null }>('select email_status, last_error from submissions where id = $1', [id]);
+      return current[0]!.email_status === 'suppressed' ? current[0] : undefined;
+    }, 20_000, '`suppressed`');
+    expect(suppressed.last_error).toMatch(/bounced repeatedly; suppressed until .+ or until its owner signs in/);
+    expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
+
+    // The sign-in email is not a submission email: it goes out, and its arrival lifts the suppression.
+    const owner = await signIn(h, key.email);
+    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+    const seen = await owner.api('GET', `/submissions/${id}`);
+    expect(seen.json.email_status).toBe('suppressed');
+    const resent = await owner.api('POST', `/submissions/${id}/resend`);
+    expect(resent.status).toBe(200);
+    await eventually(async () => h.sink.messages.find((m) => m.parsed.messageId?.includes(id)), 20_000, 'the re-sent email');
+  });
+});
+
+describe('limits per client address', () => {
+  it('refuses a connection past BOUNCE_MAX_CONNECTIONS_PER_IP (421) and a message past the minute allowance (451)', async () => {
+    const limited = await startHarness({ worker: false, env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_MAX_CONNECTIONS_PER_IP: '2', BOUNCE_MESSAGES_PER_MINUTE_PER_IP: '3' } });
+    try {
+      const { port } = await limited.startBounces();
+      const first = await openSmtp(port);
+      const second = await openSmtp(port);
+      const third = await openSmtp(port);
+      expect(first.greeting.code).toBe(220);
+      expect(second.greeting.code).toBe(220);
+      expect(third.greeting.code).toBe(421);
+      // Another loopback address has its own allowance.
+      const elsewhere = await openSmtp(port, '127.0.0.1', '127.0.0.7');
+      expect(elsewhere.greeting.code).toBe(220);
+      for (const session of [first, second, third, elsewhere]) session.close();
+
+      const session = await openSmtp(port);
+      await session.command('EHLO relay.test');
+      const codes = [];
+      for (let i = 0; i < 4; i++) {
+        codes.push((await session.command('MAIL FROM:<>')).code);
+        await session.command('RSET');
+      }
+      expect(codes).toEqual([250, 250, 250, 451]);
+      session.close();
+    } finally {
+      await limited.stop();
+    }
+  });
+});
