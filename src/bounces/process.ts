@@ -14,7 +14,8 @@ import { startReceiver } from './receiver.ts';
 /** Connections to PostgreSQL: each report holds one for its short transaction. */
 const POOL_SIZE = 8;
 
-export type BounceProcess = { port: number; shutdown: Shutdown };
+/** `metricsPort`: where its metrics are served, when BOUNCE_METRICS_PORT is set. */
+export type BounceProcess = { port: number; metricsPort?: number; shutdown: Shutdown };
 
 export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: string }, log: Logger): Promise<BounceProcess> {
   const shutdown = new Shutdown(log);
@@ -23,10 +24,12 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const webhooks = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhooks.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
+  let metricsPort: number | undefined;
   if (config.BOUNCE_METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {
     const metrics = await serveMetrics(config.HOST, config.BOUNCE_METRICS_PORT, config.ADMIN_TOKEN);
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
-    log.info({ port: (metrics.address() as AddressInfo).port }, 'bounce receiver metrics listening');
+    metricsPort = (metrics.address() as AddressInfo).port;
+    log.info({ port: metricsPort }, 'bounce receiver metrics listening');
   }
   const receiver = await startReceiver(
     {
@@ -48,5 +51,5 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
   // Registered last, so closed first: no new report is taken before the pool goes.
   shutdown.add('smtp server', receiver, (receiver) => receiver.close());
   log.info({ host: config.BOUNCE_SMTP_HOST, port: receiver.port, domain: config.BOUNCE_DOMAIN }, 'bounce receiver ready');
-  return { port: receiver.port, shutdown };
+  return { port: receiver.port, ...(metricsPort === undefined ? {} : { metricsPort }), shutdown };
 }

@@ -11,10 +11,12 @@ import { createReturnPaths } from '../../src/shared/return-path.ts';
 import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts';
 import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
+import { request } from '../support/http.ts';
 import { openSmtp, sendRaw } from '../support/smtp-client.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
 const DOMAIN = 'bounces.test';
+const ADMIN_TOKEN = 'bounce-test-admin-token-0123456789';
 let h: Harness;
 let receiver: BounceProcess;
 let hooks: Receiver;
@@ -22,7 +24,15 @@ const paths = createReturnPaths(TEST_SECRET, DOMAIN);
 
 beforeAll(async () => {
   h = await startHarness({
-    env: { BOUNCE_DOMAIN: DOMAIN, SUPPRESS_AFTER_HARD_BOUNCES: '2', BOUNCE_MAX_BYTES: '65536', WEBHOOK_ALLOW: '127.0.0.6', WEBHOOK_RETRY_BACKOFF_MS: '100' },
+    env: {
+      BOUNCE_DOMAIN: DOMAIN,
+      SUPPRESS_AFTER_HARD_BOUNCES: '2',
+      BOUNCE_MAX_BYTES: '65536',
+      BOUNCE_METRICS_PORT: '0',
+      ADMIN_TOKEN,
+      WEBHOOK_ALLOW: '127.0.0.6',
+      WEBHOOK_RETRY_BACKOFF_MS: '100',
+    },
   });
   receiver = await h.startBounces();
   hooks = await startReceiver('127.0.0.6');
@@ -83,6 +93,13 @@ describe('the bounce receiver', () => {
     expect(seen.json).toMatchObject({ email_status: 'bounced', bounce: { type: 'hard', status: '5.1.1', reporting_mta: 'mx.example.net' } });
     const page = await owner.get(`/owner/keys/${key.id}/submissions`);
     expect(page.text).toContain('User unknown');
+    const operator = await request(`${h.url}/admin/submissions/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(operator.json).toMatchObject({ email_status: 'bounced', bounce: { type: 'hard', status: '5.1.1', diagnostic: '550 5.1.1 <owner@example.test>: User unknown' } });
+    const csv = await request(`${h.url}/admin/submissions.csv?key=${key.key}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(csv.text).toContain(',bounced,');
+    expect(csv.text).toContain(',hard,5.1.1,550 5.1.1 <owner@example.test>: User unknown,');
+    const metrics = await request(`http://127.0.0.1:${receiver.metricsPort}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(metrics.text).toMatch(/cfs_bounces_total\{kind="submissions",type="hard"\} [1-9]/);
 
     const event = await eventually(async () => hooks.received.map((r) => JSON.parse(r.body)).find((body) => body.type === 'submission.bounced' && body.data.id === id), 20_000, 'the webhook');
     expect(event.data.bounce).toMatchObject({ type: 'hard', status: '5.1.1' });

@@ -311,6 +311,7 @@ describe('operator view', () => {
       email_status: 'sent',
       email_attempts: 1,
       last_error: null,
+      bounce: null,
       sent_at: expect.stringMatching(/^\d{4}-/),
       created_at: expect.stringMatching(/^\d{4}-/),
       email: 'visitor@example.org',
