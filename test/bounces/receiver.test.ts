@@ -1,7 +1,12 @@
 // The bounce receiver, driven as a relay drives it: reports sent over SMTP to the return path of a
 // real submission's email. What the owner sees of each is checked on the row, the owner's JSON
 // API, the webhooks and the SMTP replies.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startBounceReceiver, type BounceProcess } from '../../src/bounces/process.ts';
 import { freePort } from '../../src/local/services.ts';
 import { createPgPool } from '../../src/shared/db/pg-pool.ts';
@@ -240,6 +245,46 @@ describe('suppression', () => {
     const resent = await owner.api('POST', `/submissions/${id}/resend`);
     expect(resent.status).toBe(200);
     await eventually(async () => h.sink.messages.find((m) => m.parsed.messageId?.includes(id)), 20_000, 'the re-sent email');
+  });
+});
+
+describe('STARTTLS and key emails', () => {
+  it('offers STARTTLS with BOUNCE_TLS_CERT and BOUNCE_TLS_KEY, and records a report sent over it; a key email bounces too', async () => {
+    const openssl = inject('testTools').openssl!;
+    if (openssl.problem !== undefined) throw new Error(openssl.problem);
+    const dir = await mkdtemp(path.join(tmpdir(), 'cfs-tls-'));
+    const [certFile, keyFile] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
+    execFileSync(openssl.path, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${DOMAIN}`, '-days', '1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+    const secured = await startHarness({ env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_TLS_CERT: certFile, BOUNCE_TLS_KEY: keyFile } });
+    try {
+      const { port } = await secured.startBounces();
+      const session = await openSmtp(port);
+      expect((await session.command('EHLO relay.test')).text).toContain('STARTTLS');
+      session.close();
+
+      // A key email (the new key's) carries a return path of its kind.
+      const created = await postJson(`${secured.url}/`, { email: 'tls-owner@example.test' });
+      expect(created.status).toBe(200);
+      const [keyEmail] = await eventually(async () => {
+        const rows = await secured.sql<{ id: string }>("select id from key_emails where email = 'tls-owner@example.test' and email_status = 'sent'");
+        return rows.length ? rows : undefined;
+      }, 20_000, 'the key email');
+      const returnPath = paths.address('key-email', keyEmail!.id);
+      expect(secured.sink.messages.some((m) => m.envelope.from === returnPath)).toBe(true);
+
+      const relay = nodemailer.createTransport({ host: '127.0.0.1', port, requireTLS: true, tls: { rejectUnauthorized: false } });
+      try {
+        const sent = await relay.sendMail({ envelope: { from: '', to: returnPath }, raw: dsn({ to: returnPath }) });
+        expect(sent.response).toMatch(/^250/);
+      } finally {
+        relay.close();
+      }
+      const [row] = await secured.sql<{ email_status: string; bounce_status: string }>('select email_status, bounce_status from key_emails where id = $1', [keyEmail!.id]);
+      expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
+    } finally {
+      await secured.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
