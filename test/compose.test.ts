@@ -248,7 +248,7 @@ describe('Dockerfile', () => {
   it('fills the compile cache at build time as the user that runs the processes (its entries are per user id)', async () => {
     const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
     const user = dockerfile.search(/^USER node\s*$/m);
-    const fill = dockerfile.search(/^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts;[^]*--import=\.\/src\/shared\/compile-cache\.mjs/m);
+    const fill = dockerfile.search(/^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts src\/bounces\/main\.ts;[^]*--import=\.\/src\/shared\/compile-cache\.mjs/m);
     expect(user).toBeGreaterThan(0);
     expect(fill).toBeGreaterThan(user);
   });
