@@ -139,8 +139,8 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     return child;
   }
 
-  async function npmStart(): Promise<Running> {
-    const child = spawnNpmStart();
+  async function npmStart(startEnv = env): Promise<Running> {
+    const child = spawnNpmStart(startEnv);
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -150,7 +150,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     }, 90_000, `npm start banner:\n${output}`);
     startedPids.push(...descendants(child.pid!));
     const banner = Object.fromEntries(
-      [...output.matchAll(/^ {2}(API|Mail UI|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
+      [...output.matchAll(/^ {2}(API|Mail UI|Bounces|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
     );
     return { child, output: () => output, banner };
   }
@@ -219,6 +219,19 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     // The key still works: the server secret it is stored under was kept in DATA_DIR.
     const again = await postJson(`http://localhost:${port}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'after restart' });
     expect(again.status).toBe(200);
+    await stopAndCheckNothingLeft(running);
+  });
+
+  it('runs the bounce receiver when BOUNCE_DOMAIN is set: a sample bounce turns a message `bounced`', async () => {
+    const bouncePort = await freePort();
+    const bounceEnv = { ...env, BOUNCE_DOMAIN: 'bounces.localhost', BOUNCE_SMTP_PORT: String(bouncePort) };
+    const running = await npmStart(bounceEnv);
+    expect(running.banner.Bounces).toBe(`smtp://0.0.0.0:${bouncePort} for bounces.localhost`);
+    const sample = spawnSync('npm', ['run', 'bounce:sample', '--', submissionId], { cwd: project, env: bounceEnv, uid: account?.uid, gid: account?.gid, encoding: 'utf8' });
+    expect(sample.status, `${sample.stdout}${sample.stderr}`).toBe(0);
+    expect(sample.stdout).toMatch(/^Sent to b-s-[0-9a-f]{32}-[0-9a-f]{16}@bounces\.localhost: 250 /m);
+    const [row] = await query<{ email_status: string; bounce_status: string }>(running.banner.PostgreSQL!, 'select email_status, bounce_status from submissions where id = $1', [submissionId]);
+    expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
     await stopAndCheckNothingLeft(running);
   });
 
