@@ -4,7 +4,7 @@
 //   npm run bench                 the full run (ends by itself within 15 minutes)
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
 //   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
-//                                 7 workers SIGKILLed mid-backlog)
+//                                 7 workers SIGKILLed mid-backlog, 8 bounces)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { bounces } from './scenarios/bounces.ts';
 import { delivery } from './scenarios/delivery.ts';
 import { endToEnd } from './scenarios/end-to-end.ts';
 import { growth } from './scenarios/growth.ts';
@@ -37,8 +38,8 @@ const nodeFlags = option('node-flags')?.split(/\s+/).filter(Boolean) ?? [];
 const runs = (scenario: number) => !only || only.includes(scenario);
 
 const S: Settings = quick
-  ? { warmupMs: 1_000, measureMs: 3_000, repeats: 1, backlog: 1_000, deliveryWarmup: 1_000, deliveryRepeats: 1, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000, kills: 4 }
-  : { warmupMs: 3_000, measureMs: 6_000, repeats: 2, backlog: 5_000, deliveryWarmup: 5_000, deliveryRepeats: 3, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000, kills: 12 };
+  ? { warmupMs: 1_000, measureMs: 3_000, repeats: 1, backlog: 1_000, deliveryWarmup: 1_000, deliveryRepeats: 1, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000, kills: 4, dsns: 2_000 }
+  : { warmupMs: 3_000, measureMs: 6_000, repeats: 2, backlog: 5_000, deliveryWarmup: 5_000, deliveryRepeats: 3, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000, kills: 12, dsns: 10_000 };
 if (workerCounts) S.workerCounts = workerCounts;
 const deliveryRepeats = option('delivery-repeats');
 if (deliveryRepeats) S.deliveryRepeats = Math.max(1, Number(deliveryRepeats) || 1);
@@ -69,6 +70,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [5, memory],
   [6, growth],
   [7, killMidBacklog],
+  [8, bounces],
 ];
 
 // ---------------------------------------------------------------- lifecycle

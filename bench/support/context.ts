@@ -44,6 +44,8 @@ export type Settings = {
   growthRows: number;
   drainCapMs: number;
   kills: number;
+  /** DSNs sent to the bounce receiver (and to its floor) after the warm-up. */
+  dsns: number;
 };
 
 /** What a run was asked for and what it has found so far; it exists before the services do. */

@@ -11,9 +11,9 @@ export type Row = {
   service: number;
   baseline: number;
   /** How to format the two figures. */
-  unit: 'req/s' | 'ms' | 'µs' | 'emails/s' | 'MB' | '%' | 'x' | 'rows' | 'emails';
-  /** The target on the ratio service/baseline (`ratio>=` or `ratio<=`), on the service figure alone (`<=`), or none. */
-  target?: { kind: 'ratio>=' | 'ratio<=' | '<='; value: number };
+  unit: 'req/s' | 'ms' | 'µs' | 'emails/s' | 'DSNs/s' | 'MB' | '%' | 'x' | 'rows' | 'emails';
+  /** The target on the ratio service/baseline (`ratio>=` or `ratio<=`), on the service figure alone (`<=`, `>=`), or none. */
+  target?: { kind: 'ratio>=' | 'ratio<=' | '<=' | '>='; value: number };
   note?: string;
 };
 
@@ -24,9 +24,10 @@ export function ratio(row: Row): number {
 export function met(row: Row): boolean | undefined {
   if (!row.target) return undefined;
   if (!Number.isFinite(row.service)) return false;
-  const value = row.target.kind === '<=' ? row.service : ratio(row);
+  const { kind, value: wanted } = row.target;
+  const value = kind === '<=' || kind === '>=' ? row.service : ratio(row);
   if (!Number.isFinite(value)) return false;
-  return row.target.kind === 'ratio>=' ? value >= row.target.value : value <= row.target.value;
+  return kind === 'ratio>=' || kind === '>=' ? value >= wanted : value <= wanted;
 }
 
 const figure = (value: number, unit: Row['unit']) => {
@@ -40,6 +41,7 @@ const targetText = (row: Row) => {
   if (!row.target) return '—';
   const { kind, value } = row.target;
   if (kind === '<=') return `≤ ${figure(value, row.unit)}`;
+  if (kind === '>=') return `≥ ${figure(value, row.unit)}`;
   return `ratio ${kind === 'ratio>=' ? '≥' : '≤'} ${value.toFixed(2)}`;
 };
 
