@@ -1,4 +1,5 @@
 // What every request handler can reach: the services built once at start.
+import type { SpamFilter } from '../shared/spam-filter.ts';
 import type { ParameterizedContext } from 'koa';
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '../shared/queue.ts';
@@ -21,6 +22,8 @@ export type AppDeps = {
   vault: KeyVault;
   /** The active keys, cached (src/api/submissions/key-cache.ts). */
   keys: KeyCache;
+  /** Taught the owners' marks; undefined when SPAM_FILTER=off or no rspamd is named. */
+  spamFilter: SpamFilter | undefined;
   log: Logger;
 };
 

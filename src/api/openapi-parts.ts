@@ -3,7 +3,7 @@
 // the common error responses, path parameters and security requirements.
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import { BOUNCE_TYPES } from '../shared/db/entities.ts';
+import { BOUNCE_TYPES, SPAM_MARKS, SPAM_VERDICTS } from '../shared/db/entities.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
 export const jsonSchema = (schema: v.GenericSchema) =>
@@ -40,3 +40,20 @@ export const BounceDetail = v.object({
   at: v.pipe(v.string(), v.isoTimestamp()),
 });
 export const BounceReport = v.pipe(v.nullable(BounceDetail), v.description('The last report that came back to the return path for this email (null: none)'));
+
+/** The spam filter's verdict and the owner's mark (src/shared/submissions.ts spamRecord). */
+export const SpamDetail = v.object({
+  verdict: v.pipe(
+    v.nullable(v.picklist(SPAM_VERDICTS)),
+    v.description('spam: held, not emailed (status spam); ham: emailed; unchecked: the filter was down or slow, and the email went out; null: not checked'),
+  ),
+  score: v.pipe(v.nullable(v.number()), v.description("rspamd's score; the key's level sets the score from which it is spam")),
+  reasons: v.pipe(
+    v.array(v.object({ symbol: v.string(), score: v.number(), description: v.optional(v.string()) })),
+    v.description('The rules that raised the score most, strongest first'),
+  ),
+  checked_at: v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+  mark: v.pipe(v.nullable(v.picklist(SPAM_MARKS)), v.description("The owner's mark, taught to the filter")),
+  marked_at: v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+});
+export const SpamVerdictDetail = v.pipe(v.nullable(SpamDetail), v.description('The spam check of this submission (null: never checked nor marked)'));

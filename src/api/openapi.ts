@@ -145,7 +145,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
       },
       '/admin/keys/{key}': {
         patch: {
-          summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha',
+          summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter',
           security: adminSecurity,
           parameters: [keyParam],
           requestBody: { required: true, content: json(KeyPatchSchema) },

@@ -1,5 +1,6 @@
 // Builds the API process from a config: its clients, the app and the HTTP server, each registered
 // for an ordered shutdown. Used by `start:api` and by the tests.
+import { spamFilterFromConfig } from '../shared/spam-filter.ts';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -43,7 +44,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     createKeyCache({ databaseUrl: config.DATABASE_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }),
     (keys) => keys.close(),
   );
-  const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, log };
+  const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, spamFilter: spamFilterFromConfig(config), log };
   const server = createServer({
     headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,

@@ -4,7 +4,7 @@
 import * as v from 'valibot';
 import { EMAIL_STATUSES, WEBHOOK_EVENTS } from '../shared/db/entities.ts';
 import { MAX_WEBHOOKS } from '../shared/webhooks.ts';
-import { adminSecurity, BounceDetail, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from './openapi-parts.ts';
+import { adminSecurity, BounceDetail, SpamDetail, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from './openapi-parts.ts';
 
 const described = <T extends v.GenericSchema>(schema: T, text: string) => v.pipe(schema, v.description(text));
 
@@ -27,6 +27,10 @@ export const SubmissionCreatedSchema = v.object({
         url: described(v.pipe(v.string(), v.url()), 'Presigned download link, valid for LINK_TTL_SECONDS'),
         url_expires_at: v.pipe(v.string(), v.isoTimestamp()),
       }),
+    ),
+    spam: described(
+      v.nullable(SpamDetail),
+      "The spam filter's verdict. The event waits up to 60 s for it; null: not checked (the key's filter is off, or the check had not run by then). Held spam reaches a key's webhooks only if the key asks for it (spam_to_webhooks), or once its owner marks it not spam.",
     ),
   }),
 });

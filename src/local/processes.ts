@@ -92,9 +92,21 @@ export function waitForOutput(child: ChildProcess, pattern: RegExp, name: string
  * handlers run synchronously, and the servers then shut themselves down.
  */
 const running = new Map<ChildProcess, NodeJS.Signals>();
+/** Servers that fork workers of their own (rspamd): signalled as a whole process group. */
+const groups = new Set<ChildProcess>();
 process.on('exit', () => {
-  for (const [child, signal] of running) child.kill(signal);
+  for (const [child, signal] of running) signalChild(child, signal);
 });
+
+/** Signals the child, or its whole process group when it leads one of its own; no error if it is gone. */
+export function signalChild(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    if (groups.has(child) && child.pid) process.kill(-child.pid, signal);
+    else child.kill(signal);
+  } catch {
+    // already gone
+  }
+}
 
 let ownProcessGroups = false;
 
@@ -107,9 +119,12 @@ export function startServersInOwnProcessGroups(): void {
   ownProcessGroups = true;
 }
 
-export function spawnTracked(stopSignal: NodeJS.Signals, command: string, args: readonly string[], options: SpawnOptions): ChildProcess {
-  const child = spawn(command, args, { ...options, detached: ownProcessGroups });
+/** `ownGroup`: the child leads a process group of its own, and every signal goes to the group (its forked workers too). */
+export function spawnTracked(stopSignal: NodeJS.Signals, command: string, args: readonly string[], options: SpawnOptions & { ownGroup?: boolean }): ChildProcess {
+  const { ownGroup = false, ...spawnOptions } = options;
+  const child = spawn(command, args, { ...spawnOptions, detached: ownProcessGroups || ownGroup });
   running.set(child, stopSignal);
+  if (ownGroup) groups.add(child);
   child.once('exit', () => running.delete(child));
   return child;
 }
@@ -118,11 +133,14 @@ export function spawnTracked(stopSignal: NodeJS.Signals, command: string, args: 
 export function stopChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    const timer = setTimeout(() => signalChild(child, 'SIGKILL'), graceMs);
     child.once('exit', () => {
       clearTimeout(timer);
+      // A group's forked workers may outlive its leader by a moment: they go with it.
+      if (groups.has(child)) signalChild(child, 'SIGKILL');
+      groups.delete(child);
       resolve();
     });
-    child.kill(signal);
+    signalChild(child, signal);
   });
 }

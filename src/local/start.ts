@@ -1,7 +1,8 @@
 // `npm start`: the whole service on one machine. For each of DATABASE_URL, REDIS_URL, S3_ENDPOINT
 // and SMTP_URL that is unset it starts a real local service with its data under DATA_DIR,
 // applies the migrations, then runs the API and one worker as child processes, and the bounce
-// receiver too when BOUNCE_DOMAIN is set.
+// receiver too when BOUNCE_DOMAIN is set. Unless SPAM_FILTER=off or SPAM_FILTER_URL names one, it
+// runs rspamd too, when it can.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -21,6 +22,7 @@ import {
   startS3,
   stopChild,
 } from './services.ts';
+import { startRspamd } from './rspamd.ts';
 import { startServersInOwnProcessGroups } from './processes.ts';
 import { SECOND_PRESS_AFTER_MS } from '../shared/shutdown.ts';
 
@@ -120,6 +122,21 @@ async function main(): Promise<void> {
     urls.mail = mail.webUrl;
   }
 
+  if (env.SPAM_FILTER?.trim().toLowerCase() !== 'off' && !env.SPAM_FILTER_URL) {
+    // Run when it can be: a machine without rspamd (and no root to install it) runs without the filter.
+    try {
+      const rspamd = await startRspamd({ dir: path.join(dataDir, 'rspamd') });
+      services.push(rspamd);
+      env.SPAM_FILTER_URL = rspamd.url;
+      env.SPAM_FILTER_CONTROLLER_URL = rspamd.controllerUrl;
+      urls.spam = `${rspamd.url} (rspamd; learning at ${rspamd.controllerUrl})`;
+    } catch (error) {
+      if (!(error instanceof ServiceStartError)) throw error;
+      log.warn(`${error.message}\nThe service runs without a spam filter.`);
+      urls.spam = 'off (rspamd could not start; see above)';
+    }
+  }
+
   env.SECRET ||= await keptSecret(path.join(dataDir, 'secret'));
   const config = loadConfigOrExit(env);
   const orm = await createOrm(config.DATABASE_URL, 2);
@@ -142,6 +159,7 @@ async function main(): Promise<void> {
     ['API', urls.api],
     ['Mail UI', urls.mail],
     ['Bounces', urls.bounces],
+    ['Spam filter', urls.spam],
     ['PostgreSQL', urls.postgres],
     ['Redis', urls.redis],
     ['S3', urls.s3],
@@ -150,7 +168,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     'Contact form service is running:',
-    ...labels.filter(([, value]) => value).map(([label, value]) => `  ${label.padEnd(11)}${value}`),
+    ...labels.filter(([, value]) => value).map(([label, value]) => `  ${label.padEnd(13)}${value}`),
     'Press Ctrl+C to stop.',
     '',
   ];

@@ -323,6 +323,38 @@ const bounces = {
   SUPPRESS_FOR_HOURS: about(integer(24, 1), 'How long a suppression lasts after the last hard bounce; the next submission after it is attempted again. Signing in lifts it at once.'),
 };
 
+const score = (fallback: string) =>
+  v.optional(
+    v.pipe(v.string(), v.trim(), v.regex(/^-?\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), kind('number')),
+    fallback,
+  );
+
+const spam = {
+  SPAM_FILTER: about(
+    v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(['on', 'off'], 'must be on or off'), kind('on or off')), 'on'),
+    '`off`: no submission is checked for spam, and `npm start` starts no rspamd. `on`: each submission email is checked by the rspamd at `SPAM_FILTER_URL` before it is sent (unset URL: none is checked).',
+  ),
+  SPAM_FILTER_URL: about(
+    v.optional(url(['http:', 'https:'])),
+    "rspamd's scanner (its normal worker, port 11333 by default), which scores each email at `/checkv2`. `npm start` runs one when unset.",
+  ),
+  SPAM_FILTER_CONTROLLER_URL: about(
+    v.optional(url(['http:', 'https:'])),
+    "rspamd's controller (port 11334 by default), which learns from the owners' marks. Needed with `SPAM_FILTER_URL`.",
+  ),
+  SPAM_FILTER_PASSWORD: about(text(), "The controller's password (rspamd's `password` or `enable_password`). Unset: none is sent (rspamd trusts its `secure_ip` addresses)."),
+  SPAM_CHECK_TIMEOUT_MS: about(
+    integer(500, 1),
+    'How long a worker waits for a verdict. Past it, or when the filter is down, the email is sent unchecked (marked so): the filter costs time, never mail.',
+  ),
+  SPAM_SCORE_NORMAL: about(score('6'), "rspamd score from which a submission to a key at the `normal` level is held as spam."),
+  SPAM_SCORE_STRICT: about(score('4'), "rspamd score from which a submission to a key at the `strict` level is held as spam."),
+  SPAM_TEACH_PER_KEY_PER_HOUR: about(
+    integer(50, 0),
+    "Marks (spam, not spam) from one key's owner taught to the filter per hour; past it a mark still moves the message but is not taught, so no key can flood what every key learns.",
+  ),
+};
+
 /** The settings by topic, in the order docs/configuration.md shows them. */
 export const SETTING_GROUPS = {
   'HTTP server': server,
@@ -334,6 +366,7 @@ export const SETTING_GROUPS = {
   'Retention': retention,
   'Webhooks': webhooks,
   'Bounces': bounces,
+  'Spam filter': spam,
 };
 
-export const EnvSchema = v.object({ ...server, ...services, ...operators, ...email, ...delivery, ...abuse, ...retention, ...webhooks, ...bounces });
+export const EnvSchema = v.object({ ...server, ...services, ...operators, ...email, ...delivery, ...abuse, ...retention, ...webhooks, ...bounces, ...spam });

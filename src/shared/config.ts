@@ -35,6 +35,10 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
     rule: 'BOUNCE_TLS_CERT, BOUNCE_TLS_KEY: set both or neither',
     holds: (env) => (env.BOUNCE_TLS_CERT === undefined) === (env.BOUNCE_TLS_KEY === undefined),
   },
+  {
+    rule: 'SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither (the owners\' marks are taught at the controller)',
+    holds: (env) => (env.SPAM_FILTER_URL === undefined) === (env.SPAM_FILTER_CONTROLLER_URL === undefined),
+  },
 ];
 
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */

@@ -6,7 +6,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { deliveryKinds, type DeliveryKindName } from './delivery-kinds.ts';
-import type { CustomFields, EmailStatus } from './db/entities.ts';
+import type { CustomFields, EmailStatus, SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from './db/entities.ts';
 import { CLAIMABLE, FAILED, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE, sqlList } from './delivery-statuses.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
@@ -49,6 +49,12 @@ export type ClaimedSubmission = {
   attachmentCount: number;
   /** Set while the key's mailbox is suppressed after hard bounces: the email is not attempted. */
   suppressedUntil: Date | null;
+  /** The key owner's mailbox: whose own spam statistics apply. */
+  keyMailbox: string | null;
+  spamFilter: SpamFilterLevel;
+  /** The verdict of an earlier attempt (checked once per submission), and the owner's mark. */
+  spamVerdict: SpamVerdict | null;
+  spamMark: SpamMark | null;
 };
 
 /** A claimed submission: its attempt number and what its email needs. */
@@ -66,8 +72,9 @@ const CLAIM_SUBMISSIONS = {
         where id = any($1::uuid[])
           and (email_status in (${sqlList(CLAIMABLE)})
                or (email_status = '${IN_FLIGHT}' and claimed_at < now() - make_interval(secs => $2)))
-        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts)
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark)
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
+            k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
@@ -98,6 +105,10 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     key_email: string | null;
     attachment_count: number;
     suppressed_ms: number | null;
+    key_mailbox: string | null;
+    spam_filter: SpamFilterLevel | null;
+    spam_verdict: SpamVerdict | null;
+    spam_mark: SpamMark | null;
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
@@ -117,6 +128,10 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
         keyEmail: row.key_email,
         attachmentCount: row.attachment_count,
         suppressedUntil: row.suppressed_ms === null ? null : new Date(Number(row.suppressed_ms)),
+        keyMailbox: row.key_mailbox,
+        spamFilter: row.spam_filter ?? 'off',
+        spamVerdict: row.spam_verdict,
+        spamMark: row.spam_mark,
       },
     };
   });
@@ -163,6 +178,18 @@ export async function recordSuppressed(em: EntityManager, id: string, reason: st
   ]);
 }
 
+/** The spam filter's verdict on a claimed submission; `spam` also ends its delivery: kept, not emailed. */
+export async function recordSpamVerdict(em: EntityManager, id: string, verdict: SpamVerdict, scan: { score: number; reasons: SpamReason[] } | undefined): Promise<void> {
+  await em.execute(
+    `update submissions
+        set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
+            email_status = case when ? = 'spam' then 'spam' else email_status end,
+            claimed_at = case when ? = 'spam' then null else claimed_at end
+      where id = ? and email_status = '${IN_FLIGHT}'`,
+    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, verdict, id],
+  );
+}
+
 export type SentRow = { id: string; created_at: Date; sent_at: Date };
 
 /**
@@ -183,6 +210,20 @@ export async function recordSent(db: Queryable, kind: DeliveryKindName, sent: Ar
     values: [sent.map((item) => item.id), sent.map((item) => item.messageId)],
   });
   return result.rows;
+}
+
+/** Gives a claimed row back untouched (not an attempt): `queued` again, its attempt uncounted. */
+export async function releaseClaim(em: EntityManager, kind: DeliveryKindName, id: string): Promise<void> {
+  await em.execute(
+    `update ${tableOf(kind)} set email_status = '${QUEUED}', claimed_at = null, email_attempts = greatest(email_attempts - 1, 0)
+      where id = ? and email_status = '${IN_FLIGHT}'`,
+    [id],
+  );
+}
+
+/** A webhook delivery that will not be made (its submission is held as spam): `skipped`, with why. */
+export async function recordSkipped(em: EntityManager, id: string, reason: string): Promise<void> {
+  await em.execute(`update webhook_deliveries set email_status = 'skipped', claimed_at = null, last_error = ? where id = ? and email_status = '${IN_FLIGHT}'`, [reason, id]);
 }
 
 /** A webhook answered 2xx: `sent`, with the answer's status. */

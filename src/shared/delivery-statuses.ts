@@ -23,7 +23,7 @@ export const REPORTED: readonly EmailStatus[] = ['bounced', 'complained'];
  * Nothing more will happen to the row: retention may delete it. The generated column
  * `submissions.settled` repeats this list (changing it takes a migration).
  */
-export const SETTLED: readonly EmailStatus[] = ['sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed'];
+export const SETTLED: readonly EmailStatus[] = ['sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed', 'spam'];
 
 /** `'a', 'b'` for an SQL `in (...)` list (the statuses are constants, never input). */
 export const sqlList = (statuses: readonly EmailStatus[]) => statuses.map((status) => `'${status}'`).join(', ');

@@ -8,6 +8,7 @@ import {
   type CaptchaProvider,
   type KeyEmail,
   type KeyStatus,
+  type SpamFilterLevel,
   type VerificationKey,
 } from './db/entities.ts';
 import type { KeyVault } from './secrets.ts';
@@ -190,7 +191,14 @@ const TRANSITIONS: Record<KeyStatus, KeyStatus[]> = {
   deleted: [],
 };
 
-export type KeyChanges = { status?: KeyStatus; useDomain?: boolean; domains?: string[]; captcha?: CaptchaProvider | null };
+export type KeyChanges = {
+  status?: KeyStatus;
+  useDomain?: boolean;
+  domains?: string[];
+  captcha?: CaptchaProvider | null;
+  spamFilter?: SpamFilterLevel;
+  spamToWebhooks?: boolean;
+};
 
 export async function updateKey(em: EntityManager, vault: KeyVault, keyValue: string, changes: KeyChanges): Promise<VerificationKey> {
   return em.transactional(async (tx) => {
@@ -204,11 +212,14 @@ export async function updateKey(em: EntityManager, vault: KeyVault, keyValue: st
       key.status = changes.status;
     } else if (
       current === 'deleted' &&
-      (changes.useDomain !== undefined || changes.domains !== undefined || changes.captcha !== undefined)
+      (changes.useDomain !== undefined || changes.domains !== undefined || changes.captcha !== undefined ||
+        changes.spamFilter !== undefined || changes.spamToWebhooks !== undefined)
     ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }
     if (changes.captcha !== undefined) key.captcha = changes.captcha;
+    if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
+    if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
     if (changes.domains !== undefined) key.domains = changes.domains;
     if (changes.useDomain !== undefined) key.useDomain = changes.useDomain;
     else if (changes.domains !== undefined) key.useDomain = changes.domains.length > 0;
@@ -228,6 +239,8 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
     use_domain: key.useDomain,
     domains: key.domains,
     captcha: key.captcha ?? null,
+    spam_filter: key.spamFilter,
+    spam_to_webhooks: key.spamToWebhooks,
     created_at: key.createdAt.toISOString(),
     updated_at: key.updatedAt.toISOString(),
   };

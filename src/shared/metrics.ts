@@ -70,6 +70,27 @@ export const bounceRefusals = new Counter({
   registers: [registry],
 });
 
+export const spamChecks = new Counter({
+  name: 'cfs_spam_checks_total',
+  help: "Submissions the spam filter checked, by verdict (ham, spam; unchecked: the filter was down or slow, and the email went out)",
+  labelNames: ['verdict'] as const,
+  registers: [registry],
+});
+
+export const spamCheckDuration = new Histogram({
+  name: 'cfs_spam_check_seconds',
+  help: 'Time a worker waited for the spam filter, per submission checked (failures included)',
+  buckets: [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+
+export const spamMarks = new Counter({
+  name: 'cfs_spam_marks_total',
+  help: "Owners' marks by mark (spam, ham) and whether the filter learned it (taught, known: already in that class; capped: past the key's hourly allowance; failed: filter unavailable)",
+  labelNames: ['mark', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const smtpBreakerTrips = new Counter({
   name: 'cfs_smtp_breaker_trips_total',
   help: 'Times this worker opened the SMTP circuit breaker (deliveries held until a probe succeeds)',

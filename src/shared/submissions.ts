@@ -17,6 +17,19 @@ export function bounceRecord(row: Pick<Submission, 'bounceType' | 'bounceStatus'
   };
 }
 
+/** The spam filter's verdict and the owner's mark; null when the submission was never checked nor marked. */
+export function spamRecord(row: Pick<Submission, 'spamVerdict' | 'spamScore' | 'spamReasons' | 'spamCheckedAt' | 'spamMark' | 'spamMarkedAt'>) {
+  if (!row.spamVerdict && !row.spamMark) return null;
+  return {
+    verdict: row.spamVerdict ?? null,
+    score: row.spamScore ?? null,
+    reasons: row.spamReasons ?? [],
+    checked_at: row.spamCheckedAt?.toISOString() ?? null,
+    mark: row.spamMark ?? null,
+    marked_at: row.spamMarkedAt?.toISOString() ?? null,
+  };
+}
+
 export async function submissionRecord(em: EntityManager, submission: Submission) {
   const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
   return {
@@ -25,6 +38,7 @@ export async function submissionRecord(em: EntityManager, submission: Submission
     email_attempts: submission.emailAttempts,
     last_error: submission.lastError ?? null,
     bounce: bounceRecord(submission),
+    spam: spamRecord(submission),
     sent_at: submission.sentAt?.toISOString() ?? null,
     created_at: submission.createdAt.toISOString(),
     email: submission.email,

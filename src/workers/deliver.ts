@@ -7,11 +7,12 @@ import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 import { messageIdFor, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
+import type { SpamChecker } from './spam-check.ts';
 
 /** What the submission email needs of the configuration. */
 export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
 
-export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer };
+export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker };
 
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
@@ -27,6 +28,8 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     // Most submissions carry no file: their email skips the attachments query.
     const stored: Attachment[] =
       submission.attachmentCount === 0 ? [] : await context.em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+    // Held as spam: throws, and nothing is sent.
+    await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
     const files = await prepareFiles(stored, context.storage, {
       attachMaxBytes: context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,

@@ -16,6 +16,7 @@ import { deliverSubmission, type SubmissionSettings } from './deliver.ts';
 import { deliverKeyEmail, type KeyMailSettings } from './key-mail.ts';
 import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
+import type { SpamChecker } from './spam-check.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 
 export type ProcessorDeps = {
@@ -24,6 +25,8 @@ export type ProcessorDeps = {
   recorder: SentRecorder;
   /** Claims submissions, those of concurrent jobs together. */
   claimSubmission: SubmissionClaimer;
+  /** Holds a submission as spam before its email is sent (./spam-check.ts). */
+  spamCheck: SpamChecker;
   breaker: SmtpBreaker;
   storage: Storage;
   vault: KeyVault;

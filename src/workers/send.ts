@@ -10,8 +10,9 @@ import type { SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
 import { claimRow, recordFailure, recordSuppressed } from '../shared/delivery-rows.ts';
 import type { ReturnPaths } from '../shared/return-path.ts';
+import { HeldAsSpamError } from './spam-check.ts';
 
-export type SendOutcome = 'sent' | 'not-claimable' | 'suppressed';
+export type SendOutcome = 'sent' | 'not-claimable' | 'suppressed' | 'spam';
 
 /** What the send step needs of the configuration. */
 export type SendSettings = {
@@ -89,6 +90,11 @@ export async function sendTracked<Row>(
       deliveries.inc({ ...label, outcome: 'suppressed' });
       context.log.info({ table: deliveryKinds[kind].table, id, reason: error.message }, 'not attempted: the mailbox is suppressed');
       return 'suppressed';
+    }
+    if (error instanceof HeldAsSpamError) {
+      // Its status is written with the verdict (./spam-check.ts).
+      deliveries.inc({ ...label, outcome: 'spam' });
+      return 'spam';
     }
     const reason = describeSendError(error);
     const status = await recordFailure(context.em, kind, id, {

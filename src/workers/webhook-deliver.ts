@@ -3,11 +3,11 @@
 // 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
 // else, a refused address among it, fails at once. A failure counts against the endpoint, which is
 // disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
-import { UnrecoverableError, type Job, type Queue } from 'bullmq';
+import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../shared/address-guard.ts';
-import { WebhookDeliverySchema } from '../shared/db/entities.ts';
+import { WebhookDeliverySchema, type Submission } from '../shared/db/entities.ts';
 import { deliveryKinds } from '../shared/delivery-kinds.ts';
 import type { Logger } from '../shared/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.ts';
@@ -15,7 +15,7 @@ import { enqueueDelivery, keyEmailJob, type DeliveryJob, type DeliveryJobs, type
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 import { recordEndpointOutcome } from '../shared/webhooks.ts';
-import { claimRow, recordDelivered, recordFailure } from '../shared/delivery-rows.ts';
+import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../shared/delivery-rows.ts';
 import type { SendOutcome } from './send.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
 import { buildPayload, StaleEventError } from './webhook-payload.ts';
@@ -28,7 +28,13 @@ export type WebhookSettings = {
   claimLeaseMs: number;
   linkTtlSeconds: number;
   policy: AddressPolicy;
+  /** Whether the workers check submissions for spam: a `submission.created` event then waits for the verdict it carries. */
+  spamFilterOn: boolean;
 };
+
+/** How long a `submission.created` event waits for its submission's spam verdict before it goes without one. */
+export const SPAM_VERDICT_WAIT_MS = 60_000;
+const SPAM_VERDICT_POLL_MS = 2_000;
 
 export type WebhookContext = WebhookSettings & {
   em: EntityManager;
@@ -37,6 +43,8 @@ export type WebhookContext = WebhookSettings & {
   /** The email queue, for the owner's "webhook switched off" email. */
   emailQueue: Queue<DeliveryJob>;
   log: Logger;
+  /** The job's lock token: a job that waits for its submission's spam verdict is moved back to delayed with it. */
+  token: string | undefined;
 };
 
 const label = { kind: deliveryKinds.webhook.metricLabel };
@@ -49,12 +57,26 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     deliveries.inc({ ...label, outcome: 'not-claimable' });
     return 'not-claimable';
   }
-  const delivery = await em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission'] });
+  const delivery = await em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });
   const { endpoint } = delivery;
   let answer: WebhookAnswer | undefined;
   let failure: { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number };
   try {
     if (!endpoint.enabled) throw new DisabledEndpointError('the webhook is disabled; enable it and re-send');
+    if (delivery.event === 'submission.created') {
+      const spam = spamGate(context, delivery.submission);
+      if (spam === 'wait' && context.token) {
+        // Not an attempt: the row goes back to `queued`, the job runs again shortly.
+        await releaseClaim(em, 'webhook', id);
+        await job.moveToDelayed(Date.now() + SPAM_VERDICT_POLL_MS, context.token);
+        throw new DelayedError();
+      }
+      if (spam === 'skip') {
+        await recordSkipped(em, id, 'held as spam: this key sends no spam to its webhooks (marking it not spam sends it)');
+        deliveries.inc({ ...label, outcome: 'spam' });
+        return 'spam';
+      }
+    }
     const body = JSON.stringify(await buildPayload(em, context.storage, delivery.event, delivery.submission, context.linkTtlSeconds));
     const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${id}`;
     const now = new Date();
@@ -73,6 +95,7 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     }
     failure = judgeAnswer(answer);
   } catch (error) {
+    if (error instanceof DelayedError) throw error;
     failure = {
       reason: String((error as Error).message ?? error).slice(0, 2000),
       // A refused address or a disabled endpoint will not change by waiting.
@@ -101,6 +124,19 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
 }
 
 class DisabledEndpointError extends Error {}
+
+/**
+ * Whether a `submission.created` event goes now: it carries the spam verdict, so it waits for the
+ * worker's check (at most SPAM_VERDICT_WAIT_MS, and only while the email is still to be sent: a
+ * submission whose email is skipped is never checked). Held spam goes only to the webhooks of a key
+ * that asked for it, or once its owner marks it not spam.
+ */
+function spamGate(context: WebhookContext, submission: Submission): 'send' | 'wait' | 'skip' {
+  if (!context.spamFilterOn || submission.key.spamFilter === 'off' || submission.spamMark === 'ham') return 'send';
+  if (submission.spamVerdict === 'spam') return submission.key.spamToWebhooks ? 'send' : 'skip';
+  const checkAhead = submission.spamVerdict === null && ['queued', 'sending', 'retrying'].includes(submission.emailStatus);
+  return checkAhead && Date.now() - submission.createdAt.getTime() < SPAM_VERDICT_WAIT_MS ? 'wait' : 'send';
+}
 
 /** 408, 429 and 5xx are worth another try; 3xx (not followed) and other 4xx are not. */
 function judgeAnswer(answer: WebhookAnswer): { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number } {

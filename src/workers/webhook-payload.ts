@@ -3,7 +3,7 @@
 // `submission.bounced` carries the bounce as the row has it when the attempt is made.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentSchema, type Submission, type WebhookEvent } from '../shared/db/entities.ts';
-import { bounceRecord } from '../shared/submissions.ts';
+import { bounceRecord, spamRecord } from '../shared/submissions.ts';
 import { withoutBidiControls } from '../shared/display-text.ts';
 import type { Storage } from '../shared/storage.ts';
 
@@ -18,6 +18,8 @@ export type SubmissionCreated = {
     message: string;
     fields: Array<{ name: string; value: string }>;
     files: Array<{ name: string; type: string; size: number; sha256: string; url: string; url_expires_at: string }>;
+    /** The spam filter's verdict and the owner's mark; null when not checked (filter off, or not yet: see SPAM_VERDICT_WAIT_MS). */
+    spam: ReturnType<typeof spamRecord>;
   };
 };
 
@@ -76,6 +78,7 @@ async function createdPayload(em: EntityManager, storage: Storage, submission: S
       message: submission.message,
       fields: submission.customFields.map(([name, value]) => ({ name, value })),
       files,
+      spam: spamRecord(submission),
     },
   };
 }

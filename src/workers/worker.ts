@@ -1,5 +1,7 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
+import { spamFilterFromConfig } from '../shared/spam-filter.ts';
+import { createSpamChecker } from './spam-check.ts';
 import { setTimeout } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
@@ -101,6 +103,12 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     transport,
     recorder,
     claimSubmission: claims.claim,
+    spamCheck: createSpamChecker({
+      filter: spamFilterFromConfig(config),
+      timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
+      thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
+      mailFrom: config.MAIL_FROM,
+    }),
     breaker,
     storage,
     vault: createKeyVault(config.SECRET),
@@ -147,6 +155,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
           claimLeaseMs: config.CLAIM_LEASE_MS,
           linkTtlSeconds: config.LINK_TTL_SECONDS,
           policy: parseAllowList(config.WEBHOOK_ALLOW),
+          spamFilterOn: spamFilterFromConfig(config) !== undefined,
         },
         log,
       }),

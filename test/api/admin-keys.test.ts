@@ -43,6 +43,8 @@ describe('PATCH /admin/keys/:key', () => {
       use_domain: false,
       domains: [],
       captcha: null,
+      spam_filter: 'normal',
+      spam_to_webhooks: false,
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

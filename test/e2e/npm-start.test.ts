@@ -150,7 +150,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     }, 90_000, `npm start banner:\n${output}`);
     startedPids.push(...descendants(child.pid!));
     const banner = Object.fromEntries(
-      [...output.matchAll(/^ {2}(API|Mail UI|Bounces|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
+      [...output.matchAll(/^ {2}(API|Mail UI|Bounces|Spam filter|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
     );
     return { child, output: () => output, banner };
   }
@@ -233,6 +233,24 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     const [row] = await query<{ email_status: string; bounce_status: string }>(running.banner.PostgreSQL!, 'select email_status, bounce_status from submissions where id = $1', [submissionId]);
     expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
     await stopAndCheckNothingLeft(running);
+  });
+
+  it('runs rspamd unless told not to: a link farm is held as spam, a plain message is sent', async () => {
+    const running = await npmStart();
+    expect(running.banner['Spam filter']).toMatch(/^http:\/\/127\.0\.0\.1:\d+ \(rspamd; learning at http:\/\/127\.0\.0\.1:\d+\)$/);
+    const api = `http://localhost:${port}`;
+    const links = Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/`).join(' ');
+    const spam = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: `Rankings! ${links}` });
+    const plain = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'A plain question' });
+    const statusOf = async (id: string) =>
+      (await query<{ email_status: string }>(running.banner.PostgreSQL!, 'select email_status from submissions where id = $1', [id]))[0]?.email_status;
+    expect(await eventually(async () => ((await statusOf(spam.json.submission_id)) === 'spam' ? 'spam' : undefined))).toBe('spam');
+    expect(await eventually(async () => ((await statusOf(plain.json.submission_id)) === 'sent' ? 'sent' : undefined))).toBe('sent');
+    await stopAndCheckNothingLeft(running);
+
+    const off = await npmStart({ ...env, SPAM_FILTER: 'off' });
+    expect(off.banner['Spam filter']).toBeUndefined();
+    await stopAndCheckNothingLeft(off);
   });
 
   // Only root may install packages: anyone else is told the package and the command.

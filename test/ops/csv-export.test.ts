@@ -49,13 +49,13 @@ describe('CSV export', () => {
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(response.headers.get('content-disposition')).toContain('submissions.csv');
     const [header, ...rows] = parseCsv(response.text);
-    expect(header).toEqual(['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'company', 'topic', 'note']);
+    expect(header).toEqual(['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark', 'company', 'topic', 'note']);
     expect(rows).toHaveLength(2);
     const byId = Object.fromEntries(rows.map((row) => [row[0], row]));
     expect(byId[first.json.submission_id]!.slice(4, 5)).toEqual(['Hello, "world"\nline 2']);
-    expect(byId[first.json.submission_id]!.slice(7, 11)).toEqual(['', '', '', '']);
-    expect(byId[first.json.submission_id]!.slice(11)).toEqual(['Acme', 'sales', '']);
-    expect(byId[second.json.submission_id]!.slice(11)).toEqual(['', 'support\nbilling', `'=HYPERLINK("http://evil")`]);
+    expect(byId[first.json.submission_id]!.slice(7, 15)).toEqual(['', '', '', '', '', '', '', '']);
+    expect(byId[first.json.submission_id]!.slice(15)).toEqual(['Acme', 'sales', '']);
+    expect(byId[second.json.submission_id]!.slice(15)).toEqual(['', 'support\nbilling', `'=HYPERLINK("http://evil")`]);
   });
 
   it('needs the admin token and a key', async () => {

@@ -30,6 +30,7 @@ export const TEST_TOOLS: SystemTool[] = [
   { binary: 'chromium', package: 'chromium', neededFor: 'the browser tests (test/e2e/browser.test.ts)', pathVariable: 'CHROMIUM_PATH' },
   { binary: 'docker-compose', package: 'docker-compose', neededFor: 'the compose file check (test/compose.test.ts)', pathVariable: 'DOCKER_COMPOSE' },
   { binary: 'postfix', package: 'postfix', neededFor: 'the bounce tests against a real relay (test/bounces/postfix.test.ts)', pathVariable: 'POSTFIX_PATH' },
+  { binary: 'rspamd', package: 'rspamd', neededFor: 'the spam filter tests (test/spam)', pathVariable: 'RSPAMD_PATH' },
   { binary: 'openssl', package: 'openssl', neededFor: "the bounce receiver's STARTTLS test (test/bounces/receiver.test.ts), to make a certificate" },
 ];
 

@@ -312,6 +312,7 @@ describe('operator view', () => {
       email_attempts: 1,
       last_error: null,
       bounce: null,
+      spam: null,
       sent_at: expect.stringMatching(/^\d{4}-/),
       created_at: expect.stringMatching(/^\d{4}-/),
       email: 'visitor@example.org',

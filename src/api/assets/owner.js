@@ -24,6 +24,20 @@
     set(card, 'sent', record.sent_at || 'not yet');
     set(card, 'error', record.last_error || 'none');
     set(card, 'report', describeReport(record.bounce));
+    set(card, 'spam', describeSpam(record.spam));
+  }
+
+  // The same words as the page's Spam check line, as text.
+  function describeSpam(spam) {
+    var text;
+    if (!spam || !spam.verdict) text = 'not checked';
+    else if (spam.verdict === 'unchecked') text = 'not checked: the filter was unavailable, so the email went out';
+    else {
+      text = (spam.verdict === 'spam' ? 'spam' : 'not spam') + ', score ' + spam.score;
+      if (spam.reasons.length) text += ': ' + spam.reasons.map(function (r) { return r.symbol + ' ' + r.score; }).join(', ');
+    }
+    if (spam && spam.mark) text += '; you marked it ' + (spam.mark === 'spam' ? 'spam' : 'not spam');
+    return text;
   }
 
   // The same words as the page's Report line, as text.

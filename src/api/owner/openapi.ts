@@ -1,12 +1,12 @@
 // The owner console's part of the OpenAPI document (src/api/openapi.ts spreads it into its paths):
 // the pages briefly, the JSON API under /owner/api with its request and response schemas.
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../../shared/db/entities.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
-import { BounceReport, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
+import { BounceReport, SpamVerdictDetail, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
 import { KeyPatchSchema } from '../routes/admin.ts';
 import { OwnerSignInSchema } from '../routes/owner-pages.ts';
-import { SessionRequestSchema } from '../routes/owner-api.ts';
+import { SessionRequestSchema, SpamMarkSchema } from '../routes/owner-api.ts';
 
 const Session = v.object({
   email: v.pipe(v.string(), v.description('The address whose keys the session reaches')),
@@ -21,6 +21,8 @@ const Key = v.object({
   use_domain: v.boolean(),
   domains: v.array(v.string()),
   captcha: v.nullable(v.picklist(CAPTCHA_PROVIDERS)),
+  spam_filter: v.pipe(v.picklist(SPAM_FILTER_LEVELS), v.description('off: every message is emailed; strict holds from a lower score than normal')),
+  spam_to_webhooks: v.pipe(v.boolean(), v.description('Whether the webhooks also get the messages held as spam')),
   created_at: v.string(),
   updated_at: v.string(),
 });
@@ -32,6 +34,7 @@ const Submission = v.object({
   email_attempts: v.number(),
   last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, as it replied")),
   bounce: BounceReport,
+  spam: SpamVerdictDetail,
   sent_at: v.nullable(v.string()),
   email: v.string(),
   subject: v.string(),
@@ -82,14 +85,18 @@ export const ownerPaths = {
   '/owner/sign-out': { post: { ...form('End the session on the server'), security: ownerWriteSecurity } },
   '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
   '/owner/keys/{keyId}': {
-    post: { ...form('Change a key: action=save (domains, captcha), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
+    post: { ...form('Change a key: action=save (domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
   },
   '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages, newest first, paged (?cursor=), with their delivery status"), security: ownerSecurity, parameters: [idParam('keyId')] } },
+  '/owner/keys/{keyId}/spam': { get: { ...page("A key's Spam view: the messages held as spam, newest first, with the filter's score and reasons"), security: ownerSecurity, parameters: [idParam('keyId')] } },
   '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
   '/owner/submissions/{id}/files/{fileId}': {
     get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
   },
   '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
+  '/owner/submissions/{id}/spam-mark': {
+    post: { ...form('Mark a message: mark=ham (not spam: a held message is sent) or mark=spam; taught to the filter within the hourly allowance'), security: ownerWriteSecurity, parameters: [idParam('id')] },
+  },
   '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
 
   '/owner/api/session': {
@@ -120,7 +127,7 @@ export const ownerPaths = {
   },
   '/owner/api/keys/{keyId}': {
     patch: {
-      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha',
+      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter',
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],
       requestBody: { required: true, content: json(KeyPatchSchema) },
@@ -131,7 +138,12 @@ export const ownerPaths = {
     get: {
       summary: "A key's submissions, newest first, paged by cursor",
       security: ownerSecurity,
-      parameters: [idParam('keyId'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } }, { name: 'cursor', in: 'query', schema: { type: 'string' } }],
+      parameters: [
+        idParam('keyId'),
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } },
+        { name: 'cursor', in: 'query', schema: { type: 'string' } },
+        { name: 'view', in: 'query', description: 'spam: only the messages held as spam', schema: { type: 'string', enum: ['all', 'spam'], default: 'all' } },
+      ],
       responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 401: unauthorized, 404: notOwned },
     },
   },
@@ -151,6 +163,33 @@ export const ownerPaths = {
       security: ownerWriteSecurity,
       parameters: [idParam('id')],
       responses: { 200: { description: 'The submission, queued again', content: json(Submission) }, 401: unauthorized, 403: forbidden, 404: notOwned, 409: error('The email has not failed') },
+    },
+  },
+  '/owner/api/submissions/{id}/spam-mark': {
+    post: {
+      summary: 'Mark a submission spam or not spam (ham): a held one marked ham is queued and emailed; taught to the filter within the hourly allowance',
+      security: ownerWriteSecurity,
+      parameters: [idParam('id')],
+      requestBody: { required: true, content: json(SpamMarkSchema) },
+      responses: {
+        200: {
+          description: 'What the mark did',
+          content: json(
+            v.object({
+              teaching: v.pipe(
+                v.picklist(['taught', 'known', 'capped', 'failed', 'off']),
+                v.description('taught; known: already in that class; capped: past the key\'s hourly allowance; failed: filter unavailable; off: no filter'),
+              ),
+              released: v.pipe(v.boolean(), v.description('A message held as spam is now queued to be emailed')),
+              submission: Submission,
+            }),
+          ),
+        },
+        400: error('Invalid mark'),
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+      },
     },
   },
 };

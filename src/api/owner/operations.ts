@@ -1,9 +1,9 @@
 // The owner console's operations, shared by its pages and its JSON API: each takes the session's
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
 import type { Context } from 'koa';
-import { AttachmentSchema, type CaptchaProvider, type KeyStatus, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
+import { AttachmentSchema, type CaptchaProvider, type EmailStatus, type KeyStatus, type SpamFilterLevel, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
-import { bounceRecord, decodeCursor, deleteSubmissions, listSubmissions } from '../../shared/submissions.ts';
+import { bounceRecord, decodeCursor, deleteSubmissions, listSubmissions, spamRecord } from '../../shared/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -29,6 +29,7 @@ export async function ownerSubmissionRecord(em: EntityManager, submission: Submi
     email_attempts: submission.emailAttempts,
     last_error: submission.lastError ?? null,
     bounce: bounceRecord(submission),
+    spam: spamRecord(submission),
     sent_at: submission.sentAt?.toISOString() ?? null,
     email: submission.email,
     subject: submission.subject,
@@ -53,7 +54,14 @@ export async function listOwnerKeys(deps: AppDeps, email: string) {
   return keys.map((key) => ownerKeyRecord(key, deps));
 }
 
-export type OwnerKeyChanges = { status?: KeyStatus; useDomain?: boolean; domains?: unknown[]; captcha?: CaptchaProvider | null };
+export type OwnerKeyChanges = {
+  status?: KeyStatus;
+  useDomain?: boolean;
+  domains?: unknown[];
+  captcha?: CaptchaProvider | null;
+  spamFilter?: SpamFilterLevel;
+  spamToWebhooks?: boolean;
+};
 
 /** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
 export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
@@ -65,18 +73,21 @@ export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string
     useDomain: changes.useDomain,
     domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
     captcha: changes.captcha,
+    spamFilter: changes.spamFilter,
+    spamToWebhooks: changes.spamToWebhooks,
   });
   deps.keys.forgetAll();
   return ownerKeyRecord(updated, deps);
 }
 
-export async function ownerSubmissionsPage(deps: AppDeps, email: string, keyId: string, options: { cursor?: string; limit?: number }) {
+/** A page of the key's submissions, newest first; `status`: only those (the Spam view: `spam`). */
+export async function ownerSubmissionsPage(deps: AppDeps, email: string, keyId: string, options: { cursor?: string; limit?: number; status?: EmailStatus }) {
   const em = deps.orm.em.fork();
   const key = await ownedKey(em, email, keyId);
   if (!key) return undefined;
   const after = options.cursor ? decodeCursor(options.cursor) : undefined;
   if (options.cursor && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
-  const { page, nextCursor } = await listSubmissions(em, { keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE }, after);
+  const { page, nextCursor } = await listSubmissions(em, { keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status }, after);
   const submissions = [];
   for (const row of page) submissions.push(await ownerSubmissionRecord(em, row));
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };

@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SubmissionSchema } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, SubmissionSchema } from '../../shared/db/entities.ts';
 import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
@@ -20,8 +20,10 @@ export const KeyPatchSchema = v.strictObject(
     use_domain: v.optional(v.boolean('Must be true or false.')),
     domains: v.optional(v.array(v.unknown(), 'Must be a list of host names.')),
     captcha: v.optional(v.nullable(v.picklist(CAPTCHA_PROVIDERS, `Must be null or one of ${CAPTCHA_PROVIDERS.join(', ')}.`))),
+    spam_filter: v.optional(v.picklist(SPAM_FILTER_LEVELS, `Must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`)),
+    spam_to_webhooks: v.optional(v.boolean('Must be true or false.')),
   },
-  'Only status, use_domain, domains and captcha can be changed.',
+  'Only status, use_domain, domains, captcha, spam_filter and spam_to_webhooks can be changed.',
 );
 
 const SubmissionListQuerySchema = v.object({
@@ -84,6 +86,8 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
       useDomain: patch.use_domain,
       domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
       captcha: patch.captcha,
+      spamFilter: patch.spam_filter,
+      spamToWebhooks: patch.spam_to_webhooks,
     });
     deps.keys.forgetAll();
     ctx.body = keyRecord(key, deps.vault);

@@ -6,7 +6,7 @@ import type { Submission } from '../../shared/db/entities.ts';
 import { listSubmissions } from '../../shared/submissions.ts';
 
 const PAGE = 500;
-const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at'] as const;
+const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark'] as const;
 
 /** RFC 4180 quoting, and a leading ' on values a spreadsheet would run as a formula. */
 export function csvCell(value: string): string {
@@ -52,6 +52,10 @@ export async function submissionsCsv(em: EntityManager, keyHash: string): Promis
         submission.bounceStatus ?? '',
         submission.bounceDiagnostic ?? '',
         submission.bouncedAt?.toISOString() ?? '',
+        submission.spamVerdict ?? '',
+        submission.spamScore === null || submission.spamScore === undefined ? '' : String(submission.spamScore),
+        (submission.spamReasons ?? []).map((reason) => `${reason.symbol} ${reason.score}`).join('; '),
+        submission.spamMark ?? '',
         // A repeated field keeps all its values in its one column.
         ...names.map((name) => (values.get(name) ?? []).join('\n')),
       ]),

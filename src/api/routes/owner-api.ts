@@ -22,6 +22,8 @@ import { enqueueCommitted } from '../enqueue.ts';
 import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { ownedKey } from '../owner/access.ts';
+import { markSubmission } from '../owner/spam-marks.ts';
+import { SPAM_MARKS } from '../../shared/db/entities.ts';
 import {
   changeOwnerKey,
   confirmOwnerMailbox,
@@ -64,6 +66,16 @@ const ListQuerySchema = v.object({
     String(PAGE_SIZE),
   ),
   cursor: v.optional(v.string('Give one cursor.')),
+});
+
+export const SpamMarkSchema = v.strictObject(
+  { mark: v.pipe(v.picklist(SPAM_MARKS, 'Must be spam or ham.'), v.description('ham: not spam (a held message is sent); spam: spam')) },
+  'Only mark can be given.',
+);
+
+const ListQueryWithViewSchema = v.object({
+  ...ListQuerySchema.entries,
+  view: v.optional(v.pipe(v.picklist(['all', 'spam'], 'Must be all or spam.'), v.description('spam: only the messages held as spam (the Spam view)')), 'all'),
 });
 
 export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
@@ -132,14 +144,16 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
       useDomain: patch.use_domain,
       domains: patch.domains,
       captcha: patch.captcha,
+      spamFilter: patch.spam_filter,
+      spamToWebhooks: patch.spam_to_webhooks,
     });
     if (!key) throw notFound();
     ctx.body = key;
   });
 
   router.get('/keys/:keyId/submissions', signedIn, async (ctx) => {
-    const query = validate(ListQuerySchema, { ...ctx.query });
-    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', query);
+    const { view, ...query } = validate(ListQueryWithViewSchema, { ...ctx.query });
+    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', { ...query, ...(view === 'spam' ? { status: 'spam' as const } : {}) });
     if (!page) throw notFound();
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { submissions: page.submissions, next_cursor: page.next_cursor };
@@ -164,6 +178,13 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
     const record = await resendOwnerSubmission(ctx, deps, email(ctx), ctx.params.id ?? '');
     if (!record) throw notFound();
     ctx.body = record;
+  });
+
+  router.post('/submissions/:id/spam-mark', ...write, json, async (ctx) => {
+    const { mark } = validate(SpamMarkSchema, ctx.request.body);
+    const result = await markSubmission(ctx, deps, email(ctx), ctx.params.id ?? '', mark);
+    if (!result) throw notFound();
+    ctx.body = { teaching: result.teaching, released: result.released, submission: await getOwnerSubmission(deps, email(ctx), result.submission.id) };
   });
 
   router.delete('/submissions/:id', ...write, async (ctx) => {

@@ -5,7 +5,8 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, type CaptchaProvider, type EmailStatus } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, SPAM_FILTER_LEVELS, type CaptchaProvider, type EmailStatus, type SpamFilterLevel } from '../../shared/db/entities.ts';
+import { markSubmission } from '../owner/spam-marks.ts';
 import { RESENDABLE } from '../../shared/delivery-statuses.ts';
 import { consumeSignIn, endSession, findSession, requestSignIn, SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
 import { KeyRuleError } from '../../shared/keys.ts';
@@ -65,6 +66,10 @@ const NOTICES: Record<string, string> = {
   resent: 'The email is queued to be sent again; its status below follows.',
   confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
   removed: 'Message deleted with its files.',
+  'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',
+  'spam-taught': 'Marked spam: the filter learned from it.',
+  'ham-untaught': 'Marked not spam, and a held message is on its way to your inbox. The filter did not learn from it (see the hint on the message).',
+  'spam-untaught': 'Marked spam. The filter did not learn from it (see the hint on the message).',
 };
 const noticeOf = (ctx: AppContext) => NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
 
@@ -79,6 +84,7 @@ const STATUS_HELP: Record<EmailStatus, string> = {
   bounced: 'accepted by the mail server, then returned undelivered: the report below says why; you can re-send it',
   complained: 'delivered, then reported as spam by the receiving mailbox',
   suppressed: 'not attempted: emails to your address bounced several times; signing in here lifts that, then re-send it',
+  spam: 'not emailed: the spam filter held it back; if it is not spam, say so and it is sent',
 };
 
 const KEY_ACTIONS = {
@@ -228,6 +234,25 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     see(ctx, `/owner/keys/${record.key_id}/submissions?notice=resent#s-${record.submission_id}`);
   });
 
+  router.get('/owner/keys/:keyId/spam', signedIn, async (ctx) => {
+    const page = chrome(ctx);
+    const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
+    const result = await ownerSubmissionsPage(deps, page.email, ctx.params.keyId ?? '', { cursor, status: 'spam' });
+    if (!result) return notFound(ctx);
+    renderPage(ctx, 'owner-submissions', { ...page, ...result, spam_view: true, first_page: !cursor, status_help: STATUS_HELP, resendable: RESENDABLE });
+  });
+
+  router.post('/owner/submissions/:id/spam-mark', ...write, async (ctx) => {
+    const form = ownerState(ctx).form!;
+    const mark = form.get('mark');
+    if (mark !== 'spam' && mark !== 'ham') throw errors.invalidFields({ mark: ['Must be spam or ham.'] });
+    const result = await markSubmission(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '', mark);
+    if (!result) return notFound(ctx);
+    const taught = result.teaching === 'taught' || result.teaching === 'known';
+    const view = form.get('view') === 'spam' ? 'spam' : 'submissions';
+    see(ctx, `/owner/keys/${result.submission.key.id}/${view}?notice=${mark}-${taught ? 'taught' : 'untaught'}#s-${result.submission.id}`);
+  });
+
   router.post('/owner/submissions/:id/delete', ...write, async (ctx) => {
     const keyId = await deleteOwnerSubmission(deps, ownerState(ctx).owner!.email, ctx.params.id ?? '');
     if (!keyId) return notFound(ctx);
@@ -237,12 +262,21 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
   return router;
 }
 
-/** The settings form: domains one a line (commas and spaces also separate), captcha or none. */
+/** The settings form: domains one a line (commas and spaces also separate), captcha or none, the spam filter's level. */
 function settingsOf(form: URLSearchParams): OwnerKeyChanges {
   const domains = (form.get('domains') ?? '').split(/[\s,]+/).filter(Boolean);
   const captcha = form.get('captcha') ?? '';
   if (captcha && !(CAPTCHA_PROVIDERS as readonly string[]).includes(captcha)) {
     throw new KeyRuleError('invalid', 'captcha', `Captcha must be none or one of ${CAPTCHA_PROVIDERS.join(', ')}.`);
   }
-  return { domains, captcha: captcha ? (captcha as CaptchaProvider) : null };
+  const spamFilter = form.get('spam_filter') ?? 'normal';
+  if (!(SPAM_FILTER_LEVELS as readonly string[]).includes(spamFilter)) {
+    throw new KeyRuleError('invalid', 'spam_filter', `Spam filter must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`);
+  }
+  return {
+    domains,
+    captcha: captcha ? (captcha as CaptchaProvider) : null,
+    spamFilter: spamFilter as SpamFilterLevel,
+    spamToWebhooks: form.get('spam_to_webhooks') === 'yes',
+  };
 }

@@ -10,18 +10,34 @@ export type KeyStatus = (typeof KEY_STATUSES)[number];
 export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile'] as const;
 export type CaptchaProvider = (typeof CAPTCHA_PROVIDERS)[number];
 
+/** How a key's submissions are checked for spam: not at all, or marked spam from a lower score when strict (src/workers/spam-check.ts). */
+export const SPAM_FILTER_LEVELS = ['off', 'normal', 'strict'] as const;
+export type SpamFilterLevel = (typeof SPAM_FILTER_LEVELS)[number];
+
+/** The spam filter's verdict on a submission; `unchecked`: the filter was down or slow, and the email went out. */
+export const SPAM_VERDICTS = ['ham', 'spam', 'unchecked'] as const;
+export type SpamVerdict = (typeof SPAM_VERDICTS)[number];
+
+/** The owner's mark on a submission, taught to the filter. */
+export const SPAM_MARKS = ['ham', 'spam'] as const;
+export type SpamMark = (typeof SPAM_MARKS)[number];
+
 /**
  * `held`: a submission to an address that has not confirmed it wants this service's mail, past the
  * hourly allowance of such mail (src/shared/consent.ts); it is delivered once the address confirms.
  * `bounced`, `complained`: the relay took the email, then a hard bounce or an abuse complaint came
  * back to its return path (src/bounces). `suppressed`: not attempted, the mailbox bounced too often.
+ * `spam`: the spam filter held it back; kept, not emailed, until its owner says it is not spam.
  */
-export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped', 'held', 'bounced', 'complained', 'suppressed'] as const;
+export const EMAIL_STATUSES = ['queued', 'sending', 'retrying', 'sent', 'failed', 'skipped', 'held', 'bounced', 'complained', 'suppressed', 'spam'] as const;
 export type EmailStatus = (typeof EMAIL_STATUSES)[number];
 
 /** What came back for an email: a hard or soft bounce, a delay notice, or an abuse complaint. */
 export const BOUNCE_TYPES = ['hard', 'soft', 'delayed', 'complaint'] as const;
 export type BounceType = (typeof BOUNCE_TYPES)[number];
+
+/** One reason of a spam verdict: the filter's rule, its share of the score, and what it means. */
+export type SpamReason = { symbol: string; score: number; description?: string };
 
 /** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
 export type CustomFields = Array<[name: string, value: string]>;
@@ -70,6 +86,9 @@ export const VerificationKeySchema = defineEntity({
     domains: p.json<string[]>().default('[]'),
     /** Captcha required on submissions with this key: none, hCaptcha or Cloudflare Turnstile. */
     captcha: p.enum(CAPTCHA_PROVIDERS).nullable(),
+    spamFilter: p.enum(SPAM_FILTER_LEVELS).default('normal'),
+    /** Whether the key's webhooks also get the submissions marked spam (always with the verdict). */
+    spamToWebhooks: p.boolean().default(false),
     /** Bytes of the files stored for this key's submissions, held under KEY_STORAGE_QUOTA_MB. */
     storedBytes: p.bigint('number').default(0),
     createdAt: createdAt(),
@@ -98,8 +117,17 @@ export const SubmissionSchema = defineEntity({
      * email_status is one of SETTLED (src/shared/delivery-statuses.ts), derived by PostgreSQL. The status lookups use it, not
      * an index on email_status, so that a claim (queued → sending) is a HOT update.
      */
-    settled: p.boolean().generated("(email_status in ('sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed')) stored").nullable(),
+    settled: p.boolean().generated("(email_status in ('sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed', 'spam')) stored").nullable(),
     ...bounceColumns(),
+    spamVerdict: p.enum(SPAM_VERDICTS).nullable(),
+    spamScore: p.float().nullable(),
+    /** The filter's main reasons, strongest first: [{ symbol, score, description }]. */
+    spamReasons: p.json<SpamReason[]>().nullable(),
+    spamCheckedAt: p.datetime().nullable(),
+    spamMark: p.enum(SPAM_MARKS).nullable(),
+    spamMarkedAt: p.datetime().nullable(),
+    /** When the mark was taught to the filter; null when the key's hourly teaching allowance was spent or the filter was down. */
+    spamTaughtAt: p.datetime().nullable(),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
     createdAt: createdAt(),
@@ -111,6 +139,8 @@ export const SubmissionSchema = defineEntity({
     // The settled rows: retention.
     { properties: ['createdAt'], name: 'submissions_settled_created_idx', where: '"settled"' },
     { properties: ['key', 'createdAt'], name: 'submissions_key_created_idx' },
+    // The marks each key taught in the last hour (its teaching allowance).
+    { properties: ['key', 'spamTaughtAt'], name: 'submissions_key_taught_idx', where: '"spam_taught_at" is not null' },
   ],
 });
 export type Submission = InferEntity<typeof SubmissionSchema>;

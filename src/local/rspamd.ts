@@ -1,0 +1,154 @@
+// A local rspamd (Debian's package) for `npm start` and the tests: the stock rules with the
+// project's configuration (../../rspamd: no network lookups, two Bayes classifiers), its scanner
+// and controller on free loopback ports, its statistics in a Redis of its own (apart from the
+// queues, which must never be evicted). As root it runs as the `_rspamd` user, with its working
+// files under /var/lib/contact-form-service, which that user can reach wherever the project is.
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmod, cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ROOT_POSTGRES_HOME } from './postgres.ts';
+import { freePort, LOOPBACK, ServiceStartError, spawnTracked, starting, stopChild, type LocalService } from './processes.ts';
+import { startRedis } from './services.ts';
+import { MissingToolError, requireSystemTool, spawnFailure } from './system-tools.ts';
+
+/** The project's rspamd configuration: what it adds to and overrides in the stock one. */
+export const RSPAMD_CONFIG_DIR = fileURLToPath(new URL('../../rspamd', import.meta.url));
+const STOCK_CONFIG = '/etc/rspamd/rspamd.conf';
+
+export type RspamdOptions = {
+  /** Where its Redis keeps the statistics (kept across restarts); unset: a throwaway Redis. */
+  dir?: string;
+};
+
+export type RspamdService = LocalService & {
+  /** The scanner (POST /checkv2): SPAM_FILTER_URL. */
+  url: string;
+  /** The controller (POST /learnspam, /learnham): SPAM_FILTER_CONTROLLER_URL. */
+  controllerUrl: string;
+  child: ChildProcess;
+};
+
+/** Makes sure `rspamd` exists, installing Debian's package when this is Debian or Ubuntu as root. */
+export function ensureRspamd(): string {
+  try {
+    return requireSystemTool({
+      binary: 'rspamd',
+      package: 'rspamd',
+      neededFor: 'the spam filter',
+      alternative: 'or set SPAM_FILTER_URL to a running rspamd, or SPAM_FILTER=off',
+    });
+  } catch (error) {
+    if (error instanceof MissingToolError) throw new ServiceStartError('rspamd', error.reason, error.remedy);
+    throw error;
+  }
+}
+
+export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdService> {
+  const binary = ensureRspamd();
+  const remedy = "read rspamd's output above; to use an rspamd of your own instead, set SPAM_FILTER_URL (and SPAM_FILTER_CONTROLLER_URL), or turn the filter off with SPAM_FILTER=off.";
+  const redis = await startRedis(options.dir ? { dir: path.join(options.dir, 'redis') } : {});
+  try {
+    const work = await starting('rspamd', remedy, () => workingDirectory(options.dir));
+    const [scanPort, controllerPort] = [await freePort(), await freePort()];
+    const asRoot = process.getuid?.() === 0;
+    const variables = {
+      LOCAL_CONFDIR: path.join(work, 'conf'),
+      DBDIR: path.join(work, 'db'),
+      RUNDIR: path.join(work, 'run'),
+      LOGDIR: path.join(work, 'log'),
+      CFS_SCAN_SOCKET: `${LOOPBACK}:${scanPort}`,
+      CFS_CONTROLLER_SOCKET: `${LOOPBACK}:${controllerPort}`,
+      CFS_REDIS_SERVER: `${LOOPBACK}:${redis.port}`,
+      CFS_REDIS_DB: '0',
+      CFS_HS_CACHE_DIR: await compiledRulesDirectory(),
+    };
+    const child = spawnTracked(
+      'SIGTERM',
+      binary,
+      [
+        '-f',
+        ...(asRoot ? ['-u', '_rspamd', '-g', '_rspamd'] : []),
+        '-c',
+        STOCK_CONFIG,
+        ...Object.entries(variables).map(([name, value]) => `--var=${name}=${value}`),
+      ],
+      // rspamd forks its workers: they are stopped with it, as one process group.
+      { stdio: ['ignore', 'pipe', 'pipe'], ownGroup: true },
+    );
+    let output = '';
+    const keep = (chunk: Buffer) => void (output = (output + chunk.toString()).slice(-4_000));
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const url = `http://${LOOPBACK}:${scanPort}`;
+    // The first start compiles the rules' regular expressions (about 10 s on 2 cores), cached in DBDIR after.
+    await starting('rspamd', remedy, () => waitForPing(url, child, () => output));
+    return {
+      name: 'rspamd',
+      url,
+      controllerUrl: `http://${LOOPBACK}:${controllerPort}`,
+      child,
+      stop: async () => {
+        await stopChild(child, 'SIGTERM');
+        await redis.stop();
+        if (!options.dir) await rm(work, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    await redis.stop();
+    throw error;
+  }
+}
+
+/**
+ * rspamd's configuration copy, rule cache, pid file and logs. As root: under
+ * /var/lib/contact-form-service (one per data directory), owned by `_rspamd`, since root's home is
+ * 0700. Otherwise: in the data directory, or a temporary one.
+ */
+async function workingDirectory(dataDir: string | undefined): Promise<string> {
+  const asRoot = process.getuid?.() === 0;
+  const base = asRoot
+    ? path.join(ROOT_POSTGRES_HOME, 'rspamd', dataDir ? createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16) : `run-${process.pid}-${Date.now()}`)
+    : dataDir ? path.join(path.resolve(dataDir), 'rspamd') : await mkdtemp(path.join(tmpdir(), 'cfs-rspamd-'));
+  if (asRoot) {
+    await mkdir(path.join(ROOT_POSTGRES_HOME, 'rspamd'), { recursive: true });
+    await chmod(ROOT_POSTGRES_HOME, 0o755);
+    await chmod(path.join(ROOT_POSTGRES_HOME, 'rspamd'), 0o755);
+  }
+  // The configuration is copied on each start, so a changed rule takes effect.
+  await rm(path.join(base, 'conf'), { recursive: true, force: true });
+  for (const dir of ['conf', 'db', 'run', 'log']) await mkdir(path.join(base, dir), { recursive: true });
+  await cp(RSPAMD_CONFIG_DIR, path.join(base, 'conf'), { recursive: true });
+  if (asRoot) {
+    const owned = spawnSync('chown', ['-R', '_rspamd:_rspamd', base], { encoding: 'utf8' });
+    if (owned.status !== 0) throw new Error(spawnFailure('chown', owned));
+  }
+  return base;
+}
+
+/** The compiled rules' cache, shared by every instance on this machine (for this user). */
+async function compiledRulesDirectory(): Promise<string> {
+  const asRoot = process.getuid?.() === 0;
+  const dir = asRoot
+    ? path.join(ROOT_POSTGRES_HOME, 'rspamd', 'compiled-rules')
+    : path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'contact-form-service', 'rspamd-rules');
+  await mkdir(dir, { recursive: true });
+  if (asRoot) {
+    const owned = spawnSync('chown', ['_rspamd:_rspamd', dir], { encoding: 'utf8' });
+    if (owned.status !== 0) throw new Error(spawnFailure('chown', owned));
+  }
+  return dir;
+}
+
+async function waitForPing(url: string, child: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`rspamd exited (${child.exitCode ?? child.signalCode}):\n${output()}`);
+    const pong = await fetch(`${url}/ping`, { signal: AbortSignal.timeout(1_000) }).then((response) => response.ok, () => false);
+    if (pong) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`rspamd did not answer ${url}/ping within ${timeoutMs} ms:\n${output()}`);
+}

@@ -1,0 +1,79 @@
+// The spam check of a submission, once, before its email is first attempted: the filter's score
+// against the key's level decides whether the email is sent or the submission is held as `spam`
+// (kept, shown in the owner's Spam view, sent when the owner says it is not spam).
+// The filter never costs mail: down, slow (SPAM_CHECK_TIMEOUT_MS) or answering nonsense, the
+// email is sent and the submission marked `unchecked`. After FAILURES_TO_PAUSE failures in a row,
+// checks pause for PAUSE_MS, so that a filter that hangs does not add its timeout to every email.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SpamFilterLevel } from '../shared/db/entities.ts';
+import { recordSpamVerdict, type ClaimedSubmission } from '../shared/delivery-rows.ts';
+import type { Logger } from '../shared/log.ts';
+import { spamCheckDuration, spamChecks } from '../shared/metrics.ts';
+import type { SpamFilter, SpamScan } from '../shared/spam-filter.ts';
+
+const FAILURES_TO_PAUSE = 5;
+const PAUSE_MS = 30_000;
+
+export type SpamCheckSettings = {
+  /** Unset: no filter configured (or SPAM_FILTER=off): nothing is checked. */
+  filter: SpamFilter | undefined;
+  timeoutMs: number;
+  /** The score from which a submission is spam, by key level. */
+  thresholds: Record<Exclude<SpamFilterLevel, 'off'>, number>;
+  mailFrom: string;
+};
+
+/** Thrown instead of sending: the submission is now `spam`. */
+export class HeldAsSpamError extends Error {
+  override name = 'HeldAsSpamError';
+}
+
+export type SpamChecker = (em: EntityManager, submission: ClaimedSubmission, filenames: string[], log: Logger) => Promise<void>;
+
+export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
+  let failuresInARow = 0;
+  let pausedUntil = 0;
+  return async (em, submission, filenames, log) => {
+    const { filter } = settings;
+    const level = submission.spamFilter;
+    // Checked once: a retry or a re-send keeps the first verdict; the owner's "not spam" is final.
+    if (!filter || level === 'off' || submission.spamVerdict !== null || submission.spamMark === 'ham') return;
+    let scan: SpamScan | undefined;
+    if (Date.now() >= pausedUntil) {
+      const started = performance.now();
+      try {
+        scan = await filter.check(
+          {
+            mailFrom: settings.mailFrom,
+            ownerEmail: submission.keyEmail ?? '',
+            ownerMailbox: submission.keyMailbox ?? '',
+            visitorEmail: submission.email,
+            subject: submission.subject,
+            message: submission.message,
+            customFields: submission.customFields,
+            filenames,
+          },
+          settings.timeoutMs,
+        );
+        failuresInARow = 0;
+      } catch (error) {
+        failuresInARow += 1;
+        if (failuresInARow >= FAILURES_TO_PAUSE) {
+          pausedUntil = Date.now() + PAUSE_MS;
+          failuresInARow = 0;
+          log.warn({ pauseMs: PAUSE_MS }, 'the spam filter failed repeatedly: emails go out unchecked for a while');
+        }
+        log.warn({ err: error, submissionId: submission.id }, 'spam check failed: the email is sent unchecked');
+      } finally {
+        spamCheckDuration.observe((performance.now() - started) / 1000);
+      }
+    }
+    const verdict = scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
+    spamChecks.inc({ verdict });
+    await recordSpamVerdict(em, submission.id, verdict, scan);
+    if (verdict === 'spam') {
+      log.info({ submissionId: submission.id, score: scan?.score, level }, 'held as spam');
+      throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
+    }
+  };
+}

@@ -1,0 +1,105 @@
+// The spam filter's bounds: a key teaches at most SPAM_TEACH_PER_KEY_PER_HOUR marks (past it a
+// mark still moves the message but is not taught), and a filter that dies mid-run costs no mail:
+// the emails go out marked unchecked, counted in the metrics.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signalChild } from '../../src/local/processes.ts';
+import type { RspamdService } from '../../src/local/rspamd.ts';
+import { adminClient, submitJson } from '../support/client.ts';
+import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
+import { signIn } from '../support/owner.ts';
+import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+
+const TOKEN = 'spam-bounds-admin-token-0123456789';
+const CAP = 3;
+
+let filter: RspamdService;
+let h: Harness;
+const admin = adminClient(() => h, TOKEN);
+
+beforeAll(async () => {
+  filter = await startSpamFilter();
+  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP), SPAM_CHECK_TIMEOUT_MS: '300' } });
+}, 90_000);
+afterAll(async () => {
+  await h?.stop();
+  await filter?.stop();
+});
+
+async function submit(key: TestKey, fields: { subject?: string; message: string }): Promise<string> {
+  const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', ...fields });
+  expect(response.status).toBe(200);
+  return response.json.submission_id as string;
+}
+
+const settled = (id: string) =>
+  eventually(async () => {
+    const record = (await admin('GET', `/admin/submissions/${id}`)).json;
+    return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
+  }, 20_000, `submission ${id} settled`);
+
+describe('the teaching allowance', () => {
+  it(`teaches ${CAP} marks of a key an hour; past that a mark is kept and acted on, not taught`, async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const ids = [];
+    for (let seed = 1; seed <= CAP + 2; seed += 1) ids.push(await submit(key, formMessage('spam', seed)));
+    for (const id of ids) await settled(id);
+    const outcomes = [];
+    for (const id of ids) {
+      const response = await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: 'spam' });
+      expect(response.status).toBe(200);
+      expect(response.json.submission.spam.mark).toBe('spam');
+      outcomes.push(response.json.teaching);
+    }
+    expect(outcomes.slice(0, CAP).every((outcome) => outcome === 'taught' || outcome === 'known')).toBe(true);
+    expect(outcomes.slice(CAP)).toEqual(['capped', 'capped']);
+    // Another key of the same owner has an allowance of its own.
+    const second = await h.createKey({ email: key.email });
+    const otherId = await submit(second, formMessage('spam', 99));
+    await settled(otherId);
+    expect((await owner.api('POST', `/submissions/${otherId}/spam-mark`, { mark: 'spam' })).json.teaching).toMatch(/taught|known/);
+    // The console says it was not taught.
+    const page = await owner.post(`/owner/submissions/${ids[CAP + 1]}/spam-mark`, { mark: 'ham' });
+    expect(page.status).toBe(303);
+    expect(page.headers.location).toContain('notice=ham-untaught');
+    const metrics = (await admin('GET', '/metrics')).text;
+    expect(metrics).toMatch(/cfs_spam_marks_total\{mark="spam",outcome="capped"\} 2/);
+  });
+
+  it('refuses a mark that is neither spam nor ham, and another owner\'s submission', async () => {
+    const key = await h.createKey();
+    const stranger = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const id = await submit(key, { message: 'A question' });
+    const theirs = await submit(stranger, { message: 'Not yours' });
+    expect((await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: 'junk' })).status).toBe(400);
+    expect((await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: 'spam', extra: 1 })).status).toBe(400);
+    expect((await owner.api('POST', `/submissions/${theirs}/spam-mark`, { mark: 'spam' })).status).toBe(404);
+  });
+});
+
+describe('a filter that dies', () => {
+  it('costs no mail: the emails go out unchecked, counted, and the worker keeps going', async () => {
+    const key = await h.createKey();
+    expect((await settled(await submit(key, { message: 'Checked while the filter runs' }))).spam.verdict).toBe('ham');
+    // The main process and its workers at once, as an OOM kill or a crashed host would.
+    signalChild(filter.child, 'SIGKILL');
+    await eventually(async () => (filter.child.exitCode !== null || filter.child.signalCode !== null ? true : undefined), 10_000, 'rspamd gone');
+
+    const ids = [];
+    for (let index = 0; index < 8; index += 1) ids.push(await submit(key, { message: `Sent while the filter is down ${index}` }));
+    for (const id of ids) {
+      const record = await settled(id);
+      expect(record.email_status).toBe('sent');
+      expect(record.spam.verdict).toBe('unchecked');
+    }
+    for (let index = 0; index < 8; index += 1) {
+      expect(h.sink.messages.some((mail) => (mail.parsed.text ?? '').includes(`Sent while the filter is down ${index}`))).toBe(true);
+    }
+    const metrics = (await admin('GET', '/metrics')).text;
+    expect(metrics).toMatch(/cfs_spam_checks_total\{verdict="unchecked"\} 8/);
+    // A mark cannot be taught now; it is kept and says so.
+    const owner = await signIn(h, key.email);
+    expect((await owner.api('POST', `/submissions/${ids[0]}/spam-mark`, { mark: 'spam' })).json.teaching).toBe('failed');
+  });
+});

@@ -1,0 +1,185 @@
+// The spam filter against a real rspamd: a link farm is held as spam (kept, shown, not emailed) and
+// a plain question delivered; the owner's marks release and teach; what one owner teaches decides
+// for that owner's keys first; the key's level and its webhooks; every verdict is visible in the
+// admin API, the owner API, the CSV and the metrics.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RspamdService } from '../../src/local/rspamd.ts';
+import { adminClient, submitJson } from '../support/client.ts';
+import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
+import { signIn, type OwnerClient } from '../support/owner.ts';
+import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+
+const TOKEN = 'spam-test-admin-token-0123456789';
+const LINK_FARM = `Cheap rankings! ${Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/offer`).join(' ')}`;
+
+let filter: RspamdService;
+let h: Harness;
+let receiver: Receiver;
+const admin = adminClient(() => h, TOKEN);
+
+beforeAll(async () => {
+  filter = await startSpamFilter();
+  h = await startHarness({
+    env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, WEBHOOK_ALLOW: '127.0.0.2', WEBHOOK_RETRY_BACKOFF_MS: '100', SPAM_TEACH_PER_KEY_PER_HOUR: '100' },
+  });
+  receiver = await startReceiver('127.0.0.2');
+}, 90_000);
+afterAll(async () => {
+  await receiver?.close();
+  await h?.stop();
+  await filter?.stop();
+});
+
+async function submit(key: TestKey, fields: { subject?: string; message: string }): Promise<string> {
+  const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', ...fields });
+  expect(response.status).toBe(200);
+  return response.json.submission_id as string;
+}
+
+/** The submission once the worker is done with it (sent, spam, or anything settled). */
+async function settled(id: string): Promise<any> {
+  return eventually(async () => {
+    const record = (await admin('GET', `/admin/submissions/${id}`)).json;
+    return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
+  }, 20_000, `submission ${id} settled`);
+}
+
+const mailsWith = (text: string) => h.sink.messages.filter((mail) => (mail.parsed.text ?? '').includes(text));
+
+async function mark(owner: OwnerClient, id: string, as: 'spam' | 'ham') {
+  const response = await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: as });
+  expect(response.status).toBe(200);
+  return response.json;
+}
+
+describe('the spam check', () => {
+  it('holds a link farm as spam, with its score and reasons, and emails a plain question', async () => {
+    const key = await h.createKey();
+    const question = 'Hello, does your team plan include phone support? We are five people.';
+    const [spamId, hamId] = [await submit(key, { subject: 'Offer', message: LINK_FARM }), await submit(key, { subject: 'Pricing', message: question })];
+
+    const spam = await settled(spamId);
+    expect(spam.email_status).toBe('spam');
+    expect(spam.spam).toMatchObject({ verdict: 'spam', mark: null });
+    expect(spam.spam.score).toBeGreaterThanOrEqual(h.config.SPAM_SCORE_NORMAL);
+    expect(spam.spam.reasons[0]).toMatchObject({ symbol: 'FORM_LINK_FARM', score: 7 });
+    const ham = await settled(hamId);
+    expect(ham.email_status).toBe('sent');
+    expect(ham.spam.verdict).toBe('ham');
+    expect(ham.spam.score).toBeLessThan(h.config.SPAM_SCORE_NORMAL);
+
+    expect(mailsWith(question)).toHaveLength(1);
+    expect(mailsWith('seo-deal0.com')).toHaveLength(0);
+    const csv = (await admin('GET', `/admin/submissions.csv?key=${key.key}`)).text;
+    expect(csv).toContain(',spam,');
+    expect(csv).toContain('FORM_LINK_FARM 7');
+    const metrics = (await admin('GET', '/metrics')).text;
+    expect(metrics).toMatch(/cfs_spam_checks_total\{verdict="spam"\} [1-9]/);
+    expect(metrics).toMatch(/cfs_spam_checks_total\{verdict="ham"\} [1-9]/);
+  });
+
+  it('checks nothing for a key whose filter is off, and holds more at the strict level', async () => {
+    const off = await h.createKey();
+    expect((await admin('PATCH', `/admin/keys/${off.key}`, { spam_filter: 'off' })).json.spam_filter).toBe('off');
+    const unfiltered = await settled(await submit(off, { message: LINK_FARM }));
+    expect(unfiltered.email_status).toBe('sent');
+    expect(unfiltered.spam).toBeNull();
+
+    // Five links: FORM_MANY_LINKS (4.5) is under the normal level's 6 and over the strict level's 4.
+    const fewLinks = `See ${Array.from({ length: 5 }, (_, i) => `https://shop${i}.com/`).join(' ')} for details`;
+    const normal = await h.createKey();
+    const atNormal = await settled(await submit(normal, { message: fewLinks }));
+    expect(atNormal).toMatchObject({ email_status: 'sent', spam: { verdict: 'ham' } });
+    expect(atNormal.spam.reasons[0]).toMatchObject({ symbol: 'FORM_MANY_LINKS' });
+    const strict = await h.createKey();
+    expect((await admin('PATCH', `/admin/keys/${strict.key}`, { spam_filter: 'strict' })).json.spam_filter).toBe('strict');
+    expect((await settled(await submit(strict, { message: fewLinks }))).email_status).toBe('spam');
+  });
+});
+
+describe("the owner's marks", () => {
+  it('"not spam" sends a held message and teaches ham; "spam" on a delivered one teaches spam; each is reversible', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const heldId = await submit(key, { message: `${LINK_FARM} (a customer's list of our shops)` });
+    expect((await settled(heldId)).email_status).toBe('spam');
+
+    const view = await owner.get(`/owner/keys/${key.id}/spam`);
+    expect(view.status).toBe(200);
+    expect(view.text).toContain(`id="s-${heldId}"`);
+    expect(view.text).toContain('FORM_LINK_FARM');
+
+    const released = await mark(owner, heldId, 'ham');
+    expect(released).toMatchObject({ released: true, teaching: 'taught' });
+    const sent = await settled(heldId);
+    expect(sent.email_status).toBe('sent');
+    expect(sent.spam).toMatchObject({ verdict: 'spam', mark: 'ham' });
+    expect(mailsWith("a customer's list of our shops")).toHaveLength(1);
+    expect((await owner.get(`/owner/keys/${key.id}/spam`)).text).not.toContain(`id="s-${heldId}"`);
+
+    const deliveredId = await submit(key, formMessage('spam', 1));
+    expect((await settled(deliveredId)).email_status).toBe('sent');
+    const taught = await mark(owner, deliveredId, 'spam');
+    expect(taught).toMatchObject({ released: false, teaching: 'taught' });
+    expect(taught.submission.spam.mark).toBe('spam');
+    // And back: marked not spam again, nothing is re-sent (it was delivered).
+    const back = await mark(owner, deliveredId, 'ham');
+    expect(back).toMatchObject({ released: false });
+    expect(back.submission.spam.mark).toBe('ham');
+    expect(mailsWith(formMessage('spam', 1).message)).toHaveLength(1);
+  });
+
+  it("teaches the owner's own keys first: after 15 marks of each, similar messages are held for this owner and not for another", async () => {
+    const key = await h.createKey();
+    const other = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const before = await settled(await submit(key, formMessage('spam', 100)));
+    expect(before.email_status).toBe('sent');
+
+    const spamIds = [];
+    const hamIds = [];
+    for (let seed = 1; seed <= 15; seed += 1) {
+      spamIds.push(await submit(key, formMessage('spam', 200 + seed)));
+      hamIds.push(await submit(key, formMessage('ham', 200 + seed)));
+    }
+    for (const id of [...spamIds, ...hamIds]) await settled(id);
+    for (const id of spamIds) expect((await mark(owner, id, 'spam')).teaching).toMatch(/taught|known/);
+    for (const id of hamIds) expect((await mark(owner, id, 'ham')).teaching).toMatch(/taught|known/);
+
+    const caught = await settled(await submit(key, formMessage('spam', 300)));
+    expect(caught.email_status).toBe('spam');
+    expect(caught.spam.reasons.map((reason: { symbol: string }) => reason.symbol)).toContain('BAYES_OWNER_SPAM');
+    expect((await settled(await submit(key, formMessage('ham', 300)))).email_status).toBe('sent');
+    // Another owner's key: these marks are not its owner's, and too few to speak for everyone yet.
+    expect((await settled(await submit(other, formMessage('spam', 300)))).email_status).toBe('sent');
+  });
+});
+
+describe('webhooks', () => {
+  it('carry the verdict, skip held spam unless the key asks for it, and send it once its owner says not spam', async () => {
+    const key = await h.createKey();
+    const hook = await admin('POST', `/admin/keys/${key.key}/webhooks`, { url: `${receiver.url}/hook` });
+    expect(hook.status).toBe(201);
+    const bodies = () => receiver.received.map((call) => JSON.parse(call.body));
+
+    const hamId = await submit(key, { message: 'A plain question about opening hours' });
+    const spamId = await submit(key, { message: LINK_FARM });
+    await eventually(async () => bodies().find((body) => body.data.id === hamId), 20_000, 'the ham webhook');
+    expect(bodies().find((body) => body.data.id === hamId).data.spam).toMatchObject({ verdict: 'ham' });
+    const deliveries = async () => (await admin('GET', `/admin/keys/${key.key}/webhook-deliveries`)).json.deliveries as any[];
+    const skipped = await eventually(async () => (await deliveries()).find((d) => d.submission_id === spamId && d.status === 'skipped'), 20_000, 'the spam delivery skipped');
+    expect(skipped.last_error).toContain('held as spam');
+    expect(bodies().some((body) => body.data.id === spamId)).toBe(false);
+
+    await admin('PATCH', `/admin/keys/${key.key}`, { spam_to_webhooks: true });
+    const spamToHooks = await submit(key, { message: `${LINK_FARM} again` });
+    const carried = await eventually(async () => bodies().find((body) => body.data.id === spamToHooks), 20_000, 'the spam webhook');
+    expect(carried.data.spam).toMatchObject({ verdict: 'spam', mark: null });
+
+    const owner = await signIn(h, key.email);
+    await mark(owner, spamId, 'ham');
+    const released = await eventually(async () => bodies().find((body) => body.data.id === spamId), 20_000, 'the released webhook');
+    expect(released.data.spam).toMatchObject({ verdict: 'spam', mark: 'ham' });
+  });
+});

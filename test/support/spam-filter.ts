@@ -1,0 +1,28 @@
+// A real rspamd for a test file: its own instance and statistics (what one file teaches never
+// changes another's verdicts), with the project's configuration. The global setup finds or
+// installs rspamd; the compiled rules are shared, so an instance starts in about a second.
+import { inject } from 'vitest';
+import { startRspamd, type RspamdService } from '../../src/local/rspamd.ts';
+
+export async function startSpamFilter(): Promise<RspamdService> {
+  const found = inject('testTools').rspamd!;
+  if (found.problem !== undefined) throw new Error(found.problem);
+  return startRspamd();
+}
+
+/** The harness settings that point the workers and the API at `filter`. */
+export const spamFilterEnv = (filter: RspamdService) => ({ SPAM_FILTER_URL: filter.url, SPAM_FILTER_CONTROLLER_URL: filter.controllerUrl });
+
+const SPAM_WORDS = 'seo backlinks ranking guaranteed traffic casino bonus crypto investment profit bitcoin cheap pills discount promotion agency leads boost unlimited loan approved winner'.split(' ');
+const HAM_WORDS = 'question pricing plan team support order delivery invoice meeting schedule appointment product feature account booking quote project contract office phone'.split(' ');
+const COMMON = 'the a we you your our to for and of in on with is are this that please can would like'.split(' ');
+
+/** A form message in the vocabulary of spam or of ordinary business mail; `seed` makes it differ, the same seed gives the same text. */
+export function formMessage(kind: 'spam' | 'ham', seed: number): { subject: string; message: string } {
+  let state = seed * 7919 + (kind === 'spam' ? 17 : 29);
+  const next = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const words = kind === 'spam' ? SPAM_WORDS : HAM_WORDS;
+  const pick = (list: string[]) => list[Math.floor(next() * list.length)]!;
+  const message = Array.from({ length: 60 }, () => pick(next() < 0.5 ? words : COMMON)).join(' ');
+  return { subject: Array.from({ length: 4 }, () => pick(words)).join(' '), message };
+}
