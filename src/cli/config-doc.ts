@@ -21,6 +21,7 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
   },
   { name: 'CHROMIUM_PATH', readBy: '`npm test`', description: 'The Chromium the browser tests drive. Unset: `chromium` on `PATH` (installed by apt when missing, as root).' },
   { name: 'DOCKER_COMPOSE', readBy: '`npm test`', description: 'The `docker-compose` that validates docker-compose.yml. Unset: found on `PATH`, installed the same way.' },
+  { name: 'RSPAMD_PATH', readBy: '`npm start`, `npm test`', description: 'The `rspamd` that `npm start` and the spam filter tests run. Unset: `rspamd` on `PATH`, installed the same way.' },
   { name: 'XDG_CACHE_HOME', readBy: '`npm start`, `npm test`', description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`." },
   { name: 'POSTFIX_PATH', readBy: '`npm test`', description: 'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.' },
 ];

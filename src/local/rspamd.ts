@@ -4,7 +4,7 @@
 // queues, which must never be evicted). As root it runs as the `_rspamd` user, with its working
 // files under /var/lib/contact-form-service, which that user can reach wherever the project is.
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmod, cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,6 +28,8 @@ export type RspamdService = LocalService & {
   url: string;
   /** The controller (POST /learnspam, /learnham): SPAM_FILTER_CONTROLLER_URL. */
   controllerUrl: string;
+  /** The controller's password, made for this start: SPAM_FILTER_PASSWORD. */
+  password: string;
   child: ChildProcess;
 };
 
@@ -38,6 +40,7 @@ export function ensureRspamd(): string {
       binary: 'rspamd',
       package: 'rspamd',
       neededFor: 'the spam filter',
+      pathVariable: 'RSPAMD_PATH',
       alternative: 'or set SPAM_FILTER_URL to a running rspamd, or SPAM_FILTER=off',
     });
   } catch (error) {
@@ -54,6 +57,8 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     const work = await starting('rspamd', remedy, () => workingDirectory(options.dir));
     const [scanPort, controllerPort] = [await freePort(), await freePort()];
     const asRoot = process.getuid?.() === 0;
+    // Loopback is trusted by rspamd's stock settings, but other users of this machine reach it too.
+    const password = randomBytes(18).toString('base64url');
     const variables = {
       LOCAL_CONFDIR: path.join(work, 'conf'),
       DBDIR: path.join(work, 'db'),
@@ -63,6 +68,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       CFS_CONTROLLER_SOCKET: `${LOOPBACK}:${controllerPort}`,
       CFS_REDIS_SERVER: `${LOOPBACK}:${redis.port}`,
       CFS_REDIS_DB: '0',
+      CFS_CONTROLLER_PASSWORD: password,
       CFS_HS_CACHE_DIR: await compiledRulesDirectory(),
     };
     const child = spawnTracked(
@@ -89,6 +95,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       name: 'rspamd',
       url,
       controllerUrl: `http://${LOOPBACK}:${controllerPort}`,
+      password,
       child,
       stop: async () => {
         await stopChild(child, 'SIGTERM');

@@ -129,6 +129,7 @@ async function main(): Promise<void> {
       services.push(rspamd);
       env.SPAM_FILTER_URL = rspamd.url;
       env.SPAM_FILTER_CONTROLLER_URL = rspamd.controllerUrl;
+      env.SPAM_FILTER_PASSWORD = rspamd.password;
       urls.spam = `${rspamd.url} (rspamd; learning at ${rspamd.controllerUrl})`;
     } catch (error) {
       if (!(error instanceof ServiceStartError)) throw error;

@@ -78,6 +78,16 @@ describe('the teaching allowance', () => {
   });
 });
 
+describe('the filter itself', () => {
+  it('learns only from whoever has its password, on loopback too: a local user cannot teach it around the allowance', async () => {
+    const body = `Subject: offer\r\n\r\n${formMessage('spam', 7).message}`;
+    const learn = (headers: Record<string, string>) => fetch(`${filter.controllerUrl}/learnspam`, { method: 'POST', body, headers }).then((response) => response.status);
+    expect(await learn({})).toBe(401);
+    expect(await learn({ Password: 'q1' })).toBe(401); // rspamd's stock password
+    expect(await learn({ Password: filter.password })).toBe(200);
+  });
+});
+
 describe('a filter that dies', () => {
   it('costs no mail: the emails go out unchecked, counted, and the worker keeps going', async () => {
     const key = await h.createKey();

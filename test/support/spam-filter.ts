@@ -11,7 +11,11 @@ export async function startSpamFilter(): Promise<RspamdService> {
 }
 
 /** The harness settings that point the workers and the API at `filter`. */
-export const spamFilterEnv = (filter: RspamdService) => ({ SPAM_FILTER_URL: filter.url, SPAM_FILTER_CONTROLLER_URL: filter.controllerUrl });
+export const spamFilterEnv = (filter: RspamdService) => ({
+  SPAM_FILTER_URL: filter.url,
+  SPAM_FILTER_CONTROLLER_URL: filter.controllerUrl,
+  SPAM_FILTER_PASSWORD: filter.password,
+});
 
 const SPAM_WORDS = 'seo backlinks ranking guaranteed traffic casino bonus crypto investment profit bitcoin cheap pills discount promotion agency leads boost unlimited loan approved winner'.split(' ');
 const HAM_WORDS = 'question pricing plan team support order delivery invoice meeting schedule appointment product feature account booking quote project contract office phone'.split(' ');
