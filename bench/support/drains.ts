@@ -145,7 +145,13 @@ export async function serviceDrain(
   title: string,
   workers: number,
   count: number,
-  { watchRss = false, warmup = 0, attachment }: DrainOptions & { attachment?: { key: string; size: number } } = {},
+  {
+    watchRss = false,
+    warmup = 0,
+    attachment,
+    extraEnv = {},
+    extraProbes = [],
+  }: DrainOptions & { attachment?: { key: string; size: number }; extraEnv?: Record<string, string>; extraProbes?: CpuProbe[] } = {},
 ): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow; coldCpuPerEmail?: number }> {
   await resetState(ctx);
   await ctx.queue.pause();
@@ -156,7 +162,7 @@ export async function serviceDrain(
     for (let index = 0; index < workers; index += 1) {
       const port = await freePort();
       metricsUrls.push(`http://127.0.0.1:${port}/metrics`);
-      children.push(await spawnWorker(ctx, index + 1, { METRICS_PORT: String(port) }));
+      children.push(await spawnWorker(ctx, index + 1, { METRICS_PORT: String(port), ...extraEnv }));
     }
     await sleep(500);
     const idleRss = Math.max(0, ...children.map((child) => rssBytes(child.pid)));
@@ -167,7 +173,7 @@ export async function serviceDrain(
     const drain = await measureDrain(
       ctx,
       title,
-      cpuProbes(ctx, [probe('worker', children)]),
+      cpuProbes(ctx, [probe('worker', children), ...extraProbes]),
       warmup,
       count,
       () => ctx.queue.resume(),
@@ -176,7 +182,8 @@ export async function serviceDrain(
       },
     );
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
-    const perEmail = (cpu: Map<string, number>) => ['worker', 'postgres', 'redis'].reduce((sum, label) => sum + (cpu.get(label) ?? 0), 0);
+    const perEmail = (cpu: Map<string, number>) =>
+      ['worker', 'postgres', 'redis', ...extraProbes.map((extra) => extra.label)].reduce((sum, label) => sum + (cpu.get(label) ?? 0), 0);
     const result = {
       ...elapsed(ctx.sink, drain.t0, drain.from, drain.measured),
       drained: drain.drained,
