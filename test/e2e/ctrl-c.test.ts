@@ -126,7 +126,9 @@ describe('Ctrl+C on npm start', () => {
 
   it(`stops within ${IDLE_STOP_LIMIT_MS / 1000} s also when Redis went away first`, async () => {
     const running = await npmStart();
-    const redis = running.pids.filter((pid) => commandOf(pid).includes('redis-server'));
+    // The queues' Redis (the banner's; redis-server titles itself with its address), not the spam filter's own.
+    const port = new URL(/^ {2}Redis\s+(\S+)$/m.exec(running.output())![1]!).port;
+    const redis = running.pids.filter((pid) => commandOf(pid).includes('redis-server') && commandOf(pid).includes(`:${port}`));
     expect(redis).toHaveLength(1);
     process.kill(redis[0]!, 'SIGKILL');
     await eventually(async () => (isAlive(redis[0]!) ? undefined : true), 5_000, 'redis-server to end');
