@@ -9,6 +9,9 @@ const config = loadConfigOrExit();
 const log = createLogger('worker', config.LOG_LEVEL);
 const worker = await startWorker(config, log);
 worker.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
+// Only now: whoever waits for this line (a supervisor, the tests) may stop the worker at once, and
+// a SIGTERM before the handlers were installed would kill it without its shutdown.
+log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
 // Every module is loaded by now: write the compile cache (src/shared/compile-cache.mjs) at once,
 // not only at a clean exit, so that a process killed later still leaves it for the next start.
 module.flushCompileCache();

@@ -177,6 +177,6 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   webhooks.on('error', (error) => log.warn({ err: error }, 'webhook worker error'));
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
   await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady(), webhooks.waitUntilReady()]);
-  log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
+  // "worker ready" is for the caller to say, once it has installed the signal handlers (main.ts).
   return { worker, orm, shutdown };
 }

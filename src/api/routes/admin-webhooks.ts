@@ -1,5 +1,6 @@
 // The operator API for a key's webhooks: endpoints (list, add, enable or disable, delete) and the
 // delivery log with re-send. Behind the admin token like the rest of /admin.
+import { clearFinishedJob } from '../owner/access.ts';
 import type Router from '@koa/router';
 import * as v from 'valibot';
 import { parseAllowList } from '../../shared/address-guard.ts';
@@ -93,8 +94,7 @@ export function adminWebhookRoutes(deps: AppDeps): Router<AppState> {
   return router;
 }
 
-/** A finished job under the row's id would make the new add a no-op. */
+/** A finished job under the row's id would make the new add a no-op (see clearFinishedJob). A Redis outage leaves it to the reconciler. */
 export async function clearFinishedWebhookJob(deps: Pick<AppDeps, 'webhookQueue'>, deliveryId: string): Promise<void> {
-  const job = await deps.webhookQueue.getJob(deliveryId).catch(() => undefined);
-  if (job && ['completed', 'failed'].includes(await job.getState())) await job.remove().catch(() => undefined);
+  await clearFinishedJob(deps.webhookQueue, deliveryId).catch(() => undefined);
 }
