@@ -342,7 +342,10 @@ const spam = {
     v.optional(url(['http:', 'https:'])),
     "rspamd's controller (port 11334 by default), which learns from the owners' marks. Needed with `SPAM_FILTER_URL`.",
   ),
-  SPAM_FILTER_PASSWORD: about(text(), "The controller's password (rspamd's `password` or `enable_password`). Unset: none is sent (rspamd trusts its `secure_ip` addresses)."),
+  SPAM_FILTER_PASSWORD: about(
+    text(),
+    "The controller's password (`CFS_CONTROLLER_PASSWORD` of the project's rspamd configuration; `npm start` makes one). Unset: none is sent, for an rspamd of your own that trusts this host (`secure_ip`).",
+  ),
   SPAM_CHECK_TIMEOUT_MS: about(
     integer(500, 1),
     'How long a worker waits for a verdict. Past it, or when the filter is down, the email is sent unchecked (marked so): the filter costs time, never mail.',

@@ -4,10 +4,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signalChild } from '../../src/local/processes.ts';
 import type { RspamdService } from '../../src/local/rspamd.ts';
-import { adminClient, submitJson } from '../support/client.ts';
+import { adminClient } from '../support/client.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
-import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 
 const TOKEN = 'spam-bounds-admin-token-0123456789';
 const CAP = 3;
@@ -25,17 +25,9 @@ afterAll(async () => {
   await filter?.stop();
 });
 
-async function submit(key: TestKey, fields: { subject?: string; message: string }): Promise<string> {
-  const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', ...fields });
-  expect(response.status).toBe(200);
-  return response.json.submission_id as string;
-}
+const submit = (key: TestKey, fields: { subject?: string; message: string }) => submitTo(h, key, fields);
 
-const settled = (id: string) =>
-  eventually(async () => {
-    const record = (await admin('GET', `/admin/submissions/${id}`)).json;
-    return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
-  }, 20_000, `submission ${id} settled`);
+const settled = (id: string) => settledRecord(h, TOKEN, id);
 
 describe('the teaching allowance', () => {
   it(`teaches ${CAP} marks of a key an hour; past that a mark is kept and acted on, not taught`, async () => {

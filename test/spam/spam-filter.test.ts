@@ -4,10 +4,10 @@
 // admin API, the owner API, the CSV and the metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
-import { adminClient, submitJson } from '../support/client.ts';
+import { adminClient } from '../support/client.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn, type OwnerClient } from '../support/owner.ts';
-import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
 const TOKEN = 'spam-test-admin-token-0123456789';
@@ -31,19 +31,10 @@ afterAll(async () => {
   await filter?.stop();
 });
 
-async function submit(key: TestKey, fields: { subject?: string; message: string }): Promise<string> {
-  const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', ...fields });
-  expect(response.status).toBe(200);
-  return response.json.submission_id as string;
-}
+const submit = (key: TestKey, fields: { subject?: string; message: string }) => submitTo(h, key, fields);
 
 /** The submission once the worker is done with it (sent, spam, or anything settled). */
-async function settled(id: string): Promise<any> {
-  return eventually(async () => {
-    const record = (await admin('GET', `/admin/submissions/${id}`)).json;
-    return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
-  }, 20_000, `submission ${id} settled`);
-}
+const settled = (id: string) => settledRecord(h, TOKEN, id);
 
 const mailsWith = (text: string) => h.sink.messages.filter((mail) => (mail.parsed.text ?? '').includes(text));
 

@@ -1,8 +1,10 @@
 // A real rspamd for a test file: its own instance and statistics (what one file teaches never
 // changes another's verdicts), with the project's configuration. The global setup finds or
 // installs rspamd; the compiled rules are shared, so an instance starts in about a second.
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { startRspamd, type RspamdService } from '../../src/local/rspamd.ts';
+import { adminRequest, submitJson } from './client.ts';
+import { eventually, type Harness, type TestKey } from './harness.ts';
 
 export async function startSpamFilter(): Promise<RspamdService> {
   const found = inject('testTools').rspamd!;
@@ -29,4 +31,19 @@ export function formMessage(kind: 'spam' | 'ham', seed: number): { subject: stri
   const pick = (list: string[]) => list[Math.floor(next() * list.length)]!;
   const message = Array.from({ length: 60 }, () => pick(next() < 0.5 ? words : COMMON)).join(' ');
   return { subject: Array.from({ length: 4 }, () => pick(words)).join(' '), message };
+}
+
+/** Submits a form to `key` from a visitor; the submission's id. */
+export async function submitTo(h: Harness, key: TestKey, fields: { subject?: string; message: string }): Promise<string> {
+  const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', ...fields });
+  expect(response.status).toBe(200);
+  return response.json.submission_id as string;
+}
+
+/** The submission's admin record once the worker is done with it (sent, spam, or anything settled). */
+export function settledRecord(h: Harness, adminToken: string, id: string): Promise<any> {
+  return eventually(async () => {
+    const record = (await adminRequest(h, adminToken, 'GET', `/admin/submissions/${id}`)).json;
+    return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
+  }, 20_000, `submission ${id} settled`);
 }
