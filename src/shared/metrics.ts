@@ -86,7 +86,7 @@ export const spamCheckDuration = new Histogram({
 
 export const spamMarks = new Counter({
   name: 'cfs_spam_marks_total',
-  help: "Owners' marks by mark (spam, ham) and whether the filter learned it (taught, known: already in that class; capped: past the key's hourly allowance; failed: filter unavailable)",
+  help: "Owners' marks by mark (spam, ham) and whether the filter learned it (taught, known: nothing to learn, learned before or too short; capped: past the key's hourly allowance; failed: filter unavailable)",
   labelNames: ['mark', 'outcome'] as const,
   registers: [registry],
 });

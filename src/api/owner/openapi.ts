@@ -178,7 +178,7 @@ export const ownerPaths = {
             v.object({
               teaching: v.pipe(
                 v.picklist(['taught', 'known', 'capped', 'failed', 'off']),
-                v.description('taught; known: already in that class; capped: past the key\'s hourly allowance; failed: filter unavailable; off: no filter'),
+                v.description('taught; known: nothing to learn (learned before, or too short); capped: past the key\'s hourly allowance; failed: filter unavailable; off: no filter'),
               ),
               released: v.pipe(v.boolean(), v.description('A message held as spam is now queued to be emailed')),
               submission: Submission,

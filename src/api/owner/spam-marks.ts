@@ -15,7 +15,7 @@ import { clearFinishedJob, ownedSubmission } from './access.ts';
 const TEACH_TIMEOUT_MS = 3_000;
 
 /**
- * taught: the filter learned it; known: the filter already had it in that class; capped: past the
+ * taught: the filter learned it; known: nothing to learn (learned before, or too short); capped: past the
  * key's hourly allowance; failed: the filter could not be reached; off: no filter is configured.
  */
 export type TeachOutcome = 'taught' | 'known' | 'capped' | 'failed' | 'off';
