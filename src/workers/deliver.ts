@@ -29,7 +29,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     const stored: Attachment[] =
       submission.attachmentCount === 0 ? [] : await context.em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
     // Held as spam: throws, and nothing is sent.
-    await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
+    const spam = await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
     const files = await prepareFiles(stored, context.storage, {
       attachMaxBytes: context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,
@@ -47,6 +47,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
         messageId: messageIdFor('submission', submissionId, context.mailFrom),
       },
       release: files.release,
+      spam,
     };
   });
 }

@@ -8,7 +8,7 @@ import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { claimRow, recordFailure, recordSuppressed } from '../shared/delivery-rows.ts';
+import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../shared/delivery-rows.ts';
 import type { ReturnPaths } from '../shared/return-path.ts';
 import { HeldAsSpamError } from './spam-check.ts';
 
@@ -65,7 +65,8 @@ export async function sendTracked<Row>(
   id: string,
   job: Job,
   claim: () => Promise<Claimed<Row> | undefined>,
-  buildMessage: (row: Row) => Promise<{ message: Mail.Options; release?: () => void }>,
+  /** `spam`: a submission's verdict, recorded with its `sent`. */
+  buildMessage: (row: Row) => Promise<{ message: Mail.Options; release?: () => void; spam?: SpamResult | undefined }>,
 ): Promise<SendOutcome> {
   const label = { kind: deliveryKinds[kind].metricLabel };
   // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
@@ -79,10 +80,12 @@ export async function sendTracked<Row>(
   const { attempt } = claimed;
 
   let release: (() => void) | undefined;
+  let spam: SpamResult | undefined;
   let messageId: string;
   try {
     const built = await buildMessage(claimed.row);
     release = built.release;
+    spam = built.spam;
     messageId = (await context.transport.sendMail(withReturnPath(context, kind, id, built.message))).messageId;
   } catch (error) {
     if (error instanceof SuppressedError) {
@@ -113,7 +116,7 @@ export async function sendTracked<Row>(
   }
   // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
   // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
-  const sent = await context.recorder.markSent(kind, id, messageId);
+  const sent = await context.recorder.markSent(kind, id, messageId, spam);
   deliveries.inc({ ...label, outcome: 'sent' });
   if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
   return 'sent';

@@ -7,15 +7,15 @@
 // round trips, not fifty.
 import { sentRecordDuration } from '../shared/metrics.ts';
 import type { DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { recordSent, type SentRow } from '../shared/delivery-rows.ts';
+import { recordSent, type SentRow, type SpamResult } from '../shared/delivery-rows.ts';
 import { groupCommit } from '../shared/group-commit.ts';
 import { createPgPool } from '../shared/db/pg-pool.ts';
 
-type Accepted = { kind: DeliveryKindName; id: string; messageId: string };
+type Accepted = { kind: DeliveryKindName; id: string; messageId: string; spam?: SpamResult | undefined };
 
 export type SentRecorder = {
-  /** Marks the row `sent`; returns its creation and send times for the latency metric. */
-  markSent: (kind: DeliveryKindName, id: string, messageId: string) => Promise<SentRow | undefined>;
+  /** Marks the row `sent` (with a submission's spam verdict); returns its creation and send times for the latency metric. */
+  markSent: (kind: DeliveryKindName, id: string, messageId: string, spam?: SpamResult) => Promise<SentRow | undefined>;
   close: () => Promise<void>;
 };
 
@@ -43,9 +43,9 @@ export function createSentRecorder(databaseUrl: string, connections = 2): SentRe
   );
 
   return {
-    async markSent(kind, id, messageId) {
+    async markSent(kind, id, messageId, spam) {
       const acceptedAt = performance.now();
-      const row = await record({ kind, id, messageId });
+      const row = await record({ kind, id, messageId, spam });
       sentRecordDuration.observe((performance.now() - acceptedAt) / 1000);
       return row;
     },

@@ -1,12 +1,14 @@
-// The spam check of a submission, once, before its email is first attempted: the filter's score
-// against the key's level decides whether the email is sent or the submission is held as `spam`
-// (kept, shown in the owner's Spam view, sent when the owner says it is not spam).
+// The spam check of a submission before its email is sent: the filter's score against the key's
+// level decides whether the email is sent or the submission is held as `spam` (kept, shown in the
+// owner's Spam view, sent when the owner says it is not spam). A held one is written at once; any
+// other verdict rides on the `sent` write (../shared/delivery-rows.ts recordSent), so an attempt
+// that fails is checked again on the next one.
 // The filter never costs mail: down, slow (SPAM_CHECK_TIMEOUT_MS) or answering nonsense, the
 // email is sent and the submission marked `unchecked`. After FAILURES_TO_PAUSE failures in a row,
 // checks pause for PAUSE_MS, so that a filter that hangs does not add its timeout to every email.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SpamFilterLevel } from '../shared/db/entities.ts';
-import { recordSpamVerdict, type ClaimedSubmission } from '../shared/delivery-rows.ts';
+import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../shared/delivery-rows.ts';
 import type { Logger } from '../shared/log.ts';
 import { spamCheckDuration, spamChecks } from '../shared/metrics.ts';
 import type { SpamFilter, SpamScan } from '../shared/spam-filter.ts';
@@ -28,7 +30,8 @@ export class HeldAsSpamError extends Error {
   override name = 'HeldAsSpamError';
 }
 
-export type SpamChecker = (em: EntityManager, submission: ClaimedSubmission, filenames: string[], log: Logger) => Promise<void>;
+/** Throws HeldAsSpamError, or answers the verdict to record with `sent` (undefined: not checked, the filter is off). */
+export type SpamChecker = (em: EntityManager, submission: ClaimedSubmission, filenames: string[], log: Logger) => Promise<SpamResult | undefined>;
 
 export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
   let failuresInARow = 0;
@@ -36,8 +39,8 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
   return async (em, submission, filenames, log) => {
     const { filter } = settings;
     const level = submission.spamFilter;
-    // Checked once: a retry or a re-send keeps the first verdict; the owner's "not spam" is final.
-    if (!filter || level === 'off' || submission.spamVerdict !== null || submission.spamMark === 'ham') return;
+    // A verdict already recorded (a re-send) stands; the owner's "not spam" is final.
+    if (!filter || level === 'off' || submission.spamVerdict !== null || submission.spamMark === 'ham') return undefined;
     let scan: SpamScan | undefined;
     if (Date.now() >= pausedUntil) {
       const started = performance.now();
@@ -70,10 +73,11 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     }
     const verdict = scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
     spamChecks.inc({ verdict });
-    await recordSpamVerdict(em, submission.id, verdict, scan);
     if (verdict === 'spam') {
+      await recordSpamVerdict(em, submission.id, verdict, scan);
       log.info({ submissionId: submission.id, score: scan?.score, level }, 'held as spam');
       throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
     }
+    return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };
   };
 }
