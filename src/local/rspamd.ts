@@ -100,7 +100,9 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       stop: async () => {
         await stopChild(child, 'SIGTERM');
         await redis.stop();
-        if (!options.dir) await rm(work, { recursive: true, force: true });
+        // Under /var/lib (as root) it is only this start's copy of the configuration and rspamd's
+        // run files: the statistics are in the Redis under the data directory.
+        if (!options.dir || asRoot) await rm(work, { recursive: true, force: true });
       },
     };
   } catch (error) {
@@ -110,9 +112,9 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
 }
 
 /**
- * rspamd's configuration copy, rule cache, pid file and logs. As root: under
- * /var/lib/contact-form-service (one per data directory), owned by `_rspamd`, since root's home is
- * 0700. Otherwise: in the data directory, or a temporary one.
+ * rspamd's configuration copy, pid file, logs and own counters. As root: under
+ * /var/lib/contact-form-service (one per data directory, removed on stop), owned by `_rspamd`,
+ * since root's home is 0700. Otherwise: in the data directory, or a temporary one.
  */
 async function workingDirectory(dataDir: string | undefined): Promise<string> {
   const asRoot = process.getuid?.() === 0;

@@ -3,14 +3,14 @@
 // Real local services, migrations, API and worker; an email in the mail catcher; PostgreSQL never
 // runs as root; SIGTERM leaves no process behind within 5 s; a second start finds the earlier data.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/local/services.ts';
+import { freePort, ROOT_POSTGRES_HOME } from '../../src/local/services.ts';
 import { eventually, postJson } from '../support/harness.ts';
 import { descendants, isAlive } from '../support/processes.ts';
 
@@ -247,6 +247,9 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     expect(await eventually(async () => ((await statusOf(spam.json.submission_id)) === 'spam' ? 'spam' : undefined))).toBe('spam');
     expect(await eventually(async () => ((await statusOf(plain.json.submission_id)) === 'sent' ? 'sent' : undefined))).toBe('sent');
     await stopAndCheckNothingLeft(running);
+    // As root rspamd's run files live under /var/lib (its user cannot reach a 0700 home): gone with it.
+    const runFiles = createHash('sha256').update(path.join(project, '.data', 'rspamd')).digest('hex').slice(0, 16);
+    expect(lstatSync(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles), { throwIfNoEntry: false })).toBeUndefined();
 
     const off = await npmStart({ ...env, SPAM_FILTER: 'off' });
     expect(off.banner['Spam filter']).toBeUndefined();
