@@ -23,9 +23,17 @@ type Running = { child: ChildProcess; output: () => string; banner: Record<strin
 const spawned: ChildProcess[] = [];
 /** What npm start started, seen while it ran: its local services run in process groups of their own. */
 const startedPids: number[] = [];
+/** SIGKILL to a PID or a process group (negative), whether or not it is still there. */
+const killQuietly = (pid: number) => {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone: the next one must still be killed
+  }
+};
 const killSpawned = () => {
-  for (const child of spawned) if (child.exitCode === null && child.pid) process.kill(-child.pid, 'SIGKILL');
-  for (const pid of startedPids.splice(0)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  for (const child of spawned) if (child.exitCode === null && child.pid) killQuietly(-child.pid);
+  for (const pid of startedPids.splice(0)) if (isAlive(pid)) killQuietly(pid);
 };
 // An interrupted run skips afterAll; the processes of npm start go on the way out.
 process.once('exit', killSpawned);
