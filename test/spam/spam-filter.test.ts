@@ -145,6 +145,29 @@ describe("the owner's marks", () => {
     // Another owner's key: these marks are not its owner's, and too few to speak for everyone yet.
     expect((await settled(await submit(other, formMessage('spam', 300)))).email_status).toBe('sent');
   });
+
+  it('learns from a mark the pairs its words make a word apart too: the same words with others between them are held', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const pitch = 'guaranteed backlinks ranking traffic casino bonus crypto profit bitcoin pills loan winner'.split(' ');
+    const ordinary = 'question pricing invoice meeting schedule appointment booking quote contract office delivery account'.split(' ');
+    const spamIds = [];
+    const hamIds = [];
+    for (let n = 1; n <= 5; n += 1) {
+      spamIds.push(await submit(key, { message: `${pitch.join(' ')} offer${n}` }));
+      hamIds.push(await submit(key, { message: `${ordinary.join(' ')} note${n}` }));
+    }
+    for (const id of [...spamIds, ...hamIds]) await settled(id);
+    for (const id of spamIds) expect((await mark(owner, id, 'spam')).teaching).toBe('taught');
+    for (const id of hamIds) expect((await mark(owner, id, 'ham')).teaching).toBe('taught');
+
+    // A new word after each of the pitch's: no two words of it are neighbours any more, as in no marked message.
+    const spread = await settled(await submit(key, { message: pitch.map((word, index) => `${word} aside${index}`).join(' ') }));
+    expect(spread.email_status).toBe('spam');
+    expect(spread.spam.reasons.map((reason: { symbol: string }) => reason.symbol)).toContain('BAYES_OWNER_SPAM');
+    const ordinarySpread = await settled(await submit(key, { message: ordinary.map((word, index) => `${word} aside${index}`).join(' ') }));
+    expect(ordinarySpread.email_status).toBe('sent');
+  });
 });
 
 describe('webhooks', () => {
