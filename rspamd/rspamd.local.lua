@@ -46,8 +46,8 @@ rspamd_config:register_symbol({
 -- - When learning from a mark: each distinct word of the message twice in a row. rspamd's tokenizer
 --   makes a token of each pair of nearby words (OSB: a word and each of the four before it), and it
 --   pairs metatokens the same way; the pairs of this list are the pairs of the text's words at
---   other distances, so one mark teaches the pairs a similar message will have with its words in
---   another order or a word apart. A form message is a few dozen words, and with the few hundred
+--   other distances, so one mark teaches the pairs a similar message will have with its words a
+--   word or two further apart. A form message is a few dozen words, and with the few hundred
 --   marks of an installation most of its pairs were never taught.
 -- Measured in scenario 9 of npm run bench (docs/benchmarks.md): after 200 + 200 marks, 84 % of spam
 -- held at the normal level, was 74 %, ham held 0.1 % as before.
