@@ -9,11 +9,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { simpleParser } from 'mailparser';
 import { startRspamd } from '../src/local/rspamd.ts';
-import { createSpamFilter, type SpamSample } from '../src/shared/spam-filter.ts';
+import { formSample, inFixedOrder, scoresFor, SPAM_LEVELS, type LabelledMessage } from '../bench/support/spam-samples.ts';
+import { createSpamFilter } from '../src/shared/spam-filter.ts';
 
 const TAUGHT = 200;
 const TESTED = { spam: 1_000, ham: 2_000 };
-const LEVELS = { normal: 6, strict: 4 };
 const TEACHER = 'teacher@example.test';
 const OTHER = 'other@example.test';
 
@@ -23,10 +23,8 @@ if (!values.spam || !values.ham) {
   process.exit(2);
 }
 
-type Message = { subject: string; text: string };
-
-async function readMessages(directories: string): Promise<Message[]> {
-  const messages: Message[] = [];
+async function readMessages(directories: string): Promise<LabelledMessage[]> {
+  const messages: LabelledMessage[] = [];
   for (const directory of directories.split(',')) {
     for (const name of readdirSync(directory).sort()) {
       if (name.endsWith('.json') || name === 'cmds') continue;
@@ -36,7 +34,7 @@ async function readMessages(directories: string): Promise<Message[]> {
       if (text) messages.push({ subject, text });
     }
   }
-  return shuffled(messages);
+  return inFixedOrder(messages);
 }
 
 /** The text up to a mailing list's footer, looked for in its last 2,000 characters. */
@@ -46,48 +44,25 @@ function withoutListFooter(text: string): string {
   return (footer < 0 ? text : text.slice(0, tailStart + footer)).replace(/[-_=\s]+$/, '').trim();
 }
 
-/** A fixed order (the same split on every run). */
-function shuffled<T>(items: T[]): T[] {
-  let state = 20_261_125;
-  const random = () => (state = (state * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
-  for (let index = items.length - 1; index > 0; index -= 1) {
-    const other = Math.floor(random() * (index + 1));
-    [items[index], items[other]] = [items[other]!, items[index]!];
-  }
-  return items;
-}
-
-const sample = (message: Message, owner: string): SpamSample => ({
-  mailFrom: 'Contact Form <forms@corpus.test>',
-  ownerEmail: owner,
-  ownerMailbox: owner,
-  visitorEmail: 'visitor@example.org',
-  subject: message.subject,
-  message: message.text,
-  customFields: [],
-  filenames: [],
-});
-
 const spam = await readMessages(values.spam);
 const ham = await readMessages(values.ham);
+if (spam.length <= TAUGHT || ham.length <= TAUGHT) {
+  process.stderr.write(`Need more than ${TAUGHT} messages of each kind (found ${spam.length} spam, ${ham.length} ham).\n`);
+  process.exit(2);
+}
 const rspamd = await startRspamd();
 try {
   const filter = createSpamFilter({ scanUrl: rspamd.url, controllerUrl: rspamd.controllerUrl, password: rspamd.password });
   for (let index = 0; index < TAUGHT; index += 1) {
-    await filter.learn(sample(spam[index]!, TEACHER), 'spam', 20_000);
-    await filter.learn(sample(ham[index]!, TEACHER), 'ham', 20_000);
+    await filter.learn(formSample(spam[index]!, TEACHER), 'spam', 20_000);
+    await filter.learn(formSample(ham[index]!, TEACHER), 'ham', 20_000);
   }
-  const scores = async (messages: Message[], owner: string) => {
-    const result: number[] = [];
-    for (const message of messages) result.push((await filter.check(sample(message, owner), 20_000)).score);
-    return result;
-  };
   const held = (list: number[], level: number) => `${((list.filter((score) => score >= level).length / list.length) * 100).toFixed(1)} %`;
   const [testSpam, testHam] = [spam.slice(TAUGHT, TAUGHT + TESTED.spam), ham.slice(TAUGHT, TAUGHT + TESTED.ham)];
   console.log(`${TAUGHT} + ${TAUGHT} marks taught; ${testSpam.length} spam and ${testHam.length} ham never taught. Spam held / ham held:`);
   for (const [who, owner] of [['the teaching owner', TEACHER], ["another owner's key", OTHER]] as const) {
-    const [spamScores, hamScores] = [await scores(testSpam, owner), await scores(testHam, owner)];
-    for (const [level, from] of Object.entries(LEVELS)) console.log(`  ${who}, ${level}: ${held(spamScores, from)} / ${held(hamScores, from)}`);
+    const [spamScores, hamScores] = [await scoresFor(filter, testSpam, owner), await scoresFor(filter, testHam, owner)];
+    for (const [level, from] of Object.entries(SPAM_LEVELS)) console.log(`  ${who}, ${level}: ${held(spamScores, from)} / ${held(hamScores, from)}`);
   }
 } finally {
   await rspamd.stop();

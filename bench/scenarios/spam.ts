@@ -9,16 +9,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { startRspamd } from '../../src/local/rspamd.ts';
-import { createSpamFilter, type SpamFilterSettings, type SpamSample } from '../../src/shared/spam-filter.ts';
+import { createSpamFilter, type SpamFilterSettings } from '../../src/shared/spam-filter.ts';
 import { type Ctx } from '../support/context.ts';
 import { mailLoop, serviceDrain } from '../support/drains.ts';
 import { percentile } from '../support/load.ts';
 import { childPids, ROOT, track } from '../support/proc.ts';
+import { CHECKS_IN_FLIGHT, formSample, inFixedOrder, scoresFor, SPAM_LEVELS } from '../support/spam-samples.ts';
 
 const TEACH_STAGES = [0, 50, 100, 200];
 const HAM_TESTED = 2_000;
-const IN_FLIGHT = 8;
-const SCORE = { normal: 6, strict: 4 };
 const TEACHER = 'teacher@example.test';
 const NEWCOMER = 'newcomer@example.test';
 
@@ -74,14 +73,14 @@ async function teachingCurve(ctx: Ctx, settings: SpamFilterSettings): Promise<vo
   let taught = 0;
   for (const stage of stages) {
     for (; taught < stage; taught += 1) {
-      await filter.learn(sample(teachSpam[taught]!, TEACHER), 'spam', 10_000);
-      await filter.learn(sample(teachHam[taught]!, TEACHER), 'ham', 10_000);
+      await filter.learn(formSample(teachSpam[taught]!, TEACHER), 'spam', 10_000);
+      await filter.learn(formSample(teachHam[taught]!, TEACHER), 'ham', 10_000);
     }
     for (const [who, owner] of [['the teaching owner', TEACHER], ['another owner', NEWCOMER]] as const) {
-      const spamScores = await scores(filter, testSpam, owner, latencies);
-      const hamScores = await scores(filter, testHam, owner, latencies);
+      const spamScores = await scoresFor(filter, testSpam, owner, latencies);
+      const hamScores = await scoresFor(filter, testHam, owner, latencies);
       for (const level of ['normal', 'strict'] as const) {
-        const [spamHeld, hamHeld] = [spamScores.filter((score) => score >= SCORE[level]).length, hamScores.filter((score) => score >= SCORE[level]).length];
+        const [spamHeld, hamHeld] = [spamScores.filter((score) => score >= SPAM_LEVELS[level]).length, hamScores.filter((score) => score >= SPAM_LEVELS[level]).length];
         const caught = spamHeld / spamScores.length;
         const flagged = hamHeld / hamScores.length;
         // Of what was held, how much was spam (none held: no precision to speak of).
@@ -99,54 +98,18 @@ async function teachingCurve(ctx: Ctx, settings: SpamFilterSettings): Promise<vo
   }
   latencies.sort((a, b) => a - b);
   rows.push(
-    { scenario: `9 Spam filter: one check, ${IN_FLIGHT} in flight`, metric: 'time p50', service: percentile(latencies, 0.5), baseline: Number.NaN, unit: 'ms' },
-    { scenario: `9 Spam filter: one check, ${IN_FLIGHT} in flight`, metric: 'time p99', service: percentile(latencies, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
+    { scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`, metric: 'time p50', service: percentile(latencies, 0.5), baseline: Number.NaN, unit: 'ms' },
+    { scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`, metric: 'time p99', service: percentile(latencies, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
   );
 }
 
 /** The corpus, in a fixed shuffled order (the same split on every run). */
 function readCorpus(): Labelled[] {
   const lines = readFileSync(path.join(ROOT, 'bench', 'data', 'sms-spam-collection.tsv'), 'utf8').split('\n').filter(Boolean);
-  const messages = lines.map((line) => {
-    const [label, ...text] = line.split('\t');
-    return { spam: label === 'spam', text: text.join('\t') };
-  });
-  let state = 20_261_125;
-  const random = () => ((state = (state * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
-  for (let index = messages.length - 1; index > 0; index -= 1) {
-    const other = Math.floor(random() * (index + 1));
-    [messages[index], messages[other]] = [messages[other]!, messages[index]!];
-  }
-  return messages;
-}
-
-/** A message as a form submission: the text in the message field, no subject, no original headers. */
-function sample(message: Labelled, owner: string): SpamSample {
-  return {
-    mailFrom: 'Contact Form <forms@bench.test>',
-    ownerEmail: owner,
-    ownerMailbox: owner,
-    visitorEmail: 'visitor@example.org',
-    subject: '',
-    message: message.text,
-    customFields: [],
-    filenames: [],
-  };
-}
-
-async function scores(filter: ReturnType<typeof createSpamFilter>, messages: Labelled[], owner: string, latencies: number[]): Promise<number[]> {
-  const result: number[] = new Array(messages.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < messages.length) {
-        const index = next++;
-        const started = performance.now();
-        result[index] = (await filter.check(sample(messages[index]!, owner), 10_000)).score;
-        latencies.push(performance.now() - started);
-      }
+  return inFixedOrder(
+    lines.map((line) => {
+      const [label, ...text] = line.split('\t');
+      return { spam: label === 'spam', text: text.join('\t') };
     }),
   );
-  return result;
 }
-
