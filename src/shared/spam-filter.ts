@@ -2,10 +2,9 @@
 // is sent (the scanner, POST /checkv2), and the owners' marks teach it (the controller, POST
 // /learnspam and /learnham). Each request names the owner's mailbox in Deliver-To: rspamd keeps
 // one set of statistics that every owner teaches and one per owner (rspamd/override.d/statistic.conf).
-import http from 'node:http';
-import https from 'node:https';
 import type { Config } from './config.ts';
 import type { CustomFields, SpamMark, SpamReason } from './db/entities.ts';
+import { postOnce } from './one-shot-http.ts';
 
 /** What the filter reads of a submission: the content of its email, without the files themselves. */
 export type SpamSample = {
@@ -42,7 +41,7 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
   return {
     async check(sample, timeoutMs) {
       // The service's profile (rspamd/local.d/settings.conf): Bayes and the form rules, not the SMTP-session rules.
-      const answer = await post(new URL('/checkv2', settings.scanUrl), { ...headers(sample), 'Settings-ID': 'form' }, sampleMessage(sample), timeoutMs);
+      const answer = await postOnce(new URL('/checkv2', settings.scanUrl), { ...headers(sample), 'Settings-ID': 'form' }, sampleMessage(sample), timeoutMs);
       if (answer.status !== 200) throw new Error(`the spam filter answered ${answer.status}`);
       return readScan(JSON.parse(answer.body));
     },
@@ -51,7 +50,7 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
       // (rspamd otherwise learns only its mistakes); with few marks each one counts (more spam
       // held and no more ham in scenario 9 of npm run bench).
       const url = new URL(mark === 'spam' ? '/learnspam' : '/learnham', settings.controllerUrl);
-      const answer = await post(url, { ...headers(sample), 'Learn-Type': 'bulk' }, sampleMessage(sample), timeoutMs);
+      const answer = await postOnce(url, { ...headers(sample), 'Learn-Type': 'bulk' }, sampleMessage(sample), timeoutMs);
       if (answer.status === 200) return 'taught';
       const text = answer.body.slice(0, 300);
       // Nothing to learn: rspamd learned this very message before (an error naming that), or it
@@ -60,48 +59,6 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
       throw new Error(`the spam filter answered ${answer.status}: ${text}`);
     },
   };
-}
-
-/** Largest answer read from the filter (a verdict with its symbols is a few KB). */
-const MAX_ANSWER_BYTES = 1024 * 1024;
-
-/**
- * One POST, with node's http: rspamd closes the connection after each answer, so a pooled client
- * saves nothing, and fetch's per-request machinery (abort signals, streams) cost the worker more
- * CPU than the check itself (npm run bench, scenario 9).
- */
-function post(url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number): Promise<{ status: number; body: string }> {
-  const client = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const settle = (outcome: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      outcome();
-    };
-    // rspamd's controller sends bytes after `Connection: close` and bodies after a 204, which
-    // node's strict parser refuses: the lenient one, and a 204 taken at its status line.
-    const request = client.request(url, { method: 'POST', insecureHTTPParser: true, headers: { ...headers, 'Content-Length': String(body.length) } }, (response) => {
-      if (response.statusCode === 204) {
-        settle(() => resolve({ status: 204, body: response.statusMessage ?? '' }));
-        request.destroy();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) request.destroy(new Error('the spam filter answered too much'));
-        else chunks.push(chunk);
-      });
-      response.on('end', () => settle(() => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') })));
-      response.on('error', (error) => settle(() => reject(error)));
-    });
-    const timer = setTimeout(() => request.destroy(new Error(`the spam filter took longer than ${timeoutMs} ms`)), timeoutMs);
-    request.on('error', (error) => settle(() => reject(error)));
-    request.end(body);
-  });
 }
 
 /**

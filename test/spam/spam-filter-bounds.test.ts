@@ -1,6 +1,6 @@
 // The spam filter's bounds: a key teaches at most SPAM_TEACH_PER_KEY_PER_HOUR marks (past it a
-// mark still moves the message but is not taught), and a filter that dies mid-run costs no mail:
-// the emails go out marked unchecked, counted in the metrics.
+// mark still moves the message but is not taught), and a filter that hangs or dies mid-run costs
+// no mail: the emails go out marked unchecked, counted in the metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signalChild } from '../../src/local/processes.ts';
 import type { RspamdService } from '../../src/local/rspamd.ts';
@@ -85,6 +85,29 @@ async function uncheckedCount(): Promise<number> {
   const metrics = (await admin('GET', '/metrics')).text;
   return Number(/cfs_spam_checks_total\{verdict="unchecked"\} (\d+)/.exec(metrics)?.[1] ?? 0);
 }
+
+describe('a filter that stops answering', () => {
+  it('costs each email at most the check timeout (300 ms here): it goes out unchecked, and checks resume when the filter does', async () => {
+    const key = await h.createKey();
+    const uncheckedBefore = await uncheckedCount();
+    // Frozen, not gone: its sockets still accept connections, as a filter stuck on a slow disk would.
+    signalChild(filter.child, 'SIGSTOP');
+    const ids = [];
+    try {
+      // Fewer than the five failures in a row that pause the checks for 30 s.
+      for (let index = 0; index < 3; index += 1) ids.push(await submit(key, { message: `Sent while the filter hangs ${index}` }));
+      for (const id of ids) {
+        const record = await settled(id);
+        expect(record.email_status).toBe('sent');
+        expect(record.spam.verdict).toBe('unchecked');
+      }
+    } finally {
+      signalChild(filter.child, 'SIGCONT');
+    }
+    expect(await uncheckedCount()).toBe(uncheckedBefore + 3);
+    expect((await settled(await submit(key, { message: 'Checked once the filter answers again' }))).spam.verdict).toBe('ham');
+  });
+});
 
 describe('a filter that dies', () => {
   it('costs no mail: the emails go out unchecked, counted, and the worker keeps going', async () => {
