@@ -189,7 +189,7 @@ const email = {
 };
 
 const delivery = {
-  WORKER_CONCURRENCY: about(integer(50, 1), 'Email deliveries one worker process makes at a time. With the spam filter on, it takes twice as many jobs: those waiting for their spam check send nothing yet.'),
+  WORKER_CONCURRENCY: about(integer(50, 1), 'Email deliveries one worker process makes at a time.'),
   EMAIL_RETRY_HORIZON_MS: about(
     integer(5 * 24 * 3_600_000, 1_000),
     'Temporary failures (4xx, refused or dropped connections, timeouts) are retried until the row is this old, counted from its last re-send; the next one makes it `failed`. The default is 5 days, as a mail server keeps a message.',

@@ -3,18 +3,16 @@ import type { Job } from 'bullmq';
 import { AttachmentSchema, type Attachment } from '../shared/db/entities.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
-import { prepareFiles, type EmailFiles } from './attachments.ts';
+import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 import { messageIdFor, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
-import type { SendSlots } from './send-slots.ts';
 import type { SpamChecker } from './spam-check.ts';
 
 /** What the submission email needs of the configuration. */
 export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
 
-export type SubmissionContext = SendContext &
-  SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker; sendSlots: SendSlots };
+export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker };
 
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
@@ -32,37 +30,24 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
       submission.attachmentCount === 0 ? [] : await context.em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
     // Held as spam: throws, and nothing is sent.
     const spam = await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
-    // Checked: from here until the SMTP server answers, one of the worker's send slots.
-    const releaseSlot = await context.sendSlots.take();
-    let files: EmailFiles | undefined;
-    try {
-      files = await prepareFiles(stored, context.storage, {
-        attachMaxBytes: context.attachMaxBytes,
-        linkTtlSeconds: context.linkTtlSeconds,
-      });
-      const email = renderSubmissionEmail(submission, files.listed, context.linkTtlSeconds);
-      const opened = files;
-      return {
-        message: {
-          from: context.mailFrom,
-          to: submission.keyEmail,
-          replyTo: submission.email,
-          subject: email.subject,
-          text: email.text,
-          html: email.html,
-          attachments: files.attachments,
-          messageId: messageIdFor('submission', submissionId, context.mailFrom),
-        },
-        release: () => {
-          opened.release();
-          releaseSlot();
-        },
-        spam,
-      };
-    } catch (error) {
-      files?.release();
-      releaseSlot();
-      throw error;
-    }
+    const files = await prepareFiles(stored, context.storage, {
+      attachMaxBytes: context.attachMaxBytes,
+      linkTtlSeconds: context.linkTtlSeconds,
+    });
+    const email = renderSubmissionEmail(submission, files.listed, context.linkTtlSeconds);
+    return {
+      message: {
+        from: context.mailFrom,
+        to: submission.keyEmail,
+        replyTo: submission.email,
+        subject: email.subject,
+        text: email.text,
+        html: email.html,
+        attachments: files.attachments,
+        messageId: messageIdFor('submission', submissionId, context.mailFrom),
+      },
+      release: files.release,
+      spam,
+    };
   });
 }

@@ -16,7 +16,6 @@ import { deliverSubmission, type SubmissionSettings } from './deliver.ts';
 import { deliverKeyEmail, type KeyMailSettings } from './key-mail.ts';
 import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
-import type { SendSlots } from './send-slots.ts';
 import type { SpamChecker } from './spam-check.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 
@@ -28,8 +27,6 @@ export type ProcessorDeps = {
   claimSubmission: SubmissionClaimer;
   /** Holds a submission as spam before its email is sent (./spam-check.ts). */
   spamCheck: SpamChecker;
-  /** Bounds the submission emails being sent at once (./send-slots.ts). */
-  sendSlots: SendSlots;
   breaker: SmtpBreaker;
   storage: Storage;
   vault: KeyVault;

@@ -1,7 +1,6 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
 import { spamFilterFromConfig } from '../shared/spam-filter.ts';
-import { createSendSlots } from './send-slots.ts';
 import { createSpamChecker } from './spam-check.ts';
 import { setTimeout } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
@@ -99,19 +98,17 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     { prefix: config.QUEUE_PREFIX, threshold: config.SMTP_BREAKER_THRESHOLD, probeIntervalMs: config.SMTP_PROBE_INTERVAL_MS },
     log,
   );
-  const spamFilter = spamFilterFromConfig(config);
   const processor = createDeliveryProcessor({
     orm,
     transport,
     recorder,
     claimSubmission: claims.claim,
     spamCheck: createSpamChecker({
-      filter: spamFilter,
+      filter: spamFilterFromConfig(config),
       timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
       thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
       mailFrom: config.MAIL_FROM,
     }),
-    sendSlots: createSendSlots(config.WORKER_CONCURRENCY),
     breaker,
     storage,
     vault: createKeyVault(config.SECRET),
@@ -128,10 +125,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     log,
   });
   const worker = createDeliveryWorker(redis, config, jobs.counted(processor), {
-    // A job waiting for its spam check holds no send slot: with the filter on, a worker runs twice
-    // as many jobs, so that the slots stay busy (its rate against the same worker without the
-    // filter, medians on 2 cores: 0.73 with as many jobs as slots, 0.77 with twice as many).
-    concurrency: spamFilter ? 2 * config.WORKER_CONCURRENCY : config.WORKER_CONCURRENCY,
+    concurrency: config.WORKER_CONCURRENCY,
     // A job whose worker died is taken up again after this long.
     lockDuration: config.JOB_LOCK_MS,
     stalledInterval: config.JOB_LOCK_MS,
@@ -161,7 +155,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
           claimLeaseMs: config.CLAIM_LEASE_MS,
           linkTtlSeconds: config.LINK_TTL_SECONDS,
           policy: parseAllowList(config.WEBHOOK_ALLOW),
-          spamFilterOn: spamFilter !== undefined,
+          spamFilterOn: spamFilterFromConfig(config) !== undefined,
         },
         log,
       }),
