@@ -11,6 +11,8 @@ import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } 
 
 const TOKEN = 'spam-bounds-admin-token-0123456789';
 const CAP = 3;
+// Long enough for a check on a busy machine, short enough for the tests of a filter that hangs.
+const CHECK_TIMEOUT_MS = 1_000;
 
 let filter: RspamdService;
 let h: Harness;
@@ -18,7 +20,7 @@ const admin = adminClient(() => h, TOKEN);
 
 beforeAll(async () => {
   filter = await startSpamFilter();
-  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP), SPAM_CHECK_TIMEOUT_MS: '300' } });
+  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP), SPAM_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS) } });
 }, 90_000);
 afterAll(async () => {
   await h?.stop();
@@ -87,7 +89,7 @@ async function uncheckedCount(): Promise<number> {
 }
 
 describe('a filter that stops answering', () => {
-  it('costs each email at most the check timeout (300 ms here): it goes out unchecked, and checks resume when the filter does', async () => {
+  it('sends each email unchecked once its check times out, and checks again when the filter answers', async () => {
     const key = await h.createKey();
     const uncheckedBefore = await uncheckedCount();
     // Frozen, not gone: its sockets still accept connections, as a filter stuck on a slow disk would.
@@ -113,7 +115,7 @@ describe('a filter that dies', () => {
   it('costs no mail: the emails go out unchecked, counted, and the worker keeps going', async () => {
     const key = await h.createKey();
     expect((await settled(await submit(key, { message: 'Checked while the filter runs' }))).spam.verdict).toBe('ham');
-    // Counted from here: on a busy machine an earlier check of this file can pass the 300 ms too.
+    // Counted from here: on a busy machine an earlier check of this file can pass the timeout too.
     const uncheckedBefore = await uncheckedCount();
     // The main process and its workers at once, as an OOM kill or a crashed host would.
     signalChild(filter.child, 'SIGKILL');
