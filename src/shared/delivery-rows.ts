@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { deliveryKinds, type DeliveryKindName } from './delivery-kinds.ts';
 import type { CustomFields, EmailStatus, SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from './db/entities.ts';
 import { CLAIMABLE, FAILED, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE, sqlList } from './delivery-statuses.ts';
+import { OWNER_MIN_LEARNS } from './spam-filter.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
@@ -52,6 +53,8 @@ export type ClaimedSubmission = {
   /** The key owner's mailbox: whose own spam statistics apply. */
   keyMailbox: string | null;
   spamFilter: SpamFilterLevel;
+  /** Whether the owner taught enough marks for their own spam statistics to count. */
+  ownerStatistics: boolean;
   /** The verdict of an earlier attempt (checked once per submission), and the owner's mark. */
   spamVerdict: SpamVerdict | null;
   spamMark: SpamMark | null;
@@ -79,7 +82,9 @@ const CLAIM_SUBMISSIONS = {
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
             (select (extract(epoch from b.suppressed_until) * 1000)::float8 from mailbox_bounces b
-              where b.mailbox = k.mailbox and b.suppressed_until > now()) as suppressed_ms
+              where b.mailbox = k.mailbox and b.suppressed_until > now()) as suppressed_ms,
+            coalesce((select m.spam >= ${OWNER_MIN_LEARNS} and m.ham >= ${OWNER_MIN_LEARNS} from owner_spam_marks m
+              where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id`,
 };
 
@@ -109,6 +114,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     spam_filter: SpamFilterLevel | null;
     spam_verdict: SpamVerdict | null;
     spam_mark: SpamMark | null;
+    owner_statistics: boolean;
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
@@ -130,6 +136,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
         suppressedUntil: row.suppressed_ms === null ? null : new Date(Number(row.suppressed_ms)),
         keyMailbox: row.key_mailbox,
         spamFilter: row.spam_filter ?? 'off',
+        ownerStatistics: row.owner_statistics,
         spamVerdict: row.spam_verdict,
         spamMark: row.spam_mark,
       },

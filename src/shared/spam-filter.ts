@@ -17,7 +17,18 @@ export type SpamSample = {
   message: string;
   customFields: CustomFields;
   filenames: string[];
+  /**
+   * For a check: false when the owner has taught too few marks for their own statistics to count
+   * (fewer than OWNER_MIN_LEARNS of a kind): rspamd could not use them, and the check skips them.
+   */
+  ownerStatistics?: boolean;
 };
+
+/**
+ * The marks of each kind an owner's own statistics need before they count: `min_learns` of the
+ * "owner" classifier in rspamd/override.d/statistic.conf.
+ */
+export const OWNER_MIN_LEARNS = 5;
 
 export type SpamScan = { score: number; reasons: SpamReason[] };
 
@@ -40,8 +51,11 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
   });
   return {
     async check(sample, timeoutMs) {
-      // The service's profile (rspamd/local.d/settings.conf): Bayes and the form rules, not the SMTP-session rules.
-      const answer = await postOnce(new URL('/checkv2', settings.scanUrl), { ...headers(sample), 'Settings-ID': 'form' }, sampleMessage(sample), timeoutMs);
+      // The service's profiles (rspamd/local.d/settings.conf): Bayes and the form rules, not the
+      // SMTP-session rules; without the owner's own statistics while they are too few to count,
+      // which saves rspamd a quarter of its work on the check of most owners.
+      const profile = sample.ownerStatistics === false ? 'form-shared' : 'form';
+      const answer = await postOnce(new URL('/checkv2', settings.scanUrl), { ...headers(sample), 'Settings-ID': profile }, sampleMessage(sample), timeoutMs);
       if (answer.status !== 200) throw new Error(`the spam filter answered ${answer.status}`);
       return readScan(JSON.parse(answer.body));
     },

@@ -55,6 +55,7 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
             message: submission.message,
             customFields: submission.customFields,
             filenames,
+            ownerStatistics: submission.ownerStatistics,
           },
           settings.timeoutMs,
         );

@@ -1,8 +1,10 @@
 // The spam filter's client against servers that misbehave on a loopback socket: every odd answer
 // is an error (the worker then sends the email unchecked), never a verdict, a hang or a crash.
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSpamFilter, type SpamSample } from '../../src/shared/spam-filter.ts';
+import { RSPAMD_CONFIG_DIR } from '../../src/local/rspamd.ts';
+import { createSpamFilter, OWNER_MIN_LEARNS, type SpamSample } from '../../src/shared/spam-filter.ts';
 
 const sample: SpamSample = {
   mailFrom: 'forms@example.test',
@@ -61,6 +63,17 @@ describe('the spam filter client', () => {
     expect(received[0]).toContain('\r\nDeliver-To: owner@example.test\r\n');
     expect(received[0]).toContain('\r\nPassword: secret\r\n');
     expect(received[0]).toContain('What does the yearly plan cost?');
+  });
+
+  it("asks for the owner's own statistics only once they count, as rspamd's configuration says", async () => {
+    const { url, received } = await serve(answering('HTTP/1.0 200 OK\r\n\r\n{"score":0}'));
+    await filterAt(url).check({ ...sample, ownerStatistics: false }, 2_000);
+    await filterAt(url).check({ ...sample, ownerStatistics: true }, 2_000);
+    expect(received.map((request) => /\r\nSettings-ID: ([\w-]+)\r\n/.exec(request)?.[1])).toEqual(['form-shared', 'form']);
+    const statistics = readFileSync(`${RSPAMD_CONFIG_DIR}/override.d/statistic.conf`, 'utf8');
+    expect(/name = "owner";[\s\S]*?min_learns = (\d+);/.exec(statistics)?.[1]).toBe(String(OWNER_MIN_LEARNS));
+    const profiles = readFileSync(`${RSPAMD_CONFIG_DIR}/local.d/settings.conf`, 'utf8');
+    expect(profiles).toMatch(/form-shared \{[^}]*symbols_disabled = \["BAYES_OWNER_SPAM", "BAYES_OWNER_HAM"\]/s);
   });
 
   it('gives up on a filter that accepts and never answers after the timeout', async () => {

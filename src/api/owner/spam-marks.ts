@@ -55,6 +55,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
       await em.execute('update submissions set spam_taught_at = null where id = ?', [id]);
     }
   }
+  if (teaching === 'taught') await countTaught(em, submission.key.mailbox, mark);
   spamMarks.inc({ mark, outcome: teaching });
   if (released) {
     // The job that held it finished under the row's id: a new one with that id would be a no-op.
@@ -103,4 +104,18 @@ async function recordMark(em: EntityManager, deps: AppDeps, submission: Submissi
     );
     return { reserved, released: rows[0]?.released ?? false };
   });
+}
+
+/**
+ * One more mark taught for this owner: once there are OWNER_MIN_LEARNS of each kind, the checks of
+ * their keys read their own statistics too (../../workers/spam-check.ts). Never counted down: a
+ * reversed mark unlearns in rspamd, and reading statistics too few to count only costs time.
+ */
+async function countTaught(em: EntityManager, mailbox: string, mark: SpamMark): Promise<void> {
+  const [spam, ham] = mark === 'spam' ? [1, 0] : [0, 1];
+  await em.execute(
+    `insert into owner_spam_marks (mailbox, spam, ham) values (?, ?, ?)
+       on conflict (mailbox) do update set spam = owner_spam_marks.spam + excluded.spam, ham = owner_spam_marks.ham + excluded.ham`,
+    [mailbox, spam, ham],
+  );
 }

@@ -231,6 +231,20 @@ export const MailboxBouncesSchema = defineEntity({
   },
 });
 
+/**
+ * The marks taught to the spam filter for each owner (mailbox), counted up only: a check reads the
+ * owner's own statistics once both counts reach OWNER_MIN_LEARNS (../spam-filter.ts).
+ */
+export const OwnerSpamMarksSchema = defineEntity({
+  name: 'OwnerSpamMarks',
+  tableName: 'owner_spam_marks',
+  properties: {
+    mailbox: p.string().length(254).primary(),
+    spam: p.integer().default(0),
+    ham: p.integer().default(0),
+  },
+});
+
 /** Submission emails to an unconfirmed mailbox in one clock hour: the consent allowance's counter. */
 export const MailboxAllowanceSchema = defineEntity({
   name: 'MailboxAllowance',
@@ -327,6 +341,7 @@ export const entities = [
   RecipientSchema,
   MailboxAllowanceSchema,
   MailboxBouncesSchema,
+  OwnerSpamMarksSchema,
   OwnerSignInSchema,
   OwnerSessionSchema,
   WebhookEndpointSchema,
