@@ -13,8 +13,8 @@ const HEAD_END = Buffer.from('\r\n\r\n');
 
 /** Rejects when the server is unreachable, slower than `timeoutMs` in all, answers too much or not HTTP. */
 export function postOnce(url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number): Promise<OneShotAnswer> {
-  const head = requestHead(url, headers, body.length);
   return new Promise((resolve, reject) => {
+    const head = requestHead(url, headers, body.length);
     const secure = url.protocol === 'https:';
     const port = Number(url.port) || (secure ? 443 : 80);
     const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -33,6 +33,8 @@ export function postOnce(url: URL, headers: Record<string, string>, body: Buffer
     // Whole once the server closes, or once Content-Length bytes followed the head (rspamd's
     // controller writes more after a `Connection: close` answer).
     const finish = (closed: boolean) => {
+      // Settled already: the socket's end and close after an answer, or more bytes after it.
+      if (settled) return;
       const all = Buffer.concat(chunks, size);
       const headEnd = all.indexOf(HEAD_END);
       if (headEnd < 0) {
