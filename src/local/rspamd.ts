@@ -31,6 +31,8 @@ export type RspamdService = LocalService & {
   /** The controller's password, made for this start: SPAM_FILTER_PASSWORD. */
   password: string;
   child: ChildProcess;
+  /** The Redis that keeps its statistics. */
+  statisticsRedis: ChildProcess;
 };
 
 /** Makes sure `rspamd` exists, installing Debian's package when this is Debian or Ubuntu as root. */
@@ -97,6 +99,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       controllerUrl: `http://${LOOPBACK}:${controllerPort}`,
       password,
       child,
+      statisticsRedis: redis.child,
       stop: async () => {
         await stopChild(child, 'SIGTERM');
         await redis.stop();
