@@ -168,6 +168,32 @@ describe("the owner's marks", () => {
     const ordinarySpread = await settled(await submit(key, { message: ordinary.map((word, index) => `${word} aside${index}`).join(' ') }));
     expect(ordinarySpread.email_status).toBe('sent');
   });
+
+  it('learns what a message carries besides its words: a phone number and a price raise the score of a message of new words', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    // Words no other message has: only what the messages carry is shared between them.
+    let counter = 0;
+    const newWords = (count: number) => Array.from({ length: count }, () => `w${(counter++).toString(36).replace(/\d/g, (digit) => 'qrstuvwxyz'[Number(digit)]!)}x`).join(' ');
+    const spamIds = [];
+    const hamIds = [];
+    for (let n = 1; n <= 8; n += 1) {
+      spamIds.push(await submit(key, { message: `${newWords(12)} call 0871230${n}55 for £${n}00` }));
+      hamIds.push(await submit(key, { message: newWords(14) }));
+    }
+    for (const id of [...spamIds, ...hamIds]) await settled(id);
+    for (const id of spamIds) expect((await mark(owner, id, 'spam')).teaching).toBe('taught');
+    for (const id of hamIds) expect((await mark(owner, id, 'ham')).teaching).toBe('taught');
+
+    const words = newWords(12);
+    const carrying = await settled(await submit(key, { message: `${words} ring 0209946${counter}1 about £75` }));
+    const plain = await settled(await submit(key, { message: `${words} ring us about it` }));
+    // The owner's own statistics: everyone's depend on what the other tests taught.
+    const ownerScore = (record: { spam: { reasons: { symbol: string; score: number }[] } }) =>
+      record.spam.reasons.find((reason) => reason.symbol === 'BAYES_OWNER_SPAM')?.score ?? 0;
+    expect(ownerScore(carrying)).toBeGreaterThan(ownerScore(plain) + 2);
+    expect(plain.email_status).toBe('sent');
+  });
 });
 
 describe('webhooks', () => {
