@@ -172,7 +172,8 @@ describe("the owner's marks", () => {
   it('learns what a message carries besides its words: a phone number and a price raise the score of a message of new words', async () => {
     const key = await h.createKey();
     const owner = await signIn(h, key.email);
-    // Words no other message has: only what the messages carry is shared between them.
+    // Words no other message has, written without digits (a counter in letters): only what the
+    // messages carry is shared between them.
     let counter = 0;
     const newWords = (count: number) => Array.from({ length: count }, () => `w${(counter++).toString(36).replace(/\d/g, (digit) => 'qrstuvwxyz'[Number(digit)]!)}x`).join(' ');
     const spamIds = [];
