@@ -354,7 +354,11 @@ const spam = {
   SPAM_SCORE_STRICT: about(score('4'), "rspamd score from which a submission to a key at the `strict` level is held as spam."),
   SPAM_TEACH_PER_KEY_PER_HOUR: about(
     integer(50, 0),
-    "Marks (spam, not spam) from one key's owner taught to the filter per hour; past it a mark still moves the message but is not taught, so no key can flood what every key learns.",
+    "Marks (spam, not spam) from one key's owner taught to the filter per hour, so no key can flood what every key learns; past it a mark still moves the message at once and is taught later, oldest first, as the allowance frees up.",
+  ),
+  SPAM_TEACH_LATER_INTERVAL_MS: about(
+    integer(5 * 60_000, 100),
+    'How often the workers teach the marks left untaught (past their key\'s allowance, or made while the filter was unavailable).',
   ),
 };
 

@@ -8,6 +8,8 @@ import type { Logger } from '../shared/log.ts';
 import type { DeliveryKind } from '../shared/delivery-kinds.ts';
 import type { DeliveryJob, HousekeepingJob } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
+import { spamFilterFromConfig } from '../shared/spam-filter.ts';
+import { teachUntaughtMarks } from '../shared/spam-teaching.ts';
 import { reconcile } from './reconcile.ts';
 import { applyRetention } from './retention.ts';
 
@@ -21,6 +23,13 @@ export type HousekeepingConfig = Pick<
   | 'RETENTION_DAYS'
   | 'HELD_TTL_DAYS'
   | 'UNCONFIRMED_SKIPPED_TTL_DAYS'
+  | 'MAIL_FROM'
+  | 'SPAM_FILTER'
+  | 'SPAM_FILTER_URL'
+  | 'SPAM_FILTER_CONTROLLER_URL'
+  | 'SPAM_FILTER_PASSWORD'
+  | 'SPAM_TEACH_PER_KEY_PER_HOUR'
+  | 'SPAM_TEACH_LATER_INTERVAL_MS'
 >;
 
 /** The queue of each kind of delivery, for the reconciler. */
@@ -34,6 +43,9 @@ type PeriodicJob = {
   every: (config: HousekeepingConfig) => number | undefined;
   run: (deps: HousekeepingDeps) => Promise<number>;
 };
+
+/** How long the filter may take to learn one mark in the background. */
+const TEACH_LATER_TIMEOUT_MS = 10_000;
 
 export const periodicJobs: PeriodicJob[] = [
   {
@@ -52,6 +64,16 @@ export const periodicJobs: PeriodicJob[] = [
         heldTtlDays: config.HELD_TTL_DAYS,
         unconfirmedSkippedTtlDays: config.UNCONFIRMED_SKIPPED_TTL_DAYS,
       }),
+  },
+  {
+    name: 'spam-teach-later',
+    every: (config) => (spamFilterFromConfig(config) ? config.SPAM_TEACH_LATER_INTERVAL_MS : undefined),
+    run: async ({ orm, config, log }) => {
+      const filter = spamFilterFromConfig(config);
+      if (!filter) return 0;
+      const settings = { mailFrom: config.MAIL_FROM, perKeyPerHour: config.SPAM_TEACH_PER_KEY_PER_HOUR, timeoutMs: TEACH_LATER_TIMEOUT_MS };
+      return teachUntaughtMarks(orm.em.fork(), filter, settings, log);
+    },
   },
 ];
 

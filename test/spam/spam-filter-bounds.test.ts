@@ -1,5 +1,5 @@
-// The spam filter's bounds: a key teaches at most SPAM_TEACH_PER_KEY_PER_HOUR marks (past it a
-// mark still moves the message but is not taught), and a filter that hangs or dies mid-run costs
+// The spam filter's bounds: a key teaches at most SPAM_TEACH_PER_KEY_PER_HOUR marks an hour (past it
+// a mark still moves the message, and is taught once the allowance frees up), and a filter that hangs or dies mid-run costs
 // no mail: the emails go out marked unchecked, counted in the metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signalChild } from '../../src/local/processes.ts';
@@ -13,6 +13,8 @@ const TOKEN = 'spam-bounds-admin-token-0123456789';
 const CAP = 3;
 // Long enough for a check on a busy machine, short enough for the tests of a filter that hangs.
 const CHECK_TIMEOUT_MS = 1_000;
+// How often the workers teach the marks left untaught.
+const TEACH_LATER_INTERVAL_MS = 300;
 
 let filter: RspamdService;
 let h: Harness;
@@ -20,7 +22,7 @@ const admin = adminClient(() => h, TOKEN);
 
 beforeAll(async () => {
   filter = await startSpamFilter();
-  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP), SPAM_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS) } });
+  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP), SPAM_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS), SPAM_TEACH_LATER_INTERVAL_MS: String(TEACH_LATER_INTERVAL_MS) } });
 }, 90_000);
 afterAll(async () => {
   await h?.stop();
@@ -31,8 +33,20 @@ const submit = (key: TestKey, fields: { subject?: string; message: string }) => 
 
 const settled = (id: string) => settledRecord(h, TOKEN, id);
 
+/** The submissions among `ids` whose mark the filter has been taught. */
+async function taughtOf(ids: string[]): Promise<string[]> {
+  const rows = await h.sql<{ id: string }>('select id from submissions where id = any($1) and spam_taught_at is not null', [ids]);
+  return rows.map((row) => row.id).sort();
+}
+
+/** The marks taught for an owner's mailbox, counted by the service only when rspamd answered that it learned one. */
+async function ownerMarks(email: string): Promise<{ spam: number; ham: number }> {
+  const [row] = await h.sql<{ spam: number; ham: number }>('select spam, ham from owner_spam_marks where mailbox = lower($1)', [email]);
+  return { spam: row?.spam ?? 0, ham: row?.ham ?? 0 };
+}
+
 describe('the teaching allowance', () => {
-  it(`teaches ${CAP} marks of a key an hour; past that a mark is kept and acted on, not taught`, async () => {
+  it(`teaches ${CAP} marks of a key an hour; past that a mark is kept and acted on, and taught once the hour has passed`, async () => {
     const key = await h.createKey();
     const owner = await signIn(h, key.email);
     const ids = [];
@@ -52,12 +66,42 @@ describe('the teaching allowance', () => {
     const otherId = await submit(second, formMessage('spam', 99));
     await settled(otherId);
     expect((await owner.api('POST', `/submissions/${otherId}/spam-mark`, { mark: 'spam' })).json.teaching).toMatch(/taught|known/);
-    // The console says it was not taught.
+    // The console says it is taught later.
     const page = await owner.post(`/owner/submissions/${ids[CAP + 1]}/spam-mark`, { mark: 'ham' });
     expect(page.status).toBe(303);
     expect(page.headers.location).toContain('notice=ham-untaught');
     const metrics = (await admin('GET', '/metrics')).text;
     expect(metrics).toMatch(/cfs_spam_marks_total\{mark="spam",outcome="capped"\} 2/);
+
+    // The workers try every TEACH_LATER_INTERVAL_MS; within the hour the allowance stays spent.
+    const waiting = ids.slice(CAP);
+    const marksBefore = await ownerMarks(key.email);
+    await new Promise((resolve) => setTimeout(resolve, 10 * TEACH_LATER_INTERVAL_MS));
+    expect(await taughtOf(waiting)).toEqual([]);
+    // An hour later (the marks taught moved back by one), the two waiting marks are taught, as marked now.
+    await h.sql(`update submissions set spam_taught_at = spam_taught_at - interval '61 minutes' where key_id = $1 and spam_taught_at is not null`, [key.id]);
+    const expected = { spam: marksBefore.spam + 1, ham: marksBefore.ham + 1 };
+    await eventually(async () => (JSON.stringify(await ownerMarks(key.email)) === JSON.stringify(expected) ? true : undefined), 20_000, 'the waiting marks taught');
+    expect(await taughtOf(waiting)).toEqual([...waiting].sort());
+  });
+
+  it('teaches a mark made while the filter could not learn once it can', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const id = await submit(key, formMessage('spam', 42));
+    await settled(id);
+    // Frozen: the mark's teaching times out, and the workers' tries wait for it to answer.
+    signalChild(filter.child, 'SIGSTOP');
+    try {
+      const response = await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: 'spam' });
+      expect(response.status).toBe(200);
+      expect(response.json.teaching).toBe('failed');
+      expect(response.json.submission.spam.mark).toBe('spam');
+    } finally {
+      signalChild(filter.child, 'SIGCONT');
+    }
+    await eventually(async () => ((await ownerMarks(key.email)).spam === 1 ? true : undefined), 30_000, 'the mark taught');
+    expect(await taughtOf([id])).toEqual([id]);
   });
 
   it('refuses a mark that is neither spam nor ham, and another owner\'s submission', async () => {

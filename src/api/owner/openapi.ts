@@ -95,7 +95,7 @@ export const ownerPaths = {
   },
   '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
   '/owner/submissions/{id}/spam-mark': {
-    post: { ...form('Mark a message: mark=ham (not spam: a held message is sent) or mark=spam; taught to the filter within the hourly allowance'), security: ownerWriteSecurity, parameters: [idParam('id')] },
+    post: { ...form('Mark a message: mark=ham (not spam: a held message is sent) or mark=spam; taught to the filter now within the hourly allowance, later past it'), security: ownerWriteSecurity, parameters: [idParam('id')] },
   },
   '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
 
@@ -167,7 +167,7 @@ export const ownerPaths = {
   },
   '/owner/api/submissions/{id}/spam-mark': {
     post: {
-      summary: 'Mark a submission spam or not spam (ham): a held one marked ham is queued and emailed; taught to the filter within the hourly allowance',
+      summary: 'Mark a submission spam or not spam (ham): a held one marked ham is queued and emailed; taught to the filter now within the hourly allowance, later past it',
       security: ownerWriteSecurity,
       parameters: [idParam('id')],
       requestBody: { required: true, content: json(SpamMarkSchema) },
@@ -178,7 +178,7 @@ export const ownerPaths = {
             v.object({
               teaching: v.pipe(
                 v.picklist(['taught', 'known', 'capped', 'failed', 'off']),
-                v.description('taught; known: nothing to learn (learned before, or too short); capped: past the key\'s hourly allowance; failed: filter unavailable; off: no filter'),
+                v.description('taught; known: nothing to learn (learned before, or too short); capped: past the key\'s hourly allowance, taught later; failed: filter unavailable, taught later; off: no filter'),
               ),
               released: v.pipe(v.boolean(), v.description('A message held as spam is now queued to be emailed')),
               submission: Submission,

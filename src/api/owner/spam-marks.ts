@@ -1,12 +1,13 @@
 // The owner's marks on a submission: "not spam" (ham) and "spam". A mark always does what the owner
 // asked of the message (not spam: a held submission is queued and emailed), and is taught to the
-// spam filter while the key's allowance lasts: SPAM_TEACH_PER_KEY_PER_HOUR marks an hour, so that
-// one key cannot flood the statistics every key shares. Every mark can be reversed by the other.
+// spam filter now while the key's hourly allowance lasts, later otherwise
+// (src/shared/spam-teaching.ts). Every mark can be reversed by the other.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, type SpamMark, type Submission } from '../../shared/db/entities.ts';
+import type { SpamMark, Submission } from '../../shared/db/entities.ts';
 import { QUEUED } from '../../shared/delivery-statuses.ts';
 import { spamMarks } from '../../shared/metrics.ts';
 import { submissionJob, webhookJob } from '../../shared/queue.ts';
+import { allowanceLeft, teachMark } from '../../shared/spam-teaching.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import { clearFinishedJob, ownedSubmission } from './access.ts';
@@ -15,8 +16,9 @@ import { clearFinishedJob, ownedSubmission } from './access.ts';
 const TEACH_TIMEOUT_MS = 3_000;
 
 /**
- * taught: the filter learned it; known: nothing to learn (learned before, or too short); capped: past the
- * key's hourly allowance; failed: the filter could not be reached; off: no filter is configured.
+ * taught: the filter learned it; known: nothing to learn (learned before, or too short); capped: past
+ * the key's hourly allowance, taught later; failed: the filter could not be reached, taught later;
+ * off: no filter is configured.
  */
 export type TeachOutcome = 'taught' | 'known' | 'capped' | 'failed' | 'off';
 
@@ -32,30 +34,8 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
   const { reserved, released } = await recordMark(em, deps, submission, mark);
   let teaching: TeachOutcome = !deps.spamFilter ? 'off' : reserved ? 'taught' : 'capped';
   if (reserved && deps.spamFilter) {
-    const files = await em.find(AttachmentSchema, { submission: id }, { orderBy: { createdAt: 'asc' } });
-    try {
-      teaching = await deps.spamFilter.learn(
-        {
-          mailFrom: deps.config.MAIL_FROM,
-          ownerEmail: submission.key.email,
-          ownerMailbox: submission.key.mailbox,
-          visitorEmail: submission.email,
-          subject: submission.subject,
-          message: submission.message,
-          customFields: submission.customFields,
-          filenames: files.map((file) => file.filename),
-        },
-        mark,
-        TEACH_TIMEOUT_MS,
-      );
-    } catch (error) {
-      teaching = 'failed';
-      ctx.state.log.warn({ err: error, submissionId: id }, 'the spam filter could not learn the mark');
-      // Not taught: it does not count against the allowance.
-      await em.execute('update submissions set spam_taught_at = null where id = ?', [id]);
-    }
+    teaching = await teachMark(em.fork(), deps.spamFilter, teachingSettings(deps), id, ctx.state.log);
   }
-  if (teaching === 'taught') await countTaught(em, submission.key.mailbox, mark);
   spamMarks.inc({ mark, outcome: teaching });
   if (released) {
     // The job that held it finished under the row's id: a new one with that id would be a no-op.
@@ -83,12 +63,8 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
  */
 async function recordMark(em: EntityManager, deps: AppDeps, submission: Submission, mark: SpamMark): Promise<{ reserved: boolean; released: boolean }> {
   return em.transactional(async (tx) => {
-    await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`spam-teach:${submission.key.id}`]);
-    const [counted] = await tx.execute<Array<{ taught: number }>>(
-      `select count(*)::int as taught from submissions where key_id = ? and spam_taught_at > now() - interval '1 hour'`,
-      [submission.key.id],
-    );
-    const reserved = deps.spamFilter !== undefined && (counted?.taught ?? 0) < deps.config.SPAM_TEACH_PER_KEY_PER_HOUR && submission.spamMark !== mark;
+    const left = await allowanceLeft(tx, submission.key.id, deps.config.SPAM_TEACH_PER_KEY_PER_HOUR);
+    const reserved = deps.spamFilter !== undefined && left > 0 && submission.spamMark !== mark;
     const release = mark === 'ham';
     const rows = await tx.execute<Array<{ released: boolean }>>(
       `update submissions s
@@ -106,16 +82,6 @@ async function recordMark(em: EntityManager, deps: AppDeps, submission: Submissi
   });
 }
 
-/**
- * One more mark taught for this owner: once there are OWNER_MIN_LEARNS of each kind, the checks of
- * their keys read their own statistics too (../../workers/spam-check.ts). Never counted down: a
- * reversed mark unlearns in rspamd, and reading statistics too few to count only costs time.
- */
-async function countTaught(em: EntityManager, mailbox: string, mark: SpamMark): Promise<void> {
-  const [spam, ham] = mark === 'spam' ? [1, 0] : [0, 1];
-  await em.execute(
-    `insert into owner_spam_marks (mailbox, spam, ham) values (?, ?, ?)
-       on conflict (mailbox) do update set spam = owner_spam_marks.spam + excluded.spam, ham = owner_spam_marks.ham + excluded.ham`,
-    [mailbox, spam, ham],
-  );
+function teachingSettings(deps: AppDeps) {
+  return { mailFrom: deps.config.MAIL_FROM, perKeyPerHour: deps.config.SPAM_TEACH_PER_KEY_PER_HOUR, timeoutMs: TEACH_TIMEOUT_MS };
 }

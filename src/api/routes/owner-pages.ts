@@ -68,8 +68,8 @@ const NOTICES: Record<string, string> = {
   removed: 'Message deleted with its files.',
   'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',
   'spam-taught': 'Marked spam: the filter learned from it.',
-  'ham-untaught': 'Marked not spam, and a held message is on its way to your inbox. The filter did not learn from it (see the hint on the message).',
-  'spam-untaught': 'Marked spam. The filter did not learn from it (see the hint on the message).',
+  'ham-untaught': 'Marked not spam, and a held message is on its way to your inbox. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
+  'spam-untaught': 'Marked spam. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
 };
 const noticeOf = (ctx: AppContext) => NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
 

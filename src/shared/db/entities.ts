@@ -126,7 +126,7 @@ export const SubmissionSchema = defineEntity({
     spamCheckedAt: p.datetime().nullable(),
     spamMark: p.enum(SPAM_MARKS).nullable(),
     spamMarkedAt: p.datetime().nullable(),
-    /** When the mark was taught to the filter; null when the key's hourly teaching allowance was spent or the filter was down. */
+    /** When the mark was taught to the filter; null until then (the key's hourly teaching allowance was spent, or the filter was down). */
     spamTaughtAt: p.datetime().nullable(),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
@@ -141,6 +141,8 @@ export const SubmissionSchema = defineEntity({
     { properties: ['key', 'createdAt'], name: 'submissions_key_created_idx' },
     // The marks each key taught in the last hour (its teaching allowance).
     { properties: ['key', 'spamTaughtAt'], name: 'submissions_key_taught_idx', where: '"spam_taught_at" is not null' },
+    // The marks not taught yet, taught later within the allowance (src/shared/spam-teaching.ts).
+    { properties: ['key', 'spamMarkedAt'], name: 'submissions_untaught_marks_idx', where: '"spam_mark" is not null and "spam_taught_at" is null' },
   ],
 });
 export type Submission = InferEntity<typeof SubmissionSchema>;

@@ -1,0 +1,118 @@
+// Teaching the spam filter the owners' marks, within each key's allowance: at most
+// SPAM_TEACH_PER_KEY_PER_HOUR marks an hour, so that one key cannot flood the statistics every key
+// shares. A mark past the allowance, or made while the filter was unavailable, is kept untaught
+// (spam_taught_at null) and taught later, oldest first, as the key's allowance frees up: an owner
+// who goes through a backlog in one sitting loses none of it.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AttachmentSchema, SubmissionSchema, type SpamMark } from './db/entities.ts';
+import type { Logger } from './log.ts';
+import type { SpamFilter } from './spam-filter.ts';
+
+/** taught: the filter learned it; known: nothing to learn (learned before, or too short); failed: the filter could not be reached. */
+export type TeachResult = 'taught' | 'known' | 'failed';
+
+export type TeachingSettings = { mailFrom: string; perKeyPerHour: number; timeoutMs: number };
+
+/**
+ * Takes the key's teaching lock for the rest of the transaction (so two marks at once cannot both
+ * take the last of the allowance) and returns how many more marks the key may teach this hour.
+ */
+export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerHour: number): Promise<number> {
+  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`spam-teach:${keyId}`]);
+  const [counted] = await tx.execute<Array<{ taught: number }>>(
+    `select count(*)::int as taught from submissions where key_id = ? and spam_taught_at > now() - interval '1 hour'`,
+    [keyId],
+  );
+  return Math.max(0, perKeyPerHour - (counted?.taught ?? 0));
+}
+
+/**
+ * Teaches the filter a submission's current mark, its place in the allowance already reserved
+ * (spam_taught_at set). When the filter cannot learn it, the mark goes back to untaught: it does not
+ * count against the allowance, and is taught later.
+ */
+export async function teachMark(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, submissionId: string, log: Logger): Promise<TeachResult> {
+  const submission = await em.findOne(SubmissionSchema, { id: submissionId }, { populate: ['key'] });
+  const mark = submission?.spamMark;
+  if (!submission || !mark) return 'known';
+  const files = await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+  let result: TeachResult;
+  try {
+    result = await filter.learn(
+      {
+        mailFrom: settings.mailFrom,
+        ownerEmail: submission.key.email,
+        ownerMailbox: submission.key.mailbox,
+        visitorEmail: submission.email,
+        subject: submission.subject,
+        message: submission.message,
+        customFields: submission.customFields,
+        filenames: files.map((file) => file.filename),
+      },
+      mark,
+      settings.timeoutMs,
+    );
+  } catch (error) {
+    log.warn({ err: error, submissionId }, 'the spam filter could not learn a mark; it is taught later');
+    await em.execute('update submissions set spam_taught_at = null where id = ?', [submissionId]);
+    return 'failed';
+  }
+  // Known counts too: the filter holds the message in that class (a teaching that timed out may
+  // still have been learned).
+  await countTaught(em, submission.key.mailbox, mark);
+  return result;
+}
+
+/** Keys with marks waiting, looked at in one run: the oldest waiting first. */
+const KEYS_PER_RUN = 100;
+
+/**
+ * The periodic job: teaches the marks left untaught, oldest first, as far as each key's allowance
+ * goes. Stops at the first mark the filter cannot learn (it is down: the next run tries again).
+ * Returns how many were taught.
+ */
+export async function teachUntaughtMarks(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, log: Logger): Promise<number> {
+  const keys = await em.execute<Array<{ key_id: string }>>(
+    `select key_id from submissions where spam_mark is not null and spam_taught_at is null
+      group by key_id order by min(spam_marked_at) limit ?`,
+    [KEYS_PER_RUN],
+  );
+  let taught = 0;
+  for (const { key_id: keyId } of keys) {
+    const reserved = await em.transactional(async (tx) => {
+      const left = await allowanceLeft(tx, keyId, settings.perKeyPerHour);
+      if (left === 0) return [];
+      return tx.execute<Array<{ id: string }>>(
+        `update submissions set spam_taught_at = now()
+          where id in (select id from submissions where key_id = ? and spam_mark is not null and spam_taught_at is null
+                        order by spam_marked_at limit ? for update skip locked)
+          returning id`,
+        [keyId, left],
+      );
+    });
+    for (const [index, { id }] of reserved.entries()) {
+      const result = await teachMark(em.fork(), filter, settings, id, log);
+      if (result === 'failed') {
+        for (const row of reserved.slice(index + 1)) await em.execute('update submissions set spam_taught_at = null where id = ?', [row.id]);
+        return taught;
+      }
+      if (result === 'taught') taught += 1;
+    }
+  }
+  if (taught) log.info({ taught }, 'taught marks that had waited for their key\'s allowance or for the filter');
+  return taught;
+}
+
+/**
+ * One more mark taught for this owner: once there are OWNER_MIN_LEARNS of each kind, the checks of
+ * their keys read their own statistics too (src/workers/spam-check.ts). Never counted down: a
+ * reversed mark unlearns in rspamd, and reading statistics too few to count only costs time.
+ */
+async function countTaught(em: EntityManager, mailbox: string, mark: SpamMark): Promise<void> {
+  const [spam, ham] = mark === 'spam' ? [1, 0] : [0, 1];
+  await em.execute(
+    `insert into owner_spam_marks (mailbox, spam, ham) values (?, ?, ?)
+       on conflict (mailbox) do update set spam = owner_spam_marks.spam + excluded.spam, ham = owner_spam_marks.ham + excluded.ham`,
+    [mailbox, spam, ham],
+  );
+}
