@@ -61,6 +61,8 @@ describe('the teaching allowance', () => {
     }
     expect(outcomes.slice(0, CAP).every((outcome) => outcome === 'taught' || outcome === 'known')).toBe(true);
     expect(outcomes.slice(CAP)).toEqual(['capped', 'capped']);
+    // The same mark again on a message taught already: nothing more to learn.
+    expect((await owner.api('POST', `/submissions/${ids[0]}/spam-mark`, { mark: 'spam' })).json.teaching).toBe('known');
     // Another key of the same owner has an allowance of its own.
     const second = await h.createKey({ email: key.email });
     const otherId = await submit(second, formMessage('spam', 99));

@@ -31,8 +31,10 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
   if (!submission) return undefined;
   await em.populate(submission, ['key']);
 
+  // The same mark again: taught already, or waiting its turn.
+  const again = submission.spamMark === mark ? (submission.spamTaughtAt ? 'known' : 'capped') : undefined;
   const { reserved, released } = await recordMark(em, deps, submission, mark);
-  let teaching: TeachOutcome = !deps.spamFilter ? 'off' : reserved ? 'taught' : 'capped';
+  let teaching: TeachOutcome = !deps.spamFilter ? 'off' : reserved ? 'taught' : (again ?? 'capped');
   if (reserved && deps.spamFilter) {
     teaching = await teachMark(em.fork(), deps.spamFilter, teachingSettings(deps), id, ctx.state.log);
   }
