@@ -83,8 +83,9 @@ export class SmtpBreaker {
     this.failures = 0;
     this.failing.clear();
     const key = breakerKey(this.options.prefix);
-    const opened = await this.redis.hsetnx(key, 'since', new Date().toISOString());
-    await this.redis.hset(key, 'reason', reason.slice(0, 500));
+    // In one transaction: a reader never sees the breaker open without its reason.
+    const written = await this.redis.multi().hsetnx(key, 'since', new Date().toISOString()).hset(key, 'reason', reason.slice(0, 500)).exec();
+    const opened = written?.[0]?.[1] === 1;
     // The next probe comes after the interval; until then no worker takes a delivery job.
     await this.redis.set(probeKey(this.options.prefix), '1', 'PX', this.options.probeIntervalMs);
     await this.queue.rateLimit(this.options.probeIntervalMs);
