@@ -76,21 +76,22 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
 }
 
 /**
- * The message as the filter reads it: the email's headers and text, the files by name only. Built
- * here rather than by nodemailer's composer, which cost the worker about as much as the check.
+ * The message as the filter reads it: the email's headers and text (longer numbers by their length
+ * only), the files by name only. Built here rather than by nodemailer's composer, which cost the
+ * worker about as much as the check.
  */
 export function sampleMessage(sample: SpamSample): Buffer {
   const lines = [
-    ...sample.customFields.map(([name, value]) => `${name}: ${value}`),
+    ...sample.customFields.map(([name, value]) => `${name}: ${digitsAsZeros(value)}`),
     ...(sample.customFields.length ? [''] : []),
-    sample.message,
+    digitsAsZeros(sample.message),
     ...(sample.filenames.length ? ['', 'Files:', ...sample.filenames.map((name) => `- ${name}`)] : []),
   ];
   const head = [
     header('From', sample.mailFrom),
     header('To', sample.ownerEmail),
     header('Reply-To', sample.visitorEmail),
-    header('Subject', sample.subject),
+    header('Subject', digitsAsZeros(sample.subject)),
     'MIME-Version: 1.0',
     'Content-Type: text/plain; charset=utf-8',
     'Content-Transfer-Encoding: 8bit',
@@ -126,3 +127,13 @@ export function spamFilterFromConfig(
   if (config.SPAM_FILTER === 'off' || !config.SPAM_FILTER_URL || !config.SPAM_FILTER_CONTROLLER_URL) return undefined;
   return createSpamFilter({ scanUrl: config.SPAM_FILTER_URL, controllerUrl: config.SPAM_FILTER_CONTROLLER_URL, password: config.SPAM_FILTER_PASSWORD });
 }
+
+/**
+ * A number of 3 digits or more as its length only (each digit a 0), in checks and in marks alike:
+ * one phone number, short code or price differs from the next, so Bayes learns nothing from its
+ * digits, while the words it stands among, with a number of that length, recur. Shorter numbers
+ * stay as written: in a form message they are quantities, times and text speak ("2day"). On the
+ * SMS set of scenario 9 of npm run bench, five shuffles, after 200 + 200 marks: spam held
+ * 89.1 → 90.6 %, ham held 0.58 % before and after (all digits: 91.3 % / 0.98 %).
+ */
+const digitsAsZeros = (text: string) => text.replace(/\d{3,}/g, (run) => '0'.repeat(run.length));

@@ -44,6 +44,32 @@ async function mark(owner: OwnerClient, id: string, as: 'spam' | 'ham') {
   return response.json;
 }
 
+/** Submits the messages to the key, waits until each is checked, and marks them as its owner; each mark is taught. */
+async function teach(key: TestKey, owner: OwnerClient, messages: { spam: string[]; ham: string[] }) {
+  const spamIds = [];
+  const hamIds = [];
+  for (let n = 0; n < Math.max(messages.spam.length, messages.ham.length); n += 1) {
+    if (messages.spam[n]) spamIds.push(await submit(key, { message: messages.spam[n]! }));
+    if (messages.ham[n]) hamIds.push(await submit(key, { message: messages.ham[n]! }));
+  }
+  for (const id of [...spamIds, ...hamIds]) await settled(id);
+  for (const id of spamIds) expect((await mark(owner, id, 'spam')).teaching).toBe('taught');
+  for (const id of hamIds) expect((await mark(owner, id, 'ham')).teaching).toBe('taught');
+}
+
+/**
+ * Words no other message has, written without digits (a counter's decimal digits as letters), so
+ * that a message of them shares with the others only what a test adds to it.
+ */
+function newWordMaker(tag: string): (count: number) => string {
+  let counter = 0;
+  return (count) => Array.from({ length: count }, () => `w${String(counter++).replace(/\d/g, (digit) => 'abcdefghij'[Number(digit)]!)}${tag}`).join(' ');
+}
+
+/** The score of the owner's own statistics: everyone's depend on what the other tests taught. */
+const ownerScore = (record: { spam: { reasons: { symbol: string; score: number }[] } }) =>
+  record.spam.reasons.find((reason) => reason.symbol === 'BAYES_OWNER_SPAM')?.score ?? 0;
+
 describe('the spam check', () => {
   it('holds a link farm as spam, with its score and reasons, and emails a plain question', async () => {
     const key = await h.createKey();
@@ -151,15 +177,8 @@ describe("the owner's marks", () => {
     const owner = await signIn(h, key.email);
     const pitch = 'guaranteed backlinks ranking traffic casino bonus crypto profit bitcoin pills loan winner'.split(' ');
     const ordinary = 'question pricing invoice meeting schedule appointment booking quote contract office delivery account'.split(' ');
-    const spamIds = [];
-    const hamIds = [];
-    for (let n = 1; n <= 5; n += 1) {
-      spamIds.push(await submit(key, { message: `${pitch.join(' ')} offer${n}` }));
-      hamIds.push(await submit(key, { message: `${ordinary.join(' ')} note${n}` }));
-    }
-    for (const id of [...spamIds, ...hamIds]) await settled(id);
-    for (const id of spamIds) expect((await mark(owner, id, 'spam')).teaching).toBe('taught');
-    for (const id of hamIds) expect((await mark(owner, id, 'ham')).teaching).toBe('taught');
+    const numbers = [1, 2, 3, 4, 5];
+    await teach(key, owner, { spam: numbers.map((n) => `${pitch.join(' ')} offer${n}`), ham: numbers.map((n) => `${ordinary.join(' ')} note${n}`) });
 
     // A new word after each of the pitch's: no two words of it are neighbours any more, as in no marked message.
     const spread = await settled(await submit(key, { message: pitch.map((word, index) => `${word} aside${index}`).join(' ') }));
@@ -172,28 +191,36 @@ describe("the owner's marks", () => {
   it('learns what a message carries besides its words: a phone number and a price raise the score of a message of new words', async () => {
     const key = await h.createKey();
     const owner = await signIn(h, key.email);
-    // Words no other message has, written without digits (a counter in letters): only what the
-    // messages carry is shared between them.
-    let counter = 0;
-    const newWords = (count: number) => Array.from({ length: count }, () => `w${(counter++).toString(36).replace(/\d/g, (digit) => 'qrstuvwxyz'[Number(digit)]!)}x`).join(' ');
-    const spamIds = [];
-    const hamIds = [];
-    for (let n = 1; n <= 8; n += 1) {
-      spamIds.push(await submit(key, { message: `${newWords(12)} call 0871230${n}55 for £${n}00` }));
-      hamIds.push(await submit(key, { message: newWords(14) }));
-    }
-    for (const id of [...spamIds, ...hamIds]) await settled(id);
-    for (const id of spamIds) expect((await mark(owner, id, 'spam')).teaching).toBe('taught');
-    for (const id of hamIds) expect((await mark(owner, id, 'ham')).teaching).toBe('taught');
+    const newWords = newWordMaker('x');
+    const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
+    // Spam and ham both ask to be called: only the numbers and prices tell them apart.
+    await teach(key, owner, {
+      spam: numbers.map((n) => `${newWords(12)} please call 0871230${n}55 for £${n}00 today`),
+      ham: numbers.map(() => `${newWords(12)} please call us for a chat today`),
+    });
 
+    // A number of another length than the ones taught: only what it is, not its digits, is shared.
     const words = newWords(12);
-    const carrying = await settled(await submit(key, { message: `${words} ring 0209946${counter}1 about £75` }));
-    const plain = await settled(await submit(key, { message: `${words} ring us about it` }));
-    // The owner's own statistics: everyone's depend on what the other tests taught.
-    const ownerScore = (record: { spam: { reasons: { symbol: string; score: number }[] } }) =>
-      record.spam.reasons.find((reason) => reason.symbol === 'BAYES_OWNER_SPAM')?.score ?? 0;
+    const carrying = await settled(await submit(key, { message: `${words} please call 02099462201 for £75 today` }));
+    const plain = await settled(await submit(key, { message: `${words} please call them for it today` }));
     expect(ownerScore(carrying)).toBeGreaterThan(ownerScore(plain) + 2);
     expect(plain.email_status).toBe('sent');
+  });
+
+  it('reads a number of 3 digits or more by its length: a short code never taught, in the words around the ones taught, raises the score', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const newWords = newWordMaker('y');
+    const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
+    // Four digits: no run of five, so the digits token (above) plays no part.
+    await teach(key, owner, { spam: numbers.map((n) => `${newWords(12)} text win to 8${n}${n}4 now`), ham: numbers.map(() => newWords(16)) });
+
+    const words = newWords(12);
+    const numbered = await settled(await submit(key, { message: `${words} text win to 7390 now` }));
+    const worded = await settled(await submit(key, { message: `${words} text win to them now` }));
+    expect(ownerScore(numbered)).toBeGreaterThan(ownerScore(worded) + 1);
+    // What the owner sees is the message as sent.
+    expect(numbered.message).toContain('7390');
   });
 });
 
