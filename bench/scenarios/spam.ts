@@ -6,23 +6,19 @@
 //     the owner who taught (their own statistics and everyone's) and by another owner's new key
 //     (everyone's only), at the normal and the strict level;
 //   - then delivery with 1 worker and the filter on, against the same worker with it off.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { startRspamd } from '../../src/local/rspamd.ts';
 import { createSpamFilter, type SpamFilterSettings } from '../../src/shared/spam-filter.ts';
 import { type Ctx } from '../support/context.ts';
 import type { CpuProbe } from '../support/cpu.ts';
 import { mailLoop, serviceDrain, type Drain } from '../support/drains.ts';
 import { percentile } from '../support/load.ts';
-import { childPids, ROOT, track } from '../support/proc.ts';
-import { CHECKS_IN_FLIGHT, formSample, inFixedOrder, scoresFor, SPAM_LEVELS } from '../support/spam-samples.ts';
+import { childPids, track } from '../support/proc.ts';
+import { CHECKS_IN_FLIGHT, formSample, inFixedOrder, readSmsCollection, scoresFor, SPAM_LEVELS } from '../support/spam-samples.ts';
 
 const TEACH_STAGES = [0, 50, 100, 200];
 const HAM_TESTED = 2_000;
 const TEACHER = 'teacher@example.test';
 const NEWCOMER = 'newcomer@example.test';
-
-type Labelled = { spam: boolean; text: string };
 
 export async function spamFilter(ctx: Ctx): Promise<void> {
   const rspamd = await startRspamd();
@@ -85,7 +81,8 @@ async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes:
 async function teachingCurve(ctx: Ctx, settings: SpamFilterSettings): Promise<void> {
   const { rows, log, quick } = ctx;
   const filter = createSpamFilter(settings);
-  const all = readCorpus();
+  // In a fixed shuffled order: the same split on every run.
+  const all = inFixedOrder(readSmsCollection());
   const spam = all.filter((message) => message.spam);
   const ham = all.filter((message) => !message.spam);
   const stages = quick ? [0, 50] : TEACH_STAGES;
@@ -126,16 +123,5 @@ async function teachingCurve(ctx: Ctx, settings: SpamFilterSettings): Promise<vo
   rows.push(
     { scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`, metric: 'time p50', service: percentile(latencies, 0.5), baseline: Number.NaN, unit: 'ms' },
     { scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`, metric: 'time p99', service: percentile(latencies, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
-  );
-}
-
-/** The corpus, in a fixed shuffled order (the same split on every run). */
-function readCorpus(): Labelled[] {
-  const lines = readFileSync(path.join(ROOT, 'bench', 'data', 'sms-spam-collection.tsv'), 'utf8').split('\n').filter(Boolean);
-  return inFixedOrder(
-    lines.map((line) => {
-      const [label, ...text] = line.split('\t');
-      return { spam: label === 'spam', text: text.join('\t') };
-    }),
   );
 }

@@ -1,5 +1,6 @@
 // What scenario 9 of npm run bench and npm run bench:spam-corpus share: labelled messages shaped as
 // form submissions, split in a fixed order, and scored by the filter a few at a time.
+import { readFileSync } from 'node:fs';
 import type { SpamFilter, SpamSample } from '../../src/shared/spam-filter.ts';
 
 /** The scores from which a key holds a submission: the defaults of SPAM_SCORE_NORMAL and SPAM_SCORE_STRICT. */
@@ -9,6 +10,18 @@ export const SPAM_LEVELS = { normal: 6, strict: 4 } as const;
 export const CHECKS_IN_FLIGHT = 8;
 
 export type LabelledMessage = { subject?: string; text: string };
+
+/** The SMS Spam Collection of scenario 9 (bench/data/), each message labelled. */
+export function readSmsCollection(): Array<LabelledMessage & { spam: boolean }> {
+  const file = new URL('../data/sms-spam-collection.tsv', import.meta.url);
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [label, ...text] = line.split('\t');
+      return { spam: label === 'spam', text: text.join('\t') };
+    });
+}
 
 /** The shuffle of scenario 9 and the first of npm run bench:spam-corpus. */
 export const FIXED_SHUFFLE = 20_261_125;
