@@ -63,7 +63,7 @@ export async function teachMark(em: EntityManager, filter: SpamFilter, settings:
   return result;
 }
 
-/** Keys with marks waiting, looked at in one run: the oldest waiting first. */
+/** Keys with marks waiting and allowance left, taught in one run: the oldest waiting first. */
 const KEYS_PER_RUN = 100;
 
 /**
@@ -71,11 +71,21 @@ const KEYS_PER_RUN = 100;
  * goes. Stops at the first mark the filter cannot learn (it is down: the next run tries again).
  * Returns how many were taught.
  */
-export async function teachUntaughtMarks(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, log: Logger): Promise<number> {
+export async function teachUntaughtMarks(
+  em: EntityManager,
+  filter: SpamFilter,
+  settings: TeachingSettings & { keysPerRun?: number },
+  log: Logger,
+): Promise<number> {
+  // Only keys with allowance left: keys that have spent theirs cannot hold back the others.
   const keys = await em.execute<Array<{ key_id: string }>>(
-    `select key_id from submissions where spam_mark is not null and spam_taught_at is null
-      group by key_id order by min(spam_marked_at) limit ?`,
-    [KEYS_PER_RUN],
+    `with waiting as (
+       select key_id, min(spam_marked_at) as oldest from submissions
+        where spam_mark is not null and spam_taught_at is null group by key_id)
+     select w.key_id from waiting w
+      where (select count(*) from submissions t where t.key_id = w.key_id and t.spam_taught_at > now() - interval '1 hour') < ?
+      order by w.oldest limit ?`,
+    [settings.perKeyPerHour, settings.keysPerRun ?? KEYS_PER_RUN],
   );
   let taught = 0;
   for (const { key_id: keyId } of keys) {

@@ -1,0 +1,46 @@
+// The marks that waited (past their key's hourly allowance, or made while the filter was down) are
+// taught by the workers' periodic job; here the job's function runs on its own, against a real
+// PostgreSQL and rspamd, so that what each run picks can be seen.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { RspamdService } from '../../src/local/rspamd.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { createSpamFilter } from '../../src/shared/spam-filter.ts';
+import { teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
+import { startHarness, type Harness } from '../support/harness.ts';
+import { formMessage, startSpamFilter, submitTo } from '../support/spam-filter.ts';
+
+let filter: RspamdService;
+// No spam filter for the service itself: its workers run no teaching job of their own.
+let h: Harness;
+
+beforeAll(async () => {
+  filter = await startSpamFilter();
+  h = await startHarness();
+}, 90_000);
+afterAll(async () => {
+  await h?.stop();
+  await filter?.stop();
+});
+
+it("a key that has spent its allowance does not hold back another key's waiting marks", async () => {
+  const [spent, other] = [await h.createKey(), await h.createKey()];
+  const [taughtId, waitingId, otherId] = [
+    await submitTo(h, spent, formMessage('spam', 1)),
+    await submitTo(h, spent, formMessage('spam', 2)),
+    await submitTo(h, other, formMessage('spam', 3)),
+  ];
+  // The first key taught its one mark of this hour, and has another waiting since before the other key's.
+  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '2 hours', spam_taught_at = now() where id = $1`, [taughtId]);
+  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '1 hour' where id = $1`, [waitingId]);
+  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '10 minutes' where id = $1`, [otherId]);
+
+  const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
+  const settings = { mailFrom: 'forms@example.test', perKeyPerHour: 1, timeoutMs: 10_000, keysPerRun: 1 };
+  const log = createLogger('test', 'silent');
+  // One key a run: the other key's, since the first has no allowance left.
+  expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, settings, log)).toBe(1);
+  const taught = await h.sql<{ id: string }>('select id from submissions where id = any($1) and spam_taught_at is not null', [[waitingId, otherId]]);
+  expect(taught.map((row) => row.id)).toEqual([otherId]);
+  // Nothing left that may be taught this hour.
+  expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, settings, log)).toBe(0);
+});
