@@ -65,18 +65,25 @@ export async function teachMark(em: EntityManager, filter: SpamFilter, settings:
 
 /** Keys with marks waiting and allowance left, taught in one run: the oldest waiting first. */
 const KEYS_PER_RUN = 100;
+/**
+ * How long one run may go on starting to teach marks. The periodic jobs run one at a time for the
+ * fleet, so a slow filter must not hold the reconciler back for long.
+ */
+const RUN_BUDGET_MS = 30_000;
 
 /**
  * The periodic job: teaches the marks left untaught, oldest first, as far as each key's allowance
- * goes. Stops at the first mark the filter cannot learn (it is down: the next run tries again).
- * Returns how many were taught.
+ * goes. Stops at the first mark the filter cannot learn (it is down: the next run tries again) and
+ * once its time budget is spent; the marks it had set aside wait for the next run. Returns how many
+ * were taught.
  */
 export async function teachUntaughtMarks(
   em: EntityManager,
   filter: SpamFilter,
-  settings: TeachingSettings & { keysPerRun?: number },
+  settings: TeachingSettings & { keysPerRun?: number; budgetMs?: number },
   log: Logger,
 ): Promise<number> {
+  const deadline = Date.now() + (settings.budgetMs ?? RUN_BUDGET_MS);
   // Only keys with allowance left: keys that have spent theirs cannot hold back the others.
   const keys = await em.execute<Array<{ key_id: string }>>(
     `with waiting as (
@@ -101,15 +108,18 @@ export async function teachUntaughtMarks(
       );
     });
     for (const [index, { id }] of reserved.entries()) {
-      const result = await teachMark(em.fork(), filter, settings, id, log);
-      if (result === 'failed') {
-        for (const row of reserved.slice(index + 1)) await em.execute('update submissions set spam_taught_at = null where id = ?', [row.id]);
+      const result = Date.now() < deadline ? await teachMark(em.fork(), filter, settings, id, log) : 'out of time';
+      if (result === 'failed' || result === 'out of time') {
+        // teachMark put a failed mark back itself; the rest of the key's go back untaught.
+        const rest = reserved.slice(result === 'failed' ? index + 1 : index);
+        for (const row of rest) await em.execute('update submissions set spam_taught_at = null where id = ?', [row.id]);
+        if (taught) log.info({ taught }, "taught marks that had waited for their key's allowance or for the filter");
         return taught;
       }
       if (result === 'taught') taught += 1;
     }
   }
-  if (taught) log.info({ taught }, 'taught marks that had waited for their key\'s allowance or for the filter');
+  if (taught) log.info({ taught }, "taught marks that had waited for their key's allowance or for the filter");
   return taught;
 }
 

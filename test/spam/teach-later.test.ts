@@ -44,3 +44,18 @@ it("a key that has spent its allowance does not hold back another key's waiting 
   // Nothing left that may be taught this hour.
   expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, settings, log)).toBe(0);
 });
+
+it('puts the marks it set aside back when its time is up: they wait, untaught, for the next run', async () => {
+  const key = await h.createKey();
+  const ids = [await submitTo(h, key, formMessage('spam', 11)), await submitTo(h, key, formMessage('ham', 12))];
+  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() where id = any($1)`, [ids]);
+  const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
+  const log = createLogger('test', 'silent');
+  const settings = { mailFrom: 'forms@example.test', perKeyPerHour: 10, timeoutMs: 10_000 };
+  expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, { ...settings, budgetMs: 0 }, log)).toBe(0);
+  const untaught = () => h.sql<{ id: string }>('select id from submissions where id = any($1) and spam_taught_at is null', [ids]);
+  expect(await untaught()).toHaveLength(2);
+  // The next run teaches them (and what the other test left waiting).
+  expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, settings, log)).toBeGreaterThanOrEqual(2);
+  expect(await untaught()).toHaveLength(0);
+});
