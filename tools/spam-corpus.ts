@@ -3,11 +3,11 @@
 // directories is a raw email, as in the SpamAssassin public corpus; its subject and text become a
 // form submission (mailing-list footers and subject tags removed: a form has none).
 // `npm run bench:spam-corpus -- --sms`: the same for scenario 9's SMS set, its first shuffle being
-// scenario 9's split. A throwaway
-// rspamd with this repository's configuration learns 200 of each kind as one owner's marks, then
-// checks 1,000 spam and 2,000 ham never taught, for that owner and for another owner's key. Which
-// messages are taught moves the figures by a point or two, so this is done for five fixed
-// shuffles, each with an rspamd of its own, and their mean is printed with them.
+// scenario 9's split.
+// A throwaway rspamd with this repository's configuration learns 200 of each kind as one owner's
+// marks, then checks up to 1,000 spam and 2,000 ham never taught, for that owner and for another
+// owner's key. Which messages are taught moves the figures by a point or two, so this is done for
+// five fixed shuffles, each with an rspamd of its own, and their mean is printed with them.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
