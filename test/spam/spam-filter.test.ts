@@ -80,7 +80,7 @@ describe('the spam check', () => {
     expect(spam.email_status).toBe('spam');
     expect(spam.spam).toMatchObject({ verdict: 'spam', mark: null });
     expect(spam.spam.score).toBeGreaterThanOrEqual(h.config.SPAM_SCORE_NORMAL);
-    expect(spam.spam.reasons[0]).toMatchObject({ symbol: 'FORM_LINK_FARM', score: 7 });
+    expect(spam.spam.reasons[0]).toMatchObject({ symbol: 'FORM_LINK_FARM', score: 6 });
     const ham = await settled(hamId);
     expect(ham.email_status).toBe('sent');
     expect(ham.spam.verdict).toBe('ham');
@@ -90,7 +90,7 @@ describe('the spam check', () => {
     expect(mailsWith('seo-deal0.com')).toHaveLength(0);
     const csv = (await admin('GET', `/admin/submissions.csv?key=${key.key}`)).text;
     expect(csv).toContain(',spam,');
-    expect(csv).toContain('FORM_LINK_FARM 7');
+    expect(csv).toContain('FORM_LINK_FARM 6');
     const metrics = (await admin('GET', '/metrics')).text;
     expect(metrics).toMatch(/cfs_spam_checks_total\{verdict="spam"\} [1-9]/);
     expect(metrics).toMatch(/cfs_spam_checks_total\{verdict="ham"\} [1-9]/);
