@@ -2,7 +2,9 @@
 // SPAM_TEACH_PER_KEY_PER_HOUR marks an hour, so that one key cannot flood the statistics every key
 // shares. A mark past the allowance, or made while the filter was unavailable, is kept untaught
 // (spam_taught_at null) and taught later, oldest first, as the key's allowance frees up: an owner
-// who goes through a backlog in one sitting loses none of it.
+// who goes through a backlog in one sitting loses none of it. A place is reserved before the filter
+// is asked (spam_teach_pending until it answers), and a reservation that outlived the process that
+// made it goes back to untaught.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentSchema, SubmissionSchema, type SpamMark } from './db/entities.ts';
 import type { Logger } from './log.ts';
@@ -27,14 +29,24 @@ export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerH
 }
 
 /**
+ * How old a reservation may be before it counts as left behind by a process that died: far longer
+ * than teaching a mark may take (3 s for the owner's click, 10 s for each mark of the periodic job,
+ * which stops starting new ones after 30 s).
+ */
+export const STALE_RESERVATION_MS = 5 * 60_000;
+
+/**
  * Teaches the filter a submission's current mark, its place in the allowance already reserved
- * (spam_taught_at set). When the filter cannot learn it, the mark goes back to untaught: it does not
- * count against the allowance, and is taught later.
+ * (spam_taught_at set, spam_teach_pending). When the filter cannot learn it, the mark goes back to
+ * untaught: it does not count against the allowance, and is taught later.
  */
 export async function teachMark(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, submissionId: string, log: Logger): Promise<TeachResult> {
   const submission = await em.findOne(SubmissionSchema, { id: submissionId }, { populate: ['key'] });
   const mark = submission?.spamMark;
-  if (!submission || !mark) return 'known';
+  if (!submission || !mark) {
+    await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
+    return 'known';
+  }
   const files = await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
   let result: TeachResult;
   try {
@@ -54,12 +66,15 @@ export async function teachMark(em: EntityManager, filter: SpamFilter, settings:
     );
   } catch (error) {
     log.warn({ err: error, submissionId }, 'the spam filter could not learn a mark; it is taught later');
-    await em.execute('update submissions set spam_taught_at = null where id = ?', [submissionId]);
+    await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id = ?', [submissionId]);
     return 'failed';
   }
   // Known counts too: the filter holds the message in that class (a teaching that timed out may
   // still have been learned).
-  await countTaught(em, submission.key.mailbox, mark);
+  await em.transactional(async (tx) => {
+    await tx.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
+    await countTaught(tx, submission.key.mailbox, mark);
+  });
   return result;
 }
 
@@ -84,6 +99,8 @@ export async function teachUntaughtMarks(
   log: Logger,
 ): Promise<number> {
   const deadline = Date.now() + (settings.budgetMs ?? RUN_BUDGET_MS);
+  const stale = await releaseStaleReservations(em);
+  if (stale) log.warn({ marks: stale }, 'marks reserved for teaching by a process that stopped before the filter answered: taught again');
   // Only keys with allowance left: keys that have spent theirs cannot hold back the others.
   const keys = await em.execute<Array<{ key_id: string }>>(
     `with waiting as (
@@ -100,7 +117,7 @@ export async function teachUntaughtMarks(
       const left = await allowanceLeft(tx, keyId, settings.perKeyPerHour);
       if (left === 0) return [];
       return tx.execute<Array<{ id: string }>>(
-        `update submissions set spam_taught_at = now()
+        `update submissions set spam_taught_at = now(), spam_teach_pending = true
           where id in (select id from submissions where key_id = ? and spam_mark is not null and spam_taught_at is null
                         order by spam_marked_at limit ? for update skip locked)
           returning id`,
@@ -112,7 +129,7 @@ export async function teachUntaughtMarks(
       if (result === 'failed' || result === 'out of time') {
         // teachMark put a failed mark back itself; the rest of the key's go back untaught.
         const rest = reserved.slice(result === 'failed' ? index + 1 : index);
-        for (const row of rest) await em.execute('update submissions set spam_taught_at = null where id = ?', [row.id]);
+        if (rest.length) await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id in (?)', [rest.map((row) => row.id)]);
         if (taught) log.info({ taught }, "taught marks that had waited for their key's allowance or for the filter");
         return taught;
       }
@@ -121,6 +138,16 @@ export async function teachUntaughtMarks(
   }
   if (taught) log.info({ taught }, "taught marks that had waited for their key's allowance or for the filter");
   return taught;
+}
+
+/** Puts back to untaught the reservations whose filter answer never came; returns how many. */
+async function releaseStaleReservations(em: EntityManager): Promise<number> {
+  const released = await em.execute<Array<{ id: string }>>(
+    `update submissions set spam_taught_at = null, spam_teach_pending = false
+      where spam_teach_pending and spam_taught_at < now() - make_interval(secs => ?) returning id`,
+    [STALE_RESERVATION_MS / 1_000],
+  );
+  return released.length;
 }
 
 /**

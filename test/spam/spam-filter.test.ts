@@ -129,6 +129,10 @@ describe("the owner's marks", () => {
 
     const released = await mark(owner, heldId, 'ham');
     expect(released).toMatchObject({ released: true, teaching: 'taught' });
+    // Its place in the allowance is taken, and no longer waiting for the filter's answer.
+    expect(await h.sql('select spam_teach_pending as pending, spam_taught_at is not null as taught from submissions where id = $1', [heldId])).toEqual([
+      { pending: false, taught: true },
+    ]);
     const sent = await settled(heldId);
     expect(sent.email_status).toBe('sent');
     expect(sent.spam).toMatchObject({ verdict: 'spam', mark: 'ham' });

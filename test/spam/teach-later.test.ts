@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { createSpamFilter } from '../../src/shared/spam-filter.ts';
-import { teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
+import { STALE_RESERVATION_MS, teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { formMessage, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 
@@ -58,4 +58,32 @@ it('puts the marks it set aside back when its time is up: they wait, untaught, f
   // The next run teaches them (and what the other test left waiting).
   expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, settings, log)).toBeGreaterThanOrEqual(2);
   expect(await untaught()).toHaveLength(0);
+});
+
+it('teaches again a mark whose place was reserved by a process that stopped before the filter answered', async () => {
+  const key = await h.createKey();
+  const [leftBehindId, inProgressId] = [await submitTo(h, key, formMessage('spam', 21)), await submitTo(h, key, formMessage('spam', 22))];
+  // One reservation is older than any teaching takes (its process died); the other was just made.
+  await h.sql(
+    `update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '1 hour', spam_teach_pending = true,
+            spam_taught_at = now() - make_interval(secs => $2) where id = $1`,
+    [leftBehindId, STALE_RESERVATION_MS / 1_000 + 60],
+  );
+  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now(), spam_teach_pending = true, spam_taught_at = now() where id = $1`, [inProgressId]);
+  const [before] = await h.sql<{ taught: Date }>('select spam_taught_at as taught from submissions where id = $1', [inProgressId]);
+
+  const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
+  const settings = { mailFrom: 'forms@example.test', perKeyPerHour: 10, timeoutMs: 10_000 };
+  expect(await teachUntaughtMarks(h.orm.em.fork(), spamFilter, settings, createLogger('test', 'silent'))).toBeGreaterThanOrEqual(1);
+
+  const rows = await h.sql<{ id: string; pending: boolean; recent: boolean; taught: Date }>(
+    `select id, spam_teach_pending as pending, spam_taught_at > now() - interval '1 minute' as recent, spam_taught_at as taught
+       from submissions where id = any($1)`,
+    [[leftBehindId, inProgressId]],
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  // Reserved again by this run, and taught: the filter answered.
+  expect(byId.get(leftBehindId)).toMatchObject({ pending: false, recent: true });
+  // Left to the process teaching it.
+  expect(byId.get(inProgressId)).toMatchObject({ pending: true, taught: before!.taught });
 });

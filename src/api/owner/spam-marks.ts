@@ -60,8 +60,8 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
 
 /**
  * Writes the mark, in one transaction under a lock per key (so two marks at once cannot both take
- * the last of the allowance): reserves a place in the allowance (spam_taught_at, cleared again if
- * teaching fails), and queues a submission held as spam that the owner says is not.
+ * the last of the allowance): reserves a place in the allowance (spam_taught_at, pending until the
+ * filter answers, cleared again if teaching fails), and queues a submission held as spam that the owner says is not.
  */
 async function recordMark(em: EntityManager, deps: AppDeps, submission: Submission, mark: SpamMark): Promise<{ reserved: boolean; released: boolean }> {
   return em.transactional(async (tx) => {
@@ -72,13 +72,14 @@ async function recordMark(em: EntityManager, deps: AppDeps, submission: Submissi
       `update submissions s
           set spam_mark = ?, spam_marked_at = now(),
               spam_taught_at = case when ? then now() when s.spam_mark = ? then s.spam_taught_at else null end,
+              spam_teach_pending = case when ? then true when s.spam_mark = ? then s.spam_teach_pending else false end,
               email_status = case when ? and b.before = 'spam' then '${QUEUED}' else s.email_status end,
               requeued_at = case when ? and b.before = 'spam' then now() else s.requeued_at end,
               email_attempts = case when ? and b.before = 'spam' then 0 else s.email_attempts end
          from (select id, email_status as before from submissions where id = ? for update) b
         where s.id = b.id
         returning (? and b.before = 'spam') as released`,
-      [mark, reserved, mark, release, release, release, submission.id, release],
+      [mark, reserved, mark, reserved, mark, release, release, release, submission.id, release],
     );
     return { reserved, released: rows[0]?.released ?? false };
   });

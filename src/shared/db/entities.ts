@@ -128,6 +128,8 @@ export const SubmissionSchema = defineEntity({
     spamMarkedAt: p.datetime().nullable(),
     /** When the mark was taught to the filter; null until then (the key's hourly teaching allowance was spent, or the filter was down). */
     spamTaughtAt: p.datetime().nullable(),
+    /** The place is reserved (spam_taught_at) and the filter has not answered yet; a stale one is taught again. */
+    spamTeachPending: p.boolean().default(false),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
     createdAt: createdAt(),
@@ -143,6 +145,8 @@ export const SubmissionSchema = defineEntity({
     { properties: ['key', 'spamTaughtAt'], name: 'submissions_key_taught_idx', where: '"spam_taught_at" is not null' },
     // The marks not taught yet, taught later within the allowance (src/shared/spam-teaching.ts).
     { properties: ['key', 'spamMarkedAt'], name: 'submissions_untaught_marks_idx', where: '"spam_mark" is not null and "spam_taught_at" is null' },
+    // The reservations the filter has not answered yet: a stale one is put back (src/shared/spam-teaching.ts).
+    { properties: ['spamTaughtAt'], name: 'submissions_teach_pending_idx', where: '"spam_teach_pending"' },
   ],
 });
 export type Submission = InferEntity<typeof SubmissionSchema>;
