@@ -35,6 +35,9 @@ export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerH
  */
 export const STALE_RESERVATION_MS = 5 * 60_000;
 
+/** Learning again after a reversal, at most: an owner flipping a mark back and forth cannot keep a teaching going. */
+const MAX_LEARNS_PER_TEACHING = 3;
+
 /**
  * Teaches the filter a submission's current mark, its place in the allowance already reserved
  * (spam_taught_at set, spam_teach_pending). When the filter cannot learn it, the mark goes back to
@@ -42,39 +45,41 @@ export const STALE_RESERVATION_MS = 5 * 60_000;
  */
 export async function teachMark(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, submissionId: string, log: Logger): Promise<TeachResult> {
   const submission = await em.findOne(SubmissionSchema, { id: submissionId }, { populate: ['key'] });
-  const mark = submission?.spamMark;
+  let mark = submission?.spamMark;
   if (!submission || !mark) {
     await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
     return 'known';
   }
   const files = await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+  const sample = {
+    mailFrom: settings.mailFrom,
+    ownerEmail: submission.key.email,
+    ownerMailbox: submission.key.mailbox,
+    visitorEmail: submission.email,
+    subject: submission.subject,
+    message: submission.message,
+    customFields: submission.customFields,
+    filenames: files.map((file) => file.filename),
+  };
   let result: TeachResult;
-  try {
-    result = await filter.learn(
-      {
-        mailFrom: settings.mailFrom,
-        ownerEmail: submission.key.email,
-        ownerMailbox: submission.key.mailbox,
-        visitorEmail: submission.email,
-        subject: submission.subject,
-        message: submission.message,
-        customFields: submission.customFields,
-        filenames: files.map((file) => file.filename),
-      },
-      mark,
-      settings.timeoutMs,
-    );
-  } catch (error) {
-    log.warn({ err: error, submissionId }, 'the spam filter could not learn a mark; it is taught later');
-    await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id = ?', [submissionId]);
-    return 'failed';
+  for (let learned = 1; ; learned += 1) {
+    try {
+      result = await filter.learn(sample, mark, settings.timeoutMs);
+    } catch (error) {
+      log.warn({ err: error, submissionId }, 'the spam filter could not learn a mark; it is taught later');
+      await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id = ?', [submissionId]);
+      return 'failed';
+    }
+    // Known counts too: the filter holds the message in that class (a teaching that timed out may
+    // still have been learned).
+    await countTaught(em, submission.key.mailbox, mark);
+    // The owner may have reversed the mark while the filter learned this one: the filter learns
+    // the one the owner left too (it unlearns the other), so that it ends with the owner's word.
+    const [now] = await em.execute<Array<{ mark: SpamMark | null }>>('select spam_mark as mark from submissions where id = ?', [submissionId]);
+    if (!now?.mark || now.mark === mark || learned === MAX_LEARNS_PER_TEACHING) break;
+    mark = now.mark;
   }
-  // Known counts too: the filter holds the message in that class (a teaching that timed out may
-  // still have been learned).
-  await em.transactional(async (tx) => {
-    await tx.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
-    await countTaught(tx, submission.key.mailbox, mark);
-  });
+  await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
   return result;
 }
 

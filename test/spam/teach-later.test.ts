@@ -1,11 +1,13 @@
 // The marks that waited (past their key's hourly allowance, or made while the filter was down) are
 // taught by the workers' periodic job; here the job's function runs on its own, against a real
-// PostgreSQL and rspamd, so that what each run picks can be seen.
+// PostgreSQL and rspamd, so that what each run picks can be seen. The last test times a reversal
+// against a learning, with a filter of its own that stands in for rspamd.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { createLogger } from '../../src/shared/log.ts';
-import { createSpamFilter } from '../../src/shared/spam-filter.ts';
-import { STALE_RESERVATION_MS, teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
+import type { SpamMark } from '../../src/shared/db/entities.ts';
+import { createSpamFilter, type SpamFilter } from '../../src/shared/spam-filter.ts';
+import { STALE_RESERVATION_MS, teachMark, teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { formMessage, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 
@@ -86,4 +88,25 @@ it('teaches again a mark whose place was reserved by a process that stopped befo
   expect(byId.get(leftBehindId)).toMatchObject({ pending: false, recent: true });
   // Left to the process teaching it.
   expect(byId.get(inProgressId)).toMatchObject({ pending: true, taught: before!.taught });
+});
+
+it('ends with the mark the owner left when it is reversed while the filter learns the first', async () => {
+  const key = await h.createKey();
+  const id = await submitTo(h, key, formMessage('ham', 31));
+  await h.sql(`update submissions set spam_mark = 'ham', spam_marked_at = now(), spam_taught_at = now(), spam_teach_pending = true where id = $1`, [id]);
+  // A filter that learns slowly enough for the owner to mark the message spam meanwhile.
+  const learned: SpamMark[] = [];
+  const slowFilter: SpamFilter = {
+    check: () => Promise.reject(new Error('not used')),
+    learn: async (_sample, mark) => {
+      learned.push(mark);
+      if (learned.length === 1) await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() where id = $1`, [id]);
+      return 'taught';
+    },
+  };
+  const settings = { mailFrom: 'forms@example.test', perKeyPerHour: 10, timeoutMs: 10_000 };
+  expect(await teachMark(h.orm.em.fork(), slowFilter, settings, id, createLogger('test', 'silent'))).toBe('taught');
+  // The filter learned the owner's last word after the first.
+  expect(learned).toEqual(['ham', 'spam']);
+  expect(await h.sql('select spam_teach_pending as pending from submissions where id = $1', [id])).toEqual([{ pending: false }]);
 });
