@@ -61,7 +61,8 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
 /**
  * Writes the mark, in one transaction under a lock per key (so two marks at once cannot both take
  * the last of the allowance): reserves a place in the allowance (spam_taught_at, pending until the
- * filter answers, cleared again if teaching fails), and queues a submission held as spam that the owner says is not.
+ * filter answers, cleared again if teaching fails), and queues a submission held as spam that the
+ * owner says is not.
  */
 async function recordMark(em: EntityManager, deps: AppDeps, submission: Submission, mark: SpamMark): Promise<{ reserved: boolean; released: boolean }> {
   return em.transactional(async (tx) => {
