@@ -2,6 +2,7 @@
 // form submissions, split in a fixed order, and scored by the filter a few at a time.
 import { readFileSync } from 'node:fs';
 import type { SpamFilter, SpamSample } from '../../src/shared/spam-filter.ts';
+import { defaultSubject } from '../../src/shared/submissions.ts';
 
 /** The scores from which a key holds a submission: the defaults of SPAM_SCORE_NORMAL and SPAM_SCORE_STRICT. */
 export const SPAM_LEVELS = { normal: 6, strict: 4 } as const;
@@ -37,14 +38,19 @@ export function inFixedOrder<T>(items: T[], seed = FIXED_SHUFFLE): T[] {
   return items;
 }
 
-/** A message as a submission to `owner`'s key: its text in the message field, no original headers. */
+const VISITOR = 'visitor@example.org';
+
+/**
+ * A message as a submission to `owner`'s key: its text in the message field, no original headers;
+ * without a subject of its own, the one the service gives it.
+ */
 export function formSample(message: LabelledMessage, owner: string): SpamSample {
   return {
     mailFrom: 'Contact Form <forms@bench.test>',
     ownerEmail: owner,
     ownerMailbox: owner,
-    visitorEmail: 'visitor@example.org',
-    subject: message.subject ?? '',
+    visitorEmail: VISITOR,
+    subject: message.subject ?? defaultSubject(VISITOR),
     message: message.text,
     customFields: [],
     filenames: [],

@@ -5,6 +5,7 @@
 import type { Config } from './config.ts';
 import type { CustomFields, SpamMark, SpamReason } from './db/entities.ts';
 import { postOnce } from './one-shot-http.ts';
+import { defaultSubject } from './submissions.ts';
 
 /** What the filter reads of a submission: the content of its email, without the files themselves. */
 export type SpamSample = {
@@ -79,8 +80,14 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
  * The message as the filter reads it: the email's headers and text (longer numbers by their length
  * only), the files by name only. Built here rather than by nodemailer's composer, which cost the
  * worker about as much as the check.
+ *
+ * Without the subject the service gives a submission that came without one: it says nothing of the
+ * message, and Bayes reads a subject's words. In every check and mark, with the visitor's address
+ * in it, it held 5 points less spam (SMS set of scenario 9 of npm run bench, five shuffles, after
+ * 200 + 200 marks: 85.2 % against 90.6 % without it).
  */
 export function sampleMessage(sample: SpamSample): Buffer {
+  const subject = sample.subject === defaultSubject(sample.visitorEmail) ? '' : sample.subject;
   const lines = [
     ...sample.customFields.map(([name, value]) => `${name}: ${digitsAsZeros(value)}`),
     ...(sample.customFields.length ? [''] : []),
@@ -91,7 +98,7 @@ export function sampleMessage(sample: SpamSample): Buffer {
     header('From', sample.mailFrom),
     header('To', sample.ownerEmail),
     header('Reply-To', sample.visitorEmail),
-    header('Subject', digitsAsZeros(sample.subject)),
+    header('Subject', digitsAsZeros(subject)),
     'MIME-Version: 1.0',
     'Content-Type: text/plain; charset=utf-8',
     'Content-Transfer-Encoding: 8bit',

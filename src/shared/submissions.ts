@@ -5,6 +5,9 @@ import { AttachmentSchema, SubmissionSchema, type EmailStatus, type Submission }
 import type { Storage } from './storage.ts';
 import { SETTLED } from './delivery-statuses.ts';
 
+/** The subject of a submission that came without one. */
+export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
+
 /** What came back from past the relay for the row's email, or null: the same shape wherever a status shows. */
 export function bounceRecord(row: Pick<Submission, 'bounceType' | 'bounceStatus' | 'bounceDiagnostic' | 'bounceMta' | 'bouncedAt'>) {
   if (!row.bounceType || !row.bouncedAt) return null;

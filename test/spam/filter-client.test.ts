@@ -5,6 +5,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RSPAMD_CONFIG_DIR } from '../../src/local/rspamd.ts';
 import { createSpamFilter, OWNER_MIN_LEARNS, type SpamSample } from '../../src/shared/spam-filter.ts';
+import { defaultSubject } from '../../src/shared/submissions.ts';
 
 const sample: SpamSample = {
   mailFrom: 'forms@example.test',
@@ -100,6 +101,15 @@ describe('the spam filter client', () => {
     const { url, received } = await serve(answering('HTTP/1.0 200 OK\r\n\r\n{"score":0}'));
     await expect(filterAt(url).check({ ...sample, ownerMailbox: 'owner@example.test\r\nSettings-ID: nothing' }, 2_000)).rejects.toThrow('cannot be sent');
     expect(received).toEqual([]);
+  });
+
+  it("sends the visitor's subject, and none for a submission that came without one (the service's own says nothing)", async () => {
+    const { url, received } = await serve(answering('HTTP/1.0 200 OK\r\n\r\n{"score":0}'));
+    await filterAt(url).check(sample, 2_000);
+    await filterAt(url).check({ ...sample, subject: defaultSubject(sample.visitorEmail) }, 2_000);
+    await filterAt(url).learn({ ...sample, subject: defaultSubject(sample.visitorEmail) }, 'spam', 2_000);
+    const subjects = received.map((request) => /\r\nSubject: (.*)\r\n/.exec(request)?.[1]);
+    expect(subjects).toEqual(['Pricing', '', '']);
   });
 
   it('learns: taught on 200, known on 204 or "already learned"', async () => {

@@ -6,6 +6,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import type { GroupCommit } from '../../shared/group-commit.ts';
+import { defaultSubject } from '../../shared/submissions.ts';
 import { errors } from '../errors.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
@@ -45,8 +46,6 @@ const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
 
 /** `webhookDeliveryIds`: the delivery rows made for the key's webhooks, to enqueue after the commit. */
 export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveryIds: string[] };
-
-export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
 
 /**
  * Admits and saves. For a confirmed mailbox this is one statement (with files, the quota charge
