@@ -217,11 +217,11 @@ describe("the owner's marks", () => {
     const newWords = newWordMaker('y');
     const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
     // Four digits: no run of five, so the digits token (above) plays no part.
-    await teach(key, owner, { spam: numbers.map((n) => `${newWords(12)} text win to 8${n}${n}4 now`), ham: numbers.map(() => newWords(16)) });
+    await teach(key, owner, { spam: numbers.map((n) => `${newWords(12)} to 8${n}${n}4 now`), ham: numbers.map(() => newWords(16)) });
 
     const words = newWords(12);
-    const numbered = await settled(await submit(key, { message: `${words} text win to 7390 now` }));
-    const worded = await settled(await submit(key, { message: `${words} text win to them now` }));
+    const numbered = await settled(await submit(key, { message: `${words} to 7390 now` }));
+    const worded = await settled(await submit(key, { message: `${words} to them now` }));
     expect(ownerScore(numbered)).toBeGreaterThan(ownerScore(worded) + 1);
     // What the owner sees is the message as sent.
     expect(numbered.message).toContain('7390');
