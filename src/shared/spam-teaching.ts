@@ -15,6 +15,9 @@ export type TeachResult = 'taught' | 'known' | 'failed';
 
 export type TeachingSettings = { mailFrom: string; perKeyPerHour: number; timeoutMs: number };
 
+/** A mark that counts against its key's allowance: taught (or reserved) in the last hour. */
+const TAUGHT_THIS_HOUR = `spam_taught_at > now() - interval '1 hour'`;
+
 /**
  * Takes the key's teaching lock for the rest of the transaction (so two marks at once cannot both
  * take the last of the allowance) and returns how many more marks the key may teach this hour.
@@ -22,7 +25,7 @@ export type TeachingSettings = { mailFrom: string; perKeyPerHour: number; timeou
 export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerHour: number): Promise<number> {
   await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`spam-teach:${keyId}`]);
   const [counted] = await tx.execute<Array<{ taught: number }>>(
-    `select count(*)::int as taught from submissions where key_id = ? and spam_taught_at > now() - interval '1 hour'`,
+    `select count(*)::int as taught from submissions where key_id = ? and ${TAUGHT_THIS_HOUR}`,
     [keyId],
   );
   return Math.max(0, perKeyPerHour - (counted?.taught ?? 0));
@@ -112,12 +115,12 @@ export async function teachUntaughtMarks(
        select key_id, min(spam_marked_at) as oldest from submissions
         where spam_mark is not null and spam_taught_at is null group by key_id)
      select w.key_id from waiting w
-      where (select count(*) from submissions t where t.key_id = w.key_id and t.spam_taught_at > now() - interval '1 hour') < ?
+      where (select count(*) from submissions where key_id = w.key_id and ${TAUGHT_THIS_HOUR}) < ?
       order by w.oldest limit ?`,
     [settings.perKeyPerHour, settings.keysPerRun ?? KEYS_PER_RUN],
   );
   let taught = 0;
-  for (const { key_id: keyId } of keys) {
+  teaching: for (const { key_id: keyId } of keys) {
     const reserved = await em.transactional(async (tx) => {
       const left = await allowanceLeft(tx, keyId, settings.perKeyPerHour);
       if (left === 0) return [];
@@ -135,8 +138,7 @@ export async function teachUntaughtMarks(
         // teachMark put a failed mark back itself; the rest of the key's go back untaught.
         const rest = reserved.slice(result === 'failed' ? index + 1 : index);
         if (rest.length) await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id in (?)', [rest.map((row) => row.id)]);
-        if (taught) log.info({ taught }, "taught marks that had waited for their key's allowance or for the filter");
-        return taught;
+        break teaching;
       }
       if (result === 'taught') taught += 1;
     }
