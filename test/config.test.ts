@@ -58,8 +58,20 @@ describe('loadConfig', () => {
     ['ADMIN_TOKEN', 'short', 'must be at least 16 characters'],
     ['RATE_LIMIT_IPV6_PREFIX', '129', 'must be at most 128'],
     ['RATE_LIMIT_IPV6_PREFIX', '0', 'must be at least 1'],
+    ['SPAM_FILTER_URL', 'ftp://127.0.0.1:11333', 'must start with http://, https:// or unix:/'],
+    ['SPAM_FILTER_URL', 'unix:run/rspamd.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
+    ['SPAM_FILTER_URL', 'unix://run/rspamd.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
+    ['SPAM_FILTER_URL', `unix:/${'a'.repeat(107)}`, 'unix: takes a socket\'s absolute path of at most 107 bytes'],
   ])('names %s when it is %j', (name, value, reason) => {
     expect(() => loadConfig({ ...VALID, [name]: value })).toThrow(`${name}: ${reason}`);
+  });
+
+  it("takes rspamd's address as a URL or a Unix socket's path", () => {
+    const both = (url: string) => ({ ...VALID, SPAM_FILTER_URL: url, SPAM_FILTER_CONTROLLER_URL: 'http://127.0.0.1:11334' });
+    expect(loadConfig(both('unix:/run/rspamd/normal.sock')).SPAM_FILTER_URL).toBe('unix:/run/rspamd/normal.sock');
+    expect(loadConfig(both('unix:///run/rspamd/normal.sock')).SPAM_FILTER_URL).toBe('unix:///run/rspamd/normal.sock');
+    expect(loadConfig(both(`unix:/${'a'.repeat(106)}`)).SPAM_FILTER_URL).toHaveLength(112);
+    expect(loadConfig(both('http://rspamd:11333')).SPAM_FILTER_URL).toBe('http://rspamd:11333');
   });
 
   it('names a missing required variable', () => {

@@ -9,6 +9,8 @@ import { chmod, cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { MAX_SOCKET_PATH_BYTES } from '../shared/config-schema.ts';
+import { postOnce } from '../shared/one-shot-http.ts';
 import { ROOT_POSTGRES_HOME } from './postgres.ts';
 import { freePort, LOOPBACK, ServiceStartError, spawnTracked, starting, stopChild, type LocalService } from './processes.ts';
 import { startRedis } from './services.ts';
@@ -24,7 +26,7 @@ export type RspamdOptions = {
 };
 
 export type RspamdService = LocalService & {
-  /** The scanner (POST /checkv2): SPAM_FILTER_URL. */
+  /** The scanner (POST /checkv2): SPAM_FILTER_URL, `unix:` and its socket when the path fits one. */
   url: string;
   /** The controller (POST /learnspam, /learnham): SPAM_FILTER_CONTROLLER_URL. */
   controllerUrl: string;
@@ -58,6 +60,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
   try {
     const work = await starting('rspamd', remedy, () => workingDirectory(options.dir));
     const [scanPort, controllerPort] = [await freePort(), await freePort()];
+    const scanSocket = unixSocketFor(path.join(work, 'run', 'normal.sock'));
     const asRoot = process.getuid?.() === 0;
     // Loopback is trusted by rspamd's stock settings, but other users of this machine reach it too.
     const password = randomBytes(18).toString('base64url');
@@ -66,7 +69,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       DBDIR: path.join(work, 'db'),
       RUNDIR: path.join(work, 'run'),
       LOGDIR: path.join(work, 'log'),
-      CFS_SCAN_SOCKET: `${LOOPBACK}:${scanPort}`,
+      CFS_SCAN_SOCKET: scanSocket ? `${scanSocket} mode=0600` : `${LOOPBACK}:${scanPort}`,
       CFS_CONTROLLER_SOCKET: `${LOOPBACK}:${controllerPort}`,
       CFS_REDIS_SERVER: `${LOOPBACK}:${redis.port}`,
       CFS_REDIS_DB: '0',
@@ -90,7 +93,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     const keep = (chunk: Buffer) => void (output = (output + chunk.toString()).slice(-4_000));
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    const url = `http://${LOOPBACK}:${scanPort}`;
+    const url = scanSocket ? `unix:${scanSocket}` : `http://${LOOPBACK}:${scanPort}`;
     // The first start compiles the rules' regular expressions (about 10 s on 2 cores), cached in DBDIR after.
     await starting('rspamd', remedy, () => waitForPing(url, child, () => output));
     return {
@@ -112,6 +115,15 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     await redis.stop();
     throw error;
   }
+}
+
+/**
+ * The scanner's Unix socket, which costs each check less CPU than TCP in the worker and in rspamd
+ * (docs/benchmarks.md); undefined when its path is too long for a socket or holds a space (rspamd
+ * reads options after one), and the scanner listens on loopback TCP instead.
+ */
+function unixSocketFor(socketPath: string): string | undefined {
+  return Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES && !/\s/.test(socketPath) ? socketPath : undefined;
 }
 
 /**
@@ -158,7 +170,7 @@ async function waitForPing(url: string, child: ChildProcess, output: () => strin
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`rspamd exited (${child.exitCode ?? child.signalCode}):\n${output()}`);
-    const pong = await fetch(`${url}/ping`, { signal: AbortSignal.timeout(1_000) }).then((response) => response.ok, () => false);
+    const pong = await postOnce(new URL(url), '/ping', {}, Buffer.alloc(0), 1_000).then((answer) => answer.status === 200, () => false);
     if (pong) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

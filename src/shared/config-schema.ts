@@ -50,6 +50,24 @@ const url = (protocols: string[]) =>
     kind(`URL (${protocols.map((p) => `${p}//`).join(', ')})`),
   );
 
+/** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/** rspamd's address: an http(s) URL, or `unix:/absolute/path` for a Unix socket of this host. */
+const rspamdUrl = () =>
+  v.pipe(
+    v.string(),
+    v.trim(),
+    v.url('must be a URL'),
+    v.check((value) => !URL.canParse(value) || ['http:', 'https:', 'unix:'].includes(new URL(value).protocol), 'must start with http://, https:// or unix:/'),
+    v.check((value) => {
+      if (!URL.canParse(value)) return true;
+      const { protocol, host, pathname } = new URL(value);
+      return protocol !== 'unix:' || (host === '' && pathname.startsWith('/') && Buffer.byteLength(decodeURIComponent(pathname)) <= MAX_SOCKET_PATH_BYTES);
+    }, `unix: takes a socket's absolute path of at most ${MAX_SOCKET_PATH_BYTES} bytes (unix:/run/rspamd/normal.sock)`),
+    kind('URL (http://, https://, unix:/path)'),
+  );
+
 const text = <const D extends string | undefined = undefined>(fallback?: D) =>
   v.optional(v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), kind('text')), fallback as D);
 
@@ -335,11 +353,11 @@ const spam = {
     '`off`: no submission is checked for spam, and `npm start` starts no rspamd. `on`: each submission email is checked by the rspamd at `SPAM_FILTER_URL` before it is sent (unset URL: none is checked).',
   ),
   SPAM_FILTER_URL: about(
-    v.optional(url(['http:', 'https:'])),
-    "rspamd's scanner (its normal worker, port 11333 by default), which scores each email at `/checkv2`. `npm start` runs one when unset.",
+    v.optional(rspamdUrl()),
+    "rspamd's scanner (its normal worker, port 11333 by default), which scores each email at `/checkv2`. `unix:/path`: its Unix socket, which costs each check less than TCP (docs/spam.md). `npm start` runs one when unset.",
   ),
   SPAM_FILTER_CONTROLLER_URL: about(
-    v.optional(url(['http:', 'https:'])),
+    v.optional(rspamdUrl()),
     "rspamd's controller (port 11334 by default), which learns from the owners' marks. Needed with `SPAM_FILTER_URL`.",
   ),
   SPAM_FILTER_PASSWORD: about(

@@ -1,7 +1,7 @@
 // One HTTP/1.0 POST on a connection of its own, for rspamd. rspamd closes every connection after
 // its answer, so nothing is pooled, and its answers are small. Node's http client, fetch and
-// undici each cost a worker 0.4–0.7 ms of CPU per spam check; this costs 0.25–0.35 ms, and a check
-// is made for every email (8 and 50 checks in flight to this project's rspamd; docs/benchmarks.md).
+// undici each cost a worker 0.4–0.7 ms of CPU per spam check; this costs 0.25–0.35 ms over TCP and
+// less on a Unix socket, and a check is made for every email (docs/benchmarks.md).
 import net from 'node:net';
 import tls from 'node:tls';
 
@@ -11,14 +11,18 @@ export type OneShotAnswer = { status: number; body: string };
 const MAX_ANSWER_BYTES = 1024 * 1024;
 const HEAD_END = Buffer.from('\r\n\r\n');
 
-/** Rejects when the server is unreachable, slower than `timeoutMs` in all, answers too much or not HTTP. */
-export function postOnce(url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number): Promise<OneShotAnswer> {
+/**
+ * POSTs to `path` of `server`: an http(s) URL, or `unix:/absolute/path` for a server on a Unix
+ * socket of this host. Rejects when the server is unreachable, slower than `timeoutMs` in all,
+ * answers too much or not HTTP.
+ */
+export function postOnce(server: URL, path: string, headers: Record<string, string>, body: Buffer, timeoutMs: number): Promise<OneShotAnswer> {
   return new Promise((resolve, reject) => {
-    const head = requestHead(url, headers, body.length);
-    const secure = url.protocol === 'https:';
-    const port = Number(url.port) || (secure ? 443 : 80);
-    const host = url.hostname.replace(/^\[|\]$/g, '');
-    const socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+    const head =
+      server.protocol === 'unix:'
+        ? requestHead(path, 'localhost', headers, body.length)
+        : requestHead(pathAndQuery(new URL(path, server)), server.host, headers, body.length);
+    const socket = connect(server);
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
@@ -70,8 +74,23 @@ export function postOnce(url: URL, headers: Record<string, string>, body: Buffer
   });
 }
 
-function requestHead(url: URL, headers: Record<string, string>, contentLength: number): string {
-  const lines = [`POST ${url.pathname}${url.search} HTTP/1.0`, `Host: ${url.host}`];
+/** The socket path of a `unix:` URL: `unix:/run/rspamd.sock` and `unix:///run/rspamd.sock` alike. */
+function unixSocketPath(server: URL): string {
+  return decodeURIComponent(server.pathname);
+}
+
+function connect(server: URL): net.Socket {
+  if (server.protocol === 'unix:') return net.connect({ path: unixSocketPath(server) });
+  const secure = server.protocol === 'https:';
+  const port = Number(server.port) || (secure ? 443 : 80);
+  const host = server.hostname.replace(/^\[|\]$/g, '');
+  return secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+}
+
+const pathAndQuery = (url: URL) => `${url.pathname}${url.search}`;
+
+function requestHead(path: string, host: string, headers: Record<string, string>, contentLength: number): string {
+  const lines = [`POST ${path} HTTP/1.0`, `Host: ${host}`];
   for (const [name, value] of Object.entries({ ...headers, 'Content-Length': String(contentLength) })) {
     // A line break would start another header (or the body) of the caller's choosing.
     if (/[\r\n\0]/.test(name + value) || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new Error(`header ${JSON.stringify(name)} cannot be sent`);

@@ -50,13 +50,14 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
     'Deliver-To': sample.ownerMailbox,
     ...(settings.password ? { Password: settings.password } : {}),
   });
+  const [scanner, controller] = [new URL(settings.scanUrl), new URL(settings.controllerUrl)];
   return {
     async check(sample, timeoutMs) {
       // The service's profiles (rspamd/local.d/settings.conf): Bayes and the form rules, not the
       // SMTP-session rules; without the owner's own statistics while they are too few to count,
       // which saves rspamd a quarter of its work on the check of most owners.
       const profile = sample.ownerStatistics === false ? 'form-shared' : 'form';
-      const answer = await postOnce(new URL('/checkv2', settings.scanUrl), { ...headers(sample), 'Settings-ID': profile }, sampleMessage(sample), timeoutMs);
+      const answer = await postOnce(scanner, '/checkv2', { ...headers(sample), 'Settings-ID': profile }, sampleMessage(sample), timeoutMs);
       if (answer.status !== 200) throw new Error(`the spam filter answered ${answer.status}`);
       return readScan(JSON.parse(answer.body));
     },
@@ -64,8 +65,8 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
       // Learn-Type bulk: every mark is learned, also one the filter already puts in that class
       // (rspamd otherwise learns only its mistakes); with few marks each one counts (more spam
       // held and no more ham in scenario 9 of npm run bench).
-      const url = new URL(mark === 'spam' ? '/learnspam' : '/learnham', settings.controllerUrl);
-      const answer = await postOnce(url, { ...headers(sample), 'Learn-Type': 'bulk' }, sampleMessage(sample), timeoutMs);
+      const path = mark === 'spam' ? '/learnspam' : '/learnham';
+      const answer = await postOnce(controller, path, { ...headers(sample), 'Learn-Type': 'bulk' }, sampleMessage(sample), timeoutMs);
       if (answer.status === 200) return 'taught';
       const text = answer.body.slice(0, 300);
       // Nothing to learn: rspamd learned this very message before (an error naming that), or it

@@ -113,6 +113,7 @@ const accounts: Array<{ label: string; unprivileged: boolean }> = [
 ];
 
 describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unprivileged }) => {
+  const asRoot = AS_ROOT && !unprivileged;
   let account: Account | undefined;
   let base: string;
   let project: string;
@@ -247,9 +248,14 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     // A verdict is judged: the first check of a fresh rspamd on a busy machine may take longer than
     // the 500 ms after which the email would go out unchecked.
     const running = await npmStart({ ...env, SPAM_CHECK_TIMEOUT_MS: '10000' });
+    const runFiles = createHash('sha256').update(path.join(project, '.data', 'rspamd')).digest('hex').slice(0, 16);
     // Stopped whatever happens: a start left running would fail the tests after this one.
     try {
-      expect(running.banner['Spam filter']).toMatch(/^http:\/\/127\.0\.0\.1:\d+ \(rspamd; learning at http:\/\/127\.0\.0\.1:\d+\)$/);
+      // Its scanner on a Unix socket where the path can hold one: under /var/lib as root; otherwise in
+      // the project's data directory, whose path here has a space (rspamd would cut it there): TCP.
+      const [scanner, learning] = running.banner['Spam filter']!.split(' (rspamd; learning at ');
+      expect(scanner).toEqual(asRoot ? `unix:${path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'normal.sock')}` : expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/));
+      expect(learning).toMatch(/^http:\/\/127\.0\.0\.1:\d+\)$/);
       const api = `http://localhost:${port}`;
       const links = Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/`).join(' ');
       const spam = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: `Rankings! ${links}` });
@@ -262,7 +268,6 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
       await stopAndCheckNothingLeft(running);
     }
     // As root rspamd's run files live under /var/lib (its user cannot reach a 0700 home): gone with it.
-    const runFiles = createHash('sha256').update(path.join(project, '.data', 'rspamd')).digest('hex').slice(0, 16);
     expect(lstatSync(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles), { throwIfNoEntry: false })).toBeUndefined();
     // rspamd reads some paths only up to their first space: nothing is left where this one's cuts off.
     expect(lstatSync(base.slice(0, base.indexOf(' ')), { throwIfNoEntry: false })).toBeUndefined();

@@ -1,7 +1,9 @@
 // The spam filter's client against servers that misbehave on a loopback socket: every odd answer
 // is an error (the worker then sends the email unchecked), never a verdict, a hang or a crash.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RSPAMD_CONFIG_DIR } from '../../src/local/rspamd.ts';
 import { createSpamFilter, OWNER_MIN_LEARNS, type SpamSample } from '../../src/shared/spam-filter.ts';
@@ -64,6 +66,31 @@ describe('the spam filter client', () => {
     expect(received[0]).toContain('\r\nDeliver-To: owner@example.test\r\n');
     expect(received[0]).toContain('\r\nPassword: secret\r\n');
     expect(received[0]).toContain('What does the yearly plan cost?');
+  });
+
+  it("reaches a filter on a Unix socket (`unix:` and the socket's path) and reads its verdict", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfs-socket-'));
+    try {
+      const socketPath = path.join(dir, 'normal.sock');
+      const verdict = '{"score":2.5,"symbols":{"BAYES_HAM":{"score":-2.5}}}';
+      const received: string[] = [];
+      const server = net.createServer((socket) => {
+        const index = received.push('') - 1;
+        socket.on('data', (chunk) => (received[index] += chunk.toString('latin1')));
+        answering(`HTTP/1.0 200 OK\r\nContent-Length: ${verdict.length}\r\n\r\n${verdict}`)(socket);
+      });
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+      const scan = await filterAt(`unix:${socketPath}`).check(sample, 2_000);
+      expect(scan).toEqual({ score: 2.5, reasons: [] });
+      expect(received[0]).toMatch(/^POST \/checkv2 HTTP\/1\.0\r\nHost: localhost\r\n/);
+      expect(received[0]).toContain('What does the yearly plan cost?');
+      // Nothing listens there any more: an error (the email goes out unchecked), not a hang.
+      await new Promise((resolve) => servers.pop()!.close(resolve));
+      await expect(filterAt(`unix:${socketPath}`).check(sample, 2_000)).rejects.toThrow(/ENOENT|ECONNREFUSED/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("asks for the owner's own statistics only once they count, as rspamd's configuration says", async () => {
