@@ -1,7 +1,7 @@
 // A local rspamd (Debian's package) for `npm start` and the tests: the stock rules with the
 // project's configuration (../../rspamd: no network lookups, two Bayes classifiers), its scanner
-// and controller on free loopback ports, its statistics in a Redis of its own (apart from the
-// queues, which must never be evicted). As root it runs as the `_rspamd` user, with its working
+// on a Unix socket (or a free loopback port) and its controller on a free loopback port, its
+// statistics in a Redis of its own (apart from the queues, which must never be evicted). As root it runs as the `_rspamd` user, with its working
 // files under /var/lib/contact-form-service, which that user can reach wherever the project is.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -56,12 +56,28 @@ export function ensureRspamd(): string {
 export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdService> {
   const binary = ensureRspamd();
   const remedy = "read rspamd's output above; to use an rspamd of your own instead, set SPAM_FILTER_URL (and SPAM_FILTER_CONTROLLER_URL), or turn the filter off with SPAM_FILTER=off.";
-  const redis = await startRedis(options.dir ? { dir: path.join(options.dir, 'redis') } : {});
+  const asRoot = process.getuid?.() === 0;
+  const work = await starting('rspamd', remedy, () => workingDirectory(options.dir));
+  // Under /var/lib (as root) or in a temporary directory it is only this start's copy of the
+  // configuration and rspamd's run files: the statistics are in the Redis under the data directory.
+  const removeWork = async () => {
+    if (!options.dir || asRoot) await rm(work, { recursive: true, force: true });
+  };
+  // The workers reach the scanner, and rspamd its Redis, on Unix sockets in rspamd's run directory
+  // where their paths fit: a check then costs the worker, rspamd and its Redis less CPU than over
+  // TCP (docs/benchmarks.md).
+  const [scanSocket, redisSocket] = [unixSocketFor(path.join(work, 'run', 'normal.sock')), unixSocketFor(path.join(work, 'run', 'redis.sock'))];
+  let redis: Awaited<ReturnType<typeof startRedis>>;
   try {
-    const work = await starting('rspamd', remedy, () => workingDirectory(options.dir));
+    redis = await startRedis({ ...(options.dir ? { dir: path.join(options.dir, 'redis') } : {}), ...(redisSocket ? { unixSocket: redisSocket } : {}) });
+  } catch (error) {
+    await removeWork();
+    throw error;
+  }
+  try {
+    // Redis runs as root and makes its socket for its own user only: rspamd's user is let in.
+    if (redisSocket && asRoot) await starting('rspamd', remedy, async () => chownToRspamd(redisSocket));
     const [scanPort, controllerPort] = [await freePort(), await freePort()];
-    const scanSocket = unixSocketFor(path.join(work, 'run', 'normal.sock'));
-    const asRoot = process.getuid?.() === 0;
     // Loopback is trusted by rspamd's stock settings, but other users of this machine reach it too.
     const password = randomBytes(18).toString('base64url');
     const variables = {
@@ -71,7 +87,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       LOGDIR: path.join(work, 'log'),
       CFS_SCAN_SOCKET: scanSocket ? `${scanSocket} mode=0600` : `${LOOPBACK}:${scanPort}`,
       CFS_CONTROLLER_SOCKET: `${LOOPBACK}:${controllerPort}`,
-      CFS_REDIS_SERVER: `${LOOPBACK}:${redis.port}`,
+      CFS_REDIS_SERVER: redisSocket ?? `${LOOPBACK}:${redis.port}`,
       CFS_REDIS_DB: '0',
       CFS_CONTROLLER_PASSWORD: password,
       CFS_HS_CACHE_DIR: await compiledRulesDirectory(),
@@ -106,21 +122,19 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       stop: async () => {
         await stopChild(child, 'SIGTERM');
         await redis.stop();
-        // Under /var/lib (as root) it is only this start's copy of the configuration and rspamd's
-        // run files: the statistics are in the Redis under the data directory.
-        if (!options.dir || asRoot) await rm(work, { recursive: true, force: true });
+        await removeWork();
       },
     };
   } catch (error) {
     await redis.stop();
+    await removeWork();
     throw error;
   }
 }
 
 /**
- * The scanner's Unix socket, which costs each check less CPU than TCP in the worker and in rspamd
- * (docs/benchmarks.md); undefined when its path is too long for a socket or holds a space (rspamd
- * reads options after one), and the scanner listens on loopback TCP instead.
+ * A Unix socket's path, or undefined when it is too long for a socket or holds a space (rspamd
+ * reads options after one): then loopback TCP instead.
  */
 function unixSocketFor(socketPath: string): string | undefined {
   return Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES && !/\s/.test(socketPath) ? socketPath : undefined;
@@ -145,10 +159,7 @@ async function workingDirectory(dataDir: string | undefined): Promise<string> {
   await rm(path.join(base, 'conf'), { recursive: true, force: true });
   for (const dir of ['conf', 'db', 'run', 'log']) await mkdir(path.join(base, dir), { recursive: true });
   await cp(RSPAMD_CONFIG_DIR, path.join(base, 'conf'), { recursive: true });
-  if (asRoot) {
-    const owned = spawnSync('chown', ['-R', '_rspamd:_rspamd', base], { encoding: 'utf8' });
-    if (owned.status !== 0) throw new Error(spawnFailure('chown', owned));
-  }
+  if (asRoot) chownToRspamd(base, { recursive: true });
   return base;
 }
 
@@ -159,11 +170,14 @@ async function compiledRulesDirectory(): Promise<string> {
     ? path.join(ROOT_POSTGRES_HOME, 'rspamd', 'compiled-rules')
     : path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'contact-form-service', 'rspamd-rules');
   await mkdir(dir, { recursive: true });
-  if (asRoot) {
-    const owned = spawnSync('chown', ['_rspamd:_rspamd', dir], { encoding: 'utf8' });
-    if (owned.status !== 0) throw new Error(spawnFailure('chown', owned));
-  }
+  if (asRoot) chownToRspamd(dir);
   return dir;
+}
+
+/** Hands a path to rspamd's user: as root, rspamd runs as `_rspamd`. */
+function chownToRspamd(target: string, { recursive = false } = {}): void {
+  const owned = spawnSync('chown', [...(recursive ? ['-R'] : []), '_rspamd:_rspamd', target], { encoding: 'utf8' });
+  if (owned.status !== 0) throw new Error(spawnFailure('chown', owned));
 }
 
 async function waitForPing(url: string, child: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {

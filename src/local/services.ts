@@ -31,6 +31,8 @@ export type RedisOptions = {
   /** With a directory, Redis keeps an append-only file there (jobs survive a restart). */
   dir?: string;
   port?: number;
+  /** Also listens on this Unix socket, for its owner only. */
+  unixSocket?: string;
   extraArgs?: string[];
 };
 
@@ -44,7 +46,11 @@ export async function startRedis(options: RedisOptions = {}): Promise<LocalServi
   if (options.dir) await starting('Redis', remedy, () => mkdir(options.dir!, { recursive: true }));
   const child = spawnTracked('SIGTERM',
     binary,
-    ['--port', String(port), '--bind', LOOPBACK, '--maxmemory-policy', 'noeviction', ...persistence, ...(options.extraArgs ?? [])],
+    [
+      '--port', String(port), '--bind', LOOPBACK, '--maxmemory-policy', 'noeviction', ...persistence,
+      ...(options.unixSocket ? ['--unixsocket', options.unixSocket, '--unixsocketperm', '700'] : []),
+      ...(options.extraArgs ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   await starting('Redis', remedy, () => waitForOutput(child, /Ready to accept connections/, 'redis-server'));
