@@ -1,8 +1,10 @@
 // A local rspamd (Debian's package) for `npm start` and the tests: the stock rules with the
 // project's configuration (../../rspamd: no network lookups, two Bayes classifiers), its scanner
 // on a Unix socket (or a free loopback port) and its controller on a free loopback port, its
-// statistics in a Redis of its own (apart from the queues, which must never be evicted). As root it runs as the `_rspamd` user, with its working
-// files under /var/lib/contact-form-service, which that user can reach wherever the project is.
+// statistics in a Redis of its own (apart from the queues, which must never be evicted), reached
+// on a Unix socket too where the path fits. As root it runs as the `_rspamd` user, with its
+// working files under /var/lib/contact-form-service, which that user can reach wherever the
+// project is.
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -74,6 +76,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     await removeWork();
     throw error;
   }
+  let spawned: ChildProcess | undefined;
   try {
     // Redis runs as root and makes its socket for its own user only: rspamd's user is let in.
     if (redisSocket && asRoot) await starting('rspamd', remedy, async () => chownToRspamd(redisSocket));
@@ -105,6 +108,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       // rspamd forks its workers: they are stopped with it, as one process group.
       { stdio: ['ignore', 'pipe', 'pipe'], ownGroup: true },
     );
+    spawned = child;
     let output = '';
     const keep = (chunk: Buffer) => void (output = (output + chunk.toString()).slice(-4_000));
     child.stdout?.on('data', keep);
@@ -126,6 +130,8 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       },
     };
   } catch (error) {
+    // One that never answered its ping is stopped before its run files go.
+    if (spawned) await stopChild(spawned, 'SIGTERM');
     await redis.stop();
     await removeWork();
     throw error;
@@ -188,5 +194,5 @@ async function waitForPing(url: string, child: ChildProcess, output: () => strin
     if (pong) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new Error(`rspamd did not answer ${url}/ping within ${timeoutMs} ms:\n${output()}`);
+  throw new Error(`rspamd did not answer /ping at ${url} within ${timeoutMs} ms:\n${output()}`);
 }
