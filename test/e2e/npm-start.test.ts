@@ -256,6 +256,13 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
       const [scanner, learning] = running.banner['Spam filter']!.split(' (rspamd; learning at ');
       expect(scanner).toEqual(asRoot ? `unix:${path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'normal.sock')}` : expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/));
       expect(learning).toMatch(/^http:\/\/127\.0\.0\.1:\d+\)$/);
+      if (asRoot) {
+        // Its statistics Redis on a socket beside the scanner's, which only rspamd's user may use.
+        const redisSocket = await stat(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'redis.sock'));
+        expect(redisSocket.isSocket()).toBe(true);
+        expect(redisSocket.mode & 0o777).toBe(0o700);
+        expect(redisSocket.uid).toBe(Number(spawnSync('id', ['-u', '_rspamd'], { encoding: 'utf8' }).stdout.trim()));
+      }
       const api = `http://localhost:${port}`;
       const links = Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/`).join(' ');
       const spam = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: `Rankings! ${links}` });
