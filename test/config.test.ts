@@ -62,6 +62,7 @@ describe('loadConfig', () => {
     ['SPAM_FILTER_URL', 'unix:run/rspamd.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
     ['SPAM_FILTER_URL', 'unix://run/rspamd.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
     ['SPAM_FILTER_URL', `unix:/${'a'.repeat(107)}`, 'unix: takes a socket\'s absolute path of at most 107 bytes'],
+    ['SPAM_FILTER_URL', 'unix:/run/50%zz.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
   ])('names %s when it is %j', (name, value, reason) => {
     expect(() => loadConfig({ ...VALID, [name]: value })).toThrow(`${name}: ${reason}`);
   });

@@ -12,7 +12,7 @@ import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MAX_SOCKET_PATH_BYTES } from '../shared/config-schema.ts';
-import { postOnce } from '../shared/one-shot-http.ts';
+import { postOnce, unixSocketUrl } from '../shared/one-shot-http.ts';
 import { ROOT_POSTGRES_HOME } from './postgres.ts';
 import { freePort, LOOPBACK, ServiceStartError, spawnTracked, starting, stopChild, type LocalService } from './processes.ts';
 import { startRedis } from './services.ts';
@@ -113,7 +113,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     const keep = (chunk: Buffer) => void (output = (output + chunk.toString()).slice(-4_000));
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    const url = scanSocket ? `unix:${scanSocket}` : `http://${LOOPBACK}:${scanPort}`;
+    const url = scanSocket ? unixSocketUrl(scanSocket) : `http://${LOOPBACK}:${scanPort}`;
     // The first start compiles the rules' regular expressions (about 10 s on 2 cores), cached in DBDIR after.
     await starting('rspamd', remedy, () => waitForPing(url, child, () => output));
     return {

@@ -53,6 +53,15 @@ const url = (protocols: string[]) =>
 /** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
 
+/** A percent-encoded text decoded; undefined when an escape is malformed (`%zz`). */
+function decodedOrUndefined(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** rspamd's address: an http(s) URL, or `unix:/absolute/path` for a Unix socket of this host. */
 const rspamdUrl = () =>
   v.pipe(
@@ -63,7 +72,9 @@ const rspamdUrl = () =>
     v.check((value) => {
       if (!URL.canParse(value)) return true;
       const { protocol, host, pathname } = new URL(value);
-      return protocol !== 'unix:' || (host === '' && pathname.startsWith('/') && Buffer.byteLength(decodeURIComponent(pathname)) <= MAX_SOCKET_PATH_BYTES);
+      if (protocol !== 'unix:') return true;
+      const socketPath = decodedOrUndefined(pathname);
+      return host === '' && socketPath !== undefined && socketPath.startsWith('/') && Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES;
     }, `unix: takes a socket's absolute path of at most ${MAX_SOCKET_PATH_BYTES} bytes (unix:/run/rspamd/normal.sock)`),
     kind('URL (http://, https://, unix:/path)'),
   );

@@ -79,6 +79,11 @@ function unixSocketPath(server: URL): string {
   return decodeURIComponent(server.pathname);
 }
 
+/** The `unix:` URL of a socket's path, each part escaped, so that a `%`, `?` or `#` in it stays part of the path. */
+export function unixSocketUrl(socketPath: string): string {
+  return `unix:${socketPath.split('/').map(encodeURIComponent).join('/')}`;
+}
+
 function connect(server: URL): net.Socket {
   if (server.protocol === 'unix:') return net.connect({ path: unixSocketPath(server) });
   const secure = server.protocol === 'https:';

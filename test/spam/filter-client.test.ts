@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RSPAMD_CONFIG_DIR } from '../../src/local/rspamd.ts';
+import { unixSocketUrl } from '../../src/shared/one-shot-http.ts';
 import { createSpamFilter, OWNER_MIN_LEARNS, type SpamSample } from '../../src/shared/spam-filter.ts';
 import { defaultSubject } from '../../src/shared/submissions.ts';
 
@@ -88,6 +89,19 @@ describe('the spam filter client', () => {
       // Nothing listens there any more: an error (the email goes out unchecked), not a hang.
       await new Promise((resolve) => servers.pop()!.close(resolve));
       await expect(filterAt(`unix:${socketPath}`).check(sample, 2_000)).rejects.toThrow(/ENOENT|ECONNREFUSED/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reaches a socket whose path holds a %, a ? or a #, as npm start names it', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cfs-100%zz?#-'));
+    try {
+      const socketPath = path.join(dir, 'normal.sock');
+      const server = net.createServer(answering('HTTP/1.0 200 OK\r\n\r\n{"score":1.5}'));
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+      expect(await filterAt(unixSocketUrl(socketPath)).check(sample, 2_000)).toEqual({ score: 1.5, reasons: [] });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
