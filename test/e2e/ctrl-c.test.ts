@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
 import { eventually, postJson } from '../support/harness.ts';
-import { descendants, isAlive } from '../support/processes.ts';
+import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout } from '../support/processes.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -70,7 +70,7 @@ async function npmStart(): Promise<Running> {
   await eventually(async () => {
     if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
     return output.includes('Press Ctrl+C to stop.') ? true : undefined;
-  }, 90_000, 'the npm start banner');
+  }, NPM_START_BANNER_WAIT_MS, 'the npm start banner');
   running.databaseUrl = /^ {2}PostgreSQL\s+(\S+)$/m.exec(output)![1]!;
   running.pids = descendants(child.pid!);
   return running;
@@ -122,7 +122,7 @@ describe('Ctrl+C on npm start', () => {
     ctrlC(running);
     const stoppedInMs = await allGone(running, t0, 30_000);
     expect(stoppedInMs).toBeLessThan(IDLE_STOP_LIMIT_MS);
-  });
+  }, npmStartTestTimeout(1));
 
   it(`stops within ${IDLE_STOP_LIMIT_MS / 1000} s also when Redis went away first`, async () => {
     const running = await npmStart();
@@ -135,7 +135,7 @@ describe('Ctrl+C on npm start', () => {
     const t0 = Date.now();
     ctrlC(running);
     expect(await allGone(running, t0, 60_000)).toBeLessThan(IDLE_STOP_LIMIT_MS);
-  });
+  }, npmStartTestTimeout(1));
 
   it('lets the worker finish a job in flight, saying so in one line, before the services stop', async () => {
     const running = await npmStart();
@@ -158,7 +158,7 @@ describe('Ctrl+C on npm start', () => {
     } finally {
       sink.delay(0);
     }
-  });
+  }, npmStartTestTimeout(2));
 
   it('stops at once on a second Ctrl+C; the row cut short is delivered after the next start', async () => {
     const running = await npmStart();
@@ -180,5 +180,5 @@ describe('Ctrl+C on npm start', () => {
     await eventually(async () => ((await statusOf(again.databaseUrl, id)) === 'sent' ? true : undefined), 30_000, 'the recovered row to be sent');
     ctrlC(again);
     await allGone(again, Date.now(), 30_000);
-  });
+  }, npmStartTestTimeout(2));
 });

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, ROOT_POSTGRES_HOME } from '../../src/local/services.ts';
 import { eventually, postJson } from '../support/harness.ts';
-import { descendants, isAlive } from '../support/processes.ts';
+import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout } from '../support/processes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const AS_ROOT = process.getuid?.() === 0;
@@ -156,7 +156,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     await eventually(async () => {
       if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
       return output.includes('Press Ctrl+C to stop.') ? true : undefined;
-    }, 90_000, `npm start banner:\n${output}`);
+    }, NPM_START_BANNER_WAIT_MS, `npm start banner:\n${output}`);
     startedPids.push(...descendants(child.pid!));
     const banner = Object.fromEntries(
       [...output.matchAll(/^ {2}(API|Mail UI|Bounces|Spam filter|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
@@ -217,7 +217,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     expect(mail.text).toContain('Hi from npm start');
 
     await stopAndCheckNothingLeft(running);
-  });
+  }, npmStartTestTimeout(1));
 
   it('finds the earlier data after a restart', async () => {
     const running = await npmStart();
@@ -229,7 +229,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     const again = await postJson(`http://localhost:${port}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'after restart' });
     expect(again.status).toBe(200);
     await stopAndCheckNothingLeft(running);
-  });
+  }, npmStartTestTimeout(1));
 
   it('runs the bounce receiver when BOUNCE_DOMAIN is set: a sample bounce turns a message `bounced`', async () => {
     const bouncePort = await freePort();
@@ -242,7 +242,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     const [row] = await query<{ email_status: string; bounce_status: string }>(running.banner.PostgreSQL!, 'select email_status, bounce_status from submissions where id = $1', [submissionId]);
     expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
     await stopAndCheckNothingLeft(running);
-  });
+  }, npmStartTestTimeout(1));
 
   it('runs rspamd unless told not to: a link farm is held as spam, a plain message is sent', async () => {
     // A verdict is judged: the first check of a fresh rspamd on a busy machine may take longer than
@@ -282,7 +282,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     const off = await npmStart({ ...env, SPAM_FILTER: 'off' });
     expect(off.banner['Spam filter']).toBeUndefined();
     await stopAndCheckNothingLeft(off);
-  });
+  }, npmStartTestTimeout(2));
 
   // Only root may install packages: anyone else is told the package and the command.
   if (unprivileged || !AS_ROOT) {

@@ -34,3 +34,13 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * How long a test waits for `npm start` to print its banner. A first start on a fresh machine or
+ * account runs initdb and has rspamd compile its rules, which takes far longer while the machine is
+ * busy with other tests.
+ */
+export const NPM_START_BANNER_WAIT_MS = 90_000;
+
+/** A test's time limit: the banner wait of each start it makes, and a minute for the rest. */
+export const npmStartTestTimeout = (starts: number) => starts * NPM_START_BANNER_WAIT_MS + 60_000;
