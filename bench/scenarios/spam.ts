@@ -6,17 +6,28 @@
 //     the owner who taught (their own statistics and everyone's) and by another owner's new key
 //     (everyone's only), at the normal and the strict level;
 //   - then delivery with 1 worker and the filter on, against the same worker with it off: for the
-//     usual owner (who taught nothing), then for an owner with 200 + 200 marks of their own.
+//     usual owner (who taught nothing), then for an owner with 200 + 200 marks of their own;
+//   - and the time an email waits for its check in the worker: with emails arriving at half the
+//     worker's rate with the filter on, and at full speed.
 import { startRspamd } from '../../src/local/rspamd.ts';
 import { createSpamFilter, type SpamFilterSettings } from '../../src/shared/spam-filter.ts';
-import { type Ctx } from '../support/context.ts';
+import { resetState, type Ctx } from '../support/context.ts';
 import type { CpuProbe } from '../support/cpu.ts';
-import { mailLoop, serviceDrain, type Drain } from '../support/drains.ts';
+import { mailLoop, seedBacklog, serviceDrain, type Drain } from '../support/drains.ts';
 import { percentile } from '../support/load.ts';
-import { childPids, track } from '../support/proc.ts';
+import { addHistograms, freePort, histogramSince, quantileMs, scrapeHistogram, type Histogram } from '../support/sent-window.ts';
+import { childPids, sleep, track } from '../support/proc.ts';
+import { spawnWorker, stopReporting } from '../support/processes.ts';
 import { CHECKS_IN_FLIGHT, formSample, inFixedOrder, readSmsCollection, scoresFor, SPAM_LEVELS } from '../support/spam-samples.ts';
 
 const TEACH_STAGES = [0, 50, 100, 200];
+/** The worker's histogram of the time an email waits for its spam check (src/shared/metrics.ts). */
+const CHECK_TIME_METRIC = 'cfs_spam_check_seconds';
+/** A drain with the filter on: with what the worker's check-time histogram counted after the warm-up. */
+type CheckedDrain = Drain & { observed?: Histogram };
+/** The share of the filter-on rate at which emails arrive when the check's time is measured below the worker's limit. */
+const PACED_SHARE = 0.5;
+const PACE_TICK_MS = 50;
 const HAM_TESTED = 2_000;
 const TEACHER = 'teacher@example.test';
 const NEWCOMER = 'newcomer@example.test';
@@ -52,27 +63,41 @@ export async function spamFilter(ctx: Ctx): Promise<void> {
 async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes: CpuProbe[], ownMarks: number, teachOwner: () => Promise<void>): Promise<void> {
   const { S, rows, notes, log } = ctx;
   const scenario = `9 Spam filter: delivery, 1 worker (${S.backlog.toLocaleString('en-US')} emails)`;
-  const sides = { off: [] as Drain[], on: [] as Drain[], taught: [] as Drain[] };
+  const sides = { off: [] as Drain[], on: [] as CheckedDrain[], taught: [] as CheckedDrain[] };
   const verdicts = new Map<string, number>();
+  const countVerdicts = async () => {
+    const { rows: counted } = await ctx.sql.query<{ verdict: string | null; n: string }>('select spam_verdict as verdict, count(*) as n from submissions group by 1');
+    for (const row of counted) verdicts.set(String(row.verdict), (verdicts.get(String(row.verdict)) ?? 0) + Number(row.n));
+  };
+  const rate = (drains: Drain[]) => drains.reduce((sum, drain) => sum + drain.count / drain.seconds, 0) / drains.length;
+  const paced: { on?: Histogram | undefined; taught?: Histogram | undefined } = {};
   for (const side of ['off', 'on', 'on', 'off', 'taught', 'taught', 'off'] as const) {
     if (side === 'taught' && !sides.taught.length) await teachOwner();
     const title = `9 filter ${side === 'taught' ? "on, the owner's own marks" : side}`;
     const drain =
       side === 'off'
         ? await serviceDrain(ctx, title, 1, S.backlog, { warmup: S.deliveryWarmup })
-        : await serviceDrain(ctx, title, 1, S.backlog, { warmup: S.deliveryWarmup, extraEnv: env, extraProbes: rspamdProbes });
+        : await serviceDrain(ctx, title, 1, S.backlog, { warmup: S.deliveryWarmup, extraEnv: env, extraProbes: rspamdProbes, histogram: CHECK_TIME_METRIC });
     if (!drain.drained) notes.push(`spam filter delivery, ${title}: only ${drain.count} of ${S.backlog} emails within ${S.drainCapMs / 1000} s`);
     sides[side].push(drain);
-    if (side !== 'off') {
-      const { rows: counted } = await ctx.sql.query<{ verdict: string | null; n: string }>('select spam_verdict as verdict, count(*) as n from submissions group by 1');
-      for (const row of counted) verdicts.set(String(row.verdict), (verdicts.get(String(row.verdict)) ?? 0) + Number(row.n));
+    if (side !== 'off') await countVerdicts();
+    // Once both drains of a side ran: the same emails arriving at half that rate.
+    if (side !== 'off' && sides[side].length === 2) {
+      paced[side] = await pacedCheckTime(ctx, env, PACED_SHARE * rate(sides[side]));
+      await countVerdicts();
     }
   }
   const unchecked = verdicts.get('unchecked') ?? 0;
   if (unchecked) notes.push(`spam filter delivery: ${unchecked} of the emails went out unchecked (the check failed or took over SPAM_CHECK_TIMEOUT_MS)`);
   log(`spam filter verdicts: ${[...verdicts].map(([verdict, n]) => `${verdict} ${n}`).join(', ')}`);
-  const rate = (drains: Drain[]) => drains.reduce((sum, drain) => sum + drain.count / drain.seconds, 0) / drains.length;
   const cpu = (drains: Drain[]) => drains.reduce((sum, drain) => sum + drain.cpuPerEmail, 0) / drains.length;
+  // The time each email waited for its check inside the worker, from the worker's own histogram.
+  const checkTime = (drains: CheckedDrain[], q: number) => {
+    const observed = drains.flatMap((drain) => (drain.observed?.count ? [drain.observed] : []));
+    return observed.length ? quantileMs(observed.reduce(addHistograms), q) : Number.NaN;
+  };
+  const pacedTime = (histogram: Histogram | undefined, q: number) => (histogram?.count ? quantileMs(histogram, q) : Number.NaN);
+  const halfRate = `emails arriving at ${Math.round(PACED_SHARE * 100)} % of its rate`;
   const each = (drains: Drain[]) => drains.map((drain) => (drain.count / drain.seconds).toFixed(0)).join(' and ');
   const [offAroundOn, offAroundTaught] = [sides.off.slice(0, 2), sides.off.slice(1, 3)];
   log(`spam filter delivery: on ${each(sides.on)} vs off ${each(offAroundOn)} emails/s; the owner's own marks: on ${each(sides.taught)} vs off ${each(offAroundTaught)}`);
@@ -83,7 +108,53 @@ async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes:
     { scenario, metric: 'CPU ms per email (+ pg, redis, rspamd and its redis)', service: cpu(sides.on), baseline: cpu(offAroundOn), unit: 'ms' },
     { scenario, metric: `emails/s, filter on vs off, an owner with ${ownMarks} + ${ownMarks} marks of their own`, service: rate(sides.taught), baseline: rate(offAroundTaught), unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
     { scenario, metric: `CPU ms per email, an owner with ${ownMarks} + ${ownMarks} marks of their own`, service: cpu(sides.taught), baseline: cpu(offAroundTaught), unit: 'ms' },
+    { scenario, metric: `check time in the worker, ${halfRate}: p50`, service: pacedTime(paced.on, 0.5), baseline: Number.NaN, unit: 'ms' },
+    { scenario, metric: `check time in the worker, ${halfRate}: p99`, service: pacedTime(paced.on, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
+    { scenario, metric: `check time in the worker, ${halfRate}, an owner with ${ownMarks} + ${ownMarks} marks of their own: p99`, service: pacedTime(paced.taught, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
+    { scenario, metric: 'check time in the worker at full speed (the drains above): p50', service: checkTime(sides.on, 0.5), baseline: Number.NaN, unit: 'ms' },
+    { scenario, metric: 'check time in the worker at full speed: p99', service: checkTime(sides.on, 0.99), baseline: Number.NaN, unit: 'ms' },
+    { scenario, metric: `check time in the worker at full speed, an owner with ${ownMarks} + ${ownMarks} marks of their own: p99`, service: checkTime(sides.taught, 0.99), baseline: Number.NaN, unit: 'ms' },
   );
+}
+
+/**
+ * The time an email waits for its check when its worker is not at its limit, as in most hours of an
+ * installation: after a warm-up at full speed, the emails arrive at `rate` a second, a batch every
+ * PACE_TICK_MS, and the worker's histogram counts their checks. At full speed (the drains) a check
+ * also waits for the worker's own main thread, busy with the other jobs, and behind the checks of
+ * the jobs claimed with it.
+ */
+async function pacedCheckTime(ctx: Ctx, env: Record<string, string>, rate: number): Promise<Histogram | undefined> {
+  const { S } = ctx;
+  const count = Math.round(rate * (ctx.quick ? 5 : 15));
+  await resetState(ctx);
+  await ctx.queue.pause();
+  await seedBacklog(ctx, S.deliveryWarmup);
+  const port = await freePort();
+  const metrics = [`http://127.0.0.1:${port}/metrics`];
+  const worker = await spawnWorker(ctx, 1, { METRICS_PORT: String(port), ...env });
+  try {
+    ctx.sink.reset();
+    const deadline = Date.now() + S.drainCapMs;
+    await ctx.queue.resume();
+    await ctx.sink.waitFor(S.deliveryWarmup, deadline);
+    const before = await scrapeHistogram(metrics, ctx.adminToken, CHECK_TIME_METRIC);
+    const started = Date.now();
+    // Each email saved and queued as it arrives, as the API does: a row saved long before its job
+    // would be taken up by the reconciler.
+    for (let tick = 1, arrived = 0; arrived < count; tick += 1) {
+      const due = Math.min(count, Math.round(((tick * PACE_TICK_MS) / 1000) * rate));
+      if (due > arrived) await seedBacklog(ctx, due - arrived);
+      arrived = due;
+      await sleep(Math.max(0, started + tick * PACE_TICK_MS - Date.now()));
+    }
+    if (!(await ctx.sink.waitFor(S.deliveryWarmup + count, deadline))) ctx.notes.push(`spam filter, paced delivery: not all ${count} emails arrived within ${S.drainCapMs / 1000} s`);
+    // Let the last checks be counted.
+    await sleep(300);
+    return histogramSince(await scrapeHistogram(metrics, ctx.adminToken, CHECK_TIME_METRIC), before);
+  } finally {
+    await stopReporting(ctx, worker, 'spam filter, paced delivery');
+  }
 }
 
 /**

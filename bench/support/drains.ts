@@ -7,7 +7,7 @@ import { cpuProbes, cpuSnapshot, probe, recordCpu, roundTrips, type CpuProbe } f
 import { now } from './load.ts';
 import { busyShare, machineCpu, peakRssBytes, resetPeakRss, rssBytes, sampleRss, sleep, spawnNode, waitForMessage, type Child } from './proc.ts';
 import { flagsFor, spawnWorker, stopReporting } from './processes.ts';
-import { freePort, histogramSince, quantileMs, scrapeSentWindow } from './sent-window.ts';
+import { freePort, histogramSince, quantileMs, scrapeHistogram, SENT_WINDOW_METRIC, type Histogram } from './sent-window.ts';
 import type { Sink } from './sink.ts';
 
 export async function seedBacklog(ctx: Ctx, count: number, attachmentKey?: { key: string; size: number }): Promise<string[]> {
@@ -151,8 +151,15 @@ export async function serviceDrain(
     attachment,
     extraEnv = {},
     extraProbes = [],
-  }: DrainOptions & { attachment?: { key: string; size: number }; extraEnv?: Record<string, string>; extraProbes?: CpuProbe[] } = {},
-): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow; coldCpuPerEmail?: number }> {
+    histogram,
+  }: DrainOptions & {
+    attachment?: { key: string; size: number };
+    extraEnv?: Record<string, string>;
+    extraProbes?: CpuProbe[];
+    /** A histogram of the workers' metrics to read as well, counted after the warm-up (`observed`). */
+    histogram?: string;
+  } = {},
+): Promise<Drain & { peakRss: number; idleRss: number; window?: SentWindow; coldCpuPerEmail?: number; observed?: Histogram }> {
   await resetState(ctx);
   await ctx.queue.pause();
   await seedBacklog(ctx, warmup + count, attachment);
@@ -168,8 +175,9 @@ export async function serviceDrain(
     const idleRss = Math.max(0, ...children.map((child) => rssBytes(child.pid)));
     const samplers = watchRss ? children.map((child) => (resetPeakRss(child.pid), sampleRss(child.pid))) : [];
     ctx.sink.reset();
-    const scrape = () => scrapeSentWindow(metricsUrls, ctx.adminToken).catch(() => undefined);
-    let windowBefore: Awaited<ReturnType<typeof scrape>>;
+    const scrape = (metric: string) => scrapeHistogram(metricsUrls, ctx.adminToken, metric).catch(() => undefined);
+    let windowBefore: Histogram | undefined;
+    let observedBefore: Histogram | undefined;
     const drain = await measureDrain(
       ctx,
       title,
@@ -178,7 +186,8 @@ export async function serviceDrain(
       count,
       () => ctx.queue.resume(),
       async () => {
-        windowBefore = await scrape();
+        windowBefore = await scrape(SENT_WINDOW_METRIC);
+        if (histogram) observedBefore = await scrape(histogram);
       },
     );
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
@@ -195,15 +204,16 @@ export async function serviceDrain(
     };
     // Let the last rows be marked sent before checking them.
     await sleep(300);
-    const scraped = await scrape();
     // After a warm-up, only what the workers counted since its end: without that first scrape, no figure.
-    const histogram = warmup === 0 ? scraped : scraped && windowBefore && histogramSince(scraped, windowBefore);
-    const window = histogram?.count
-      ? { p50: quantileMs(histogram, 0.5), p99: quantileMs(histogram, 0.99), share: histogram.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
+    const since = (after: Histogram | undefined, before: Histogram | undefined) => (warmup === 0 ? after : after && before && histogramSince(after, before));
+    const sentWindow = since(await scrape(SENT_WINDOW_METRIC), windowBefore);
+    const observed = histogram ? since(await scrape(histogram), observedBefore) : undefined;
+    const window = sentWindow?.count
+      ? { p50: quantileMs(sentWindow, 0.5), p99: quantileMs(sentWindow, 0.99), share: sentWindow.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
       : undefined;
     const { rows: sent } = await ctx.sql.query<{ n: string }>(`select count(*) as n from submissions where email_status = 'sent'`);
     if (Number(sent[0]!.n) < warmup + result.count) ctx.notes.push(`delivery ${workers}w: ${warmup + result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
-    return { ...result, window };
+    return { ...result, window, ...(observed ? { observed } : {}) };
   } finally {
     for (const child of children) await stopReporting(ctx, child, title);
   }

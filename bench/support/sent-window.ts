@@ -1,5 +1,5 @@
-// The duplicate window of a worker: from the SMTP server's 250 to `sent` committed, read from the
-// workers' `cfs_delivery_sent_record_seconds` histograms (their METRICS_PORT) after a drain.
+// The workers' histograms (their METRICS_PORT), scraped around a drain: above all the duplicate
+// window, from the SMTP server's 250 to `sent` committed (`cfs_delivery_sent_record_seconds`).
 import { createServer } from 'node:net';
 
 export async function freePort(): Promise<number> {
@@ -12,21 +12,21 @@ export async function freePort(): Promise<number> {
 
 export type Histogram = { buckets: Array<[le: number, count: number]>; sum: number; count: number };
 
-const METRIC = 'cfs_delivery_sent_record_seconds';
+export const SENT_WINDOW_METRIC = 'cfs_delivery_sent_record_seconds';
 
-/** Scrapes and adds up the histograms of every worker (their metrics need the operator token). */
-export async function scrapeSentWindow(urls: string[], adminToken: string): Promise<Histogram> {
+/** Scrapes and adds up one histogram of every worker (their metrics need the operator token). */
+export async function scrapeHistogram(urls: string[], adminToken: string, metric: string): Promise<Histogram> {
   const byLe = new Map<number, number>();
   let sum = 0;
   let count = 0;
   for (const url of urls) {
     const text = await (await fetch(url, { headers: { authorization: `Bearer ${adminToken}` } })).text();
-    for (const match of text.matchAll(new RegExp(`^${METRIC}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))) {
+    for (const match of text.matchAll(new RegExp(`^${metric}_bucket\\{le="([^"]+)"\\} (\\S+)$`, 'gm'))) {
       const le = match[1] === '+Inf' ? Infinity : Number(match[1]);
       byLe.set(le, (byLe.get(le) ?? 0) + Number(match[2]));
     }
-    sum += Number(new RegExp(`^${METRIC}_sum (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-    count += Number(new RegExp(`^${METRIC}_count (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    sum += Number(new RegExp(`^${metric}_sum (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    count += Number(new RegExp(`^${metric}_count (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   }
   return { buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]), sum, count };
 }
@@ -38,6 +38,16 @@ export function histogramSince(after: Histogram, before: Histogram): Histogram {
     buckets: after.buckets.map(([le, count]) => [le, count - (earlier.get(le) ?? 0)]),
     sum: after.sum - before.sum,
     count: after.count - before.count,
+  };
+}
+
+/** Two scrapes' counts added up (histograms of the same buckets, from different drains). */
+export function addHistograms(first: Histogram, second: Histogram): Histogram {
+  const counts = new Map(second.buckets);
+  return {
+    buckets: first.buckets.map(([le, count]) => [le, count + (counts.get(le) ?? 0)]),
+    sum: first.sum + second.sum,
+    count: first.count + second.count,
   };
 }
 
