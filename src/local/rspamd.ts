@@ -25,6 +25,11 @@ const STOCK_CONFIG = '/etc/rspamd/rspamd.conf';
 export type RspamdOptions = {
   /** Where its Redis keeps the statistics (kept across restarts); unset: a throwaway Redis. */
   dir?: string;
+  /**
+   * The controller on a Unix socket (mode 0600) beside the scanner's, where its path fits one,
+   * instead of loopback TCP. rspamd lets every client of that socket learn without the password.
+   */
+  controllerOnSocket?: boolean;
 };
 
 export type RspamdService = LocalService & {
@@ -69,6 +74,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
   // where their paths fit: a check then costs the worker, rspamd and its Redis less CPU than over
   // TCP (docs/benchmarks.md).
   const [scanSocket, redisSocket] = [unixSocketFor(path.join(work, 'run', 'normal.sock')), unixSocketFor(path.join(work, 'run', 'redis.sock'))];
+  const controllerSocket = options.controllerOnSocket ? unixSocketFor(path.join(work, 'run', 'controller.sock')) : undefined;
   let redis: Awaited<ReturnType<typeof startRedis>>;
   try {
     redis = await startRedis({ ...(options.dir ? { dir: path.join(options.dir, 'redis') } : {}), ...(redisSocket ? { unixSocket: redisSocket } : {}) });
@@ -89,7 +95,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       RUNDIR: path.join(work, 'run'),
       LOGDIR: path.join(work, 'log'),
       CFS_SCAN_SOCKET: scanSocket ? `${scanSocket} mode=0600` : `${LOOPBACK}:${scanPort}`,
-      CFS_CONTROLLER_SOCKET: `${LOOPBACK}:${controllerPort}`,
+      CFS_CONTROLLER_SOCKET: controllerSocket ? `${controllerSocket} mode=0600` : `${LOOPBACK}:${controllerPort}`,
       CFS_REDIS_SERVER: redisSocket ?? `${LOOPBACK}:${redis.port}`,
       CFS_REDIS_DB: '0',
       CFS_CONTROLLER_PASSWORD: password,
@@ -119,7 +125,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     return {
       name: 'rspamd',
       url,
-      controllerUrl: `http://${LOOPBACK}:${controllerPort}`,
+      controllerUrl: controllerSocket ? unixSocketUrl(controllerSocket) : `http://${LOOPBACK}:${controllerPort}`,
       password,
       child,
       statisticsRedis: redis.child,

@@ -2,14 +2,14 @@
 // changes another's verdicts), with the project's configuration. The global setup finds or
 // installs rspamd; the compiled rules are shared, so an instance starts in about a second.
 import { expect, inject } from 'vitest';
-import { startRspamd, type RspamdService } from '../../src/local/rspamd.ts';
+import { startRspamd, type RspamdOptions, type RspamdService } from '../../src/local/rspamd.ts';
 import { adminRequest, submitJson } from './client.ts';
 import { eventually, type Harness, type TestKey } from './harness.ts';
 
-export async function startSpamFilter(): Promise<RspamdService> {
+export async function startSpamFilter(options: RspamdOptions = {}): Promise<RspamdService> {
   const found = inject('testTools').rspamd!;
   if (found.problem !== undefined) throw new Error(found.problem);
-  return startRspamd();
+  return startRspamd(options);
 }
 
 /**
