@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
-import { RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { reconcile, RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
 
 let h: Harness;
 let keyId: string;
@@ -72,6 +73,35 @@ describe('reconciler', () => {
       const wanted = new Set(all.map((id) => `<submission-${id}@example.test>`));
       expect(h.sink.messages.filter((mail) => wanted.has(mail.parsed.messageId ?? '')).length).toBe(all.length);
     } finally {
+      await queue.resume();
+    }
+  });
+
+  it("enqueues again only the rows whose job is gone: a job waiting or delayed is left as it is", async () => {
+    const { orm, queue, webhookQueue } = h.api.deps;
+    // Saved an hour ahead, so that the workers' own reconciler leaves them to this run.
+    const rows = await h.sql<{ id: string }>(
+      `insert into submissions (id, key_id, email, message, subject, email_status, created_at)
+       select gen_random_uuid(), $1, 'a@example.org', 'fate ' || n, 'Fate', 'queued', now() + interval '1 hour' from generate_series(1, 3) as n
+       returning id`,
+      [keyId],
+    );
+    const [waiting, delayed, gone] = rows.map((row) => row.id);
+    await queue.pause();
+    try {
+      const jobs = [
+        await queue.add('submission', { submissionId: waiting! }, { jobId: waiting! }),
+        await queue.add('submission', { submissionId: delayed! }, { jobId: delayed!, delay: 600_000 }),
+      ];
+      const enqueued = await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), { staleAfterMs: -7_200_000, claimLeaseMs: 60_000 });
+      expect(enqueued).toBe(1);
+      expect(await queue.getJobState(gone!)).toBe('waiting');
+      expect((await queue.getJob(waiting!))?.timestamp).toBe(jobs[0]!.timestamp);
+      expect(await queue.getJobState(delayed!)).toBe('delayed');
+      expect((await queue.getJob(delayed!))?.timestamp).toBe(jobs[1]!.timestamp);
+    } finally {
+      await h.sql('delete from submissions where id = any($1)', [[waiting, delayed, gone]]);
+      await Promise.all([waiting, delayed, gone].map((id) => queue.remove(id!)));
       await queue.resume();
     }
   });
