@@ -302,11 +302,13 @@ export async function findAwaitingJob(
     status === IN_FLIGHT
       ? { sql: 'claimed_at < now() - make_interval(secs => ?)', age: ages.claimLeaseMs }
       : { sql: 'created_at < now() - make_interval(secs => ?)', age: ages.staleAfterMs };
+  // Ordered by the column, not by the text of the same name selected: that order would take every
+  // remaining row and sort it, for each page (a run over a backlog grew with its square).
   return em.execute<AwaitingRow[]>(
     `select id, created_at::text as created_at from ${tableOf(kind)}
       where email_status = ? ${OPEN_ROWS[kind]} and ${condition.sql}
         ${after ? 'and (created_at, id) > (cast(? as timestamptz), cast(? as uuid))' : ''}
-      order by created_at, id limit ${limit}`,
+      order by ${tableOf(kind)}.created_at, id limit ${limit}`,
     after ? [status, condition.age / 1000, after.created_at, after.id] : [status, condition.age / 1000],
   );
 }
