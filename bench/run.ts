@@ -4,7 +4,7 @@
 //   npm run bench                 the full run (about 15 minutes; ends by itself within 19)
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
 //   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
-//                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter)
+//                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter, 10 the reconciler behind a backlog)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
@@ -22,6 +22,7 @@ import { growth } from './scenarios/growth.ts';
 import { intakeJson, intakeMultipart } from './scenarios/intake.ts';
 import { killMidBacklog } from './scenarios/kill-mid-backlog.ts';
 import { memory } from './scenarios/memory.ts';
+import { reconcileBacklog } from './scenarios/reconcile.ts';
 import { spamFilter } from './scenarios/spam.ts';
 import { machineLine, startServices, type Ctx, type Run, type Settings } from './support/context.ts';
 import { killAllNow, ROOT, stopAll, track } from './support/proc.ts';
@@ -73,6 +74,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [7, killMidBacklog],
   [8, bounces],
   [9, spamFilter],
+  [10, reconcileBacklog],
 ];
 
 // ---------------------------------------------------------------- lifecycle
