@@ -17,7 +17,7 @@ export async function reconcileBacklog(ctx: Ctx): Promise<void> {
   const orm = await createOrm(ctx.env.DATABASE_URL!, 4);
   const webhookQueue = createWebhookQueue(ctx.redis, QUEUE_PREFIX);
   try {
-    for (const backlog of quick ? [5_000, 20_000] : [10_000, 50_000]) {
+    for (const backlog of quick ? [5_000, 20_000] : [10_000, 40_000]) {
       await resetState(ctx);
       await ctx.queue.pause();
       await seedBacklog(ctx, backlog);

@@ -126,7 +126,7 @@ async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes:
  */
 async function pacedCheckTime(ctx: Ctx, env: Record<string, string>, rate: number): Promise<Histogram | undefined> {
   const { S } = ctx;
-  const count = Math.round(rate * (ctx.quick ? 5 : 15));
+  const count = Math.round(rate * (ctx.quick ? 5 : 10));
   await resetState(ctx);
   await ctx.queue.pause();
   await seedBacklog(ctx, S.deliveryWarmup);
