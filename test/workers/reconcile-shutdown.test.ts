@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
+import { Queue, Worker } from 'bullmq';
 import { createLogger } from '../../src/shared/log.ts';
+import { closeRedis, createRedis, type DeliveryJob } from '../../src/shared/queue.ts';
 import { reconcile, RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
 
 let h: Harness;
@@ -103,6 +105,37 @@ describe('reconciler', () => {
       await h.sql('delete from submissions where id = any($1)', [[waiting, delayed, gone]]);
       await Promise.all([waiting, delayed, gone].map((id) => queue.remove(id!)));
       await queue.resume();
+    }
+  });
+
+  it('replaces a job that finished while its row waits again (a re-send whose enqueue was lost)', async () => {
+    const { orm, webhookQueue } = h.api.deps;
+    // A queue of this test's own, where its job can fail without a worker of the harness taking it.
+    const redis = createRedis(h.env.REDIS_URL!, 'worker');
+    const queue = new Queue<DeliveryJob>('reconcile-finished', { connection: redis, prefix: h.env.QUEUE_PREFIX });
+    const worker = new Worker<DeliveryJob>('reconcile-finished', null, { connection: redis, prefix: h.env.QUEUE_PREFIX, autorun: false });
+    const [row] = await h.sql<{ id: string }>(
+      `insert into submissions (id, key_id, email, message, subject, email_status, created_at)
+       values (gen_random_uuid(), $1, 'a@example.org', 'resent', 'Resent', 'queued', now() + interval '1 hour') returning id`,
+      [keyId],
+    );
+    const id = row!.id;
+    try {
+      await queue.add('submission', { submissionId: id }, { jobId: id, removeOnFail: false });
+      const job = await worker.getNextJob('test-token');
+      expect(job?.id).toBe(id);
+      await job!.moveToFailed(new Error('refused for good'), 'test-token', false);
+      expect(await queue.getJobState(id)).toBe('failed');
+
+      await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), { staleAfterMs: -7_200_000, claimLeaseMs: 60_000 });
+      expect(await queue.getJobState(id)).toBe('waiting');
+      expect((await queue.getJob(id))?.failedReason).toBeFalsy();
+    } finally {
+      await h.sql('delete from submissions where id = $1', [id]);
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await closeRedis(redis);
     }
   });
 
