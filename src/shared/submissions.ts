@@ -33,8 +33,8 @@ export function spamRecord(row: Pick<Submission, 'spamVerdict' | 'spamScore' | '
   };
 }
 
-export async function submissionRecord(em: EntityManager, submission: Submission) {
-  const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+/** What every record of a submission shows, operator's or owner's; each adds its files in its own way. */
+export function submissionFields(submission: Submission) {
   return {
     submission_id: submission.id,
     email_status: submission.emailStatus,
@@ -48,6 +48,17 @@ export async function submissionRecord(em: EntityManager, submission: Submission
     subject: submission.subject,
     message: submission.message,
     custom_fields: submission.customFields.map(([name, value]) => ({ name, value })),
+  };
+}
+
+/** A submission's files, in the order they came. */
+export const submissionFiles = (em: EntityManager, submission: Submission) =>
+  em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+
+export async function submissionRecord(em: EntityManager, submission: Submission) {
+  const files = await submissionFiles(em, submission);
+  return {
+    ...submissionFields(submission),
     attachments: files.map((file) => ({ filename: file.filename, size: file.size, content_type: file.contentType })),
   };
 }

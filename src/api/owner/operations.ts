@@ -1,9 +1,9 @@
 // The owner console's operations, shared by its pages and its JSON API: each takes the session's
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
 import type { Context } from 'koa';
-import { AttachmentSchema, type CaptchaProvider, type EmailStatus, type KeyStatus, type SpamFilterLevel, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
+import { type CaptchaProvider, type EmailStatus, type KeyStatus, type SpamFilterLevel, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
-import { bounceRecord, decodeCursor, deleteSubmissions, listSubmissions, spamRecord } from '../../shared/submissions.ts';
+import { decodeCursor, deleteSubmissions, listSubmissions, submissionFields, submissionFiles } from '../../shared/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -20,21 +20,10 @@ export const MAX_PAGE_SIZE = 100;
 export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'>) => ({ id: key.id, ...keyRecord(key, deps.vault) });
 
 export async function ownerSubmissionRecord(em: EntityManager, submission: Submission) {
-  const files = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+  const files = await submissionFiles(em, submission);
   return {
-    submission_id: submission.id,
+    ...submissionFields(submission),
     key_id: submission.key.id,
-    created_at: submission.createdAt.toISOString(),
-    email_status: submission.emailStatus,
-    email_attempts: submission.emailAttempts,
-    last_error: submission.lastError ?? null,
-    bounce: bounceRecord(submission),
-    spam: spamRecord(submission),
-    sent_at: submission.sentAt?.toISOString() ?? null,
-    email: submission.email,
-    subject: submission.subject,
-    message: submission.message,
-    custom_fields: submission.customFields.map(([name, value]) => ({ name, value })),
     attachments: files.map((file) => ({
       id: file.id,
       filename: file.filename,
