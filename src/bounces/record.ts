@@ -4,7 +4,8 @@
 //     before the worker recorded `sent`, and that write keeps it), the mailbox counts one more hard
 //     bounce (at the limit it is suppressed for a while), and a submission's enabled webhooks get
 //     a `submission.bounced` delivery;
-//   - complaint: the row becomes `complained`;
+//   - complaint: the row becomes `complained`, and the mailbox is suppressed until its owner signs
+//     in (the address said it does not want these emails);
 //   - soft bounce, delay: kept on the row as its report, the status unchanged (not final).
 // Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
 import type pg from 'pg';
@@ -57,6 +58,7 @@ export async function recordReport(
         [target.id, status, report.type, report.status, report.diagnostic, report.reportingMta],
       );
       if (outcome === 'bounced' && current.mailbox) await countHardBounce(client, current.mailbox, policy);
+      if (outcome === 'complained' && current.mailbox) await noteComplaint(client, current.mailbox);
       if (outcome === 'bounced' && target.kind === 'submission' && current.key_id) {
         webhookDeliveryIds = await addBouncedEvents(client, target.id, current.key_id);
       }
@@ -89,6 +91,15 @@ async function countHardBounce(client: pg.PoolClient, mailbox: string, policy: S
         set hard_bounces = b.hard_bounces + 1, last_bounced_at = now(),
             suppressed_until = case when b.hard_bounces + 1 >= $2 then now() + make_interval(hours => $3) else b.suppressed_until end`,
     [mailbox, policy.afterHardBounces, policy.forHours],
+  );
+}
+
+/** The mailbox complained: its submission emails are not attempted until its owner signs in (which deletes the row). */
+async function noteComplaint(client: pg.PoolClient, mailbox: string): Promise<void> {
+  await client.query(
+    `insert into mailbox_bounces as b (mailbox, complained_at) values ($1, now())
+     on conflict (mailbox) do update set complained_at = now()`,
+    [mailbox],
   );
 }
 

@@ -50,6 +50,8 @@ export type ClaimedSubmission = {
   attachmentCount: number;
   /** Set while the key's mailbox is suppressed after hard bounces: the email is not attempted. */
   suppressedUntil: Date | null;
+  /** The key's mailbox reported one of these emails as spam: not attempted until its owner signs in. */
+  complained: boolean;
   /** The key owner's mailbox: whose own spam statistics apply. */
   keyMailbox: string | null;
   spamFilter: SpamFilterLevel;
@@ -81,11 +83,12 @@ const CLAIM_SUBMISSIONS = {
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
-            (select (extract(epoch from b.suppressed_until) * 1000)::float8 from mailbox_bounces b
-              where b.mailbox = k.mailbox and b.suppressed_until > now()) as suppressed_ms,
+            case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
+            b.complained_at is not null as complained,
             coalesce((select m.spam >= ${OWNER_MIN_LEARNS} and m.ham >= ${OWNER_MIN_LEARNS} from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
-       from claimed c left join verification_keys k on k.id = c.key_id`,
+       from claimed c left join verification_keys k on k.id = c.key_id
+            left join mailbox_bounces b on b.mailbox = k.mailbox`,
 };
 
 /**
@@ -110,6 +113,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     key_email: string | null;
     attachment_count: number;
     suppressed_ms: number | null;
+    complained: boolean;
     key_mailbox: string | null;
     spam_filter: SpamFilterLevel | null;
     spam_verdict: SpamVerdict | null;
@@ -134,6 +138,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
         keyEmail: row.key_email,
         attachmentCount: row.attachment_count,
         suppressedUntil: row.suppressed_ms === null ? null : new Date(Number(row.suppressed_ms)),
+        complained: row.complained,
         keyMailbox: row.key_mailbox,
         spamFilter: row.spam_filter ?? 'off',
         ownerStatistics: row.owner_statistics,

@@ -22,6 +22,9 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
   };
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
+    if (submission.complained) {
+      throw new SuppressedError('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
+    }
     if (submission.suppressedUntil) {
       throw new SuppressedError(`not attempted: this address bounced repeatedly; suppressed until ${submission.suppressedUntil.toISOString()} or until its owner signs in`);
     }

@@ -248,6 +248,35 @@ describe('suppression', () => {
   });
 });
 
+describe('complaints', () => {
+  it("suppresses the mailbox at once, for every key of its owner, until the owner signs in", async () => {
+    const key = await h.createKey({ email: 'complaining-owner@example.test' });
+    const otherKey = await h.createKey({ email: 'complaining-owner@example.test' });
+    const { returnPath } = await delivered(key, 'the email reported');
+    expect((await sendRaw(receiver.port, { from: 'fbl@isp.example', to: [returnPath] }, abuseReport(returnPath))).data?.code).toBe(250);
+
+    const notSent: string[] = [];
+    for (const each of [key, otherKey]) {
+      const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: each.key, email: 'visitor@example.org', message: 'after the complaint' });
+      expect(submitted.status).toBe(200);
+      notSent.push(submitted.json.submission_id as string);
+    }
+    for (const id of notSent) {
+      const suppressed = await eventually(async () => {
+        const current = await h.sql<{ email_status: string; last_error: string | null }>('select email_status, last_error from submissions where id = $1', [id]);
+        return current[0]!.email_status === 'suppressed' ? current[0] : undefined;
+      }, 20_000, '`suppressed`');
+      expect(suppressed.last_error).toBe('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
+      expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
+    }
+
+    // Signing in (the sign-in email still goes out) says the owner wants these emails again.
+    await signIn(h, key.email);
+    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+    await delivered(key, 'after signing in');
+  });
+});
+
 describe('STARTTLS and key emails', () => {
   it('offers STARTTLS with BOUNCE_TLS_CERT and BOUNCE_TLS_KEY, and records a report sent over it; a key email bounces too', async () => {
     const openssl = inject('testTools').openssl!;

@@ -83,7 +83,7 @@ const STATUS_HELP: Record<EmailStatus, string> = {
   held: 'waiting until your address confirms it wants these emails (on the page of your keys)',
   bounced: 'accepted by the mail server, then returned undelivered: the report below says why; you can re-send it',
   complained: 'delivered, then reported as spam by the receiving mailbox',
-  suppressed: 'not attempted: emails to your address bounced several times; signing in here lifts that, then re-send it',
+  suppressed: 'not attempted: emails to your address bounced several times, or one was reported as spam; signing in here lifts that, then re-send it',
   spam: 'not emailed: the spam filter held it back; if it is not spam, say so and it is sent',
 };
 

@@ -221,7 +221,7 @@ export const RecipientSchema = defineEntity({
 export type Recipient = InferEntity<typeof RecipientSchema>;
 
 /**
- * Hard bounces per mailbox, apart from `recipients`: a change there tells every API process to
+ * Hard bounces and complaints per mailbox, apart from `recipients`: a change there tells every API process to
  * forget its cached keys, and bounces may come by the hundred a second.
  */
 export const MailboxBouncesSchema = defineEntity({
@@ -234,6 +234,8 @@ export const MailboxBouncesSchema = defineEntity({
     lastBouncedAt: p.datetime().nullable(),
     /** Until then its submission emails are `suppressed`, not attempted. */
     suppressedUntil: p.datetime().nullable(),
+    /** The mailbox reported one of this service's emails as spam: suppressed until the owner signs in. */
+    complainedAt: p.datetime().nullable(),
   },
 });
 
