@@ -168,6 +168,19 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
           responses: { 200: { description: 'The submission record' }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
         },
       },
+      '/admin/submissions/{id}/resend': {
+        post: {
+          summary: 'Re-send a failed, bounced or suppressed email (a suppressed mailbox stays so until its owner signs in)',
+          security: adminSecurity,
+          parameters: [idParam('id')],
+          responses: {
+            200: { description: 'The submission record, `queued`' },
+            401: formError('No or wrong token'),
+            404: formError('Unknown submission'),
+            409: formError('Not failed, bounced or suppressed'),
+          },
+        },
+      },
       '/admin/submissions.csv': {
         get: {
           summary: "A key's submissions as CSV, custom fields as columns (streamed; formula-safe cells)",

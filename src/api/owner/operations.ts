@@ -12,7 +12,8 @@ import { submissionsCsv } from '../routes/export.ts';
 import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/consent.ts';
 import { heldCount } from '../../shared/owner.ts';
 import { submissionJob } from '../../shared/queue.ts';
-import { clearFinishedJob, markForResend, ownedFile, ownedKey, ownedSubmission, resendJob } from './access.ts';
+import { clearFinishedJob, ownedFile, ownedKey, ownedSubmission } from './access.ts';
+import { resendSubmission } from '../resend.ts';
 
 export const PAGE_SIZE = 25;
 export const MAX_PAGE_SIZE = 100;
@@ -93,16 +94,11 @@ export async function resendOwnerSubmission(ctx: AppContext, deps: AppDeps, emai
   const em = deps.orm.em.fork();
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
-  if (!(await markForResend(em, id))) {
-    const message = `Only a failed, bounced or suppressed email can be re-sent; this one is ${submission.emailStatus}.`;
-    throw new ApiError(409, 'not_failed', message, { __all__: [message] });
-  }
-  // A Redis outage leaves the row queued without a job: the reconciler enqueues it later.
-  await clearFinishedJob(deps.queue, id).catch((error: unknown) => ctx.state.log.warn({ err: error }, 'could not clear the finished job'));
-  await enqueueCommitted(ctx, deps, resendJob(id, ctx.state.requestId));
+  await resendSubmission(ctx, deps, em, submission);
   ctx.state.log.info({ submissionId: id }, 'owner re-sent a failed email');
   return getOwnerSubmission(deps, email, id);
 }
+
 
 /** Deletes the submission's files and row; returns its key's id, or undefined when not the owner's. */
 export async function deleteOwnerSubmission(deps: AppDeps, email: string, id: string): Promise<string | undefined> {

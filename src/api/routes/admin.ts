@@ -10,6 +10,7 @@ import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
+import { resendSubmission } from '../resend.ts';
 import { submissionsCsv } from './export.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -64,6 +65,17 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     const submission = UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
     if (!submission) throw errors.notFound('Unknown submission.');
     ctx.body = await submissionRecord(em, submission);
+  });
+
+  router.post('/submissions/:id/resend', async (ctx) => {
+    const id = ctx.params.id ?? '';
+    const em = deps.orm.em.fork();
+    const submission = UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
+    if (!submission) throw errors.notFound('Unknown submission.');
+    await resendSubmission(ctx, deps, em, submission);
+    ctx.state.log.info({ submissionId: id }, 'operator re-sent a failed email');
+    const fresh = deps.orm.em.fork();
+    ctx.body = await submissionRecord(fresh, await fresh.findOneOrFail(SubmissionSchema, id));
   });
 
   router.get('/submissions', async (ctx) => {
