@@ -182,12 +182,18 @@ export async function recordFailure(em: EntityManager, kind: DeliveryKindName, i
   return row?.email_status ?? 'failed';
 }
 
-/** A claimed submission that is not attempted: its mailbox is suppressed (`reason` says until when). */
-export async function recordSuppressed(em: EntityManager, id: string, reason: string): Promise<void> {
-  await em.execute(`update submissions set email_status = 'suppressed', claimed_at = null, last_error = ? where id = ? and email_status = '${IN_FLIGHT}'`, [
+/** A claimed email that is not attempted: its mailbox is suppressed (`reason` says why and until when). */
+export async function recordSuppressed(em: EntityManager, kind: DeliveryKindName, id: string, reason: string): Promise<void> {
+  await em.execute(`update ${tableOf(kind)} set email_status = 'suppressed', claimed_at = null, last_error = ? where id = ? and email_status = '${IN_FLIGHT}'`, [
     reason,
     id,
   ]);
+}
+
+/** Whether `mailbox` reported an email of this service as spam since its owner last signed in. */
+export async function hasComplained(em: EntityManager, mailbox: string): Promise<boolean> {
+  const rows = await em.execute<Array<{ complained: boolean }>>('select complained_at is not null as complained from mailbox_bounces where mailbox = ?', [mailbox]);
+  return rows[0]?.complained === true;
 }
 
 /** The spam filter's verdict on a claimed submission; `spam` also ends its delivery: kept, not emailed. */

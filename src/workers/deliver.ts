@@ -6,7 +6,7 @@ import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
-import { messageIdFor, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
+import { messageIdFor, sendTracked, SuppressedError, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
 import type { SpamChecker } from './spam-check.ts';
 
 /** What the submission email needs of the configuration. */
@@ -22,9 +22,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
   };
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
-    if (submission.complained) {
-      throw new SuppressedError('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
-    }
+    if (submission.complained) throw suppressedByComplaint();
     if (submission.suppressedUntil) {
       throw new SuppressedError(`not attempted: this address bounced repeatedly; suppressed until ${submission.suppressedUntil.toISOString()} or until its owner signs in`);
     }

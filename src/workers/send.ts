@@ -48,6 +48,10 @@ export class SuppressedError extends Error {
   override name = 'SuppressedError';
 }
 
+/** The row's mailbox complained: nothing more is sent to it until its owner signs in. */
+export const suppressedByComplaint = () =>
+  new SuppressedError('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
+
 /** A claimed row: its attempt number and what the claim loaded with it. */
 export type Claimed<Row> = { attempt: number; row: Row };
 
@@ -89,7 +93,7 @@ export async function sendTracked<Row>(
     messageId = (await context.transport.sendMail(withReturnPath(context, kind, id, built.message))).messageId;
   } catch (error) {
     if (error instanceof SuppressedError) {
-      await recordSuppressed(context.em, id, error.message);
+      await recordSuppressed(context.em, kind, id, error.message);
       deliveries.inc({ ...label, outcome: 'suppressed' });
       context.log.info({ table: deliveryKinds[kind].table, id, reason: error.message }, 'not attempted: the mailbox is suppressed');
       return 'suppressed';

@@ -249,7 +249,7 @@ describe('suppression', () => {
 });
 
 describe('complaints', () => {
-  it("suppresses the mailbox at once, for every key of its owner, until the owner signs in", async () => {
+  it("suppresses the mailbox at once, for every key of its owner and for keys others create for it, until the owner signs in", async () => {
     const key = await h.createKey({ email: 'complaining-owner@example.test' });
     const otherKey = await h.createKey({ email: 'complaining-owner@example.test' });
     const { returnPath } = await delivered(key, 'the email reported');
@@ -270,10 +270,25 @@ describe('complaints', () => {
       expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
     }
 
+    // Anyone can create a key for the address: its email is not sent either.
+    const created = await postJson(`${h.url}/`, { email: key.email });
+    expect(created.status).toBe(200);
+    const newKeyEmail = await eventually(async () => {
+      const rows = await h.sql<{ email_status: string; last_error: string | null }>(
+        "select email_status, last_error from key_emails where mailbox = $1 and kind = 'new-key'",
+        [key.email],
+      );
+      return rows[0]?.email_status === 'suppressed' ? rows[0] : undefined;
+    }, 20_000, "the new key's email `suppressed`");
+    expect(newKeyEmail.last_error).toBe('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
+    expect(h.sink.messages.some((m) => m.parsed.text?.includes(created.json.key as string))).toBe(false);
+
     // Signing in (the sign-in email still goes out) says the owner wants these emails again.
     await signIn(h, key.email);
     expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
     await delivered(key, 'after signing in');
+    const another = await postJson(`${h.url}/`, { email: key.email });
+    await eventually(async () => h.sink.messages.find((m) => m.parsed.text?.includes(another.json.key as string)), 20_000, "the next new key's email");
   });
 });
 
