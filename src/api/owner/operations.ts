@@ -7,12 +7,12 @@ import { decodeCursor, deleteSubmissions, listSubmissions, submissionFields, sub
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
-import { ApiError, errors } from '../errors.ts';
+import { errors } from '../errors.ts';
 import { submissionsCsv } from '../routes/export.ts';
 import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/consent.ts';
 import { heldCount } from '../../shared/owner.ts';
 import { submissionJob } from '../../shared/queue.ts';
-import { clearFinishedJob, ownedFile, ownedKey, ownedSubmission } from './access.ts';
+import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { resendSubmission } from '../resend.ts';
 
 export const PAGE_SIZE = 25;
@@ -98,7 +98,6 @@ export async function resendOwnerSubmission(ctx: AppContext, deps: AppDeps, emai
   ctx.state.log.info({ submissionId: id }, 'owner re-sent a failed email');
   return getOwnerSubmission(deps, email, id);
 }
-
 
 /** Deletes the submission's files and row; returns its key's id, or undefined when not the owner's. */
 export async function deleteOwnerSubmission(deps: AppDeps, email: string, id: string): Promise<string | undefined> {

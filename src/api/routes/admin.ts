@@ -3,7 +3,8 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, SubmissionSchema } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, SubmissionSchema, type Submission } from '../../shared/db/entities.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
@@ -60,22 +61,18 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
   });
 
   router.get('/submissions/:id', async (ctx) => {
-    const id = ctx.params.id ?? '';
     const em = deps.orm.em.fork();
-    const submission = UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
-    if (!submission) throw errors.notFound('Unknown submission.');
-    ctx.body = await submissionRecord(em, submission);
+    ctx.body = await submissionRecord(em, await submissionOr404(em, ctx.params.id));
   });
 
   router.post('/submissions/:id/resend', async (ctx) => {
-    const id = ctx.params.id ?? '';
     const em = deps.orm.em.fork();
-    const submission = UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
-    if (!submission) throw errors.notFound('Unknown submission.');
+    const submission = await submissionOr404(em, ctx.params.id);
     await resendSubmission(ctx, deps, em, submission);
-    ctx.state.log.info({ submissionId: id }, 'operator re-sent a failed email');
+    ctx.state.log.info({ submissionId: submission.id }, 'operator re-sent a failed email');
+    // As it now stands: queued again, its attempts and report reset.
     const fresh = deps.orm.em.fork();
-    ctx.body = await submissionRecord(fresh, await fresh.findOneOrFail(SubmissionSchema, id));
+    ctx.body = await submissionRecord(fresh, await submissionOr404(fresh, submission.id));
   });
 
   router.get('/submissions', async (ctx) => {
@@ -106,4 +103,10 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
   });
 
   return router;
+}
+
+async function submissionOr404(em: EntityManager, id: string | undefined): Promise<Submission> {
+  const submission = id !== undefined && UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
+  if (!submission) throw errors.notFound('Unknown submission.');
+  return submission;
 }
