@@ -38,12 +38,20 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   });
   // Before every router: the admin surface is authenticated in whatever spelling its path arrives.
   app.use(adminGuard(deps.config.ADMIN_TOKEN));
-  // One limiter for both public POST endpoints: a client's requests count together.
+  // One limiter for the public POSTs that send mail or create something: a client's requests count together.
   const limiter = rateLimit({
     redis: deps.redis,
     prefix: deps.config.QUEUE_PREFIX,
     windowMs: deps.config.RATE_LIMIT_WINDOW_MS,
     max: deps.config.RATE_LIMIT_MAX,
+    ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
+  });
+  // Using a sign-in link counts apart, so that the owner's own form does not spend it.
+  const signInLimiter = rateLimit({
+    redis: deps.redis,
+    prefix: `${deps.config.QUEUE_PREFIX}:sign-in`,
+    windowMs: 60_000,
+    max: deps.config.SIGN_IN_LINK_USES_PER_MINUTE,
     ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
   });
   const routers: Array<Router<AppState>> = [];
@@ -55,9 +63,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
     confirmRoutes(deps, limiter),
-    ownerPageRoutes(deps, limiter),
+    ownerPageRoutes(deps, { mail: limiter, signIn: signInLimiter }),
     ownerWebhookRoutes(deps),
-    ownerApiRoutes(deps, limiter),
+    ownerApiRoutes(deps, signInLimiter),
     adminRoutes(deps),
     adminWebhookRoutes(deps),
   );

@@ -1,9 +1,10 @@
 // What a report that came back does to its row, in one transaction, committed before the
 // receiver answers 250 (so no report is lost; PostgreSQL down means 4xx and the relay retries):
 //   - hard bounce: the row becomes `bounced` (from any status but a report's: a bounce can come
-//     before the worker recorded `sent`, and that write keeps it), the mailbox counts one more hard
-//     bounce (at the limit it is suppressed for a while), and a submission's enabled webhooks get
-//     a `submission.bounced` delivery;
+//     before the worker recorded `sent`, and that write keeps it), the address it went to (exactly
+//     as mailed: another spelling of the same inbox is not touched) counts one more hard bounce (at
+//     the limit it is suppressed for a while), and a submission's enabled webhooks get a
+//     `submission.bounced` delivery;
 //   - complaint: the row becomes `complained`, and the mailbox is suppressed until its owner signs
 //     in (the address said it does not want these emails);
 //   - soft bounce, delay: kept on the row as its report, the status unchanged (not final).
@@ -24,13 +25,13 @@ export type SuppressionPolicy = { afterHardBounces: number; forHours: number };
 const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, complaint: 3 };
 
 const TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
-/** The mailbox the email went to: the key's for a submission, the row's own for a key email. */
-const MAILBOX = {
-  submission: '(select k.mailbox from verification_keys k where k.id = t.key_id)',
-  'key-email': 't.mailbox',
+/** The address and the mailbox the email went to: the key's for a submission, the row's own for a key email. */
+const RECIPIENT = {
+  submission: '(select k.email from verification_keys k where k.id = t.key_id) as address, (select k.mailbox from verification_keys k where k.id = t.key_id) as mailbox',
+  'key-email': 't.email as address, t.mailbox',
 } as const;
 
-type Current = { email_status: string; bounce_type: BounceType | null; mailbox: string | null; key_id: string | null };
+type Current = { email_status: string; bounce_type: BounceType | null; address: string | null; mailbox: string | null; key_id: string | null };
 
 export async function recordReport(
   pool: pg.Pool,
@@ -43,7 +44,7 @@ export async function recordReport(
   try {
     await client.query('begin');
     const { rows } = await client.query<Current>(
-      `select t.email_status, t.bounce_type, ${MAILBOX[target.kind]} as mailbox, t.key_id from ${table} t where t.id = $1 for update`,
+      `select t.email_status, t.bounce_type, ${RECIPIENT[target.kind]}, t.key_id from ${table} t where t.id = $1 for update`,
       [target.id],
     );
     const current = rows[0];
@@ -57,7 +58,7 @@ export async function recordReport(
           where id = $1`,
         [target.id, status, report.type, report.status, report.diagnostic, report.reportingMta],
       );
-      if (outcome === 'bounced' && current.mailbox) await countHardBounce(client, current.mailbox, policy);
+      if (outcome === 'bounced' && current.address) await countHardBounce(client, current.address, policy);
       if (outcome === 'complained' && current.mailbox) await noteComplaint(client, current.mailbox);
       if (outcome === 'bounced' && target.kind === 'submission' && current.key_id) {
         webhookDeliveryIds = await addBouncedEvents(client, target.id, current.key_id);
@@ -82,22 +83,22 @@ function decide(current: Current, report: BounceReport): RecordOutcome {
   return 'noted';
 }
 
-/** One more hard bounce for the mailbox; at the limit (and for each one past it) suppressed for `forHours` from now. */
-async function countHardBounce(client: pg.PoolClient, mailbox: string, policy: SuppressionPolicy): Promise<void> {
+/** One more hard bounce for the address; at the limit (and for each one past it) suppressed for `forHours` from now. */
+async function countHardBounce(client: pg.PoolClient, address: string, policy: SuppressionPolicy): Promise<void> {
   await client.query(
-    `insert into mailbox_bounces as b (mailbox, hard_bounces, last_bounced_at, suppressed_until)
+    `insert into address_bounces as b (address, hard_bounces, last_bounced_at, suppressed_until)
      values ($1, 1, now(), case when 1 >= $2 then now() + make_interval(hours => $3) end)
-     on conflict (mailbox) do update
+     on conflict (address) do update
         set hard_bounces = b.hard_bounces + 1, last_bounced_at = now(),
             suppressed_until = case when b.hard_bounces + 1 >= $2 then now() + make_interval(hours => $3) else b.suppressed_until end`,
-    [mailbox, policy.afterHardBounces, policy.forHours],
+    [address, policy.afterHardBounces, policy.forHours],
   );
 }
 
 /** The mailbox complained: its submission emails are not attempted until its owner signs in (which deletes the row). */
 async function noteComplaint(client: pg.PoolClient, mailbox: string): Promise<void> {
   await client.query(
-    `insert into mailbox_bounces as b (mailbox, complained_at) values ($1, now())
+    `insert into mailbox_complaints (mailbox, complained_at) values ($1, now())
      on conflict (mailbox) do update set complained_at = now()`,
     [mailbox],
   );

@@ -245,8 +245,14 @@ const delivery = {
 };
 
 const abuse = {
-  RATE_LIMIT_WINDOW_MS: about(integer(3_000, 1), 'Rate-limit window per client IP. One count covers every public POST that can send mail or create something: POST / (keys), POST /api/contact-api/, POST /confirm, POST /owner/sign-in, POST /owner/link and POST /owner/api/session.'),
+  RATE_LIMIT_WINDOW_MS: about(integer(3_000, 1), 'Rate-limit window per client IP. One count covers every public POST that can send mail or create something: POST / (keys), POST /api/contact-api/, POST /confirm and POST /owner/sign-in.'),
   RATE_LIMIT_MAX: about(integer(1, 1), 'Requests allowed per window per client IP.'),
+  // Using a sign-in link sends nothing: an owner who has just tried their own form, or who shares
+  // an office's address with it, must still be able to sign in.
+  SIGN_IN_LINK_USES_PER_MINUTE: about(
+    integer(10, 1),
+    'Sign-in links used (POST /owner/link, POST /owner/api/session) per client IP per minute, counted apart from `RATE_LIMIT_MAX`.',
+  ),
   // One IPv6 subscriber usually holds a whole /64: the limiter counts per prefix of this length.
   RATE_LIMIT_IPV6_PREFIX: about(
     v.optional(wholeNumber(1, 128), '64'),
@@ -254,7 +260,11 @@ const abuse = {
   ),
   KEY_EMAILS_PER_HOUR: about(
     integer(15, 1),
-    'Emails POST / and the console sign-in may send to one mailbox per hour (a mailbox is the address lower-cased without its `+tag`); past it 429.',
+    'Key emails POST / may send to one mailbox per hour (a mailbox is the address lower-cased without its `+tag`, and at Gmail without dots); past it 429.',
+  ),
+  SIGN_IN_EMAILS_PER_HOUR: about(
+    integer(5, 1),
+    "Console sign-in links sent to one mailbox per hour, apart from `KEY_EMAILS_PER_HOUR`, so that others' key requests cannot spend them; past it no link is sent (the answer is the same).",
   ),
   UNCONFIRMED_EMAILS_PER_HOUR: about(
     integer(20, 1),

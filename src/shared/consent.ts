@@ -2,20 +2,37 @@
 // it wants this service's mail receives at most a small number of submission emails per clock hour
 // (UNCONFIRMED_EMAILS_PER_HOUR); past that, submissions are saved as `held` and delivered when the
 // address confirms, through the link in its key emails or in one "confirm to receive more" email.
-// Everything counts per mailbox: lower-cased, with the +tag removed, so `Victim+1@` and `victim@`
-// share one allowance and one confirmation.
+// Everything counts per mailbox (mailboxOf), so `Victim+1@` and `victim@` share one allowance and
+// one confirmation.
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { releaseHeld } from './delivery-rows.ts';
 
-/** The inbox an address delivers to: lower-cased, without the +tag of its local part. */
+/**
+ * Providers that deliver every spelling of a name to one inbox: dots in the local part are
+ * ignored, and each domain listed is an alias of the first.
+ */
+const DOTLESS_PROVIDERS: ReadonlyArray<readonly [canonical: string, ...aliases: string[]]> = [['gmail.com', 'googlemail.com']];
+
+/**
+ * The inbox an address delivers to: lower-cased, without the +tag of its local part and, at the
+ * providers above, without dots and under the provider's first domain. Everything that counts,
+ * confirms, suppresses for complaints or locks per inbox uses it; the address as typed is what is
+ * shown and mailed to.
+ */
 export function mailboxOf(email: string): string {
   const address = email.trim().toLowerCase();
   const at = address.lastIndexOf('@');
   if (at < 0) return address;
-  const local = address.slice(0, at);
-  const plus = local.indexOf('+');
-  return `${plus < 0 ? local : local.slice(0, plus)}${address.slice(at)}`;
+  const plus = address.slice(0, at).indexOf('+');
+  let local = plus < 0 ? address.slice(0, at) : address.slice(0, plus);
+  let domain = address.slice(at + 1);
+  const provider = DOTLESS_PROVIDERS.find((domains) => domains.includes(domain));
+  if (provider) {
+    local = local.replaceAll('.', '');
+    domain = provider[0];
+  }
+  return `${local}@${domain}`;
 }
 
 /** Signs and checks confirmation links: an HMAC of the mailbox under a key derived from SECRET. */

@@ -48,7 +48,7 @@ export type ClaimedSubmission = {
   /** The key owner's address; null only if the key row were gone (the foreign key forbids it). */
   keyEmail: string | null;
   attachmentCount: number;
-  /** Set while the key's mailbox is suppressed after hard bounces: the email is not attempted. */
+  /** Set while the key's address is suppressed after hard bounces: the email is not attempted. */
   suppressedUntil: Date | null;
   /** The key's mailbox reported one of these emails as spam: not attempted until its owner signs in. */
   complained: boolean;
@@ -84,11 +84,12 @@ const CLAIM_SUBMISSIONS = {
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
             case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
-            b.complained_at is not null as complained,
+            mc.complained_at is not null as complained,
             coalesce((select m.spam >= ${OWNER_MIN_LEARNS} and m.ham >= ${OWNER_MIN_LEARNS} from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id
-            left join mailbox_bounces b on b.mailbox = k.mailbox`,
+            left join address_bounces b on b.address = k.email
+            left join mailbox_complaints mc on mc.mailbox = k.mailbox`,
 };
 
 /**
@@ -192,7 +193,7 @@ export async function recordSuppressed(em: EntityManager, kind: DeliveryKindName
 
 /** Whether `mailbox` reported an email of this service as spam since its owner last signed in. */
 export async function hasComplained(em: EntityManager, mailbox: string): Promise<boolean> {
-  const rows = await em.execute<Array<{ complained: boolean }>>('select complained_at is not null as complained from mailbox_bounces where mailbox = ?', [mailbox]);
+  const rows = await em.execute<Array<{ complained: boolean }>>('select true as complained from mailbox_complaints where mailbox = ?', [mailbox]);
   return rows[0]?.complained === true;
 }
 

@@ -103,14 +103,22 @@ export async function lockMailbox(tx: EntityManager, mailbox: string): Promise<v
 }
 
 /**
- * POST / sends email to any address it is given: at most `perHour` emails to one mailbox per
- * hour, whatever spelling of the address asked (checked under the mailbox's lock).
+ * The hourly allowances of emails to one mailbox, apart: the key emails anyone can ask for with
+ * POST / (new keys, all keys, and the one request to confirm), and the console's sign-in links, so
+ * that strangers asking for keys cannot spend the links an owner needs to sign in.
  */
-export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number): Promise<void> {
+export type EmailAllowance = 'key-emails' | 'sign-in';
+const ALLOWANCE_KINDS: Record<EmailAllowance, string> = { 'key-emails': "kind <> 'sign-in'", 'sign-in': "kind = 'sign-in'" };
+
+/**
+ * At most `perHour` emails of one allowance to one mailbox per hour, whatever spelling of the
+ * address asked (checked under the mailbox's lock).
+ */
+export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number, allowance: EmailAllowance): Promise<void> {
   const [row] = await tx.execute<Array<{ sent: number; retry_after: number | null }>>(
     `select count(*)::int as sent,
             ceil(extract(epoch from (min(created_at) + interval '1 hour' - now())))::int as retry_after
-       from key_emails where mailbox = ? and created_at > now() - interval '1 hour'`,
+       from key_emails where mailbox = ? and created_at > now() - interval '1 hour' and ${ALLOWANCE_KINDS[allowance]}`,
     [mailbox],
   );
   if (row && row.sent >= perHour) {
@@ -146,7 +154,7 @@ export async function generateKey(
     if (held >= MAX_ACTIVE_KEYS) {
       throw new KeyRuleError('limit', 'email', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`);
     }
-    await checkEmailCap(tx, mailbox, request.emailsPerHour);
+    await checkEmailCap(tx, mailbox, request.emailsPerHour, 'key-emails');
     const keyValue = randomUUID();
     const key = tx.create(VerificationKeySchema, {
       keyHash: vault.hash(keyValue),
@@ -172,7 +180,7 @@ export async function requestAllKeysEmail(
   const mailbox = mailboxOf(email);
   return em.transactional(async (tx) => {
     await lockMailbox(tx, mailbox);
-    await checkEmailCap(tx, mailbox, request.emailsPerHour);
+    await checkEmailCap(tx, mailbox, request.emailsPerHour, 'key-emails');
     const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
     if (activeKeys === 0) return { activeKeys, keyEmail: undefined };
     const keyEmail = tx.create(KeyEmailSchema, { kind: 'all-keys', email, mailbox });

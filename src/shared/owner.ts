@@ -19,7 +19,7 @@ export const tokenHash = (token: string) => createHash('sha256').update(token).d
 
 /**
  * Records a sign-in email for an address that holds keys (in any state). Returns the key_emails
- * row to enqueue, or nothing: no keys, or the address's hourly email cap is spent. The caller
+ * row to enqueue, or nothing: no keys, or the mailbox's hourly allowance of sign-in links is spent. The caller
  * answers the same in every case, so the answer tells nobody which addresses hold keys.
  */
 export async function requestSignIn(
@@ -35,7 +35,7 @@ export async function requestSignIn(
       // Deleted keys count: their messages are still there for their owner to see.
       const held = await tx.count(VerificationKeySchema, { email });
       if (held === 0) return undefined;
-      await checkEmailCap(tx, mailbox, request.emailsPerHour);
+      await checkEmailCap(tx, mailbox, request.emailsPerHour, 'sign-in');
       const id = randomUUID(); // the email's row and the link's row share it
       tx.create(KeyEmailSchema, { id, kind: 'sign-in', email, mailbox });
       const token = newToken();
@@ -74,8 +74,10 @@ export async function consumeSignIn(em: EntityManager, token: string): Promise<{
       [tokenHash(token)],
     );
     if (!used) return undefined;
-    // The sign-in email arrived, so the mailbox takes mail again: its bounces are forgiven.
-    await tx.execute('delete from mailbox_bounces where mailbox = ?', [mailboxOf(used.email)]);
+    // The sign-in email arrived, so the address takes mail again: its bounces and its mailbox's
+    // complaint are forgiven.
+    await tx.execute('delete from address_bounces where address = ?', [used.email]);
+    await tx.execute('delete from mailbox_complaints where mailbox = ?', [mailboxOf(used.email)]);
     const cookie = newToken();
     const session = tx.create(OwnerSessionSchema, {
       id: randomUUID(),

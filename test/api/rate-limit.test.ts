@@ -18,7 +18,7 @@ let limited: Harness;
 let behindProxy: Harness;
 let key: string;
 beforeAll(async () => {
-  limited = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', ADMIN_TOKEN: TOKEN }, worker: false });
+  limited = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', SIGN_IN_LINK_USES_PER_MINUTE: '3', ADMIN_TOKEN: TOKEN }, worker: false });
   behindProxy = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', TRUST_PROXY: '127.0.0.0/8' }, worker: false });
   key = (await limited.createKey()).key;
 });
@@ -108,7 +108,7 @@ describe('rate limit', () => {
 });
 
 describe('rate limit of the owner console sign-in', () => {
-  it('limits asking for a sign-in link and using one per IP, with nothing recorded past the limit', async () => {
+  it('limits asking for a sign-in link per IP with the public POSTs, with nothing recorded past the limit', async () => {
     const owner = await limited.createKey();
     const ask = () =>
       request(`${limited.url}/owner/sign-in`, {
@@ -122,15 +122,33 @@ describe('rate limit of the owner console sign-in', () => {
     expect(second.status).toBe(429);
     expect(second.json.message).toBe(LIMIT_MESSAGE);
     expect(await limited.sql('select count(*)::int as n from key_emails where email = $1', [owner.email])).toEqual([{ n: 1 }]);
+  });
 
-    const use = () =>
+  it("counts using a link apart: the owner's own form does not spend it, and SIGN_IN_LINK_USES_PER_MINUTE bounds it", async () => {
+    const useByForm = () =>
       request(`${limited.url}/owner/link`, {
         method: 'POST',
         localAddress: '127.0.0.10',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: 'token=forged',
       });
-    expect((await use()).status).toBe(400);
-    expect((await use()).status).toBe(429);
+    const useByApi = () =>
+      request(`${limited.url}/owner/api/session`, {
+        method: 'POST',
+        localAddress: '127.0.0.10',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token: 'forged' }),
+      });
+    // The owner tries their form, then signs in within the same window.
+    expect((await submit(limited, '127.0.0.10')).status).toBe(200);
+    expect((await submit(limited, '127.0.0.10')).status).toBe(429);
+    expect((await useByForm()).status).toBe(400);
+    expect((await useByApi()).status).toBe(400);
+    expect((await useByForm()).status).toBe(400);
+    // The fourth use in the minute (3 here), by the page or the API.
+    const refused = await useByApi();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(3);
+    expect((await useByForm()).status).toBe(429);
   });
 });

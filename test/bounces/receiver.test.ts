@@ -145,14 +145,14 @@ describe('the bounce receiver', () => {
     expect(await row(id)).toMatchObject({ email_status: 'bounced', bounce_type: 'hard', bounce_status: '5.2.1' });
   });
 
-  it('takes a duplicate report once: one webhook event, one hard bounce counted for the mailbox', async () => {
+  it('takes a duplicate report once: one webhook event, one hard bounce counted for the address', async () => {
     const key = await h.createKey({ email: 'dup-owner@example.test' });
     const { id, returnPath } = await delivered(key);
     for (let i = 0; i < 3; i++) expect((await bounceTo(returnPath)).data?.code).toBe(250);
     expect((await row(id)).email_status).toBe('bounced');
     const events = await h.sql('select id from webhook_deliveries where submission_id = $1', [id]);
     expect(events).toHaveLength(0); // this key has no webhook: none at all
-    const [counted] = await h.sql<{ hard_bounces: number }>('select hard_bounces from mailbox_bounces where mailbox = $1', ['dup-owner@example.test']);
+    const [counted] = await h.sql<{ hard_bounces: number }>('select hard_bounces from address_bounces where address = $1', ['dup-owner@example.test']);
     expect(counted!.hard_bounces).toBe(1);
   });
 
@@ -222,7 +222,7 @@ describe('the bounce receiver', () => {
 });
 
 describe('suppression', () => {
-  it('stops attempting a mailbox after SUPPRESS_AFTER_HARD_BOUNCES hard bounces; signing in lifts it, and the owner re-sends', async () => {
+  it('stops attempting an address after SUPPRESS_AFTER_HARD_BOUNCES hard bounces; signing in lifts it, and the owner re-sends', async () => {
     const key = await h.createKey({ email: 'suppressed-owner@example.test' });
     for (let i = 0; i < 2; i++) {
       const { returnPath } = await delivered(key, `bounces ${i}`);
@@ -239,12 +239,39 @@ describe('suppression', () => {
 
     // The sign-in email is not a submission email: it goes out, and its arrival lifts the suppression.
     const owner = await signIn(h, key.email);
-    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+    expect(await h.sql('select 1 from address_bounces where address = $1', [key.email])).toHaveLength(0);
     const seen = await owner.api('GET', `/submissions/${id}`);
     expect(seen.json.email_status).toBe('suppressed');
     const resent = await owner.api('POST', `/submissions/${id}/resend`);
     expect(resent.status).toBe(200);
     await eventually(async () => h.sink.messages.find((m) => m.parsed.messageId?.includes(id)), 20_000, 'the re-sent email');
+  });
+
+  it("counts a bounce for the address exactly as mailed: keys a stranger asks for `owner+tag@` that bounce stop no mail to `owner@`", async () => {
+    const owner = await h.createKey({ email: 'carol@plus-less.test' });
+    const tagged = 'carol+x@plus-less.test';
+    // The stranger's key requests; the owner's server knows no +tags, so each key email bounces.
+    const strangersKeys: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const created = await postJson(`${h.url}/`, { email: tagged });
+      expect(created.status).toBe(200);
+      strangersKeys.push(created.json.key as string);
+      const mail = await eventually(async () => h.sink.messages.find((m) => m.parsed.text?.includes(created.json.key as string)), 20_000, 'the key email');
+      expect(mail.envelope.to).toEqual([tagged]);
+      expect((await bounceTo(mail.envelope.from)).data?.code).toBe(250);
+    }
+
+    // The owner's own address still gets its mail.
+    await delivered(owner, 'after the stranger');
+    // The address that bounced is the one suppressed.
+    const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: strangersKeys[0], email: 'visitor@example.org', message: 'to the tagged address' });
+    expect(submitted.status).toBe(200);
+    const id = submitted.json.submission_id as string;
+    await eventually(async () => {
+      const [current] = await h.sql<{ email_status: string }>('select email_status from submissions where id = $1', [id]);
+      return current!.email_status === 'suppressed' ? true : undefined;
+    }, 20_000, '`suppressed` for the address that bounced');
+    expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
   });
 });
 
@@ -285,7 +312,7 @@ describe('complaints', () => {
 
     // Signing in (the sign-in email still goes out) says the owner wants these emails again.
     await signIn(h, key.email);
-    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+    expect(await h.sql('select 1 from mailbox_complaints where mailbox = $1', [key.email])).toHaveLength(0);
     await delivered(key, 'after signing in');
     const another = await postJson(`${h.url}/`, { email: key.email });
     await eventually(async () => h.sink.messages.find((m) => m.parsed.text?.includes(another.json.key as string)), 20_000, "the next new key's email");

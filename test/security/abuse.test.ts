@@ -1,11 +1,13 @@
-// Abuse and keys at rest: a dump yields no key, POST / cannot mail-bomb an address, the honeypot
-// discards bots silently, captcha per key is verified server-side, headers are set.
+// Abuse and keys at rest: a dump yields no key, POST / cannot mail-bomb an inbox (in any spelling)
+// nor spend its owner's sign-in links, the honeypot discards bots silently, captcha per key is
+// verified server-side, headers are set.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 import { adminClient, count as countIn, submitter } from '../support/client.ts';
+import { askForLink, postForm, signInMailsTo } from '../support/owner.ts';
 
 const TOKEN = 'abuse-test-admin-token-0123';
 let verifyCalls: Array<Record<string, string>> = [];
@@ -30,6 +32,7 @@ beforeAll(async () => {
     env: {
       ADMIN_TOKEN: TOKEN,
       KEY_EMAILS_PER_HOUR: '5',
+      SIGN_IN_EMAILS_PER_HOUR: '2',
       HCAPTCHA_SECRET: 'server-secret-h',
       HCAPTCHA_VERIFY_URL: `${verifyBase}/hcaptcha`,
       TURNSTILE_SECRET: 'server-secret-t',
@@ -81,6 +84,46 @@ describe('mail bombing through POST /', () => {
     expect((await postJson(`${h.url}/`, { email: 'Victim+2@Example.test' })).status).toBe(429);
     expect(await h.sql('select count(*)::int as n from verification_keys where email = $1', [victim])).toEqual(keysBefore);
     expect(await h.sql('select count(*)::int as n from key_emails where email = $1', [victim])).toEqual([{ n: 5 }]);
+  });
+
+  it('counts every spelling of one Gmail inbox as one mailbox (dots, googlemail.com), and mails each as typed', async () => {
+    const spellings = ['e.rin@gmail.com', 'er.in@gmail.com', 'erin@googlemail.com', 'E.R.I.N@Gmail.com', 'erin+forms@gmail.com'];
+    for (const email of spellings) expect((await postJson(`${h.url}/`, { email })).status).toBe(200);
+    for (const email of ['erin@gmail.com', 'e.r.i.n+x@googlemail.com', 'ERIN@GOOGLEMAIL.COM']) {
+      const refused = await postJson(`${h.url}/`, { email });
+      expect(refused.status).toBe(429);
+      expect(refused.json).toMatchObject({ success: false, errors: { email: [expect.stringContaining('Too many emails')] } });
+    }
+    const rows = await h.sql<{ email: string; mailbox: string }>(
+      "select k.email, k.mailbox from key_emails k where k.mailbox = 'erin@gmail.com' order by k.created_at",
+    );
+    expect(rows.map((row) => row.email)).toEqual(spellings.map((email) => email.toLowerCase()));
+    const mailed = await eventually(async () => {
+      const to = h.sink.messages.flatMap((mail) => mail.envelope.to).filter((address) => /@(gmail|googlemail)\.com$/.test(address));
+      return to.length === spellings.length ? to : undefined;
+    });
+    expect(mailed.sort()).toEqual(spellings.map((email) => email.toLowerCase()).sort());
+    // Other providers keep their dots: another mailbox, another allowance.
+    expect((await postJson(`${h.url}/`, { email: 'e.rin@example.test' })).status).toBe(200);
+  });
+
+  it("keeps the console's sign-in links apart from the key emails strangers can spend, within their own allowance", async () => {
+    const owner = await h.createKey({ email: 'locked-out@example.test' });
+    for (let i = 0; i < 5; i++) expect((await postJson(`${h.url}/`, { email: 'Locked-Out+' + i + '@example.test' })).status).toBe(200);
+    expect((await postJson(`${h.url}/`, { email: owner.email })).status).toBe(429);
+
+    // The owner still gets a sign-in link, and can sign in with it.
+    const url = await askForLink(h, owner.email);
+    const token = url.searchParams.get('token')!;
+    const used = await postForm(h, '/owner/link', { token });
+    expect(used.status).toBe(303);
+    // SIGN_IN_EMAILS_PER_HOUR (2 here) bounds the links: asking again answers the same, and sends nothing past it.
+    await askForLink(h, owner.email);
+    const before = signInMailsTo(h, owner.email).length;
+    expect((await postForm(h, '/owner/sign-in', { email: owner.email })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(signInMailsTo(h, owner.email)).toHaveLength(before);
+    expect(await h.sql("select count(*)::int as n from key_emails where mailbox = $1 and kind = 'sign-in'", [owner.email])).toEqual([{ n: 2 }]);
   });
 });
 

@@ -123,6 +123,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     // Most tests send many requests from one address; the rate-limit tests set their own limit.
     RATE_LIMIT_MAX: '1000000',
     KEY_EMAILS_PER_HOUR: '1000',
+    SIGN_IN_EMAILS_PER_HOUR: '1000',
+    SIGN_IN_LINK_USES_PER_MINUTE: '1000000',
     // Keys made here belong to unconfirmed mailboxes; the consent tests set their own allowance.
     UNCONFIRMED_EMAILS_PER_HOUR: '1000000',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

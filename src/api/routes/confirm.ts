@@ -5,7 +5,7 @@
 // (lasting) and release held submissions → enqueue them → respond.
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { confirmMailbox, createConsentSigner } from '../../shared/consent.ts';
+import { confirmMailbox, createConsentSigner, mailboxOf } from '../../shared/consent.ts';
 import { submissionJob } from '../../shared/queue.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
@@ -36,7 +36,8 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
     const fields = { address: formField(body, 'address'), token: formField(body, 'token') };
     if (!valid(fields)) return invalidLink(ctx);
 
-    const released = await confirmMailbox(deps.orm.em.fork(), fields.address);
+    // A link signed before the mailbox rule last changed names the inbox in an older spelling.
+    const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(fields.address));
     deps.keys.forgetAll();
     // A flood may have held thousands: the request enqueues a bounded first part, and the
     // reconciler enqueues the rest (they are `queued` rows without a job).

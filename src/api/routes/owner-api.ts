@@ -78,7 +78,7 @@ const ListQueryWithViewSchema = v.object({
   view: v.optional(v.pipe(v.picklist(['all', 'spam'], 'Must be all or spam.'), v.description('spam: only the messages held as spam (the Spam view)')), 'all'),
 });
 
-export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
+export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState>): Router<AppState> {
   const router = createRouter('/owner/api');
   const secure = deps.config.PUBLIC_URL.startsWith('https:');
   const csrf = createCsrf(deps.config.SECRET);
@@ -106,7 +106,7 @@ export function ownerApiRoutes(deps: AppDeps, limiter: Middleware<AppState>): Ro
   };
 
   // The JSON twin of the link page's button: uses the link's token and opens a session.
-  router.post('/session', sameSite, limiter, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
+  router.post('/session', sameSite, signInLimiter, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
     const { token } = validate(SessionRequestSchema, ctx.request.body);
     const signedIn = await consumeSignIn(deps.orm.em.fork(), token);
     if (!signedIn) {

@@ -94,7 +94,7 @@ const KEY_ACTIONS = {
   delete: 'deleted',
 } as const;
 
-export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<AppState> {
+export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppState>; signIn: Middleware<AppState> }): Router<AppState> {
   const router = createRouter();
   const secure = deps.config.PUBLIC_URL.startsWith('https:');
   const sameSite = crossSiteGuard(deps.config.PUBLIC_URL);
@@ -130,7 +130,7 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
   });
 
   // An HTML form and JSON alike; the answer is the same whether or not the address holds keys.
-  router.post('/owner/sign-in', sameSite, limiter, async (ctx) => {
+  router.post('/owner/sign-in', sameSite, limiters.mail, async (ctx) => {
     const isForm = ctx.is(FORM_TYPE) === FORM_TYPE;
     if (!isForm && !ctx.is('application/json')) throw errors.unsupportedMediaType(['application/json', FORM_TYPE]);
     await readBodyText(ctx, async () => undefined);
@@ -144,7 +144,7 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
       const message = (error as { errors?: Record<string, string[]> }).errors?.email?.[0] ?? 'Enter a valid email address.';
       return renderPage(ctx, 'owner-sign-in', { ...signInPage, email: String(body.email ?? '').slice(0, 254), error: message }, { status: 400 });
     }
-    const keyEmailId = await requestSignIn(deps.orm.em.fork(), deps.vault, { email, emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR });
+    const keyEmailId = await requestSignIn(deps.orm.em.fork(), deps.vault, { email, emailsPerHour: deps.config.SIGN_IN_EMAILS_PER_HOUR });
     if (keyEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(keyEmailId, ctx.state.requestId));
     if (isForm) return renderPage(ctx, 'owner-sign-in', { ...signInPage, sent: true, email });
     ctx.body = { success: true, message: signInAnswer(email) };
@@ -157,7 +157,7 @@ export function ownerPageRoutes(deps: AppDeps, limiter: Middleware<AppState>): R
     renderPage(ctx, 'owner-link', { token });
   });
 
-  router.post('/owner/link', sameSite, limiter, formBody, async (ctx) => {
+  router.post('/owner/link', sameSite, limiters.signIn, formBody, async (ctx) => {
     const signedIn = await consumeSignIn(deps.orm.em.fork(), ownerState(ctx).form?.get('token') ?? '');
     if (!signedIn) return renderPage(ctx, 'owner-link-invalid', { link_minutes: SIGN_IN_LINK_TTL_MINUTES }, { status: 400 });
     ctx.set('Set-Cookie', sessionCookie(signedIn.cookie, secure));

@@ -221,21 +221,34 @@ export const RecipientSchema = defineEntity({
 export type Recipient = InferEntity<typeof RecipientSchema>;
 
 /**
- * Hard bounces and complaints per mailbox, apart from `recipients`: a change there tells every API process to
- * forget its cached keys, and bounces may come by the hundred a second.
+ * Hard bounces per address, exactly as it was mailed (lower-cased): only that spelling is
+ * suppressed, so a stranger's key request for `owner+x@` that bounces stops no mail to `owner@`.
+ * Apart from `recipients`: a change there tells every API process to forget its cached keys, and
+ * bounces may come by the hundred a second.
  */
-export const MailboxBouncesSchema = defineEntity({
-  name: 'MailboxBounces',
-  tableName: 'mailbox_bounces',
+export const AddressBouncesSchema = defineEntity({
+  name: 'AddressBounces',
+  tableName: 'address_bounces',
   properties: {
-    mailbox: p.string().length(254).primary(),
+    address: p.string().length(254).primary(),
     /** Hard bounces since the owner last signed in to the console: at SUPPRESS_AFTER_HARD_BOUNCES, suppression. */
     hardBounces: p.integer().default(0),
     lastBouncedAt: p.datetime().nullable(),
     /** Until then its submission emails are `suppressed`, not attempted. */
     suppressedUntil: p.datetime().nullable(),
-    /** The mailbox reported one of this service's emails as spam: suppressed until the owner signs in. */
-    complainedAt: p.datetime().nullable(),
+  },
+});
+
+/**
+ * Mailboxes that reported one of this service's emails as spam: suppressed until the owner signs
+ * in. Per mailbox, not per address: only the inbox's own provider sends such a report.
+ */
+export const MailboxComplaintsSchema = defineEntity({
+  name: 'MailboxComplaints',
+  tableName: 'mailbox_complaints',
+  properties: {
+    mailbox: p.string().length(254).primary(),
+    complainedAt: p.datetime(),
   },
 });
 
@@ -348,7 +361,8 @@ export const entities = [
   KeyEmailSchema,
   RecipientSchema,
   MailboxAllowanceSchema,
-  MailboxBouncesSchema,
+  AddressBouncesSchema,
+  MailboxComplaintsSchema,
   OwnerSpamMarksSchema,
   OwnerSignInSchema,
   OwnerSessionSchema,
