@@ -1,6 +1,7 @@
 // The bounce receiver: an SMTP server for BOUNCE_DOMAIN that takes the reports relays send to the
 // return paths of our emails (./../shared/return-path.ts). What happens to a message, in order:
-//   connect     at most BOUNCE_MAX_CONNECTIONS_PER_IP open per client address (421 past it)
+//   connect     at most BOUNCE_MAX_CONNECTIONS_PER_IP open per client address (421 past it; a
+//               refused connection is not counted, so its close frees no place)
 //   MAIL FROM   at most BOUNCE_MESSAGES_PER_MINUTE_PER_IP per client address (451 past it: retry later)
 //   RCPT TO     only a return path whose MAC verifies (550 otherwise: a forged bounce changes nothing)
 //   DATA        at most BOUNCE_MAX_BYTES (552 past it), read as a report (./report.ts), recorded on
@@ -47,6 +48,11 @@ const reply = (code: number, text: string): ReplyError => Object.assign(new Erro
 
 /** Targets of the session's recipients, kept on the session as RCPT TO accepts them. */
 const targetsOf = new WeakMap<SMTPServerSession, ReturnTarget[]>();
+/**
+ * The address each admitted session was counted under. smtp-server calls onClose for refused
+ * connections too (by onConnect or by maxClients): only those counted here may be uncounted.
+ */
+const admitted = new WeakMap<SMTPServerSession, string>();
 
 export async function startReceiver(settings: ReceiverSettings, deps: ReceiverDeps): Promise<{ server: SMTPServer; port: number; close: () => Promise<void> }> {
   const limits = new ClientLimits(settings.maxConnectionsPerIp, settings.messagesPerMinutePerIp);
@@ -67,10 +73,14 @@ export async function startReceiver(settings: ReceiverSettings, deps: ReceiverDe
         bounceRefusals.inc({ reason: 'connections' });
         return callback(reply(421, `4.7.0 Too many connections from your address (at most ${settings.maxConnectionsPerIp})`));
       }
+      admitted.set(session, session.remoteAddress);
       callback();
     },
     onClose(session) {
-      limits.disconnect(session.remoteAddress);
+      const address = admitted.get(session);
+      if (address === undefined) return;
+      admitted.delete(session);
+      limits.disconnect(address);
     },
     onMailFrom(_address, session, callback) {
       if (!limits.message(session.remoteAddress)) {

@@ -17,7 +17,7 @@ import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts'
 import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { request } from '../support/http.ts';
-import { openSmtp, sendRaw } from '../support/smtp-client.ts';
+import { openSmtp, sendRaw, type SmtpSession } from '../support/smtp-client.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
 const DOMAIN = 'bounces.test';
@@ -358,6 +358,35 @@ describe('limits per client address', () => {
       expect(codes).toEqual([250, 250, 250, 451]);
       session.close();
     } finally {
+      await limited.stop();
+    }
+  });
+
+  it('keeps BOUNCE_MAX_CONNECTIONS_PER_IP while refused connections from the address come and go; another address still connects', async () => {
+    const limited = await startHarness({ worker: false, env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_MAX_CONNECTIONS_PER_IP: '3' } });
+    const sessions: SmtpSession[] = [];
+    try {
+      const { port } = await limited.startBounces();
+      const held = [];
+      for (let i = 0; i < 3; i++) held.push(await openSmtp(port, '127.0.0.1', '127.0.0.3'));
+      sessions.push(...held);
+      expect(held.map((session) => session.greeting.code)).toEqual([220, 220, 220]);
+      // Each refused connection is closed again; its close must not give away a place the three hold.
+      for (let i = 1; i <= 5; i++) {
+        const refused = await openSmtp(port, '127.0.0.1', '127.0.0.3');
+        sessions.push(refused);
+        expect(refused.greeting.code, `refused connection ${i}`).toBe(421);
+        refused.close();
+      }
+      const further = await openSmtp(port, '127.0.0.1', '127.0.0.3');
+      sessions.push(further);
+      expect(further.greeting.code).toBe(421);
+      for (const session of held) expect((await session.command('NOOP')).code).toBe(250);
+      const elsewhere = await openSmtp(port, '127.0.0.1', '127.0.0.2');
+      sessions.push(elsewhere);
+      expect(elsewhere.greeting.code).toBe(220);
+    } finally {
+      for (const session of sessions) session.close();
       await limited.stop();
     }
   });
