@@ -120,7 +120,6 @@ describe('the bounce receiver', () => {
       `b-s-${other.id.replace(/-/g, '')}-${mac}@${DOMAIN}`,
       `b-k-${hex}-${mac}@${DOMAIN}`,
       returnPath.replace(DOMAIN, 'elsewhere.test'),
-      `postmaster@${DOMAIN}`,
     ];
     for (const address of forged) {
       const reply = await sendRaw(receiver.port, { from: '', to: [address] }, dsn({ to: address }));
@@ -129,6 +128,33 @@ describe('the bounce receiver', () => {
     }
     expect((await row(id)).email_status).toBe('sent');
     expect((await row(other.id)).email_status).toBe('sent');
+  });
+
+  it('accepts mail to postmaster at BOUNCE_DOMAIN (RFC 5321) without changing any row; postmaster of another domain is refused', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    const before = await row(id);
+    const note = ['From: admin@example.net', `To: postmaster@${DOMAIN}`, 'Subject: Your server', '', 'Hello postmaster.', ''].join('\r\n');
+    for (const address of [`postmaster@${DOMAIN}`, `PostMaster@${DOMAIN}`, 'postmaster']) {
+      const reply = await sendRaw(receiver.port, { from: 'admin@example.net', to: [address] }, note);
+      expect(reply.rcpt[0]!.code, address).toBe(250);
+      expect(reply.data?.code, address).toBe(250);
+    }
+    // A report sent to postmaster alone is not read as one, whatever it names.
+    const report = await sendRaw(receiver.port, { from: '', to: [`postmaster@${DOMAIN}`] }, dsn({ to: returnPath }));
+    expect(report.data?.code).toBe(250);
+    expect(await row(id)).toEqual(before);
+    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+
+    // Sent to the return path and to postmaster, it is recorded once, on its row.
+    const both = await sendRaw(receiver.port, { from: '', to: [returnPath, `postmaster@${DOMAIN}`] }, dsn({ to: returnPath }));
+    expect(both.rcpt.map((reply) => reply.code)).toEqual([250, 250]);
+    expect(both.data?.code).toBe(250);
+    expect(await row(id)).toMatchObject({ email_status: 'bounced', bounce_type: 'hard', bounce_status: '5.1.1' });
+
+    const elsewhere = await sendRaw(receiver.port, { from: 'admin@example.net', to: ['postmaster@elsewhere.test'] }, note);
+    expect(elsewhere.rcpt[0]!.code).toBe(550);
+    expect(elsewhere.data).toBeUndefined();
   });
 
   it('records a delay and a soft bounce without changing the status; a hard bounce after them is final', async () => {
