@@ -22,6 +22,7 @@ export class ClientLimits {
     return true;
   }
 
+  /** Only for a connection `connect` admitted: a refused one was never counted. */
   disconnect(address: string): void {
     const count = (this.open.get(address) ?? 0) - 1;
     if (count > 0) this.open.set(address, count);

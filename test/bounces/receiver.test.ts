@@ -17,7 +17,7 @@ import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts'
 import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { request } from '../support/http.ts';
-import { openSmtp, sendRaw } from '../support/smtp-client.ts';
+import { openSmtp, sendRaw, type SmtpSession } from '../support/smtp-client.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
 const DOMAIN = 'bounces.test';
@@ -120,7 +120,6 @@ describe('the bounce receiver', () => {
       `b-s-${other.id.replace(/-/g, '')}-${mac}@${DOMAIN}`,
       `b-k-${hex}-${mac}@${DOMAIN}`,
       returnPath.replace(DOMAIN, 'elsewhere.test'),
-      `postmaster@${DOMAIN}`,
     ];
     for (const address of forged) {
       const reply = await sendRaw(receiver.port, { from: '', to: [address] }, dsn({ to: address }));
@@ -129,6 +128,33 @@ describe('the bounce receiver', () => {
     }
     expect((await row(id)).email_status).toBe('sent');
     expect((await row(other.id)).email_status).toBe('sent');
+  });
+
+  it('accepts mail to postmaster at BOUNCE_DOMAIN (RFC 5321) without changing any row; postmaster of another domain is refused', async () => {
+    const key = await h.createKey();
+    const { id, returnPath } = await delivered(key);
+    const before = await row(id);
+    const note = ['From: admin@example.net', `To: postmaster@${DOMAIN}`, 'Subject: Your server', '', 'Hello postmaster.', ''].join('\r\n');
+    for (const address of [`postmaster@${DOMAIN}`, `PostMaster@${DOMAIN}`, 'postmaster']) {
+      const reply = await sendRaw(receiver.port, { from: 'admin@example.net', to: [address] }, note);
+      expect(reply.rcpt[0]!.code, address).toBe(250);
+      expect(reply.data?.code, address).toBe(250);
+    }
+    // A report sent to postmaster alone is not read as one, whatever it names.
+    const report = await sendRaw(receiver.port, { from: '', to: [`postmaster@${DOMAIN}`] }, dsn({ to: returnPath }));
+    expect(report.data?.code).toBe(250);
+    expect(await row(id)).toEqual(before);
+    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+
+    // Sent to the return path and to postmaster, it is recorded once, on its row.
+    const both = await sendRaw(receiver.port, { from: '', to: [returnPath, `postmaster@${DOMAIN}`] }, dsn({ to: returnPath }));
+    expect(both.rcpt.map((reply) => reply.code)).toEqual([250, 250]);
+    expect(both.data?.code).toBe(250);
+    expect(await row(id)).toMatchObject({ email_status: 'bounced', bounce_type: 'hard', bounce_status: '5.1.1' });
+
+    const elsewhere = await sendRaw(receiver.port, { from: 'admin@example.net', to: ['postmaster@elsewhere.test'] }, note);
+    expect(elsewhere.rcpt[0]!.code).toBe(550);
+    expect(elsewhere.data).toBeUndefined();
   });
 
   it('records a delay and a soft bounce without changing the status; a hard bounce after them is final', async () => {
@@ -385,6 +411,35 @@ describe('limits per client address', () => {
       expect(codes).toEqual([250, 250, 250, 451]);
       session.close();
     } finally {
+      await limited.stop();
+    }
+  });
+
+  it('keeps BOUNCE_MAX_CONNECTIONS_PER_IP while refused connections from the address come and go; another address still connects', async () => {
+    const limited = await startHarness({ worker: false, env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_MAX_CONNECTIONS_PER_IP: '3' } });
+    const sessions: SmtpSession[] = [];
+    try {
+      const { port } = await limited.startBounces();
+      const held = [];
+      for (let i = 0; i < 3; i++) held.push(await openSmtp(port, '127.0.0.1', '127.0.0.3'));
+      sessions.push(...held);
+      expect(held.map((session) => session.greeting.code)).toEqual([220, 220, 220]);
+      // Each refused connection is closed again; its close must not give away a place the three hold.
+      for (let i = 1; i <= 5; i++) {
+        const refused = await openSmtp(port, '127.0.0.1', '127.0.0.3');
+        sessions.push(refused);
+        expect(refused.greeting.code, `refused connection ${i}`).toBe(421);
+        refused.close();
+      }
+      const further = await openSmtp(port, '127.0.0.1', '127.0.0.3');
+      sessions.push(further);
+      expect(further.greeting.code).toBe(421);
+      for (const session of held) expect((await session.command('NOOP')).code).toBe(250);
+      const elsewhere = await openSmtp(port, '127.0.0.1', '127.0.0.2');
+      sessions.push(elsewhere);
+      expect(elsewhere.greeting.code).toBe(220);
+    } finally {
+      for (const session of sessions) session.close();
       await limited.stop();
     }
   });
