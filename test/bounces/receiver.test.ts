@@ -144,7 +144,7 @@ describe('the bounce receiver', () => {
     const report = await sendRaw(receiver.port, { from: '', to: [`postmaster@${DOMAIN}`] }, dsn({ to: returnPath }));
     expect(report.data?.code).toBe(250);
     expect(await row(id)).toEqual(before);
-    expect(await h.sql('select 1 from mailbox_bounces where mailbox = $1', [key.email])).toHaveLength(0);
+    expect(await h.sql('select 1 from address_bounces where address = $1', [key.email])).toHaveLength(0);
 
     // Sent to the return path and to postmaster, it is recorded once, on its row.
     const both = await sendRaw(receiver.port, { from: '', to: [returnPath, `postmaster@${DOMAIN}`] }, dsn({ to: returnPath }));
