@@ -79,7 +79,7 @@ export const VerificationKeySchema = defineEntity({
     keyEncrypted: p.text(),
     /** Stored lower-cased: addresses compare case-insensitively. */
     email: p.string().length(254),
-    /** The inbox behind the address (lower-cased, without a +tag): what consent and caps count by. */
+    /** The inbox behind the address (src/shared/consent.ts mailboxOf): what consent and caps count by. */
     mailbox: p.string().length(254),
     status: p.enum(KEY_STATUSES).default('active'),
     useDomain: p.boolean().default(false),
