@@ -6,12 +6,16 @@
 // The filter never costs mail: down, slow (SPAM_CHECK_TIMEOUT_MS) or answering nonsense, the
 // email is sent and the submission marked `unchecked`. After FAILURES_TO_PAUSE failures in a row,
 // checks pause for PAUSE_MS, so that a filter that hangs does not add its timeout to every email.
+// A filter that is alive but busy must not count as slow: a burst would then go out unchecked.
+// So each worker sends at most SPAM_CHECKS_IN_FLIGHT checks at once, the rest wait their turn here
+// (delivery slows down, nothing skips the check), and the timeout runs from when a check is sent.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import pLimit from 'p-limit';
 import type { SpamFilterLevel } from '../shared/db/entities.ts';
 import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../shared/delivery-rows.ts';
 import type { Logger } from '../shared/log.ts';
 import { spamCheckDuration, spamChecks } from '../shared/metrics.ts';
-import type { SpamFilter, SpamScan } from '../shared/spam-filter.ts';
+import type { SpamFilter, SpamSample, SpamScan } from '../shared/spam-filter.ts';
 
 const FAILURES_TO_PAUSE = 5;
 const PAUSE_MS = 30_000;
@@ -20,6 +24,8 @@ export type SpamCheckSettings = {
   /** Unset: no filter configured (or SPAM_FILTER=off): nothing is checked. */
   filter: SpamFilter | undefined;
   timeoutMs: number;
+  /** Checks this worker has sent and not had answered, at most; more wait their turn. */
+  inFlight: number;
   /** The score from which a submission is spam, by key level. */
   thresholds: Record<Exclude<SpamFilterLevel, 'off'>, number>;
   mailFrom: string;
@@ -36,6 +42,26 @@ export type SpamChecker = (em: EntityManager, submission: ClaimedSubmission, fil
 export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
   let failuresInARow = 0;
   let pausedUntil = 0;
+  const turn = pLimit(settings.inFlight);
+
+  /** Sends one check (unless checks were paused while it waited its turn), counting failures in a row. */
+  async function checkNow(filter: SpamFilter, sample: SpamSample, log: Logger): Promise<SpamScan | undefined> {
+    if (Date.now() < pausedUntil) return undefined;
+    try {
+      const answer = await filter.check(sample, settings.timeoutMs);
+      failuresInARow = 0;
+      return answer;
+    } catch (error) {
+      failuresInARow += 1;
+      if (failuresInARow >= FAILURES_TO_PAUSE) {
+        pausedUntil = Date.now() + PAUSE_MS;
+        failuresInARow = 0;
+        log.warn({ pauseMs: PAUSE_MS }, 'the spam filter failed repeatedly: emails go out unchecked for a while');
+      }
+      throw error;
+    }
+  }
+
   return async (em, submission, filenames, log) => {
     const { filter } = settings;
     const level = submission.spamFilter;
@@ -45,30 +71,11 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     if (Date.now() >= pausedUntil) {
       const started = performance.now();
       try {
-        scan = await filter.check(
-          {
-            mailFrom: settings.mailFrom,
-            ownerEmail: submission.keyEmail ?? '',
-            ownerMailbox: submission.keyMailbox ?? '',
-            visitorEmail: submission.email,
-            subject: submission.subject,
-            message: submission.message,
-            customFields: submission.customFields,
-            filenames,
-            ownerStatistics: submission.ownerStatistics,
-          },
-          settings.timeoutMs,
-        );
-        failuresInARow = 0;
+        scan = await turn(() => checkNow(filter, sampleOf(submission, filenames, settings.mailFrom), log));
       } catch (error) {
-        failuresInARow += 1;
-        if (failuresInARow >= FAILURES_TO_PAUSE) {
-          pausedUntil = Date.now() + PAUSE_MS;
-          failuresInARow = 0;
-          log.warn({ pauseMs: PAUSE_MS }, 'the spam filter failed repeatedly: emails go out unchecked for a while');
-        }
         log.warn({ err: error, submissionId: submission.id }, 'spam check failed: the email is sent unchecked');
       } finally {
+        // The email's wait for its verdict, its turn included.
         spamCheckDuration.observe((performance.now() - started) / 1000);
       }
     }
@@ -80,5 +87,19 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
       throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
     }
     return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };
+  };
+}
+
+function sampleOf(submission: ClaimedSubmission, filenames: string[], mailFrom: string): SpamSample {
+  return {
+    mailFrom,
+    ownerEmail: submission.keyEmail ?? '',
+    ownerMailbox: submission.keyMailbox ?? '',
+    visitorEmail: submission.email,
+    subject: submission.subject,
+    message: submission.message,
+    customFields: submission.customFields,
+    filenames,
+    ownerStatistics: submission.ownerStatistics,
   };
 }

@@ -106,6 +106,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     spamCheck: createSpamChecker({
       filter: spamFilterFromConfig(config),
       timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
+      inFlight: config.SPAM_CHECKS_IN_FLIGHT,
       thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
       mailFrom: config.MAIL_FROM,
     }),
