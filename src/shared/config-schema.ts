@@ -390,7 +390,7 @@ const spam = {
     'How long a worker waits for a verdict, from when the check is sent. Past it, or when the filter is down, the email is sent unchecked (marked so): the filter costs time, never mail.',
   ),
   SPAM_CHECKS_IN_FLIGHT: about(
-    integer(4, 1),
+    integer(8, 1),
     "Checks one worker process sends at once; the others wait their turn, so a burst slows delivery instead of timing out unchecked. Keep workers × this near what the filter serves at once (rspamd's scanner is one process by default).",
   ),
   SPAM_SCORE_NORMAL: about(score('6'), "rspamd score from which a submission to a key at the `normal` level is held as spam."),
