@@ -4,7 +4,9 @@
 // (spam_taught_at null) and taught later, oldest first, as the key's allowance frees up: an owner
 // who goes through a backlog in one sitting loses none of it. A place is reserved before the filter
 // is asked (spam_teach_pending until it answers), and a reservation that outlived the process that
-// made it goes back to untaught.
+// made it goes back to untaught. The allowance counts teachings (spam_teachings), not marks: a
+// place comes back only for a teaching the filter never did, so reversing or deleting a taught mark
+// cannot make room for more.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AttachmentSchema, SubmissionSchema, type SpamMark } from './db/entities.ts';
 import type { Logger } from './log.ts';
@@ -15,8 +17,22 @@ export type TeachResult = 'taught' | 'known' | 'failed';
 
 export type TeachingSettings = { mailFrom: string; perKeyPerHour: number; timeoutMs: number };
 
-/** A mark that counts against its key's allowance: taught (or reserved) in the last hour. */
-const TAUGHT_THIS_HOUR = `spam_taught_at > now() - interval '1 hour'`;
+/** How many teachings of the key `keyId` (an SQL expression) count against its allowance: those of the last hour. */
+const teachingsThisHour = (keyId: string) => `select count(*) from spam_teachings t where t.key_id = ${keyId} and t.taught_at > now() - interval '1 hour'`;
+
+/**
+ * Puts the marks `which` selects back to untaught, and gives back the places their reservations
+ * took (the teaching row made with the reservation, at the same time). One statement: a teaching
+ * cannot finish between the two.
+ */
+const giveBack = (which: string) => `
+  with released as (
+    update submissions s set spam_taught_at = null, spam_teach_pending = false
+      from (select id, spam_taught_at as reserved_at from submissions where ${which} for update) old
+     where s.id = old.id
+    returning s.id, old.reserved_at),
+  dropped as (delete from spam_teachings t using released r where t.submission_id = r.id and t.taught_at = r.reserved_at)
+  select id from released`;
 
 /**
  * Takes the key's teaching lock for the rest of the transaction (so two marks at once cannot both
@@ -24,11 +40,18 @@ const TAUGHT_THIS_HOUR = `spam_taught_at > now() - interval '1 hour'`;
  */
 export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerHour: number): Promise<number> {
   await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`spam-teach:${keyId}`]);
-  const [counted] = await tx.execute<Array<{ taught: number }>>(
-    `select count(*)::int as taught from submissions where key_id = ? and ${TAUGHT_THIS_HOUR}`,
-    [keyId],
-  );
+  const [counted] = await tx.execute<Array<{ taught: number }>>(`select (${teachingsThisHour('?')})::int as taught`, [keyId]);
   return Math.max(0, perKeyPerHour - (counted?.taught ?? 0));
+}
+
+/** Takes a place in the key's allowance for teaching the submission's mark (under the key's lock, see allowanceLeft). */
+export async function takePlace(tx: EntityManager, keyId: string, submissionId: string, mark: SpamMark): Promise<void> {
+  await tx.execute('insert into spam_teachings (id, key_id, submission_id, mark) values (gen_random_uuid(), ?, ?, ?)', [keyId, submissionId, mark]);
+}
+
+/** The marks' teaching failed, or never started: their places come back, and the marks wait untaught. */
+async function giveBackPlaces(em: EntityManager, submissionIds: string[]): Promise<void> {
+  if (submissionIds.length) await em.execute(giveBack('id in (?)'), [submissionIds]);
 }
 
 /**
@@ -48,8 +71,8 @@ const MAX_LEARNS_PER_TEACHING = 3;
  */
 export async function teachMark(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, submissionId: string, log: Logger): Promise<TeachResult> {
   const submission = await em.findOne(SubmissionSchema, { id: submissionId }, { populate: ['key'] });
-  let mark = submission?.spamMark;
-  if (!submission || !mark) {
+  const marked = submission?.spamMark;
+  if (!submission || !marked) {
     await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
     return 'known';
   }
@@ -64,23 +87,37 @@ export async function teachMark(em: EntityManager, filter: SpamFilter, settings:
     customFields: submission.customFields,
     filenames: files.map((file) => file.filename),
   };
+  let mark: SpamMark = marked;
   let result: TeachResult;
   for (let learned = 1; ; learned += 1) {
     try {
       result = await filter.learn(sample, mark, settings.timeoutMs);
     } catch (error) {
       log.warn({ err: error, submissionId }, 'the spam filter could not learn a mark; it is taught later');
-      await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id = ?', [submissionId]);
+      await giveBackPlaces(em, [submissionId]);
       return 'failed';
     }
     // Known counts too: the filter holds the message in that class (a teaching that timed out may
     // still have been learned).
     await countTaught(em, submission.key.mailbox, mark);
     // The owner may have reversed the mark while the filter learned this one: the filter learns
-    // the one the owner left too (it unlearns the other), so that it ends with the owner's word.
+    // the one the owner left too (it unlearns the other), so that it ends with the owner's word,
+    // at once while the key's allowance lasts, later otherwise.
     const [now] = await em.execute<Array<{ mark: SpamMark | null }>>('select spam_mark as mark from submissions where id = ?', [submissionId]);
-    if (!now?.mark || now.mark === mark || learned === MAX_LEARNS_PER_TEACHING) break;
-    mark = now.mark;
+    if (!now?.mark || now.mark === mark) break;
+    const reversal: SpamMark = now.mark;
+    const placed = await em.transactional(async (tx) => {
+      if (learned === MAX_LEARNS_PER_TEACHING || (await allowanceLeft(tx, submission.key.id, settings.perKeyPerHour)) === 0) return false;
+      await tx.execute('update submissions set spam_taught_at = now() where id = ?', [submissionId]);
+      await takePlace(tx, submission.key.id, submissionId, reversal);
+      return true;
+    });
+    if (!placed) {
+      // Taught later, once the key's allowance has room (the places taken so far stay taken).
+      await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id = ?', [submissionId]);
+      return result;
+    }
+    mark = reversal;
   }
   await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
   return result;
@@ -115,7 +152,7 @@ export async function teachUntaughtMarks(
        select key_id, min(spam_marked_at) as oldest from submissions
         where spam_mark is not null and spam_taught_at is null group by key_id)
      select w.key_id from waiting w
-      where (select count(*) from submissions where key_id = w.key_id and ${TAUGHT_THIS_HOUR}) < ?
+      where (${teachingsThisHour('w.key_id')}) < ?
       order by w.oldest limit ?`,
     [settings.perKeyPerHour, settings.keysPerRun ?? KEYS_PER_RUN],
   );
@@ -124,20 +161,22 @@ export async function teachUntaughtMarks(
     const reserved = await em.transactional(async (tx) => {
       const left = await allowanceLeft(tx, keyId, settings.perKeyPerHour);
       if (left === 0) return [];
-      return tx.execute<Array<{ id: string }>>(
+      const rows = await tx.execute<Array<{ id: string; mark: SpamMark }>>(
         `update submissions set spam_taught_at = now(), spam_teach_pending = true
           where id in (select id from submissions where key_id = ? and spam_mark is not null and spam_taught_at is null
                         order by spam_marked_at limit ? for update skip locked)
-          returning id`,
+          returning id, spam_mark as mark`,
         [keyId, left],
       );
+      for (const row of rows) await takePlace(tx, keyId, row.id, row.mark);
+      return rows;
     });
     for (const [index, { id }] of reserved.entries()) {
       const result = Date.now() < deadline ? await teachMark(em.fork(), filter, settings, id, log) : 'out of time';
       if (result === 'failed' || result === 'out of time') {
         // teachMark put a failed mark back itself; the rest of the key's go back untaught.
         const rest = reserved.slice(result === 'failed' ? index + 1 : index);
-        if (rest.length) await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id in (?)', [rest.map((row) => row.id)]);
+        await giveBackPlaces(em, rest.map((row) => row.id));
         break teaching;
       }
       if (result === 'taught') taught += 1;
@@ -147,14 +186,17 @@ export async function teachUntaughtMarks(
   return taught;
 }
 
-/** Puts back to untaught the reservations whose filter answer never came; returns how many. */
+/** Puts back to untaught the reservations whose filter answer never came, their places given back; returns how many. */
 async function releaseStaleReservations(em: EntityManager): Promise<number> {
-  const released = await em.execute<Array<{ id: string }>>(
-    `update submissions set spam_taught_at = null, spam_teach_pending = false
-      where spam_teach_pending and spam_taught_at < now() - make_interval(secs => ?) returning id`,
-    [STALE_RESERVATION_MS / 1_000],
-  );
+  const released = await em.execute<Array<{ id: string }>>(giveBack('spam_teach_pending and spam_taught_at < now() - make_interval(secs => ?)'), [
+    STALE_RESERVATION_MS / 1_000,
+  ]);
   return released.length;
+}
+
+/** Housekeeping: teachings older than a day no longer count against any allowance. */
+export async function deleteOldTeachings(em: EntityManager): Promise<void> {
+  await em.execute(`delete from spam_teachings where taught_at < now() - interval '1 day'`);
 }
 
 /**

@@ -11,6 +11,7 @@ import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deleteSubmissions } from '../shared/submissions.ts';
 import { deleteExpiredOwnerTokens } from '../shared/owner.ts';
+import { deleteOldTeachings } from '../shared/spam-teaching.ts';
 
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */
@@ -36,6 +37,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
     deleted += count;
   }
   await em.execute(`delete from mailbox_allowances where window_start < now() - interval '1 day'`);
+  await deleteOldTeachings(em);
   await deleteExpiredOwnerTokens(em);
   return deleted;
 }

@@ -81,10 +81,30 @@ describe('the teaching allowance', () => {
     await new Promise((resolve) => setTimeout(resolve, 10 * TEACH_LATER_INTERVAL_MS));
     expect(await taughtOf(waiting)).toEqual([]);
     // An hour later (the marks taught moved back by one), the two waiting marks are taught, as marked now.
-    await h.sql(`update submissions set spam_taught_at = spam_taught_at - interval '61 minutes' where key_id = $1 and spam_taught_at is not null`, [key.id]);
+    await h.sql(`update spam_teachings set taught_at = taught_at - interval '61 minutes' where key_id = $1`, [key.id]);
     const expected = { spam: marksBefore.spam + 1, ham: marksBefore.ham + 1 };
     await eventually(async () => (JSON.stringify(await ownerMarks(key.email)) === JSON.stringify(expected) ? true : undefined), 20_000, 'the waiting marks taught');
     expect(await taughtOf(waiting)).toEqual([...waiting].sort());
+  });
+
+  it('gives no place back for reversing a taught mark, nor for deleting its message: a reversal waits like any mark', async () => {
+    const key = await h.createKey();
+    const owner = await signIn(h, key.email);
+    const ids = [];
+    for (let seed = 51; seed <= 51 + 2 * CAP + 1; seed += 1) ids.push(await submit(key, formMessage('spam', seed)));
+    for (const id of ids) await settled(id);
+    const mark = async (id: string, to: 'spam' | 'ham') => (await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: to })).json.teaching;
+    for (const id of ids.slice(0, CAP)) expect(await mark(id, 'spam')).toMatch(/taught|known/);
+    // Each taught mark reversed waits its turn, and makes no room for the next message's mark.
+    for (let index = 0; index < CAP; index += 1) {
+      expect(await mark(ids[index]!, 'ham')).toBe('capped');
+      expect(await mark(ids[CAP + index]!, 'spam')).toBe('capped');
+    }
+    // Nor does deleting a message whose mark was taught.
+    expect((await owner.api('DELETE', `/submissions/${ids[0]}`)).status).toBeLessThan(300);
+    expect(await mark(ids[2 * CAP]!, 'spam')).toBe('capped');
+    const [teachings] = await h.sql<{ n: number }>(`select count(*)::int as n from spam_teachings where key_id = $1 and taught_at > now() - interval '1 hour'`, [key.id]);
+    expect(teachings!.n).toBe(CAP);
   });
 
   it('teaches a mark made while the filter could not learn once it can', async () => {

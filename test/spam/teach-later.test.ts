@@ -33,6 +33,7 @@ it("a key that has spent its allowance does not hold back another key's waiting 
   ];
   // The first key taught its one mark of this hour, and has another waiting since before the other key's.
   await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '2 hours', spam_taught_at = now() where id = $1`, [taughtId]);
+  await h.sql(`insert into spam_teachings (id, key_id, submission_id, mark) values (gen_random_uuid(), $1, $2, 'spam')`, [spent.id, taughtId]);
   await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '1 hour' where id = $1`, [waitingId]);
   await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '10 minutes' where id = $1`, [otherId]);
 

@@ -7,7 +7,7 @@ import type { SpamMark, Submission } from '../../shared/db/entities.ts';
 import { QUEUED } from '../../shared/delivery-statuses.ts';
 import { spamMarks } from '../../shared/metrics.ts';
 import { submissionJob, webhookJob } from '../../shared/queue.ts';
-import { allowanceLeft, teachMark } from '../../shared/spam-teaching.ts';
+import { allowanceLeft, takePlace, teachMark } from '../../shared/spam-teaching.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import { clearFinishedJob, ownedSubmission } from './access.ts';
@@ -60,9 +60,10 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
 
 /**
  * Writes the mark, in one transaction under a lock per key (so two marks at once cannot both take
- * the last of the allowance): reserves a place in the allowance (spam_taught_at, pending until the
- * filter answers, cleared again if teaching fails), and queues a submission held as spam that the
- * owner says is not.
+ * the last of the allowance): reserves a place in the allowance (a teaching, and spam_taught_at
+ * pending until the filter answers; given back if teaching fails), and queues a submission held as
+ * spam that the owner says is not. A reversal past the allowance waits untaught, and the place of
+ * the mark it reverses stays taken.
  */
 async function recordMark(em: EntityManager, deps: AppDeps, submission: Submission, mark: SpamMark): Promise<{ reserved: boolean; released: boolean }> {
   return em.transactional(async (tx) => {
@@ -82,6 +83,7 @@ async function recordMark(em: EntityManager, deps: AppDeps, submission: Submissi
         returning (? and b.before = 'spam') as released`,
       [mark, reserved, mark, reserved, mark, release, release, release, submission.id, release],
     );
+    if (reserved) await takePlace(tx, submission.key.id, submission.id, mark);
     return { reserved, released: rows[0]?.released ?? false };
   });
 }

@@ -126,7 +126,7 @@ export const SubmissionSchema = defineEntity({
     spamCheckedAt: p.datetime().nullable(),
     spamMark: p.enum(SPAM_MARKS).nullable(),
     spamMarkedAt: p.datetime().nullable(),
-    /** When the mark was taught to the filter; null until then (the key's hourly teaching allowance was spent, or the filter was down). */
+    /** When the mark was taught to the filter; null until then (the key's hourly teaching allowance was spent, or the filter was down). Its place in the allowance is in `spam_teachings`. */
     spamTaughtAt: p.datetime().nullable(),
     /** The place is reserved (spam_taught_at) and the filter has not answered yet; a stale one is taught again. */
     spamTeachPending: p.boolean().default(false),
@@ -141,8 +141,6 @@ export const SubmissionSchema = defineEntity({
     // The settled rows: retention.
     { properties: ['createdAt'], name: 'submissions_settled_created_idx', where: '"settled"' },
     { properties: ['key', 'createdAt'], name: 'submissions_key_created_idx' },
-    // The marks each key taught in the last hour (its teaching allowance).
-    { properties: ['key', 'spamTaughtAt'], name: 'submissions_key_taught_idx', where: '"spam_taught_at" is not null' },
     // The marks not taught yet, taught later within the allowance (src/shared/spam-teaching.ts).
     { properties: ['key', 'spamMarkedAt'], name: 'submissions_untaught_marks_idx', where: '"spam_mark" is not null and "spam_taught_at" is null' },
     // The reservations the filter has not answered yet: a stale one is put back (src/shared/spam-teaching.ts).
@@ -266,6 +264,25 @@ export const OwnerSpamMarksSchema = defineEntity({
   },
 });
 
+/**
+ * Each time the filter was asked to learn a key's mark (or a place was reserved for it): the key's
+ * hourly teaching allowance counts these, not the marks, so that reversing a taught mark, or
+ * deleting its message, gives no place back. Only a teaching that failed gives its place back.
+ */
+export const SpamTeachingSchema = defineEntity({
+  name: 'SpamTeaching',
+  tableName: 'spam_teachings',
+  properties: {
+    id: p.uuid().primary().onCreate(() => randomUUID()),
+    key: () => p.manyToOne(VerificationKeySchema).deleteRule('cascade'),
+    /** Null once the message is deleted: its teaching still counts. */
+    submission: () => p.manyToOne(SubmissionSchema).nullable().deleteRule('set null').index(),
+    mark: p.enum(SPAM_MARKS),
+    taughtAt: p.datetime().defaultRaw('now()'),
+  },
+  indexes: [{ properties: ['key', 'taughtAt'], name: 'spam_teachings_key_taught_idx' }],
+});
+
 /** Submission emails to an unconfirmed mailbox in one clock hour: the consent allowance's counter. */
 export const MailboxAllowanceSchema = defineEntity({
   name: 'MailboxAllowance',
@@ -364,6 +381,7 @@ export const entities = [
   AddressBouncesSchema,
   MailboxComplaintsSchema,
   OwnerSpamMarksSchema,
+  SpamTeachingSchema,
   OwnerSignInSchema,
   OwnerSessionSchema,
   WebhookEndpointSchema,
