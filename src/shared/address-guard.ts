@@ -1,7 +1,8 @@
 // Server-side request forgery guard for webhooks: a webhook URL is chosen by a key's owner, so the
 // service must not become a way into the networks it can reach. Only public unicast addresses pass
 // (loopback, private, link-local, CGNAT, multicast, unspecified, reserved, cloud metadata and the
-// IPv6 forms that embed an IPv4 address are refused, IPv4-mapped IPv6 judged as the IPv4 inside),
+// IPv6 forms that embed an IPv4 address are refused, IPv4-mapped IPv6 judged as the IPv4 inside,
+// the deprecated IPv4-compatible ::/96 and NAT64 refused whole),
 // unless WEBHOOK_ALLOW names the host or a range holding the address. `pinnedLookup` resolves, checks
 // and hands the connection exactly the address it checked, so a second answer (DNS rebinding) is
 // never used.
@@ -38,6 +39,9 @@ export function parseAllowList(entries: readonly string[]): AddressPolicy {
   return { hosts, ranges };
 }
 
+/** ::/96 (RFC 4291, deprecated): `::127.0.0.1` and the like; `::` and `::1` have ranges of their own. */
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
 /** Why an address may not be reached (e.g. `loopback`), or undefined when it may. */
 export function refusalOf(address: string, policy: AddressPolicy): string | undefined {
   if (!ipaddr.isValid(address)) return 'not an IP address';
@@ -47,7 +51,11 @@ export function refusalOf(address: string, policy: AddressPolicy): string | unde
     if (base.kind() === parsed.kind() && parsed.match(base, bits)) return undefined;
   }
   const range = parsed.range();
-  return range === 'unicast' ? undefined : (RANGE_WORDS[range] ?? range);
+  if (range !== 'unicast') return RANGE_WORDS[range] ?? range;
+  // ipaddr.js names no range for ::a.b.c.d: it embeds an IPv4 address (which automatic tunnelling
+  // on some hosts routes to) and has no public use.
+  if (parsed.kind() === 'ipv6' && parsed.match(IPV4_COMPATIBLE)) return 'deprecated IPv4-compatible';
+  return undefined;
 }
 
 /** ipaddr.js's range names, as the refusal says them. */

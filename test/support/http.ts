@@ -15,12 +15,26 @@ export type RawResponse = { status: number; headers: http.IncomingHttpHeaders; t
 
 export function request(
   url: string,
-  options: { method?: string; headers?: Record<string, string>; body?: string | Buffer; localAddress?: string } = {},
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string | Buffer;
+    localAddress?: string;
+    /** The request target sent as it is, instead of the URL's (which the URL parser normalises: no dot segments). */
+    path?: string;
+  } = {},
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
-      { method: options.method ?? 'GET', headers: options.headers, localAddress: options.localAddress, timeout: 20_000 },
+      {
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        localAddress: options.localAddress,
+        // Node spreads these over the URL's fields: an undefined path would replace the URL's.
+        ...(options.path === undefined ? {} : { path: options.path }),
+        timeout: 20_000,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));

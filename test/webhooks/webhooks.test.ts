@@ -157,6 +157,41 @@ describe('webhooks', () => {
     expect((await admin('POST', `/admin/keys/${key.key}/webhooks`, { url: 'http://127.0.0.2:9/' })).status).toBe(201);
   });
 
+  it('refuses the IPv6 forms that carry an IPv4 address: IPv4-compatible whole, IPv4-mapped as the IPv4 inside, NAT64 whole', async () => {
+    const key = await h.createKey();
+    const refusals: Array<[string, string]> = [
+      ['http://[::127.0.0.1]/', 'refused: ::7f00:1 is a deprecated IPv4-compatible address'],
+      ['http://[::10.1.2.3]:9/', 'refused: ::a01:203 is a deprecated IPv4-compatible address'],
+      ['http://[::8.8.8.8]/', 'refused: ::808:808 is a deprecated IPv4-compatible address'],
+      ['http://[::2]/', 'refused: ::2 is a deprecated IPv4-compatible address'],
+      ['http://[::ffff:10.1.2.3]/', 'refused: ::ffff:a01:203 is a private address'],
+      ['http://[::ffff:169.254.169.254]/', 'refused: ::ffff:a9fe:a9fe is a link-local address'],
+      ['http://[64:ff9b::127.0.0.1]/', 'refused: 64:ff9b::7f00:1 is a NAT64 address'],
+      ['http://[64:ff9b:1::10.1.2.3]/', 'refused: 64:ff9b:1::a01:203 is a NAT64 address'],
+    ];
+    for (const [url, message] of refusals) {
+      const answer = await admin('POST', `/admin/keys/${key.key}/webhooks`, { url });
+      expect(answer.status, url).toBe(400);
+      expect(answer.json.errors.url, url).toEqual([`${message}; add it to WEBHOOK_ALLOW to allow it`]);
+    }
+    expect(await h.sql('select id from webhook_endpoints where key_id = $1', [key.id])).toHaveLength(0);
+
+    // Saved before the rule refused it, and the IPv4 inside allowed (WEBHOOK_ALLOW lists 127.0.0.2):
+    // the delivery is refused with the same words, and nothing reaches the receiver.
+    const hook = await addWebhook(key, receiver.url);
+    const compatible = `http://[::127.0.0.2]:${new URL(receiver.url).port}/hook`;
+    await h.sql('update webhook_endpoints set url = $1 where id = $2', [compatible, hook.id]);
+    const before = receiver.received.length;
+    expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
+    const failed = await eventually(async () => {
+      const [row] = await deliveries(key);
+      return row?.status === 'failed' ? row : undefined;
+    }, 20_000, 'the refused webhook');
+    expect(failed.last_error).toContain('refused: ::7f00:2 is a deprecated IPv4-compatible address');
+    expect(failed.last_response_code).toBeNull();
+    expect(receiver.received.length).toBe(before);
+  });
+
   it('judges the address again at every delivery: an endpoint saved when the rule allowed it fails with the reason', async () => {
     const other = await startReceiver('127.0.0.3');
     try {

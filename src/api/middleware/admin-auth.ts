@@ -12,7 +12,7 @@ import { errors } from '../errors.ts';
 import { adminCsrf } from './admin-csrf.ts';
 
 /** Percent-decodes until nothing changes (at most a few passes); a malformed escape stops it. */
-function decoded(path: string): string {
+export function decoded(path: string): string {
   let current = path;
   for (let pass = 0; pass < 4; pass++) {
     let next: string;

@@ -1,9 +1,11 @@
 // Turns every thrown error into the spec's error body (a broken key rule from src/shared/keys.ts
-// included). PostgreSQL (or another service) being unreachable is a 503 with Retry-After; unexpected errors become a 500
-// whose body carries only the request id; the log keeps the detail.
+// included). A body its client broke off is a 400 (broken-body.ts). PostgreSQL (or another service)
+// being unreachable is a 503 with Retry-After; unexpected errors become a 500 whose body carries
+// only the request id; the log keeps the detail.
 import type { Middleware } from 'koa';
 import { KeyRuleError } from '../../shared/keys.ts';
 import { ApiError, errors, fromKeyRule, renderError } from '../errors.ts';
+import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import type { AppState } from '../context.ts';
 import { isServiceUnavailable } from '../unavailable.ts';
 
@@ -31,6 +33,8 @@ export function errorHandler(): Middleware<AppState> {
       const error =
         caught instanceof ApiError ? caught
         : caught instanceof KeyRuleError ? fromKeyRule(caught)
+        // Before the 503 check: a client's reset is ECONNRESET too.
+        : bodyBrokenOff(ctx.req) ? brokenBodyError()
         : isServiceUnavailable(caught) ? errors.serviceUnavailable()
         : (fromParserError(caught) ?? errors.internal());
       if (error.status === 503) ctx.state.log.warn({ err: caught }, 'request refused for now');

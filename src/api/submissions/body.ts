@@ -1,8 +1,9 @@
 // Reads a submission body by its content type into fields in arrival order (and, for multipart,
 // the files already streamed to storage).
 import type { Storage } from '../../shared/storage.ts';
+import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import type { AppContext } from '../context.ts';
-import { errors } from '../errors.ts';
+import { ApiError, errors } from '../errors.ts';
 import { BODY_FIELD_LIMIT, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import type { RawFields } from './input.ts';
 import { readMultipart } from './multipart.ts';
@@ -13,6 +14,15 @@ export const SUBMISSION_TYPES = ['application/json', FORM_TYPE, 'multipart/form-
 export type SubmissionBody = { fields: RawFields; files: StoredFile[] };
 
 export async function readSubmissionBody(ctx: AppContext, storage: Storage, submissionId: string): Promise<SubmissionBody> {
+  try {
+    return await readBody(ctx, storage, submissionId);
+  } catch (error) {
+    // An ApiError so that the refusal is counted by its reason, not as an internal one.
+    throw !(error instanceof ApiError) && bodyBrokenOff(ctx.req) ? brokenBodyError() : error;
+  }
+}
+
+async function readBody(ctx: AppContext, storage: Storage, submissionId: string): Promise<SubmissionBody> {
   if (ctx.is('multipart/form-data')) return readMultipart(ctx.req, storage, submissionId, ctx.state.log);
   if (!ctx.is(['application/json', FORM_TYPE])) throw errors.unsupportedMediaType(SUBMISSION_TYPES);
 

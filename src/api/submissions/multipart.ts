@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
 import type { Logger } from '../../shared/log.ts';
 import type { Storage } from '../../shared/storage.ts';
+import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import { ApiError, errors } from '../errors.ts';
 import { boundaryOf, cutAtCloseDelimiter } from './close-delimiter.ts';
 import { displayFilename, safeContentType, storageFilename } from './filenames.ts';
@@ -25,6 +26,11 @@ export function readMultipart(
   log: Logger,
 ): Promise<MultipartBody> {
   return new Promise((resolve, reject) => {
+    // Broken off before the reading starts: the events below have already fired and would not again.
+    if (bodyBrokenOff(req)) {
+      reject(brokenBodyError());
+      return;
+    }
     let parser: busboy.Busboy;
     try {
       parser = busboy({ headers: req.headers, defParamCharset: 'utf8', limits: PARSER_LIMITS });
@@ -82,10 +88,10 @@ export function readMultipart(
     parser.on('fieldsLimit', () => fail(parserLimitErrors.fieldsLimit()));
     parser.on('partsLimit', () => fail(parserLimitErrors.partsLimit()));
     parser.on('error', () => fail(errors.malformedBody('the multipart body could not be read.')));
-    req.on('aborted', () => fail(errors.malformedBody('the request was aborted.')));
+    req.on('aborted', () => fail(brokenBodyError()));
     // A connection closed mid-body (by the client, or by the stalled-body watchdog).
     req.on('close', () => {
-      if (!req.complete) fail(errors.malformedBody('the request was aborted.'));
+      if (!req.complete) fail(brokenBodyError());
     });
 
     parser.on('close', () => {
