@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../shared/db/entities.ts';
 import { adminSecurity, ErrorBody, idParam, json, jsonSchema, keyParam } from './openapi-parts.ts';
 import { ownerPaths, ownerSecuritySchemes, Submission } from './owner/openapi.ts';
-import { KeyPatchSchema } from './routes/admin.ts';
+import { FlushRequestSchema, KeyPatchSchema } from './routes/admin.ts';
 import { KeyRequestSchema } from './routes/keys.ts';
 import { SubmissionFieldsSchema } from './submissions/input.ts';
 import { Delivery, webhookEvents, webhookPaths } from './webhooks-openapi.ts';
@@ -40,6 +40,13 @@ const AdminSubmission = v.object({
     v.description('The Message-ID the relay accepted; before that, the one the email carries (null: not to be emailed, `skipped`)'),
   ),
   attachments: v.array(v.object({ filename: v.string(), size: v.number(), content_type: v.string() })),
+});
+const FlushResult = v.object({
+  promoted: v.pipe(v.number(), v.description('Tried now')),
+  scheduled: v.pipe(v.number(), v.description('Brought forward to a later second of the pace')),
+  unchanged: v.pipe(v.number(), v.description('Their timers end before their turn: left as they were')),
+  per_second: v.number(),
+  last_at: v.pipe(v.nullable(v.pipe(v.string(), v.isoTimestamp())), v.description('When the last one brought forward comes due')),
 });
 
 const formError = (description: string) => ({ description, content: json(FormError) });
@@ -195,6 +202,22 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
             400: formError('Bad limit'),
             401: formError('No or wrong token'),
             404: formError('Unknown submission'),
+          },
+        },
+      },
+      '/admin/deliveries/flush': {
+        post: {
+          summary: 'Try now the emails waiting on a retry timer, paced (after an outage)',
+          description:
+            'The first per_second jobs (those due soonest) are promoted at once, the next per_second get timers ending a second later, and so on; a timer that ends sooner is kept. The pace is written into the jobs, so it holds whichever workers take them. The workers do the same by themselves when the SMTP circuit breaker closes.',
+          security: adminSecurity,
+          requestBody: { required: false, content: json(FlushRequestSchema) },
+          responses: {
+            200: { description: 'What the flush did', content: json(FlushResult) },
+            400: formError('Bad pace'),
+            401: formError('No or wrong token'),
+            415: formError('A body that is not JSON'),
+            503: formError('Redis cannot be reached: nothing was flushed'),
           },
         },
       },

@@ -396,3 +396,17 @@ export async function releaseHeld(em: EntityManager, mailbox: string): Promise<s
   );
   return released.map((row) => row.id);
 }
+
+/**
+ * When `retrying` submissions are tried next, after a flush brought their jobs' timers forward
+ * (./retry-flush.ts). Ids of other kinds match no submission and change nothing.
+ */
+export async function setNextAttempts(em: EntityManager, rows: Array<{ id: string; at: Date }>): Promise<void> {
+  if (rows.length === 0) return;
+  await em.execute(
+    `update submissions as s set next_attempt_at = v.at
+       from jsonb_to_recordset(?::jsonb) as v(id uuid, at timestamptz)
+      where s.id = v.id and s.email_status = 'retrying'`,
+    [JSON.stringify(rows)],
+  );
+}

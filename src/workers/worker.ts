@@ -29,6 +29,7 @@ import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { createReturnPaths } from '../shared/return-path.ts';
 import { readBreaker } from '../shared/smtp-breaker.ts';
+import { flushRetries } from '../shared/retry-flush.ts';
 import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { SmtpBreaker } from './breaker.ts';
@@ -98,7 +99,15 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const breaker = new SmtpBreaker(
     redis,
     queue,
-    { prefix: config.QUEUE_PREFIX, threshold: config.SMTP_BREAKER_THRESHOLD, probeIntervalMs: config.SMTP_PROBE_INTERVAL_MS },
+    {
+      prefix: config.QUEUE_PREFIX,
+      threshold: config.SMTP_BREAKER_THRESHOLD,
+      probeIntervalMs: config.SMTP_PROBE_INTERVAL_MS,
+      onClose: async () => {
+        const flushed = await flushRetries({ queue, redis, em: orm.em.fork() }, config.RETRY_FLUSH_PER_SECOND);
+        log.info(flushed, 'retry timers flushed after the outage');
+      },
+    },
     log,
   );
   const processor = createDeliveryProcessor({

@@ -7,10 +7,11 @@ import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, Su
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks.ts';
+import { flushRetries } from '../../shared/retry-flush.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../errors.ts';
-import { jsonObjectBody } from '../middleware/json-body.ts';
+import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 import { resendSubmission } from '../resend.ts';
 import { submissionsCsv } from './export.ts';
@@ -48,6 +49,21 @@ const DeliveryLogQuerySchema = v.object({
   ),
 });
 
+export const FlushRequestSchema = v.strictObject(
+  {
+    per_second: v.optional(
+      v.pipe(
+        v.number('Must be a whole number.'),
+        v.integer('Must be a whole number.'),
+        v.minValue(1, 'At least 1.'),
+        v.maxValue(10_000, 'At most 10000.'),
+        v.description('The pace: at most this many emails tried a second (default RETRY_FLUSH_PER_SECOND)'),
+      ),
+    ),
+  },
+  'Only per_second can be given.',
+);
+
 const KeyListQuerySchema = v.object({
   email: v.pipe(v.string('Give ?email=<address>.'), v.trim(), v.email('Enter a valid email address.')),
 });
@@ -55,6 +71,7 @@ const KeyListQuerySchema = v.object({
 export function adminRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/admin');
   const view = { vault: deps.vault, mailFrom: deps.config.MAIL_FROM };
+  const optionalJson = optionalJsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
 
   router.get('/keys', async (ctx) => {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
@@ -79,6 +96,15 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     const em = deps.orm.em.fork();
     const submission = await submissionOr404(em, ctx.params.id);
     ctx.body = { deliveries: await listWebhookDeliveries(em, { submissionId: submission.id, limit }) };
+  });
+
+  // The emails waiting on a retry timer, tried now at the pace asked (src/shared/retry-flush.ts).
+  router.post('/deliveries/flush', optionalJson, async (ctx) => {
+    const { per_second: perSecond } = validate(FlushRequestSchema, ctx.request.body);
+    if (deps.redis.status !== 'ready') throw errors.unavailable('The queue (Redis) cannot be reached: nothing was flushed. Try again once it is back.');
+    const flushed = await flushRetries({ queue: deps.queue, redis: deps.redis, em: deps.orm.em.fork() }, perSecond ?? deps.config.RETRY_FLUSH_PER_SECOND);
+    ctx.state.log.info(flushed, 'operator flushed the retry timers');
+    ctx.body = flushed;
   });
 
   router.post('/submissions/:id/resend', async (ctx) => {
