@@ -3,7 +3,8 @@
 // the common error responses, path parameters and security requirements.
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import { BOUNCE_TYPES, SPAM_MARKS, SPAM_VERDICTS } from '../shared/db/entities.ts';
+import { ATTEMPT_OUTCOMES, BOUNCE_TYPES, SPAM_MARKS, SPAM_VERDICTS } from '../shared/db/entities.ts';
+import { ATTEMPTS_SHOWN } from '../shared/submissions.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
 export const jsonSchema = (schema: v.GenericSchema) =>
@@ -57,3 +58,28 @@ export const SpamDetail = v.object({
   marked_at: v.nullable(v.pipe(v.string(), v.isoTimestamp())),
 });
 export const SpamVerdictDetail = v.pipe(v.nullable(SpamDetail), v.description('The spam check of this submission (null: never checked nor marked)'));
+
+/** One attempt to send a submission's email (src/shared/submissions.ts AttemptRecord). */
+export const AttemptDetail = v.object({
+  attempt: v.pipe(v.number(), v.description('Its number within its delivery: from 1 again after a re-send')),
+  at: v.pipe(v.string(), v.isoTimestamp(), v.description('When its outcome was recorded')),
+  outcome: v.pipe(v.picklist(ATTEMPT_OUTCOMES), v.description('sent: the SMTP server accepted it; retrying: refused for now, tried again; failed: refused for good, or retried past the horizon')),
+  response: v.pipe(v.nullable(v.string()), v.description("The SMTP server's reply (250 … when accepted), or the error when none came")),
+  worker: v.pipe(v.string(), v.description('The worker process that made it: host name and process id')),
+});
+
+/** The delivery fields of every submission record, operator's or owner's (src/shared/submissions.ts submissionFields). */
+export const deliveryFields = {
+  email_attempts: v.pipe(v.number(), v.description('Attempts of the current delivery, counted from its last re-send')),
+  last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, as it replied (null once sent)")),
+  last_attempt_at: v.pipe(v.nullable(v.pipe(v.string(), v.isoTimestamp())), v.description('When the email was last tried (null: not yet)')),
+  next_attempt_at: v.pipe(
+    v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+    v.description('While retrying: when its retry timer ends and it is tried again; a flush brings it forward (null otherwise)'),
+  ),
+  delivery_attempts: v.pipe(
+    v.array(AttemptDetail),
+    v.description(`The delivery history, newest first: every attempt, across re-sends; the latest ${ATTEMPTS_SHOWN} are listed`),
+  ),
+  delivery_attempts_total: v.pipe(v.number(), v.description('How many attempts the history keeps in all')),
+};

@@ -5,11 +5,11 @@
 import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../shared/db/entities.ts';
 import { adminSecurity, ErrorBody, idParam, json, jsonSchema, keyParam } from './openapi-parts.ts';
-import { ownerPaths, ownerSecuritySchemes } from './owner/openapi.ts';
-import { KeyPatchSchema } from './routes/admin.ts';
+import { ownerPaths, ownerSecuritySchemes, Submission } from './owner/openapi.ts';
+import { FlushRequestSchema, KeyPatchSchema } from './routes/admin.ts';
 import { KeyRequestSchema } from './routes/keys.ts';
 import { SubmissionFieldsSchema } from './submissions/input.ts';
-import { webhookEvents, webhookPaths } from './webhooks-openapi.ts';
+import { Delivery, webhookEvents, webhookPaths } from './webhooks-openapi.ts';
 
 // The public endpoints' error body: the shared one, described, and with the request id of a 500.
 const FormError = v.object({
@@ -26,6 +26,27 @@ const SubmissionResponse = v.object({
   submission_id: v.pipe(v.string(), v.uuid()),
   attachments: v.number(),
   email_status: v.picklist(EMAIL_STATUSES),
+});
+
+// The operator's record: the owner's, with the key's value and the email's address and Message-ID.
+const { key_id: _keyId, attachments: _files, ...submissionEntries } = Submission.entries;
+const AdminSubmission = v.object({
+  ...submissionEntries,
+  key_id: v.pipe(v.string(), v.uuid()),
+  key: v.pipe(v.string(), v.description('The key itself, as GET /admin/keys shows it')),
+  recipient: v.pipe(v.string(), v.description("The address the email goes to: the key's")),
+  message_id: v.pipe(
+    v.nullable(v.string()),
+    v.description('The Message-ID the relay accepted; before that, the one the email carries (null: not to be emailed, `skipped`)'),
+  ),
+  attachments: v.array(v.object({ filename: v.string(), size: v.number(), content_type: v.string() })),
+});
+const FlushResult = v.object({
+  promoted: v.pipe(v.number(), v.description('Tried now')),
+  scheduled: v.pipe(v.number(), v.description('Brought forward to a later second of the pace')),
+  unchanged: v.pipe(v.number(), v.description('Their timers end before their turn: left as they were')),
+  per_second: v.number(),
+  last_at: v.pipe(v.nullable(v.pipe(v.string(), v.isoTimestamp())), v.description('When the last one brought forward comes due')),
 });
 
 const formError = (description: string) => ({ description, content: json(FormError) });
@@ -157,15 +178,47 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
           summary: 'Submissions, newest first, paged by cursor',
           security: adminSecurity,
           parameters: ['key', 'status', 'limit', 'cursor'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
-          responses: { 200: { description: '{submissions, next_cursor}' }, 401: formError('No or wrong token') },
+          responses: {
+            200: { description: 'A page', content: json(v.object({ submissions: v.array(AdminSubmission), next_cursor: v.nullable(v.string()) })) },
+            401: formError('No or wrong token'),
+          },
         },
       },
       '/admin/submissions/{id}': {
         get: {
-          summary: 'One submission with its delivery status',
+          summary: 'One submission with its key, recipient, Message-ID, delivery status and history',
           security: adminSecurity,
           parameters: [idParam('id')],
-          responses: { 200: { description: 'The submission record' }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
+          responses: { 200: { description: 'The submission record', content: json(AdminSubmission) }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
+        },
+      },
+      '/admin/submissions/{id}/webhook-deliveries': {
+        get: {
+          summary: "A submission's webhook deliveries, whatever endpoint, newest first (?limit= up to 200, 50 by default)",
+          security: adminSecurity,
+          parameters: [idParam('id'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }],
+          responses: {
+            200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) },
+            400: formError('Bad limit'),
+            401: formError('No or wrong token'),
+            404: formError('Unknown submission'),
+          },
+        },
+      },
+      '/admin/deliveries/flush': {
+        post: {
+          summary: 'Try now the emails waiting on a retry timer, paced (after an outage)',
+          description:
+            'The first per_second jobs (those due soonest) are promoted at once, the next per_second get timers ending a second later, and so on; a timer that ends sooner is kept. The pace is written into the jobs, so it holds whichever workers take them. The workers do the same by themselves when the SMTP circuit breaker closes.',
+          security: adminSecurity,
+          requestBody: { required: false, content: json(FlushRequestSchema) },
+          responses: {
+            200: { description: 'What the flush did', content: json(FlushResult) },
+            400: formError('Bad pace'),
+            401: formError('No or wrong token'),
+            415: formError('A body that is not JSON'),
+            503: formError('Redis cannot be reached: nothing was flushed'),
+          },
         },
       },
       '/admin/submissions/{id}/resend': {
@@ -174,7 +227,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
           security: adminSecurity,
           parameters: [idParam('id')],
           responses: {
-            200: { description: 'The submission record, `queued`' },
+            200: { description: 'The submission record, `queued`, its history kept', content: json(AdminSubmission) },
             401: formError('No or wrong token'),
             404: formError('Unknown submission'),
             409: formError('Not failed, bounced or suppressed'),

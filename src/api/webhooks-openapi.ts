@@ -55,7 +55,7 @@ const Endpoint = v.object({
   disabled_at: v.nullable(v.string()),
   created_at: v.string(),
 });
-const Delivery = v.object({
+export const Delivery = v.object({
   delivery_id: v.pipe(v.string(), v.uuid()),
   endpoint_id: v.pipe(v.string(), v.uuid()),
   url: v.string(),

@@ -1,5 +1,6 @@
 // `npm run admin -- <command>`: operator commands over the same key rules as the API.
-// Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it).
+// Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it);
+// `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER as set for the workers).
 import { parseAllowList, type AddressPolicy } from '../shared/address-guard.ts';
 import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
 import type { VerificationKey } from '../shared/db/entities.ts';
@@ -17,6 +18,8 @@ import {
   type EndpointRecord,
 } from '../shared/webhooks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { closeRedis, createDeliveryQueue, createRedis } from '../shared/queue.ts';
+import { flushRetries } from '../shared/retry-flush.ts';
 
 const USAGE = `Usage: npm run admin -- <command>
   keys list <email>                 the address's keys and their states
@@ -28,13 +31,16 @@ const USAGE = `Usage: npm run admin -- <command>
   webhooks add <key> <url>          add an endpoint; prints its signing secret, this once
   webhooks enable|disable <key> <id>
   webhooks delete <key> <id>
-  webhooks deliveries <key>         the key's latest webhook deliveries`;
+  webhooks deliveries <key>         the key's latest webhook deliveries
+  deliveries flush [--per-second N] the emails waiting on a retry timer, tried now, at most N a second
+                                    (default RETRY_FLUSH_PER_SECOND, 10)`;
 
 const describe = (key: VerificationKey, vault: KeyVault) =>
   [vault.decrypt(key.keyEncrypted), key.status.padEnd(8), key.useDomain ? key.domains.join(',') : '(any domain)', key.createdAt.toISOString()].join('  ');
 
 async function run(args: string[]): Promise<number> {
   const [group, command, target, ...rest] = args;
+  if (group === 'deliveries') return deliveries(command, [target, ...rest].filter((arg) => arg !== undefined));
   if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
@@ -111,6 +117,40 @@ async function webhooks(em: EntityManager, vault: KeyVault, webhookPolicy: Addre
     default:
       process.stderr.write(`${USAGE}\n`);
       return 2;
+  }
+}
+
+/** `deliveries flush`: what POST /admin/deliveries/flush does, from a shell. */
+async function deliveries(command: string | undefined, args: string[]): Promise<number> {
+  const perSecondArg = args[0] === '--per-second' ? args[1] : undefined;
+  if (command !== 'flush' || (args.length > 0 && (args.length !== 2 || perSecondArg === undefined))) {
+    process.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (perSecondArg !== undefined && !(/^\d+$/.test(perSecondArg) && Number(perSecondArg) >= 1 && Number(perSecondArg) <= 10_000)) {
+    process.stderr.write('--per-second: give a whole number from 1 to 10000.\n');
+    return 2;
+  }
+  const config = exitOnConfigError(() =>
+    loadConfigSubset(['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER', 'QUEUE_PREFIX', 'RETRY_FLUSH_PER_SECOND'], {
+      ...process.env,
+      ...(perSecondArg === undefined ? {} : { RETRY_FLUSH_PER_SECOND: perSecondArg }),
+    }),
+  );
+  const orm = await createOrm(config.DATABASE_URL, 2);
+  const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);
+  const queue = createDeliveryQueue(redis, config);
+  try {
+    const flushed = await flushRetries({ queue, redis, em: orm.em.fork() }, config.RETRY_FLUSH_PER_SECOND);
+    process.stdout.write(
+      `promoted ${flushed.promoted} now, ${flushed.scheduled} brought forward (${flushed.per_second} a second` +
+        `${flushed.last_at ? `, the last at ${flushed.last_at}` : ''}), ${flushed.unchanged} due sooner anyway\n`,
+    );
+    return 0;
+  } finally {
+    await queue.close();
+    await closeRedis(redis);
+    await orm.close();
   }
 }
 

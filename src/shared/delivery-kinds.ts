@@ -57,3 +57,12 @@ export type KindsIn<Q extends DeliveryKind['queue']> = {
 }[DeliveryKindName];
 
 export const isDeliveryKind = (name: string): name is DeliveryKindName => Object.hasOwn(deliveryKinds, name);
+
+/**
+ * The Message-ID of a row's email, derived from the row's id (so a resend of the same email is
+ * recognisable) and MAIL_FROM's domain.
+ */
+export function messageIdFor(kind: DeliveryKindName, id: string, mailFrom: string): string {
+  const domain = /@([^>\s]+)>?\s*$/.exec(mailFrom)?.[1] ?? 'localhost';
+  return `<${deliveryKinds[kind].messageIdPrefix}-${id}@${domain}>`;
+}

@@ -160,24 +160,42 @@ export type FailurePolicy = {
   reason: string;
   /** Webhooks: the receiver's HTTP status, null when it never answered. */
   responseCode?: number | null;
+  /** Submissions: the retry timer its job gets if the row stays `retrying` (next_attempt_at), and who tried (the history). */
+  retry?: { delayMs: number; worker: string };
 };
 
-/** Releases the claim after a failed attempt: `retrying`, or `failed` when the policy says it is over. */
+/**
+ * Releases the claim after a failed attempt: `retrying`, or `failed` when the policy says it is over.
+ * A submission's attempt joins its history in the same statement, and a `retrying` one says when its
+ * job's timer ends.
+ */
 export async function recordFailure(em: EntityManager, kind: DeliveryKindName, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
+  const over = '(? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ?)';
+  const overValues = [policy.final, policy.retryHorizonMs / 1000, policy.maxAttempts ?? 2 ** 31 - 1];
+  if (kind === 'submission' && policy.retry) {
+    const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
+      `with recorded as (
+         update submissions
+            set email_status = case when ${over} then 'failed' else 'retrying' end,
+                next_attempt_at = case when ${over} then null else now() + make_interval(secs => ?) end,
+                last_error = ?, claimed_at = null
+          where id = ?
+          returning id, email_status, email_attempts, last_error),
+       logged as (
+         insert into delivery_attempts (submission_id, attempt, outcome, response, worker)
+         select id, email_attempts, email_status, last_error, ? from recorded)
+       select email_status from recorded`,
+      [...overValues, ...overValues, policy.retry.delayMs / 1000, policy.reason, id, policy.retry.worker],
+    );
+    return row?.email_status ?? 'failed';
+  }
   const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
     `update ${tableOf(kind)}
-        set email_status = case when ? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ? then 'failed' else 'retrying' end,
+        set email_status = case when ${over} then 'failed' else 'retrying' end,
             last_error = ?, claimed_at = null${kind === 'webhook' ? ', last_response_code = ?' : ''}
       where id = ?
       returning email_status`,
-    [
-      policy.final,
-      policy.retryHorizonMs / 1000,
-      policy.maxAttempts ?? 2 ** 31 - 1,
-      policy.reason,
-      ...(kind === 'webhook' ? [policy.responseCode ?? null] : []),
-      id,
-    ],
+    [...overValues, policy.reason, ...(kind === 'webhook' ? [policy.responseCode ?? null] : []), id],
   );
   // A row deleted meanwhile has nothing left to retry.
   return row?.email_status ?? 'failed';
@@ -214,15 +232,17 @@ export type SentRow = { id: string; created_at: Date; sent_at: Date };
 /** A submission's spam verdict, written with its `sent` (../workers/spam-check.ts). */
 export type SpamResult = { verdict: SpamVerdict; score: number | null; reasons: SpamReason[] | null };
 
-export type SentItem = { id: string; messageId: string; spam?: SpamResult | undefined };
+/** `response`: the SMTP server's reply to the message (250 …), kept in a submission's history. */
+export type SentItem = { id: string; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
 
 /**
  * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
  * ../workers/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
  * A bounce may come back before this write (the relay reports within a second, this commit can
- * wait longer): a row already `bounced` or `complained` keeps that status.
+ * wait longer): a row already `bounced` or `complained` keeps that status. `worker` names the
+ * process in the submissions' delivery history.
  */
-export async function recordSent(db: Queryable, kind: DeliveryKindName, sent: SentItem[]): Promise<SentRow[]> {
+export async function recordSent(db: Queryable, kind: DeliveryKindName, sent: SentItem[], worker: string): Promise<SentRow[]> {
   const status = `email_status = case when t.email_status in (${sqlList(REPORTED)}) then t.email_status else 'sent' end`;
   if (kind !== 'submission') {
     const result = await db.query<SentRow>({
@@ -237,24 +257,32 @@ export async function recordSent(db: Queryable, kind: DeliveryKindName, sent: Se
     return result.rows;
   }
   // A submission's spam verdict (ham, or unchecked when the filter failed) rides on this write:
-  // no statement of its own per email (npm run bench, scenario 9).
+  // no statement of its own per email (npm run bench, scenario 9). So does its attempt's row in the
+  // history: one more insert in the same statement, not a round trip.
   const result = await db.query<SentRow>({
     name: 'record-sent-submission',
-    text: `update submissions as t
-        set ${status}, sent_at = now(), message_id = v.message_id, last_error = null,
-            spam_verdict = coalesce(v.verdict, t.spam_verdict),
-            spam_score = case when v.verdict is null then t.spam_score else v.score end,
-            spam_reasons = case when v.verdict is null then t.spam_reasons else v.reasons end,
-            spam_checked_at = case when v.verdict is null then t.spam_checked_at else now() end
-       from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[]) as v(id, message_id, verdict, score, reasons)
-      where t.id = v.id
-      returning t.id, t.created_at, t.sent_at`,
+    text: `with recorded as (
+       update submissions as t
+          set ${status}, sent_at = now(), message_id = v.message_id, last_error = null,
+              spam_verdict = coalesce(v.verdict, t.spam_verdict),
+              spam_score = case when v.verdict is null then t.spam_score else v.score end,
+              spam_reasons = case when v.verdict is null then t.spam_reasons else v.reasons end,
+              spam_checked_at = case when v.verdict is null then t.spam_checked_at else now() end
+         from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[], $6::text[]) as v(id, message_id, verdict, score, reasons, response)
+        where t.id = v.id
+        returning t.id, t.created_at, t.sent_at, t.email_attempts, v.response),
+     logged as (
+       insert into delivery_attempts (submission_id, attempt, attempted_at, outcome, response, worker)
+       select id, email_attempts, sent_at, 'sent', response, $7 from recorded)
+     select id, created_at, sent_at from recorded`,
     values: [
       sent.map((item) => item.id),
       sent.map((item) => item.messageId),
       sent.map((item) => item.spam?.verdict ?? null),
       sent.map((item) => item.spam?.score ?? null),
       sent.map((item) => (item.spam?.reasons ? JSON.stringify(item.spam.reasons) : null)),
+      sent.map((item) => item.response?.slice(0, 2000) ?? null),
+      worker,
     ],
   });
   return result.rows;
@@ -367,4 +395,18 @@ export async function releaseHeld(em: EntityManager, mailbox: string): Promise<s
     [mailbox],
   );
   return released.map((row) => row.id);
+}
+
+/**
+ * When `retrying` submissions are tried next, after a flush brought their jobs' timers forward
+ * (./retry-flush.ts). Ids of other kinds match no submission and change nothing.
+ */
+export async function setNextAttempts(em: EntityManager, rows: Array<{ id: string; at: Date }>): Promise<void> {
+  if (rows.length === 0) return;
+  await em.execute(
+    `update submissions as s set next_attempt_at = v.at
+       from jsonb_to_recordset(?::jsonb) as v(id uuid, at timestamptz)
+      where s.id = v.id and s.email_status = 'retrying'`,
+    [JSON.stringify(rows)],
+  );
 }

@@ -101,16 +101,21 @@ export function createDeliveryQueue(connection: RedisClient, config: QueueConfig
   });
 }
 
+export type RetryBackoff = Pick<Config, 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>;
+
 /**
  * The delay before retry number `attemptsMade`: EMAIL_RETRY_BACKOFF_MS doubling per attempt up to
  * EMAIL_RETRY_MAX_BACKOFF_MS, never beyond; the jitter (50 % to 100 % of that) only shortens it, so a
  * burst of failures does not retry in lockstep.
  */
-export function retryDelay(attemptsMade: number, config: Pick<Config, 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>): number {
+export function retryDelay(attemptsMade: number, config: RetryBackoff): number {
   const exponent = Math.min(Math.max(attemptsMade - 1, 0), 40);
   const ceiling = Math.min(config.EMAIL_RETRY_BACKOFF_MS * 2 ** exponent, config.EMAIL_RETRY_MAX_BACKOFF_MS);
   return Math.floor(ceiling * (0.5 + Math.random() * 0.5));
 }
+
+/** A failed attempt that chose its retry's delay itself, so that its row can say when the retry comes. */
+export type ScheduledRetryError = Error & { retryDelayMs?: number };
 
 /**
  * A manual rate limit (Queue.rateLimit, used by the SMTP circuit breaker) only holds when the worker
@@ -124,7 +129,9 @@ export function createDeliveryWorker(
   processor: Processor<DeliveryJob>,
   options: Omit<WorkerOptions, 'connection' | 'prefix' | 'settings' | 'limiter'>,
 ): Worker<DeliveryJob> {
-  const backoffStrategy: BackoffStrategy = (attemptsMade) => retryDelay(attemptsMade, config);
+  // The delay the failed attempt chose and wrote on its row (next_attempt_at), when it chose one.
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error: ScheduledRetryError | undefined) =>
+    error?.retryDelayMs ?? retryDelay(attemptsMade, config);
   return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, {
     connection,
     prefix: config.QUEUE_PREFIX,

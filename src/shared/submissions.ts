@@ -1,9 +1,11 @@
 // Submissions for operators and housekeeping (API, workers, tools): one record shape, newest-first
 // pages, and deletion with their files.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, SubmissionSchema, type EmailStatus, type Submission } from './db/entities.ts';
+import { AttachmentSchema, SubmissionSchema, type AttemptOutcome, type EmailStatus, type Submission } from './db/entities.ts';
 import type { Storage } from './storage.ts';
 import { SETTLED } from './delivery-statuses.ts';
+import { messageIdFor } from './delivery-kinds.ts';
+import type { KeyVault } from './secrets.ts';
 
 /** The subject of a submission that came without one. */
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
@@ -33,13 +35,49 @@ export function spamRecord(row: Pick<Submission, 'spamVerdict' | 'spamScore' | '
   };
 }
 
+/** One attempt to send the email: when, what came of it, the server's reply (or the error), which worker. */
+export type AttemptRecord = { attempt: number; at: string; outcome: AttemptOutcome; response: string | null; worker: string };
+/** A submission's delivery history as records show it: the newest attempts, and how many are kept in all. */
+export type DeliveryHistory = { attempts: AttemptRecord[]; total: number };
+
+/** Attempts a record lists, newest first; a message retried for days has a hundred or more. */
+export const ATTEMPTS_SHOWN = 20;
+const NO_HISTORY: DeliveryHistory = { attempts: [], total: 0 };
+
+/** The delivery histories of some submissions, in one query (a page of records needs them all). */
+export async function deliveryHistories(em: EntityManager, ids: string[]): Promise<Map<string, DeliveryHistory>> {
+  const histories = new Map<string, DeliveryHistory>();
+  if (ids.length === 0) return histories;
+  const rows = await em.execute<Array<AttemptRecord & { submission_id: string; total: number }>>(
+    `select s.id as submission_id, c.total, a.attempt, to_char(a.attempted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at,
+            a.outcome, a.response, a.worker
+       from submissions s
+       cross join lateral (select count(*)::int as total from delivery_attempts d where d.submission_id = s.id) c
+       join lateral (select * from delivery_attempts d where d.submission_id = s.id order by d.id desc limit ${ATTEMPTS_SHOWN}) a on true
+      where s.id in (?)
+      order by s.id, a.id desc`,
+    [ids],
+  );
+  for (const { submission_id: id, total, ...attempt } of rows) {
+    const history = histories.get(id) ?? { attempts: [], total };
+    history.attempts.push(attempt);
+    histories.set(id, history);
+  }
+  return histories;
+}
+
 /** What every record of a submission shows, operator's or owner's; each adds its files in its own way. */
-export function submissionFields(submission: Submission) {
+export function submissionFields(submission: Submission, history: DeliveryHistory = NO_HISTORY) {
   return {
     submission_id: submission.id,
     email_status: submission.emailStatus,
     email_attempts: submission.emailAttempts,
     last_error: submission.lastError ?? null,
+    last_attempt_at: history.attempts[0]?.at ?? null,
+    // Kept on the row after it moves on; it means something only while the row waits to retry.
+    next_attempt_at: submission.emailStatus === 'retrying' ? (submission.nextAttemptAt?.toISOString() ?? null) : null,
+    delivery_attempts: history.attempts,
+    delivery_attempts_total: history.total,
     bounce: bounceRecord(submission),
     spam: spamRecord(submission),
     sent_at: submission.sentAt?.toISOString() ?? null,
@@ -55,12 +93,36 @@ export function submissionFields(submission: Submission) {
 export const submissionFiles = (em: EntityManager, submission: Submission) =>
   em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
 
-export async function submissionRecord(em: EntityManager, submission: Submission) {
-  const files = await submissionFiles(em, submission);
-  return {
-    ...submissionFields(submission),
-    attachments: files.map((file) => ({ filename: file.filename, size: file.size, content_type: file.contentType })),
-  };
+/** What the operator's records need besides the rows: the keys' values, and MAIL_FROM for the Message-IDs. */
+export type OperatorView = { vault: KeyVault; mailFrom: string };
+
+/**
+ * The operator's records of some submissions: the submission, its key (id and value, as the admin
+ * key routes show them), the address its email goes to, and its Message-ID: the one the relay
+ * accepted, or, before that, the one its email carries (none for a submission not to be emailed).
+ */
+export async function submissionRecords(em: EntityManager, view: OperatorView, submissions: Submission[]) {
+  await em.populate(submissions, ['key']);
+  const histories = await deliveryHistories(em, submissions.map((submission) => submission.id));
+  const records = [];
+  for (const submission of submissions) {
+    const files = await submissionFiles(em, submission);
+    const key = submission.key;
+    records.push({
+      ...submissionFields(submission, histories.get(submission.id)),
+      key_id: key.id,
+      key: view.vault.decrypt(key.keyEncrypted),
+      recipient: key.email,
+      message_id: submission.messageId ?? (submission.emailStatus === 'skipped' ? null : messageIdFor('submission', submission.id, view.mailFrom)),
+      attachments: files.map((file) => ({ filename: file.filename, size: file.size, content_type: file.contentType })),
+    });
+  }
+  return records;
+}
+
+export async function submissionRecord(em: EntityManager, view: OperatorView, submission: Submission) {
+  const [record] = await submissionRecords(em, view, [submission]);
+  return record!;
 }
 
 /** `keyHash`: the lookup index of the key (see src/shared/secrets.ts). */

@@ -110,18 +110,31 @@ export type WebhookDeliveryRecord = {
 
 const iso = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-/** The newest deliveries of a key (or of one submission of it), newest first. */
+/**
+ * The newest deliveries, newest first: of a key, of one submission of a key (the owner's and the
+ * operator's logs), or of one submission whatever its key (the operator's, from the submission).
+ */
 export async function listWebhookDeliveries(
   em: EntityManager,
-  filter: { keyId: string; submissionId?: string; limit: number },
+  filter: { keyId: string; submissionId?: string; limit: number } | { submissionId: string; limit: number },
 ): Promise<WebhookDeliveryRecord[]> {
+  const conditions: string[] = [];
+  const values: string[] = [];
+  if ('keyId' in filter) {
+    conditions.push('e.key_id = ?');
+    values.push(filter.keyId);
+  }
+  if (filter.submissionId) {
+    conditions.push('d.submission_id = ?');
+    values.push(filter.submissionId);
+  }
   return em.execute<WebhookDeliveryRecord[]>(
     `select d.id as delivery_id, d.endpoint_id, e.url, d.submission_id, d.event, d.email_status as status, d.email_attempts as attempts,
             d.last_response_code, d.last_error, ${iso('d.sent_at')} as delivered_at, ${iso('d.created_at')} as created_at
        from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
-      where e.key_id = ? ${filter.submissionId ? 'and d.submission_id = ?' : ''}
+      where ${conditions.join(' and ')}
       order by d.created_at desc, d.id desc limit ${Math.floor(filter.limit)}`,
-    filter.submissionId ? [filter.keyId, filter.submissionId] : [filter.keyId],
+    values,
   );
 }
 

@@ -2,7 +2,9 @@
 // every message's attempts on it only grows their backoff; instead the fleet stops taking delivery
 // jobs (BullMQ's manual rate limit on the delivery queue) and lets one job at a time try the server,
 // every SMTP_PROBE_INTERVAL_MS. The first success closes the breaker and lifts the limit, and the
-// backlog drains. Held jobs go back to the queue without an attempt, so they keep their place.
+// backlog drains. Held jobs go back to the queue without an attempt, so they keep their place; the
+// jobs that failed during the outage and wait on a retry timer are flushed, paced (`onClose`,
+// src/shared/retry-flush.ts), rather than left to wait up to EMAIL_RETRY_MAX_BACKOFF_MS.
 //
 // It opens after SMTP_BREAKER_THRESHOLD consecutive temporary SMTP failures in one worker process
 // (refused or dropped connections, timeouts, 4xx replies) of at least two messages: a single message
@@ -14,7 +16,13 @@ import { smtpBreakerTrips } from '../shared/metrics.ts';
 import type { DeliveryJob, RedisClient } from '../shared/queue.ts';
 import { breakerKey, probeKey } from '../shared/smtp-breaker.ts';
 
-export type BreakerOptions = { prefix: string; threshold: number; probeIntervalMs: number };
+export type BreakerOptions = {
+  prefix: string;
+  threshold: number;
+  probeIntervalMs: number;
+  /** Run in the background by the worker whose probe closed the breaker: once for the fleet. */
+  onClose?: () => Promise<void>;
+};
 /** How a job was let through: normally, or as the one probe while the breaker is open. */
 export type Admission = 'closed' | 'probe';
 
@@ -63,7 +71,10 @@ export class SmtpBreaker {
     const closed = await this.redis.del(breakerKey(this.options.prefix));
     await this.redis.del(probeKey(this.options.prefix));
     await this.queue.removeRateLimitKey();
-    if (closed) this.log.warn('SMTP server answers again: circuit breaker closed, deliveries resume');
+    if (!closed) return;
+    this.log.warn('SMTP server answers again: circuit breaker closed, deliveries resume');
+    // Not awaited: the probe's job is done, and the flush may take a while behind a long backlog.
+    void this.options.onClose?.().catch((error: unknown) => this.log.warn({ err: error }, 'could not flush the retry timers after the outage'));
   }
 
   /** The row could not be claimed: nothing was learnt, so let the next job probe at once. */

@@ -6,7 +6,8 @@ import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
-import { messageIdFor, sendTracked, SuppressedError, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
+import { messageIdFor } from '../shared/delivery-kinds.ts';
+import { sendTracked, SuppressedError, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
 import type { SpamChecker } from './spam-check.ts';
 
 /** What the submission email needs of the configuration. */

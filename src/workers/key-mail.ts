@@ -18,7 +18,8 @@ import {
 } from './render-keys.ts';
 import type { RenderedEmail } from './email-templates.ts';
 import { hasComplained } from '../shared/delivery-rows.ts';
-import { claimOnly, messageIdFor, sendTracked, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
+import { messageIdFor } from '../shared/delivery-kinds.ts';
+import { claimOnly, sendTracked, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
 
 /** What the key emails need of the configuration. */
 export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmedPerHour: number };

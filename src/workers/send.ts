@@ -8,6 +8,7 @@ import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
+import { retryDelay, type RetryBackoff, type ScheduledRetryError } from '../shared/queue.ts';
 import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../shared/delivery-rows.ts';
 import type { ReturnPaths } from '../shared/return-path.ts';
 import { HeldAsSpamError } from './spam-check.ts';
@@ -24,6 +25,10 @@ export type SendSettings = {
   retryHorizonMs: number;
   /** With BOUNCE_DOMAIN: each email's own envelope sender (VERP), so what comes back finds its row. */
   returnPaths: ReturnPaths | undefined;
+  /** The retry timer after a temporary failure, chosen here so that the row can say when it ends. */
+  backoff: RetryBackoff;
+  /** This process in the delivery history. */
+  worker: string;
 };
 
 export type SendContext = SendSettings & {
@@ -33,13 +38,18 @@ export type SendContext = SendSettings & {
   log: Logger;
 };
 
-/** A failure that will be retried. `smtp`: the SMTP server refused or could not be reached (not storage, not the database). */
-export class TemporaryDeliveryError extends Error {
+/**
+ * A failure that will be retried. `smtp`: the SMTP server refused or could not be reached (not
+ * storage, not the database). `retryDelayMs`: the timer its job gets (the row's next_attempt_at).
+ */
+export class TemporaryDeliveryError extends Error implements ScheduledRetryError {
   override name = 'TemporaryDeliveryError';
   readonly smtp: boolean;
-  constructor(reason: string, smtp: boolean) {
+  readonly retryDelayMs: number;
+  constructor(reason: string, smtp: boolean, retryDelayMs: number) {
     super(reason);
     this.smtp = smtp;
+    this.retryDelayMs = retryDelayMs;
   }
 }
 
@@ -85,12 +95,12 @@ export async function sendTracked<Row>(
 
   let release: (() => void) | undefined;
   let spam: SpamResult | undefined;
-  let messageId: string;
+  let accepted: { messageId: string; response: string };
   try {
     const built = await buildMessage(claimed.row);
     release = built.release;
     spam = built.spam;
-    messageId = (await context.transport.sendMail(withReturnPath(context, kind, id, built.message))).messageId;
+    accepted = await context.transport.sendMail(withReturnPath(context, kind, id, built.message));
   } catch (error) {
     if (error instanceof SuppressedError) {
       await recordSuppressed(context.em, kind, id, error.message);
@@ -104,23 +114,26 @@ export async function sendTracked<Row>(
       return 'spam';
     }
     const reason = describeSendError(error);
+    // The delay BullMQ's backoff would pick for this retry (it takes this one, see createDeliveryWorker).
+    const retryDelayMs = retryDelay(job.attemptsMade + 1, context.backoff);
     const status = await recordFailure(context.em, kind, id, {
       final: isPermanent(error) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
       retryHorizonMs: context.retryHorizonMs,
       maxAttempts: context.maxAttempts,
       reason,
+      retry: { delayMs: retryDelayMs, worker: context.worker },
     });
     const finalAttempt = status !== 'retrying';
     deliveries.inc({ ...label, outcome: finalAttempt ? 'failed' : 'retry' });
     if (!finalAttempt) deliveryRetries.inc(label);
     context.log.warn({ table: deliveryKinds[kind].table, id, attempt, finalAttempt, reason }, 'delivery failed');
-    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isServerSide(error));
+    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isServerSide(error), retryDelayMs);
   } finally {
     release?.();
   }
   // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
   // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
-  const sent = await context.recorder.markSent(kind, id, messageId, spam);
+  const sent = await context.recorder.markSent(kind, id, { messageId: accepted.messageId, response: accepted.response, spam });
   deliveries.inc({ ...label, outcome: 'sent' });
   if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
   return 'sent';
@@ -132,11 +145,6 @@ function withReturnPath(context: SendContext, kind: DeliveryKindName, id: string
   return { ...message, envelope: { from: context.returnPaths.address(kind, id), to: message.to } };
 }
 
-/** Derived from the row's id, so a resend of the same email is recognisable. */
-export function messageIdFor(kind: DeliveryKindName, id: string, mailFrom: string): string {
-  const domain = /@([^>\s]+)>?\s*$/.exec(mailFrom)?.[1] ?? 'localhost';
-  return `<${deliveryKinds[kind].messageIdPrefix}-${id}@${domain}>`;
-}
 
 type SmtpError = Error & { responseCode?: number; response?: string; command?: string };
 

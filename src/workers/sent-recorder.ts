@@ -11,11 +11,13 @@ import { recordSent, type SentRow, type SpamResult } from '../shared/delivery-ro
 import { groupCommit } from '../shared/group-commit.ts';
 import { createPgPool } from '../shared/db/pg-pool.ts';
 
-type Accepted = { kind: DeliveryKindName; id: string; messageId: string; spam?: SpamResult | undefined };
+/** What the SMTP server accepted: the Message-ID, its reply (250 …), and a submission's spam verdict. */
+export type Acceptance = { messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
+type Accepted = Acceptance & { kind: DeliveryKindName; id: string };
 
 export type SentRecorder = {
-  /** Marks the row `sent` (with a submission's spam verdict); returns its creation and send times for the latency metric. */
-  markSent: (kind: DeliveryKindName, id: string, messageId: string, spam?: SpamResult) => Promise<SentRow | undefined>;
+  /** Marks the row `sent` (a submission with its verdict and its attempt in the history); returns its creation and send times for the latency metric. */
+  markSent: (kind: DeliveryKindName, id: string, accepted: Acceptance) => Promise<SentRow | undefined>;
   close: () => Promise<void>;
 };
 
@@ -28,14 +30,15 @@ export type SentRecorder = {
  */
 const MAX_BATCH = 64;
 
-export function createSentRecorder(databaseUrl: string, connections = 2): SentRecorder {
+/** `worker`: this process's name in the delivery history. */
+export function createSentRecorder(databaseUrl: string, worker: string, connections = 2): SentRecorder {
   const pool = createPgPool(databaseUrl, connections);
 
   // One statement per kind in the batch (nearly always one); each caller gets its own row.
   const record = groupCommit<Accepted, SentRow | undefined>(
     async (batch) => {
       const kinds = [...new Set(batch.map((item) => item.kind))];
-      const written = await Promise.all(kinds.map((kind) => recordSent(pool, kind, batch.filter((item) => item.kind === kind))));
+      const written = await Promise.all(kinds.map((kind) => recordSent(pool, kind, batch.filter((item) => item.kind === kind), worker)));
       const byId = new Map(written.flat().map((row) => [row.id, row]));
       return batch.map((item) => byId.get(item.id));
     },
@@ -43,9 +46,9 @@ export function createSentRecorder(databaseUrl: string, connections = 2): SentRe
   );
 
   return {
-    async markSent(kind, id, messageId, spam) {
+    async markSent(kind, id, accepted) {
       const acceptedAt = performance.now();
-      const row = await record({ kind, id, messageId, spam });
+      const row = await record({ ...accepted, kind, id });
       sentRecordDuration.observe((performance.now() - acceptedAt) / 1000);
       return row;
     },

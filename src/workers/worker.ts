@@ -3,6 +3,7 @@
 import { spamFilterFromConfig } from '../shared/spam-filter.ts';
 import { createSpamChecker } from './spam-check.ts';
 import { setTimeout } from 'node:timers/promises';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import { serveMetrics } from '../shared/metrics-server.ts';
@@ -28,6 +29,7 @@ import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
 import { createReturnPaths } from '../shared/return-path.ts';
 import { readBreaker } from '../shared/smtp-breaker.ts';
+import { flushRetries } from '../shared/retry-flush.ts';
 import { createStorage } from '../shared/storage.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { SmtpBreaker } from './breaker.ts';
@@ -66,7 +68,9 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     (transport) => transport.close(),
   );
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
-  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL), (recorder) => recorder.close());
+  // Names this process in the delivery history: stable while it runs, told apart from its peers.
+  const workerName = `${hostname()}:${process.pid}`;
+  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL, workerName), (recorder) => recorder.close());
   const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS), (claims) => claims.close());
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), closeRedis);
@@ -95,7 +99,15 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const breaker = new SmtpBreaker(
     redis,
     queue,
-    { prefix: config.QUEUE_PREFIX, threshold: config.SMTP_BREAKER_THRESHOLD, probeIntervalMs: config.SMTP_PROBE_INTERVAL_MS },
+    {
+      prefix: config.QUEUE_PREFIX,
+      threshold: config.SMTP_BREAKER_THRESHOLD,
+      probeIntervalMs: config.SMTP_PROBE_INTERVAL_MS,
+      onClose: async () => {
+        const flushed = await flushRetries({ queue, redis, em: orm.em.fork() }, config.RETRY_FLUSH_PER_SECOND);
+        log.info(flushed, 'retry timers flushed after the outage');
+      },
+    },
     log,
   );
   const processor = createDeliveryProcessor({
@@ -119,6 +131,8 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
       maxAttempts: config.EMAIL_MAX_ATTEMPTS,
       retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS,
       claimLeaseMs: config.CLAIM_LEASE_MS,
+      backoff: config,
+      worker: workerName,
       returnPaths: config.BOUNCE_DOMAIN ? createReturnPaths(config.SECRET, config.BOUNCE_DOMAIN) : undefined,
     },
     submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },

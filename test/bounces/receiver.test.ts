@@ -191,7 +191,7 @@ describe('the bounce receiver', () => {
     expect((await row(id)).email_status).toBe('bounced');
     const pool = createPgPool(h.env.DATABASE_URL!, 1);
     try {
-      await recordSent(pool, 'submission', [{ id, messageId: '<late@example.test>' }]);
+      await recordSent(pool, 'submission', [{ id, messageId: '<late@example.test>' }], 'test');
     } finally {
       await pool.end();
     }

@@ -1,8 +1,12 @@
-// `npm run admin -- keys …` and `webhooks …`: the operator CLI over the same rules as the API.
+// `npm run admin -- keys …`, `webhooks …` and `deliveries flush`: the operator CLI over the same
+// rules as the API.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
+import { createDeliveryQueue, submissionJob } from '../../src/shared/queue.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let h: Harness;
@@ -14,7 +18,7 @@ afterAll(() => h?.stop());
 function cli(...args: string[]) {
   const result = spawnSync('npm', ['run', '--silent', 'admin', '--', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: h.env.DATABASE_URL, SECRET: h.env.SECRET },
+    env: { ...process.env, DATABASE_URL: h.env.DATABASE_URL, SECRET: h.env.SECRET, REDIS_URL: h.env.REDIS_URL, QUEUE_PREFIX: h.env.QUEUE_PREFIX },
     encoding: 'utf8',
     timeout: 30_000,
   });
@@ -86,5 +90,37 @@ describe('npm run admin -- webhooks', () => {
     expect(loopback.stderr).toContain('refused: 127.0.0.1 is a loopback address; add it to WEBHOOK_ALLOW to allow it');
     expect(cli('webhooks', 'delete', key.key, id).status).toBe(0);
     expect(cli('webhooks', 'list', key.key).stdout).toContain('No webhooks.');
+  });
+});
+
+describe('npm run admin -- deliveries flush', () => {
+  it('tries now an email waiting on its retry timer, and refuses a bad pace', async () => {
+    const key = await h.createKey();
+    const id = (await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message: 'on a timer' })).json.submission_id as string;
+    // As a worker leaves a temporary failure: `retrying`, its job on an hour's timer (this file runs no worker).
+    const redis = new Redis(h.env.REDIS_URL!, { maxRetriesPerRequest: 1 });
+    const queue = createDeliveryQueue(redis, h.config);
+    try {
+      await (await queue.getJob(id))?.remove();
+      const job = submissionJob(id);
+      await queue.add(job.name, job.data, { jobId: id, delay: 3_600_000 });
+      await h.sql(`update submissions set email_status = 'retrying', next_attempt_at = now() + interval '1 hour' where id = $1`, [id]);
+
+      const flushed = cli('deliveries', 'flush', '--per-second', '5');
+      expect(flushed.stderr).toBe('');
+      expect(flushed.status).toBe(0);
+      expect(flushed.stdout).toMatch(/^promoted 1 now, 0 brought forward \(5 a second, the last at \d{4}-.*\), 0 due sooner anyway\n$/);
+      expect(await (await queue.getJob(id))!.getState()).toBe('waiting');
+      const [row] = await h.sql<{ late: boolean }>(`select next_attempt_at > now() as late from submissions where id = $1`, [id]);
+      expect(row!.late).toBe(false);
+
+      for (const pace of [['--per-second', '0'], ['--per-second'], ['--fast']]) {
+        const refused = cli('deliveries', 'flush', ...pace);
+        expect(refused.status, pace.join(' ')).toBe(2);
+      }
+    } finally {
+      await queue.close();
+      redis.disconnect();
+    }
   });
 });

@@ -42,4 +42,18 @@ describe('retention', () => {
     expect(await objectsOf(recent)).toHaveLength(1);
     expect(await exists(undelivered)).toBe(true);
   });
+
+  it('deletes an old sent submission with its delivery history', async () => {
+    const response = await fetch(`${h.url}/api/contact-api/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ access_key: key, email: 'a@example.org', message: 'emailed, then old' }),
+    });
+    const id = ((await response.json()) as { submission_id: string }).submission_id;
+    const attempts = () => h.sql('select outcome from delivery_attempts where submission_id = $1', [id]);
+    await eventually(async () => ((await attempts()).length === 1 ? true : undefined), 15_000, 'the attempt to be recorded');
+    await age(id, 40);
+    await eventually(async () => ((await exists(id)) ? undefined : true), 15_000, 'the old submission to be deleted');
+    expect(await attempts()).toEqual([]);
+  });
 });

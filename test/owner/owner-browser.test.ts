@@ -181,4 +181,46 @@ describe('the owner console in a browser, with JavaScript', () => {
     expect(await card(page, id).locator('[data-field="sent"]').textContent()).toMatch(/^\d{4}-/);
     expect(problems).toEqual([]);
   });
+
+  it('refreshes what the status means and which buttons apply with the status, through a failure and a re-send', async () => {
+    const owner = await h.createKey();
+    const { page, problems } = await openPage(true);
+    page.on('pageerror', (error) => problems.push(error.message));
+    await signIn(page, owner.email);
+
+    const hint = (id: string) => card(page, id).locator('[data-field="hint"]').textContent();
+    const resend = (id: string) => card(page, id).getByRole('button', { name: 'Re-send email' });
+    await h.workers[0]!.worker.pause();
+    h.sink.behave(() => ({ code: 550, message: 'no such user here (live refresh)' }));
+    const id = (await submitJson(h, { access_key: owner.key, email: 'v@example.org', message: 'refused, then re-sent' })).json.submission_id as string;
+    try {
+      await page.getByRole('link', { name: 'Messages sent with this key' }).click();
+      expect(await statusOf(page, id)).toBe('queued');
+      expect(await resend(id).count()).toBe(0);
+      h.workers[0]!.worker.resume();
+      // No reload: failed, its words, and the Re-send button appears.
+      await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('failed');
+      expect(await hint(id)).toBe('not delivered: the last error says why; you can re-send it');
+      await expect.poll(() => resend(id).count()).toBe(1);
+    } finally {
+      h.sink.behave(undefined);
+    }
+
+    await h.workers[0]!.worker.pause();
+    await resend(id).click();
+    await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('queued to be sent again');
+    expect(await statusOf(page, id)).toBe('queued');
+    h.workers[0]!.worker.resume();
+    // No reload: sent, with the words for sent, no Re-send button, and both attempts in the history.
+    await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('sent');
+    expect(await hint(id)).toBe('accepted by the mail server');
+    expect(await resend(id).count()).toBe(0);
+    await expect.poll(() => card(page, id).locator('[data-field="history-count"]').textContent()).toBe('2 attempts');
+    const history = await card(page, id).locator('[data-field="history"] li').allTextContents();
+    expect(history).toEqual([
+      expect.stringMatching(/ · attempt 1 · sent · 250 .* · .+:\d+$/),
+      expect.stringMatching(/ · attempt 1 · failed · .*550 no such user here \(live refresh\) · .+:\d+$/),
+    ]);
+    expect(problems).toEqual([]);
+  });
 });

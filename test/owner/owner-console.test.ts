@@ -228,7 +228,19 @@ describe('the whole journey', () => {
     const resent = await client.post(`/owner/submissions/${failedId}/resend`);
     expect(resent.status).toBe(303);
     expect(resent.headers.location).toBe(`/owner/keys/${owner.id}/submissions?notice=resent#s-${failedId}`);
-    await eventually(async () => (statusOn((await page()).text, failedId) === 'sent' ? true : undefined));
+    const sent = await eventually(async () => {
+      const shown = await page();
+      return statusOn(shown.text, failedId) === 'sent' ? cardOf(shown.text, failedId) : undefined;
+    });
+    // The earlier refusal stays in the history, below the accepted attempt; the button is gone.
+    expect(sent).toContain('data-field="history-count">2 attempts<');
+    const history = [...sent.matchAll(/<li><time datetime="[^"]+">[^<]+<\/time> · attempt (\d+) · (\w+) · <code>([^<]*)<\/code>/g)].map((match) => match.slice(1));
+    expect(history).toEqual([
+      ['1', 'sent', expect.stringMatching(/^250 /)],
+      ['1', 'failed', expect.stringContaining('550 mailbox unavailable: owner-journey')],
+    ]);
+    expect(sent).toContain('data-field="hint">accepted by the mail server<');
+    expect(sent).toMatch(/action="\/owner\/submissions\/[^"]+\/resend" data-show="resend" hidden>/);
     expect(h.sink.messages.some((mail) => mail.parsed.text?.includes('this one fails'))).toBe(true);
     // Re-sending what did not fail is refused.
     expect((await client.post(`/owner/submissions/${failedId}/resend`)).status).toBe(409);

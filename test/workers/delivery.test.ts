@@ -308,9 +308,19 @@ describe('operator view', () => {
     expect(status).toBe(200);
     expect(json).toEqual({
       submission_id: id,
+      key_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      key: key.key,
+      recipient: 'owner@example.test',
+      message_id: `<submission-${id}@example.test>`,
       email_status: 'sent',
       email_attempts: 1,
       last_error: null,
+      last_attempt_at: expect.stringMatching(/^\d{4}-/),
+      next_attempt_at: null,
+      delivery_attempts: [
+        { attempt: 1, at: expect.stringMatching(/^\d{4}-/), outcome: 'sent', response: expect.stringMatching(/^250 /), worker: expect.stringMatching(/^.+:\d+$/) },
+      ],
+      delivery_attempts_total: 1,
       bounce: null,
       spam: null,
       sent_at: expect.stringMatching(/^\d{4}-/),

@@ -89,3 +89,13 @@ export function jsonObjectBody(onWrongType: () => ApiError): Middleware<AppState
     await next();
   };
 }
+
+/** As jsonObjectBody, for a body that may be left out: no body reads as `{}`. */
+export function optionalJsonObjectBody(onWrongType: () => ApiError): Middleware<AppState> {
+  const json = jsonObjectBody(onWrongType);
+  return async (ctx, next) => {
+    if (ctx.request.length || ctx.get('transfer-encoding')) return json(ctx, next);
+    (ctx.request as { body: unknown }).body = {};
+    await next();
+  };
+}

@@ -3,7 +3,7 @@
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../../shared/db/entities.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
-import { BounceReport, SpamVerdictDetail, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
+import { BounceReport, deliveryFields, SpamVerdictDetail, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
 import { KeyPatchSchema } from '../routes/admin.ts';
 import { OwnerSignInSchema } from '../routes/owner-pages.ts';
 import { SessionRequestSchema, SpamMarkSchema } from '../routes/owner-api.ts';
@@ -26,13 +26,12 @@ const Key = v.object({
   created_at: v.string(),
   updated_at: v.string(),
 });
-const Submission = v.object({
+export const Submission = v.object({
   submission_id: v.pipe(v.string(), v.uuid()),
   key_id: v.pipe(v.string(), v.uuid()),
   created_at: v.string(),
   email_status: v.picklist(EMAIL_STATUSES),
-  email_attempts: v.number(),
-  last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, as it replied")),
+  ...deliveryFields,
   bounce: BounceReport,
   spam: SpamVerdictDetail,
   sent_at: v.nullable(v.string()),

@@ -3,7 +3,7 @@
 import type { Context } from 'koa';
 import { type CaptchaProvider, type EmailStatus, type KeyStatus, type SpamFilterLevel, type Submission, type VerificationKey } from '../../shared/db/entities.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
-import { decodeCursor, deleteSubmissions, listSubmissions, submissionFields, submissionFiles } from '../../shared/submissions.ts';
+import { decodeCursor, deleteSubmissions, deliveryHistories, listSubmissions, submissionFields, submissionFiles, type DeliveryHistory } from '../../shared/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -20,10 +20,11 @@ export const MAX_PAGE_SIZE = 100;
 
 export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'>) => ({ id: key.id, ...keyRecord(key, deps.vault) });
 
-export async function ownerSubmissionRecord(em: EntityManager, submission: Submission) {
+/** `history`: given when a page loaded its rows' histories together; read here otherwise. */
+export async function ownerSubmissionRecord(em: EntityManager, submission: Submission, history?: DeliveryHistory) {
   const files = await submissionFiles(em, submission);
   return {
-    ...submissionFields(submission),
+    ...submissionFields(submission, history ?? (await deliveryHistories(em, [submission.id])).get(submission.id)),
     key_id: submission.key.id,
     attachments: files.map((file) => ({
       id: file.id,
@@ -78,8 +79,9 @@ export async function ownerSubmissionsPage(deps: AppDeps, email: string, keyId: 
   const after = options.cursor ? decodeCursor(options.cursor) : undefined;
   if (options.cursor && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
   const { page, nextCursor } = await listSubmissions(em, { keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status }, after);
+  const histories = await deliveryHistories(em, page.map((row) => row.id));
   const submissions = [];
-  for (const row of page) submissions.push(await ownerSubmissionRecord(em, row));
+  for (const row of page) submissions.push(await ownerSubmissionRecord(em, row, histories.get(row.id) ?? { attempts: [], total: 0 }));
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
 }
 

@@ -5,11 +5,13 @@ import { createRouter } from '../router.ts';
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, SubmissionSchema, type Submission } from '../../shared/db/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { decodeCursor, listSubmissions, submissionRecord } from '../../shared/submissions.ts';
+import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks.ts';
+import { flushRetries } from '../../shared/retry-flush.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../errors.ts';
-import { jsonObjectBody } from '../middleware/json-body.ts';
+import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 import { resendSubmission } from '../resend.ts';
 import { submissionsCsv } from './export.ts';
@@ -40,12 +42,36 @@ const SubmissionListQuerySchema = v.object({
 
 const CsvQuerySchema = v.object({ key: v.pipe(v.string('Give ?key=<key>.'), v.minLength(1, 'Give ?key=<key>.')) });
 
+const DeliveryLogQuerySchema = v.object({
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
+    '50',
+  ),
+});
+
+export const FlushRequestSchema = v.strictObject(
+  {
+    per_second: v.optional(
+      v.pipe(
+        v.number('Must be a whole number.'),
+        v.integer('Must be a whole number.'),
+        v.minValue(1, 'At least 1.'),
+        v.maxValue(10_000, 'At most 10000.'),
+        v.description('The pace: at most this many emails tried a second (default RETRY_FLUSH_PER_SECOND)'),
+      ),
+    ),
+  },
+  'Only per_second can be given.',
+);
+
 const KeyListQuerySchema = v.object({
   email: v.pipe(v.string('Give ?email=<address>.'), v.trim(), v.email('Enter a valid email address.')),
 });
 
 export function adminRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/admin');
+  const view = { vault: deps.vault, mailFrom: deps.config.MAIL_FROM };
+  const optionalJson = optionalJsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
 
   router.get('/keys', async (ctx) => {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
@@ -62,7 +88,23 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 
   router.get('/submissions/:id', async (ctx) => {
     const em = deps.orm.em.fork();
-    ctx.body = await submissionRecord(em, await submissionOr404(em, ctx.params.id));
+    ctx.body = await submissionRecord(em, view, await submissionOr404(em, ctx.params.id));
+  });
+
+  router.get('/submissions/:id/webhook-deliveries', async (ctx) => {
+    const { limit } = validate(DeliveryLogQuerySchema, { ...ctx.query });
+    const em = deps.orm.em.fork();
+    const submission = await submissionOr404(em, ctx.params.id);
+    ctx.body = { deliveries: await listWebhookDeliveries(em, { submissionId: submission.id, limit }) };
+  });
+
+  // The emails waiting on a retry timer, tried now at the pace asked (src/shared/retry-flush.ts).
+  router.post('/deliveries/flush', optionalJson, async (ctx) => {
+    const { per_second: perSecond } = validate(FlushRequestSchema, ctx.request.body);
+    if (deps.redis.status !== 'ready') throw errors.unavailable('The queue (Redis) cannot be reached: nothing was flushed. Try again once it is back.');
+    const flushed = await flushRetries({ queue: deps.queue, redis: deps.redis, em: deps.orm.em.fork() }, perSecond ?? deps.config.RETRY_FLUSH_PER_SECOND);
+    ctx.state.log.info(flushed, 'operator flushed the retry timers');
+    ctx.body = flushed;
   });
 
   router.post('/submissions/:id/resend', async (ctx) => {
@@ -72,7 +114,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     ctx.state.log.info({ submissionId: submission.id }, 'operator re-sent a failed email');
     // As it now stands: queued again, its attempts and report reset.
     const fresh = deps.orm.em.fork();
-    ctx.body = await submissionRecord(fresh, await submissionOr404(fresh, submission.id));
+    ctx.body = await submissionRecord(fresh, view, await submissionOr404(fresh, submission.id));
   });
 
   router.get('/submissions', async (ctx) => {
@@ -85,7 +127,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
       { keyHash: query.key === undefined ? undefined : deps.vault.hash(query.key), status: query.status, limit: query.limit },
       after,
     );
-    ctx.body = { submissions: await Promise.all(page.map((row) => submissionRecord(em, row))), next_cursor: nextCursor };
+    ctx.body = { submissions: await submissionRecords(em, view, page), next_cursor: nextCursor };
   });
 
   router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {

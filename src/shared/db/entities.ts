@@ -132,6 +132,11 @@ export const SubmissionSchema = defineEntity({
     spamTeachPending: p.boolean().default(false),
     clientIp: p.string().length(64).nullable(),
     origin: p.string().length(2048).nullable(),
+    /**
+     * While `retrying`: when its job's retry timer ends (written with the failure that set it, and by
+     * a flush that brings it forward). Left as it was once the row moves on: read it only while `retrying`.
+     */
+    nextAttemptAt: p.datetime().nullable(),
     createdAt: createdAt(),
     attachments: () => p.oneToMany(AttachmentSchema).mappedBy('submission'),
   },
@@ -165,6 +170,36 @@ export const AttachmentSchema = defineEntity({
   },
 });
 export type Attachment = InferEntity<typeof AttachmentSchema>;
+
+/** What an attempt to send a submission's email came to: accepted, refused for now, or refused for good. */
+export const ATTEMPT_OUTCOMES = ['sent', 'retrying', 'failed'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+/**
+ * One attempt to send a submission's email: the delivery history, which a re-send adds to and never
+ * erases. Written by the statement that records the attempt's outcome on the submission
+ * (src/shared/delivery-rows.ts), and deleted with its submission.
+ */
+export const DeliveryAttemptSchema = defineEntity({
+  name: 'DeliveryAttempt',
+  tableName: 'delivery_attempts',
+  properties: {
+    id: p.bigint('number').primary().autoincrement(),
+    submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade'),
+    /** The attempt's number within its delivery: from 1 again after a re-send (email_attempts then). */
+    attempt: p.integer(),
+    /** When its outcome was recorded. */
+    attemptedAt: p.datetime().defaultRaw('now()'),
+    outcome: p.enum(ATTEMPT_OUTCOMES),
+    /** The SMTP server's reply (250 … when accepted), or the error when there was none. */
+    response: p.text().nullable(),
+    /** The worker process that made it: host name and process id. */
+    worker: p.string().length(255),
+  },
+  // A submission's history, newest first; also what the delete of a submission cascades through.
+  indexes: [{ properties: ['submission', 'id'], name: 'delivery_attempts_submission_idx' }],
+});
+export type DeliveryAttempt = InferEntity<typeof DeliveryAttemptSchema>;
 
 /**
  * `confirm`: the one "confirm to receive more" email of an address whose submissions are held.
@@ -375,6 +410,7 @@ export const entities = [
   VerificationKeySchema,
   SubmissionSchema,
   AttachmentSchema,
+  DeliveryAttemptSchema,
   KeyEmailSchema,
   RecipientSchema,
   MailboxAllowanceSchema,
