@@ -49,7 +49,11 @@ async function main(): Promise<number> {
 
   const secret = await readSecret(settings);
   const stops: Array<() => Promise<void>> = [];
-  const staging = await mkdtemp(path.join(output ? path.dirname(output) : tmpdir(), '.contact-form-backup-'));
+  // Staged beside the archive, where its space is: the tables and files, then packed.
+  const stagingParent = output ? path.dirname(output) : tmpdir();
+  const staging = await mkdtemp(path.join(stagingParent, '.contact-form-backup-')).catch((error: Error) => {
+    throw new UserError(`Cannot write in ${stagingParent} (${error.message}): name a file in a directory you can write to.`);
+  });
   let destination: Writable | undefined;
   try {
     destination = toStdout ? process.stdout : await createArchiveFile(output!);
