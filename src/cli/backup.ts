@@ -47,6 +47,7 @@ async function main(): Promise<number> {
   // The summary goes where it does not mix with the archive.
   const say = (line: string) => (toStdout ? process.stderr : process.stdout).write(`${line}\n`);
 
+  if (!settings.DATABASE_URL) await requireLocalData(settings);
   const secret = await readSecret(settings);
   const stops: Array<() => Promise<void>> = [];
   // Staged beside the archive, where its space is: the tables and files, then packed.
@@ -87,9 +88,19 @@ async function main(): Promise<number> {
   say(`Wrote ${output ?? 'the archive to stdout'}.`);
   process.stderr.write(
     'Warning: the archive holds SECRET, which unlocks every key, webhook secret and link in it. ' +
-      'Keep it as safe as the secret itself (the file is readable by you only).\n',
+      `Keep it as safe as the secret itself${output ? ' (the file is readable by you only)' : ''}.\n`,
   );
   return 0;
+}
+
+/** DATA_DIR must hold npm start's database: a mistyped DATA_DIR is named as such. */
+async function requireLocalData(settings: Settings): Promise<void> {
+  const { hasCluster, localPaths } = await localDataDir();
+  if (hasCluster(settings.dataDir)) return;
+  throw new UserError(
+    `Nothing to back up: ${settings.dataDir} has no database (${localPaths(settings.dataDir).postgres}).\n` +
+      'Set DATA_DIR to the directory npm start uses, or DATABASE_URL (and S3_ENDPOINT, SECRET) for external services.',
+  );
 }
 
 /** SECRET when set, else the one npm start keeps in DATA_DIR. */
@@ -122,16 +133,10 @@ async function createArchiveFile(file: string): Promise<Writable> {
 /** DATABASE_URL, or npm start's PostgreSQL: the running one, else started here on DATA_DIR's cluster. */
 async function openDatabase(settings: Settings, stops: Array<() => Promise<void>>): Promise<{ url: string; where: string }> {
   if (settings.DATABASE_URL) return { url: settings.DATABASE_URL, where: 'DATABASE_URL' };
-  const { hasCluster, localPaths, runningPostgres, startLocalPostgres } = await localDataDir();
+  const { localPaths, runningPostgres, startLocalPostgres } = await localDataDir();
   const where = localPaths(settings.dataDir).postgres;
   const running = runningPostgres(settings.dataDir);
   if (running) return { url: running.url, where: `${where}, running` };
-  if (!hasCluster(settings.dataDir)) {
-    throw new UserError(
-      `Nothing to back up: ${settings.dataDir} has no database (${where}).\n` +
-        'Set DATA_DIR to the directory npm start uses, or DATABASE_URL (and S3_ENDPOINT, SECRET) for external services.',
-    );
-  }
   const postgres = await startLocalPostgres(settings.dataDir);
   stops.push(postgres.stop);
   return { url: postgres.url, where };

@@ -41,7 +41,8 @@ async function main(): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const overwrite = args.includes('--overwrite');
+  // `npm run restore ARCHIVE --overwrite` (without `--`) hands the flag to npm, which passes it on as this.
+  const overwrite = args.includes('--overwrite') || process.env.npm_config_overwrite === 'true';
   const rest = args.filter((arg) => arg !== '--overwrite');
   if (rest.length !== 1 || (rest[0]!.startsWith('-') && rest[0] !== '-')) {
     process.stderr.write(`${USAGE}\n`);

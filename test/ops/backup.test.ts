@@ -1,7 +1,8 @@
 // npm run backup and npm run restore, as a user runs them: a running service with a key, files and
 // emails still waiting (the SMTP server refuses them) is backed up, the data goes, it is restored,
 // and the service started again has every submission, file and key, and delivers what was waiting.
-// First through npm start and its DATA_DIR, then against external PostgreSQL and S3.
+// First through npm start and its DATA_DIR (backed up running and stopped, through a file and
+// through stdout), then against external PostgreSQL and S3.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
@@ -46,7 +47,15 @@ type Run = { code: number | null; output: string };
 
 /** `npm run <script> -- args` in the project, as a user types it; never blocks this process (the SMTP sink runs here). */
 function npmRun(script: string, args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  const child = spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  return collect(spawn('npm', ['run', '--silent', script, '--', ...args], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+/** A command line as a user pastes it, run by sh in the project. */
+function shell(command: string, env: NodeJS.ProcessEnv): Promise<Run> {
+  return collect(spawn('sh', ['-c', command], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+function collect(child: ChildProcess): Promise<Run> {
   spawned.push(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -198,8 +207,14 @@ describe('backup and restore under npm start', () => {
     expect(again.output).toContain('submissions (2 rows)');
     expect(again.output).toContain('2 stored files');
     expect(again.output).toContain('add --overwrite');
-    const overwritten = await npmRun('restore', [archive, '--overwrite'], freshEnv);
+    // A backup of the stopped directory, written to stdout, restored over the first from stdin.
+    const cold = path.join(base, 'cold backup.tar.gz');
+    const coldBackup = await shell(`npm run -s backup -- - > '${cold}'`, env);
+    expect(coldBackup.code, coldBackup.output).toBe(0);
+    expect(coldBackup.output).toContain('Warning: the archive holds SECRET');
+    const overwritten = await shell(`npm run -s restore -- - --overwrite < '${cold}'`, freshEnv);
     expect(overwritten.code, overwritten.output).toBe(0);
+    expect(overwritten.output).toContain('2 files');
 
     sink.behave(undefined);
     const restored = await npmStart(freshEnv);
