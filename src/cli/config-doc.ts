@@ -23,6 +23,11 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
   { name: 'DOCKER_COMPOSE', readBy: '`npm test`', description: 'The `docker-compose` that validates docker-compose.yml. Unset: found on `PATH`, installed the same way.' },
   { name: 'RSPAMD_PATH', readBy: '`npm start`, `npm test`', description: 'The `rspamd` that `npm start` and the spam filter tests run. Unset: `rspamd` on `PATH`, installed the same way.' },
   { name: 'XDG_CACHE_HOME', readBy: '`npm start`, `npm test`', description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`." },
+  {
+    name: 'INIT_CWD',
+    readBy: '`npm run backup`, `npm run restore`',
+    description: 'Set by npm to the directory it was run in: a relative archive path is taken from there. Not for operators.',
+  },
   { name: 'POSTFIX_PATH', readBy: '`npm test`', description: 'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.' },
 ];
 

@@ -23,6 +23,7 @@ import {
   stopChild,
 } from './services.ts';
 import { startRspamd } from './rspamd.ts';
+import { LOCAL_DATABASE, localPaths } from './data-dir.ts';
 import { startServersInOwnProcessGroups } from './processes.ts';
 import { SECOND_PRESS_AFTER_MS } from '../shared/shutdown.ts';
 
@@ -31,6 +32,7 @@ const readable = PinoPretty({ colorize: Boolean(process.stdout.isTTY), translate
 const log = createLogger('local', process.env.LOG_LEVEL ?? 'info', readable);
 const env: NodeJS.ProcessEnv = { ...process.env };
 const dataDir = path.resolve(env.DATA_DIR || '.data');
+const local = localPaths(dataDir);
 /** Local services, in the order they started; stopped last, newest first. */
 const services: Array<{ name: string; stop: () => Promise<void> }> = [];
 /** The API and the worker; stopped first, together. */
@@ -96,7 +98,7 @@ function runChild(name: string, script: string, nodeFlags: string[] = []): Child
 async function main(): Promise<void> {
   const urls: Record<string, string> = {};
   if (!env.DATABASE_URL) {
-    const pg = await startPostgres({ dir: path.join(dataDir, 'postgres'), persistent: true });
+    const pg = await startPostgres({ dir: local.postgres, persistent: true, database: LOCAL_DATABASE });
     services.push(pg);
     env.DATABASE_URL = pg.url;
     urls.postgres = pg.url;
@@ -108,7 +110,7 @@ async function main(): Promise<void> {
     urls.redis = redis.url;
   }
   if (!env.S3_ENDPOINT) {
-    const s3 = await startS3({ dir: path.join(dataDir, 's3'), bucket: env.S3_BUCKET || 'contact-form-files' });
+    const s3 = await startS3({ dir: local.s3, bucket: env.S3_BUCKET || 'contact-form-files' });
     services.push(s3);
     env.S3_ENDPOINT = s3.url;
     urls.s3 = s3.url;
@@ -138,7 +140,7 @@ async function main(): Promise<void> {
     }
   }
 
-  env.SECRET ||= await keptSecret(path.join(dataDir, 'secret'));
+  env.SECRET ||= await keptSecret(local.secret);
   const config = loadConfigOrExit(env);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const applied = await migrate(orm);
