@@ -12,7 +12,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import * as tar from 'tar';
 import { createOrm, MIGRATIONS_PATH } from '../shared/db/orm.ts';
-import { appliedMigrations, copyTableIn, dropSchemaObjects, listTables, otherSessions, tablesWithRows } from '../shared/db/table-copy.ts';
+import { advanceSequences, appliedMigrations, copyTableIn, dropSchemaObjects, listTables, otherSessions, tablesWithRows } from '../shared/db/table-copy.ts';
 import type { Storage } from '../shared/storage.ts';
 import {
   ARCHIVE_FORMAT,
@@ -181,6 +181,7 @@ async function restoreInto(url: string, storage: Storage, manifest: Manifest, st
           const rows = await copyTableIn(client, saved, createReadStream(path.join(staging, saved.file)));
           if (rows !== saved.rows) throw new Error(`${saved.name}: loaded ${rows} rows, the archive has ${saved.rows}`);
         }
+        await advanceSequences(client);
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');

@@ -87,6 +87,24 @@ export async function copyTableIn(client: pg.Client, table: TableColumns, source
   return stream.rowCount;
 }
 
+/**
+ * Moves each sequence of the schema (a bigserial id, say) past the largest value its column holds:
+ * COPY writes the ids as they were and leaves the sequences where the migrations left them, so the
+ * next insert would take an id a loaded row has.
+ */
+export async function advanceSequences(client: pg.Client): Promise<void> {
+  const { rows } = await client.query<{ table_name: string; column_name: string; sequence: string }>(
+    `select table_name, column_name, sequence from (
+       select c.table_name, c.column_name, pg_get_serial_sequence(format('%I.%I', c.table_schema, c.table_name), c.column_name) as sequence
+         from information_schema.columns c where c.table_schema = current_schema()) s
+      where sequence is not null`,
+  );
+  for (const row of rows) {
+    const [table, column] = [client.escapeIdentifier(row.table_name), client.escapeIdentifier(row.column_name)];
+    await client.query(`select setval($1::regclass, coalesce((select max(${column}) from ${table}), 0) + 1, false)`, [row.sequence]);
+  }
+}
+
 /** Every stored file the database names, with what its bytes must hash to. */
 export async function storedObjects(client: pg.Client): Promise<StoredObject[]> {
   const { rows } = await client.query<StoredObject>(
