@@ -9,10 +9,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { deployedNodeFlags } from './deployed-flags.ts';
-import { loadConfigOrExit } from '../shared/config.ts';
+import { ConfigError, loadConfigOrExit } from '../shared/config.ts';
 import PinoPretty from 'pino-pretty';
 import { createLogger } from '../shared/log.ts';
 import { generateSecret } from '../shared/secrets.ts';
+import { checkSecret } from '../shared/secret-check.ts';
 import {
   LOCAL_S3_CREDENTIALS,
   ServiceStartError,
@@ -138,12 +139,16 @@ async function main(): Promise<void> {
     }
   }
 
-  env.SECRET ||= await keptSecret(path.join(dataDir, 'secret'));
+  const secretFile = path.join(dataDir, 'secret');
+  const secretSource = { file: secretFile, fromFile: !env.SECRET };
+  env.SECRET ||= await keptSecret(secretFile);
   const config = loadConfigOrExit(env);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const applied = await migrate(orm);
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');
+  // Here, where the message can say which file the SECRET came from; the API and the worker check again.
+  await checkSecret(config.DATABASE_URL, config.SECRET, secretSource);
 
   // As `npm run start:worker` / `start:api` run them: the compile cache, and the worker's small young
   // generation, which keeps its memory low under base64-heavy mail (docs/benchmarks.md).
@@ -199,7 +204,7 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
 
 main().catch((error: unknown) => {
   // A service that could not start is explained in plain words (which, why, what to do), not a stack.
-  if (error instanceof ServiceStartError) process.stderr.write(`\nnpm start: ${error.message}\n\n`);
+  if (error instanceof ServiceStartError || error instanceof ConfigError) process.stderr.write(`\nnpm start: ${error.message}\n\n`);
   else log.error({ err: error }, 'start failed');
   void stopAll(1);
 });
