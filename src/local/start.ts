@@ -14,6 +14,8 @@ import PinoPretty from 'pino-pretty';
 import { createLogger } from '../shared/log.ts';
 import { generateSecret } from '../shared/secrets.ts';
 import { checkSecret } from '../shared/secret-check.ts';
+import { relayForDisplay } from '../shared/mail.ts';
+import { spamFilterFromConfig } from '../shared/spam-filter.ts';
 import {
   LOCAL_S3_CREDENTIALS,
   ServiceStartError,
@@ -161,11 +163,16 @@ async function main(): Promise<void> {
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;
 
+  // What it uses, each under the name of its setting's subject, secrets hidden: what the operator
+  // set is seen at once, and what was left unset (bounces, the spam filter) says "off".
+  const relay = relayForDisplay(config.SMTP_URL);
   const labels: Array<[string, string | undefined]> = [
     ['API', urls.api],
     ['Mail UI', urls.mail],
-    ['Bounces', urls.bounces],
-    ['Spam filter', urls.spam],
+    ['Mail relay', urls.mail ? `${relay} (the local mail catcher)` : relay],
+    ['Mail from', config.MAIL_FROM],
+    ['Bounces', urls.bounces ?? 'off (BOUNCE_DOMAIN is unset)'],
+    ['Spam filter', spamFilterFromConfig(config) ? (urls.spam ?? config.SPAM_FILTER_URL) : (urls.spam ?? 'off (SPAM_FILTER=off)')],
     ['PostgreSQL', urls.postgres],
     ['Redis', urls.redis],
     ['S3', urls.s3],

@@ -10,7 +10,7 @@ import { registerBreakerState, registerQueueDepth } from '../shared/metrics.ts';
 import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
-import { createMailTransport } from '../shared/mail.ts';
+import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/mail.ts';
 import {
   createDeliveryQueue,
   createDeliveryWorker,
@@ -68,6 +68,18 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     ),
     (transport) => transport.close(),
   );
+  // What this worker sends with, by the settings' names, for the operator who set them.
+  log.info(
+    {
+      SMTP_URL: relayForDisplay(config.SMTP_URL),
+      MAIL_FROM: config.MAIL_FROM,
+      BOUNCE_DOMAIN: config.BOUNCE_DOMAIN ?? 'off',
+      SPAM_FILTER_URL: spamFilterFromConfig(config) ? config.SPAM_FILTER_URL : 'off',
+    },
+    'delivery settings',
+  );
+  // Once, in the background: an unreachable relay must not hold the start for its connection timeout.
+  void checkMailRelay(transport, config.SMTP_URL, log);
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL), (recorder) => recorder.close());
   const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS), (claims) => claims.close());
