@@ -5,10 +5,15 @@
 // stops when it cannot, before it has written anything under the wrong SECRET.
 import pg from 'pg';
 import { ConfigError } from './config.ts';
+import type { Logger } from './log.ts';
 import { createKeyVault } from './secrets.ts';
 
 const CHECK_TEXT = 'contact-form-service: the SECRET this database was written with';
 const CHECK_ID = 1;
+/** How often a process that started while PostgreSQL could not be reached tries the check again. */
+const RECHECK_MS = 2_000;
+/** A database host that swallows packets must not hold a start for the system's TCP timeout. */
+const CONNECT_TIMEOUT_MS = 5_000;
 export const LOST_SECRET_DOC = 'docs/operations.md#a-lost-secret';
 
 /** A start refused because SECRET is not the one the data was written with; the message says what to do. */
@@ -29,7 +34,7 @@ export type SecretSource = { file: string; fromFile: boolean };
 export async function checkSecret(databaseUrl: string, secret: string, source?: SecretSource): Promise<'written' | 'matched'> {
   const vault = createKeyVault(secret);
   const opens = (sealed: string) => vault.tryDecrypt(sealed) === CHECK_TEXT;
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
     let row = await readCheck(client);
@@ -60,11 +65,55 @@ export async function checkSecret(databaseUrl: string, secret: string, source?: 
 }
 
 /**
+ * The check as a long-running process (API, worker, bounce receiver) makes it at start. Another
+ * SECRET than the data's throws, so the start fails before anything is opened. A database that
+ * cannot be reached does not stop the start, since these processes ride out a PostgreSQL outage
+ * (the API answers 503, the bounce receiver 451): the check is tried again every few seconds until
+ * it can be made, and a mismatch found then is handed to `stopProcess`.
+ */
+export async function checkSecretAtStart(
+  databaseUrl: string,
+  secret: string,
+  log: Logger,
+  stopProcess: (error: ConfigError) => void,
+): Promise<{ stop: () => void }> {
+  try {
+    await checkSecret(databaseUrl, secret);
+    return { stop: () => undefined };
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    log.warn({ err: error }, `SECRET not checked yet: PostgreSQL cannot be reached; checked every ${RECHECK_MS / 1000} s until it can be`);
+  }
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const later = () => {
+    timer = setTimeout(() => {
+      checkSecret(databaseUrl, secret).then(
+        () => log.info('SECRET checked: it is the one the data was written with'),
+        (error: unknown) => {
+          if (stopped) return;
+          if (error instanceof ConfigError) stopProcess(error);
+          else later();
+        },
+      );
+    }, RECHECK_MS);
+    timer.unref();
+  };
+  later();
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
  * For a SECRET lost for good: the database takes `secret` from now on. Nothing sealed under the
  * old one is rewritten (it cannot be opened): those keys stay unusable, and show as unavailable.
  */
 export async function adoptSecret(databaseUrl: string, secret: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
     await client.query(

@@ -26,7 +26,7 @@ import { parseAllowList } from '../shared/address-guard.ts';
 import { createWebhookProcessor } from './webhook-processor.ts';
 import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
-import { checkSecret } from '../shared/secret-check.ts';
+import { checkSecretAtStart } from '../shared/secret-check.ts';
 import { createReturnPaths } from '../shared/return-path.ts';
 import { readBreaker } from '../shared/smtp-breaker.ts';
 import { createStorage } from '../shared/storage.ts';
@@ -44,9 +44,13 @@ const FAREWELL_MS = 2_000;
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
-  // First, before anything is opened: with another SECRET than the data's, nothing may start.
-  await checkSecret(config.DATABASE_URL, config.SECRET);
   const shutdown = new Shutdown(log);
+  // First, before anything is opened: with another SECRET than the data's, nothing may start.
+  const secretCheck = await checkSecretAtStart(config.DATABASE_URL, config.SECRET, log, (error) => {
+    log.fatal(error.message);
+    shutdown.exitWith(78);
+  });
+  shutdown.add('secret check', secretCheck, (check) => check.stop());
   const orm = shutdown.add(
     'postgres',
     // A job holds a connection only for each short query, not while it talks SMTP: a few per

@@ -4,6 +4,7 @@
 // unavailable on the admin list and the owner's pages, never a 500.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -17,7 +18,7 @@ import { checkSecret } from '../../src/shared/secret-check.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
 import { startWorker } from '../../src/workers/worker.ts';
 import { adminClient } from '../support/client.ts';
-import { startHarness, testDatabase, TEST_SECRET, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, testDatabase, TEST_SECRET, type Harness } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -83,6 +84,43 @@ describe('a start with another SECRET than the data was written with', () => {
     expect(output).toContain(STOPS);
     expect(output).toContain(`npm start read this SECRET from ${path.join(dataDir, 'secret')}: put the right one in that file (or set SECRET) and run npm start again.`);
     expect(output).not.toContain('Press Ctrl+C to stop.');
+  });
+
+  it('started while PostgreSQL cannot be reached, is run, then stopped (78) once the check can be made', async () => {
+    // The receiver's database address leads nowhere at first; later a proxy there reaches PostgreSQL.
+    const database = new URL(h.env.DATABASE_URL!);
+    const port = await freePort();
+    const unreachable = new URL(database);
+    unreachable.port = String(port);
+    const child = spawn(process.execPath, ['src/bounces/main.ts'], {
+      cwd: ROOT,
+      env: { ...process.env, ...h.env, DATABASE_URL: unreachable.toString(), SECRET: OTHER_SECRET, BOUNCE_SMTP_PORT: '0', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const sockets = new Set<Socket>();
+    const proxy = createServer((socket) => {
+      const upstream = connect(Number(database.port), database.hostname);
+      for (const end of [socket, upstream]) {
+        sockets.add(end);
+        end.on('error', () => undefined);
+      }
+      socket.pipe(upstream).pipe(socket);
+    });
+    try {
+      await eventually(async () => (output.includes('bounce receiver ready') ? true : undefined), 20_000, `the receiver to start:\n${output}`);
+      expect(output).toContain('SECRET not checked yet: PostgreSQL cannot be reached');
+      await new Promise<void>((resolve) => proxy.listen(port, '127.0.0.1', resolve));
+      expect(await exited, output).toBe(78);
+      expect(output).toContain(STOPS);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      for (const socket of sockets) socket.destroy();
+      proxy.close();
+    }
   });
 
   it('is refused by npm run admin too', () => {
