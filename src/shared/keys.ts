@@ -240,11 +240,11 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
 }
 
 /**
- * Why a key's value is missing from its record: it does not open under this SECRET. Every process
- * refuses to start with another SECRET than the data's (secret-check.ts), so this is one damaged
- * or foreign row, shown as such rather than failing the whole list.
+ * Why a key's value is missing from its record: its sealed copy does not open under this SECRET.
+ * Every process refuses to start with another SECRET than the data's (secret-check.ts), so this is
+ * one damaged or foreign row, shown as such rather than failing the whole list.
  */
-export const KEY_UNAVAILABLE = 'key unavailable: it was sealed under another SECRET, or is damaged, and cannot be read; it answers 403';
+export const KEY_UNAVAILABLE = 'key unavailable: its stored copy does not open under this SECRET (sealed under another one, or damaged), so it cannot be shown';
 
 /** The key record as operators see it (API and CLI); `key` is null, and `key_unavailable` says why, when it cannot be read. */
 export function keyRecord(key: VerificationKey, vault: KeyVault) {

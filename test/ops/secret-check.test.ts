@@ -191,7 +191,7 @@ describe('a key that cannot be read', () => {
     expect(page.status).toBe(200);
     expect(page.text).toContain(`<code>${good.key}</code>`);
     expect(page.text).toContain('a key that cannot be shown');
-    expect(page.text).toContain('This key cannot be shown: the service cannot read it any more');
+    expect(page.text).toContain('This key cannot be shown: the service cannot read its stored copy');
     const api = await owner.api('GET', '/keys');
     expect(api.status).toBe(200);
     expect(api.json.keys.find((key: { id: string }) => key.id === bad.id)).toMatchObject({ key: null, key_unavailable: KEY_UNAVAILABLE });
