@@ -3,6 +3,8 @@
 // directory, walks the tour in Chromium (Debian's `chromium`, or CHROMIUM_PATH), and stops it all.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, readlink, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -19,7 +21,8 @@ type Stack = { child: ChildProcess; api: string; mailUi: string };
 async function startStack(dataDir: string): Promise<Stack> {
   const port = await freePort();
   // The tour posts faster than a person would; the default limit is one POST per 3 s per address.
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100' };
+  // WEBHOOK_ALLOW as the README's tour has it: its webhook receiver runs on this machine.
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100', WEBHOOK_ALLOW: '127.0.0.1' };
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'SMTP_URL', 'PUBLIC_URL']) delete env[name];
   const child = spawn(process.execPath, [path.join(ROOT, 'src/local/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
@@ -32,6 +35,19 @@ async function startStack(dataDir: string): Promise<Stack> {
   });
   const line = (label: string) => new RegExp(`^ {2}${label}\\s+(\\S+)$`, 'm').exec(output)?.[1] ?? '';
   return { child, api: line('API'), mailUi: line('Mail UI') };
+}
+
+/** The tour's webhook receiver: answers 200 to every POST, on port 8080 as the README says, or any free one. */
+async function startReceiver(): Promise<Server> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end());
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' ? server.listen(0, '127.0.0.1', resolve) : reject(error)));
+    server.listen(8080, '127.0.0.1', resolve);
+  });
+  return server;
 }
 
 type Mail = { subject: string; text: string; to: Array<{ address: string }> };
@@ -49,7 +65,7 @@ async function mailWith(stack: Stack, subject: RegExp): Promise<Mail> {
 
 const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(IMAGES, name) }).then(() => console.log(`wrote docs/images/${name}`));
 
-async function tour(page: Page, stack: Stack): Promise<void> {
+async function tour(page: Page, stack: Stack, receiverPort: number): Promise<void> {
   // 1. Get a key: the home page's first form; the key arrives by email and fills the contact form.
   await page.goto(stack.api);
   await page.fill('#key-email', OWNER);
@@ -84,9 +100,9 @@ async function tour(page: Page, stack: Stack): Promise<void> {
   }
   await shoot(page, 'tour-3-console.png');
 
-  // 4. Add a webhook on the key's Webhooks page: its signing secret is shown once.
+  // 4. Add a webhook on the key's Webhooks page, the receiver on this machine: its signing secret is shown once.
   await page.goto(page.url().replace(/\/submissions.*$/, '/webhooks'));
-  await page.fill('#webhook-url', 'https://hooks.example.com/contact-form');
+  await page.fill('#webhook-url', `http://127.0.0.1:${receiverPort}/hook`);
   await page.click('form[action$="/webhooks"] button[type="submit"]');
   await page.locator('text=whsec_').first().waitFor();
   await shoot(page, 'tour-4-webhook.png');
@@ -108,8 +124,10 @@ const dataDir = await mkdtemp(path.join(tmpdir(), 'cfs-screenshots-'));
 await mkdir(IMAGES, { recursive: true });
 let stack: Stack | undefined;
 let browser: Browser | undefined;
+let receiver: Server | undefined;
 let failed = false;
 try {
+  receiver = await startReceiver();
   stack = await startStack(dataDir);
   browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
@@ -118,12 +136,13 @@ try {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   const page = await browser.newPage({ viewport: VIEWPORT });
-  await tour(page, stack);
+  await tour(page, stack, (receiver.address() as AddressInfo).port);
 } catch (error) {
   failed = true;
   console.error(error);
 } finally {
   await browser?.close();
+  receiver?.close();
   // SIGINT, as Ctrl+C: the launcher stops the API and the worker, then its local services.
   if (stack) await stopChild(stack.child, 'SIGINT', 30_000);
   await removeData(dataDir);

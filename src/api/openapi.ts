@@ -161,7 +161,7 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
           summary: "List an address's keys",
           security: adminSecurity,
           parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
-          responses: { 200: { description: 'The keys with their states' }, 401: formError('No or wrong token') },
+          responses: { 200: { description: 'The keys with their states; a key that cannot be read has key: null and key_unavailable saying why' }, 401: formError('No or wrong token') },
         },
       },
       '/admin/keys/{key}': {

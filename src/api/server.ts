@@ -11,6 +11,7 @@ import { registerQueueDepth } from '../shared/metrics.ts';
 import { closeRedis, createDeliveryQueue, createRedis, createWebhookQueue } from '../shared/queue.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { createKeyVault } from '../shared/secrets.ts';
+import { checkSecretAtStart } from '../shared/secret-check.ts';
 import { createStorage } from '../shared/storage.ts';
 import { createApp } from './app.ts';
 import { watchBodyProgress } from './body-progress.ts';
@@ -23,6 +24,12 @@ export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown:
 
 export async function startApi(config: Config, log: Logger): Promise<ApiProcess> {
   const shutdown = new Shutdown(log);
+  // First, before anything is opened: with another SECRET than the data's, nothing may start.
+  const secretCheck = await checkSecretAtStart(config.DATABASE_URL, config.SECRET, log, (error) => {
+    log.fatal(error.message);
+    shutdown.exitWith(78);
+  });
+  shutdown.add('secret check', secretCheck, (check) => check.stop());
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL), (orm) => orm.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));

@@ -1,7 +1,7 @@
 // `npm run start:bounces`: the bounce receiver, an SMTP server for BOUNCE_DOMAIN. Uses only the
 // configured services and never starts any.
 import module from 'node:module';
-import { loadConfigOrExit } from '../shared/config.ts';
+import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/log.ts';
 import { startBounceReceiver } from './process.ts';
 
@@ -13,7 +13,7 @@ if (!domain) {
   process.exit(78); // EX_CONFIG, as for any other bad variable
 }
 try {
-  const receiver = await startBounceReceiver({ ...config, BOUNCE_DOMAIN: domain }, log);
+  const receiver = await exitOnConfigErrorAsync(() => startBounceReceiver({ ...config, BOUNCE_DOMAIN: domain }, log));
   receiver.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
 } catch (error) {
   const code = (error as NodeJS.ErrnoException).code;

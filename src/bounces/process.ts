@@ -8,6 +8,7 @@ import type { Logger } from '../shared/log.ts';
 import { serveMetrics } from '../shared/metrics-server.ts';
 import { closeRedis, createRedis, createWebhookQueue, enqueueDeliveries, webhookJob } from '../shared/queue.ts';
 import { createReturnPaths } from '../shared/return-path.ts';
+import { checkSecretAtStart } from '../shared/secret-check.ts';
 import { Shutdown } from '../shared/shutdown.ts';
 import { startReceiver } from './receiver.ts';
 
@@ -19,6 +20,13 @@ export type BounceProcess = { port: number; metricsPort?: number; shutdown: Shut
 
 export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: string }, log: Logger): Promise<BounceProcess> {
   const shutdown = new Shutdown(log);
+  // First, before anything is opened: return paths are signed under SECRET, and another one than
+  // the data's would refuse every bounce.
+  const secretCheck = await checkSecretAtStart(config.DATABASE_URL, config.SECRET, log, (error) => {
+    log.fatal(error.message);
+    shutdown.exitWith(78);
+  });
+  shutdown.add('secret check', secretCheck, (check) => check.stop());
   const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE), (pool) => pool.end());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));

@@ -2,11 +2,12 @@
 // Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it);
 // `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER as set for the workers).
 import { parseAllowList, type AddressPolicy } from '../shared/address-guard.ts';
-import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
+import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
 import type { VerificationKey } from '../shared/db/entities.ts';
 import { createOrm } from '../shared/db/orm.ts';
-import { KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys.ts';
+import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/secrets.ts';
+import { adoptSecret, checkSecret, LOST_SECRET_DOC } from '../shared/secret-check.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -33,19 +34,30 @@ const USAGE = `Usage: npm run admin -- <command>
   webhooks delete <key> <id>
   webhooks deliveries <key>         the key's latest webhook deliveries
   deliveries flush [--per-second N] the emails waiting on a retry timer, tried now, at most N a second
-                                    (default RETRY_FLUSH_PER_SECOND, 10)`;
+                                    (default RETRY_FLUSH_PER_SECOND, 10)
+  secret adopt                      only when the SECRET the data was written with is lost for good:
+                                    the database takes this SECRET from now on (${LOST_SECRET_DOC})`;
 
 const describe = (key: VerificationKey, vault: KeyVault) =>
-  [vault.decrypt(key.keyEncrypted), key.status.padEnd(8), key.useDomain ? key.domains.join(',') : '(any domain)', key.createdAt.toISOString()].join('  ');
+  [vault.tryDecrypt(key.keyEncrypted) ?? `(${KEY_UNAVAILABLE})`, key.status.padEnd(8), key.useDomain ? key.domains.join(',') : '(any domain)', key.createdAt.toISOString()].join('  ');
 
 async function run(args: string[]): Promise<number> {
   const [group, command, target, ...rest] = args;
   if (group === 'deliveries') return deliveries(command, [target, ...rest].filter((arg) => arg !== undefined));
+  if (group === 'secret' && command === 'adopt' && !target) return adopt();
   if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
   const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW']));
+  // As every process: with another SECRET than the data's, each key would be "unknown".
+  try {
+    await checkSecret(config.DATABASE_URL, config.SECRET);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    return 78;
+  }
   const vault = createKeyVault(config.SECRET);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const em = orm.em.fork();
@@ -61,11 +73,11 @@ async function run(args: string[]): Promise<number> {
       case 'enable':
       case 'delete': {
         const status = ({ disable: 'disabled', enable: 'active', delete: 'deleted' } as const)[command];
-        process.stdout.write(`${describe(await updateKey(em, vault, target, { status }), vault)}\n`);
+        process.stdout.write(`${describe(await updateKey(em, vault.hash(target), { status }), vault)}\n`);
         return 0;
       }
       case 'domains': {
-        const key = await updateKey(em, vault, target, { domains: parseDomains(rest), useDomain: rest.length > 0 });
+        const key = await updateKey(em, vault.hash(target), { domains: parseDomains(rest), useDomain: rest.length > 0 });
         process.stdout.write(`${describe(key, vault)}\n`);
         return 0;
       }
@@ -152,6 +164,27 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
     await closeRedis(redis);
     await orm.close();
   }
+}
+
+/** `secret adopt`: writes the check value under this SECRET, for a database whose own SECRET is lost. */
+async function adopt(): Promise<number> {
+  const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET']));
+  try {
+    await adoptSecret(config.DATABASE_URL, config.SECRET);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    return 78;
+  }
+  process.stdout.write(
+    [
+      'The database now takes this SECRET: the service starts with it.',
+      'What was sealed under the old one is not rewritten and stays unreadable: those keys answer 403 and show as unavailable',
+      '(their owners request new ones on the start page), their webhook endpoints must be added again, and open sign-in links no longer work.',
+      '',
+    ].join('\n'),
+  );
+  return 0;
 }
 
 process.exitCode = await run(process.argv.slice(2));

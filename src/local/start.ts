@@ -9,10 +9,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createOrm, migrate } from '../shared/db/orm.ts';
 import { deployedNodeFlags } from './deployed-flags.ts';
-import { loadConfigOrExit } from '../shared/config.ts';
+import { ConfigError, loadConfigOrExit } from '../shared/config.ts';
 import PinoPretty from 'pino-pretty';
 import { createLogger } from '../shared/log.ts';
 import { generateSecret } from '../shared/secrets.ts';
+import { checkSecret } from '../shared/secret-check.ts';
+import { relayForDisplay } from '../shared/mail.ts';
+import { spamFilterFromConfig } from '../shared/spam-filter.ts';
 import {
   LOCAL_S3_CREDENTIALS,
   ServiceStartError,
@@ -140,12 +143,15 @@ async function main(): Promise<void> {
     }
   }
 
+  const secretSource = { file: local.secret, fromFile: !env.SECRET };
   env.SECRET ||= await keptSecret(local.secret);
   const config = loadConfigOrExit(env);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const applied = await migrate(orm);
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');
+  // Here, where the message can say which file the SECRET came from; the API and the worker check again.
+  await checkSecret(config.DATABASE_URL, config.SECRET, secretSource);
 
   // As `npm run start:worker` / `start:api` run them: the compile cache, and the worker's small young
   // generation, which keeps its memory low under base64-heavy mail (docs/benchmarks.md).
@@ -158,11 +164,16 @@ async function main(): Promise<void> {
   await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
   urls.api = config.PUBLIC_URL;
 
+  // What it uses, each under the name of its setting's subject, secrets hidden: what the operator
+  // set is seen at once, and what was left unset (bounces, the spam filter) says "off".
+  const relay = relayForDisplay(config.SMTP_URL);
   const labels: Array<[string, string | undefined]> = [
     ['API', urls.api],
     ['Mail UI', urls.mail],
-    ['Bounces', urls.bounces],
-    ['Spam filter', urls.spam],
+    ['Mail relay', urls.mail ? `${relay} (the local mail catcher)` : relay],
+    ['Mail from', config.MAIL_FROM],
+    ['Bounces', urls.bounces ?? 'off (BOUNCE_DOMAIN is unset)'],
+    ['Spam filter', spamFilterFromConfig(config) ? (urls.spam ?? config.SPAM_FILTER_URL) : (urls.spam ?? 'off (SPAM_FILTER=off)')],
     ['PostgreSQL', urls.postgres],
     ['Redis', urls.redis],
     ['S3', urls.s3],
@@ -201,7 +212,7 @@ async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
 
 main().catch((error: unknown) => {
   // A service that could not start is explained in plain words (which, why, what to do), not a stack.
-  if (error instanceof ServiceStartError) process.stderr.write(`\nnpm start: ${error.message}\n\n`);
+  if (error instanceof ServiceStartError || error instanceof ConfigError) process.stderr.write(`\nnpm start: ${error.message}\n\n`);
   else log.error({ err: error }, 'start failed');
   void stopAll(1);
 });

@@ -183,14 +183,17 @@ const services = {
   S3_ACCESS_KEY_ID: about(text(), "Access key. Unset: the AWS SDK's default credential chain."),
   S3_SECRET_ACCESS_KEY: about(text(), "Secret key. Unset: the AWS SDK's default credential chain."),
   S3_FORCE_PATH_STYLE: about(boolean(true), 'Path-style bucket URLs (MinIO and most non-AWS servers need them).'),
-  SMTP_URL: about(url(['smtp:', 'smtps:']), 'The SMTP relay, `smtp://user:pass@host:port` or `smtps://…`. `npm start` starts a local mail catcher when unset.'),
+  SMTP_URL: about(
+    url(['smtp:', 'smtps:']),
+    'The SMTP relay, `smtp://user:pass@host:port` or `smtps://…`. Each worker connects and logs in once at start, and warns when it cannot. `npm start` starts a local mail catcher when unset.',
+  ),
   DATA_DIR: about(text('.data'), "Where `npm start` keeps its local services' data and the generated secret."),
 };
 
 const operators = {
   SECRET: about(
     v.pipe(v.string(), v.trim(), v.minLength(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)'), kind('text, at least 32 characters')),
-    'Server secret: stored keys are HMAC-ed and encrypted under it, links and tokens signed. Back it up; it cannot be changed without losing the stored keys. `npm start` makes one in `DATA_DIR/secret`.',
+    'Server secret: stored keys are HMAC-ed and encrypted under it, links and tokens signed. Back it up; it cannot be changed without losing the stored keys, and a process started with another one than the data was written with stops. `npm start` makes one in `DATA_DIR/secret`.',
   ),
   ADMIN_TOKEN: about(
     v.optional(v.pipe(v.string(), v.trim(), v.minLength(16, 'must be at least 16 characters'), kind('text, at least 16 characters'))),

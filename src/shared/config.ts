@@ -89,3 +89,16 @@ export function exitOnConfigError<T>(load: () => T): T {
     throw error;
   }
 }
+
+/** `exitOnConfigError` for a process's start, which may also find its configuration wrong (a SECRET the data was not written with). */
+export async function exitOnConfigErrorAsync<T>(start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+}

@@ -208,9 +208,10 @@ export type KeyChanges = {
   spamToWebhooks?: boolean;
 };
 
-export async function updateKey(em: EntityManager, vault: KeyVault, keyValue: string, changes: KeyChanges): Promise<VerificationKey> {
+/** Changes the key whose lookup index is `keyHash` (KeyVault.hash of its value). */
+export async function updateKey(em: EntityManager, keyHash: string, changes: KeyChanges): Promise<VerificationKey> {
   return em.transactional(async (tx) => {
-    const key = await tx.findOne(VerificationKeySchema, { keyHash: vault.hash(keyValue) });
+    const key = await tx.findOne(VerificationKeySchema, { keyHash });
     if (!key) throw new KeyRuleError('not_found', 'key', 'Unknown key.');
     const current: KeyStatus = key.status;
     if (changes.status && changes.status !== current) {
@@ -238,10 +239,19 @@ export async function updateKey(em: EntityManager, vault: KeyVault, keyValue: st
   });
 }
 
-/** The key record as operators see it (API and CLI). */
+/**
+ * Why a key's value is missing from its record: its sealed copy does not open under this SECRET.
+ * Every process refuses to start with another SECRET than the data's (secret-check.ts), so this is
+ * one damaged or foreign row, shown as such rather than failing the whole list.
+ */
+export const KEY_UNAVAILABLE = 'key unavailable: its stored copy does not open under this SECRET (sealed under another one, or damaged), so it cannot be shown';
+
+/** The key record as operators see it (API and CLI); `key` is null, and `key_unavailable` says why, when it cannot be read. */
 export function keyRecord(key: VerificationKey, vault: KeyVault) {
+  const value = vault.tryDecrypt(key.keyEncrypted);
   return {
-    key: vault.decrypt(key.keyEncrypted),
+    key: value ?? null,
+    ...(value === undefined ? { key_unavailable: KEY_UNAVAILABLE } : {}),
     status: key.status,
     email: key.email,
     use_domain: key.useDomain,

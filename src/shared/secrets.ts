@@ -7,7 +7,10 @@ export type KeyVault = {
   /** The lookup index of a key value: hex HMAC-SHA256. */
   hash: (key: string) => string;
   encrypt: (key: string) => string;
+  /** Throws when the value was sealed under another SECRET (or is damaged). */
   decrypt: (sealed: string) => string;
+  /** `decrypt`, or undefined where it would throw: for what a page shows, which must not fail on one row. */
+  tryDecrypt: (sealed: string) => string | undefined;
 };
 
 const derive = (secret: string, purpose: string) =>
@@ -16,6 +19,13 @@ const derive = (secret: string, purpose: string) =>
 export function createKeyVault(secret: string): KeyVault {
   const lookupKey = derive(secret, 'verification-key lookup');
   const encryptionKey = derive(secret, 'verification-key encryption');
+  const decrypt = (sealed: string) => {
+    const [version, iv, data, tag] = sealed.split(':');
+    if (version !== 'v1' || !iv || !data || !tag) throw new Error('not a sealed key');
+    const decipher = createDecipheriv('aes-256-gcm', encryptionKey, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+  };
   return {
     hash: (key) => createHmac('sha256', lookupKey).update(key).digest('hex'),
     encrypt(key) {
@@ -24,12 +34,13 @@ export function createKeyVault(secret: string): KeyVault {
       const sealed = Buffer.concat([cipher.update(key, 'utf8'), cipher.final()]);
       return ['v1', iv, sealed, cipher.getAuthTag()].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join(':');
     },
-    decrypt(sealed) {
-      const [version, iv, data, tag] = sealed.split(':');
-      if (version !== 'v1' || !iv || !data || !tag) throw new Error('not a sealed key');
-      const decipher = createDecipheriv('aes-256-gcm', encryptionKey, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+    decrypt,
+    tryDecrypt(sealed) {
+      try {
+        return decrypt(sealed);
+      } catch {
+        return undefined;
+      }
     },
   };
 }

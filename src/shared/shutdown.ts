@@ -37,6 +37,11 @@ export class Shutdown {
     return this.running;
   }
 
+  /** Stops the process for a reason found after its start (a SECRET other than the data's): shutdown, then exit with `code`. */
+  exitWith(code: number): void {
+    void this.run().then(() => process.exit(code));
+  }
+
   /**
    * Runs the shutdown on SIGINT/SIGTERM, then exits; a timeout bounds a hung close. A second
    * SIGINT (a second Ctrl+C) exits at once: jobs cut short are taken up again by the reconciler.

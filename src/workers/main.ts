@@ -1,13 +1,13 @@
 // `npm run start:worker`: one delivery worker process with WORKER_CONCURRENCY parallel jobs.
 // Uses only the configured services and never starts any.
 import module from 'node:module';
-import { loadConfigOrExit } from '../shared/config.ts';
+import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/config.ts';
 import { createLogger } from '../shared/log.ts';
 import { startWorker } from './worker.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger('worker', config.LOG_LEVEL);
-const worker = await startWorker(config, log);
+const worker = await exitOnConfigErrorAsync(() => startWorker(config, log));
 worker.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
 // Only now: whoever waits for this line (a supervisor, the tests) may stop the worker at once, and
 // a SIGTERM before the handlers were installed would kill it without its shutdown.

@@ -11,7 +11,7 @@ import { registerBreakerState, registerQueueDepth } from '../shared/metrics.ts';
 import type { Config } from '../shared/config.ts';
 import { createOrm, type MikroORM } from '../shared/db/orm.ts';
 import type { Logger } from '../shared/log.ts';
-import { createMailTransport } from '../shared/mail.ts';
+import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/mail.ts';
 import {
   createDeliveryQueue,
   createDeliveryWorker,
@@ -27,6 +27,7 @@ import { parseAllowList } from '../shared/address-guard.ts';
 import { createWebhookProcessor } from './webhook-processor.ts';
 import { createConsentSigner } from '../shared/consent.ts';
 import { createKeyVault } from '../shared/secrets.ts';
+import { checkSecretAtStart } from '../shared/secret-check.ts';
 import { createReturnPaths } from '../shared/return-path.ts';
 import { readBreaker } from '../shared/smtp-breaker.ts';
 import { flushRetries } from '../shared/retry-flush.ts';
@@ -46,6 +47,12 @@ export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdo
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
   const shutdown = new Shutdown(log);
+  // First, before anything is opened: with another SECRET than the data's, nothing may start.
+  const secretCheck = await checkSecretAtStart(config.DATABASE_URL, config.SECRET, log, (error) => {
+    log.fatal(error.message);
+    shutdown.exitWith(78);
+  });
+  shutdown.add('secret check', secretCheck, (check) => check.stop());
   const orm = shutdown.add(
     'postgres',
     // A job holds a connection only for each short query, not while it talks SMTP: a few per
@@ -67,6 +74,18 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     ),
     (transport) => transport.close(),
   );
+  // What this worker sends with, by the settings' names, for the operator who set them.
+  log.info(
+    {
+      SMTP_URL: relayForDisplay(config.SMTP_URL),
+      MAIL_FROM: config.MAIL_FROM,
+      BOUNCE_DOMAIN: config.BOUNCE_DOMAIN ?? 'off',
+      SPAM_FILTER_URL: spamFilterFromConfig(config) ? config.SPAM_FILTER_URL : 'off',
+    },
+    'delivery settings',
+  );
+  // Once, in the background: an unreachable relay must not hold the start for its connection timeout.
+  void checkMailRelay(transport, config.SMTP_URL, log);
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   // Names this process in the delivery history: stable while it runs, told apart from its peers.
   const workerName = `${hostname()}:${process.pid}`;

@@ -116,10 +116,10 @@ describe('submission ids', () => {
 });
 
 describe('health', () => {
-  it('answers /healthz and /readyz', async () => {
+  it('answers /healthz and /readyz, naming the SMTP circuit breaker as such', async () => {
     expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${h.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ checks: { postgres: 'ok', redis: 'ok', storage: 'ok' }, down: [] });
+    expect(await ready.json()).toMatchObject({ checks: { postgres: 'ok', redis: 'ok', storage: 'ok' }, down: [], delivery: { smtp: { breaker: 'closed' } } });
   });
 });

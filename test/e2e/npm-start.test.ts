@@ -280,7 +280,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     expect(lstatSync(base.slice(0, base.indexOf(' ')), { throwIfNoEntry: false })).toBeUndefined();
 
     const off = await npmStart({ ...env, SPAM_FILTER: 'off' });
-    expect(off.banner['Spam filter']).toBeUndefined();
+    expect(off.banner['Spam filter']).toBe('off (SPAM_FILTER=off)');
     await stopAndCheckNothingLeft(off);
   }, npmStartTestTimeout(2));
 

@@ -40,7 +40,7 @@ async function submitSome(count: number, label: string): Promise<string[]> {
 const rowsOf = (ids: string[]) => h.sql<Row>('select email_status, email_attempts, last_error from submissions where id = any($1)', [ids]);
 
 async function readiness() {
-  return (await (await fetch(`${h.url}/readyz`)).json()) as { delivery: { smtp: { state: string; reason?: string } } };
+  return (await (await fetch(`${h.url}/readyz`)).json()) as { delivery: { smtp: { breaker: string; reason?: string } } };
 }
 
 /** While `step` is refused: the breaker opens with the reply, no row `failed`; then fixed: all sent. */
@@ -50,7 +50,7 @@ async function outlastsRefusal(step: SinkStep, reply: { code: number; message: s
   try {
     ids = await submitSome(5, label);
     // The breaker opens after SMTP_BREAKER_THRESHOLD refusals; the other rows then wait untried.
-    await eventually(async () => ((await readiness()).delivery.smtp.state === 'open' ? true : undefined), 20_000, 'the breaker to open');
+    await eventually(async () => ((await readiness()).delivery.smtp.breaker === 'open' ? true : undefined), 20_000, 'the breaker to open');
     expect((await readiness()).delivery.smtp.reason).toContain(String(reply.code));
     const refused = await rowsOf(ids);
     expect(refused.filter((row) => row.email_status === 'failed')).toEqual([]);
@@ -82,7 +82,7 @@ describe('an SMTP relay that refuses our account', () => {
 
 describe('an SMTP relay that refuses the message', () => {
   it('a recipient refused (550 to RCPT TO) is final at once: `failed` after one attempt, with the reply', async () => {
-    await eventually(async () => ((await readiness()).delivery.smtp.state === 'closed' ? true : undefined), 10_000, 'the breaker to close');
+    await eventually(async () => ((await readiness()).delivery.smtp.breaker === 'closed' ? true : undefined), 10_000, 'the breaker to close');
     h.sink.refuse('rcpt-to', { code: 550, message: '5.1.1 No such user' });
     try {
       const [id] = await submitSome(1, 'recipient');

@@ -54,7 +54,7 @@ async function submitDuring(label: string): Promise<string[]> {
 
 async function readiness() {
   const response = await fetch(`${h.url}/readyz`);
-  return ((await response.json()) as { status: string; delivery: { smtp: { state: string; reason?: string } } });
+  return ((await response.json()) as { status: string; delivery: { smtp: { breaker: string; reason?: string } } });
 }
 
 async function breakerGauge(): Promise<string | undefined> {
@@ -101,7 +101,7 @@ describe('an SMTP outage longer than the old attempt budget', () => {
     const watching = (async () => {
       for (let i = 0; i < OUTAGE_MS / 500 && !sawOpen; i++) {
         const ready = await readiness();
-        if (ready.delivery.smtp.state === 'open') {
+        if (ready.delivery.smtp.breaker === 'open') {
           sawOpen = true;
           expect(ready.status).toBe('ready');
           expect(ready.delivery.smtp.reason).toContain('451');
@@ -124,7 +124,7 @@ describe('an SMTP outage longer than the old attempt budget', () => {
     expectFewAttempts(attempts);
     const arrived = new Set(h.sink.messages.map((mail) => mail.parsed.messageId));
     expect(ids.filter((id) => !arrived.has(`<submission-${id}@example.test>`))).toEqual([]);
-    await eventually(async () => ((await readiness()).delivery.smtp.state === 'closed' ? true : undefined), 10_000, 'the breaker to close');
+    await eventually(async () => ((await readiness()).delivery.smtp.breaker === 'closed' ? true : undefined), 10_000, 'the breaker to close');
     expect(await breakerGauge()).toBe('0');
   });
 
@@ -134,7 +134,7 @@ describe('an SMTP outage longer than the old attempt budget', () => {
     let ids: string[];
     try {
       ids = await submitDuring('unreachable');
-      expect((await readiness()).delivery.smtp.state).toBe('open');
+      expect((await readiness()).delivery.smtp.breaker).toBe('open');
     } finally {
       h.sink = await startSmtpSink(port);
     }

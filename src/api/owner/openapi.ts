@@ -15,7 +15,8 @@ const Session = v.object({
 });
 const Key = v.object({
   id: v.pipe(v.string(), v.uuid()),
-  key: v.string(),
+  key: v.pipe(v.nullable(v.string()), v.description('null when the service cannot read it (sealed under another SECRET, or damaged); key_unavailable then says so')),
+  key_unavailable: v.optional(v.string()),
   status: v.picklist(KEY_STATUSES),
   email: v.string(),
   use_domain: v.boolean(),

@@ -59,7 +59,7 @@ export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string
   const em = deps.orm.em.fork();
   const key = await ownedKey(em, email, keyId);
   if (!key) return undefined;
-  const updated = await updateKey(em, deps.vault, deps.vault.decrypt(key.keyEncrypted), {
+  const updated = await updateKey(em, key.keyHash, {
     status: changes.status,
     useDomain: changes.useDomain,
     domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),

@@ -132,7 +132,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 
   router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
     const patch = validate(KeyPatchSchema, ctx.request.body);
-    const key = await updateKey(deps.orm.em.fork(), deps.vault, ctx.params.key ?? '', {
+    const key = await updateKey(deps.orm.em.fork(), deps.vault.hash(ctx.params.key ?? ''), {
       status: patch.status,
       useDomain: patch.use_domain,
       domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),

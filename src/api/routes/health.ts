@@ -22,8 +22,10 @@ export function healthRoutes(deps: AppDeps): Router<AppState> {
       storage: () => deps.storage.ping(),
     };
     // Detail only: while the SMTP circuit breaker is open the API still accepts (delivery waits).
-    const breaker = withTimeout(readBreaker(deps.redis, deps.config.QUEUE_PREFIX), CHECK_TIMEOUT_MS, 'smtp breaker read timed out').catch(
-      (): BreakerState | { state: 'unknown' } => ({ state: 'unknown' }),
+    // Named `breaker`: a bare "state: closed" read as a closed connection, the opposite of its meaning.
+    const breaker = withTimeout(readBreaker(deps.redis, deps.config.QUEUE_PREFIX), CHECK_TIMEOUT_MS, 'smtp breaker read timed out').then(
+      ({ state, ...detail }: BreakerState) => ({ breaker: state, ...detail }),
+      () => ({ breaker: 'unknown' as const }),
     );
     const results = await Promise.all(
       Object.entries(checks).map(async ([name, check]) => {

@@ -56,7 +56,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
         csrf: state.csrf!,
         notice,
         error: '',
-        key: { id: key.id, key: deps.vault.decrypt(key.keyEncrypted) },
+        key: { id: key.id, key: deps.vault.tryDecrypt(key.keyEncrypted) ?? null },
         endpoints: await listEndpoints(em, key.id),
         deliveries: await listWebhookDeliveries(em, { keyId: key.id, limit: DELIVERIES_SHOWN }),
         max: MAX_WEBHOOKS,

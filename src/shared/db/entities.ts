@@ -406,6 +406,20 @@ export const WebhookDeliverySchema = defineEntity({
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDeliverySchema>;
 
+/**
+ * The one row (id 1) that tells whether this process has the SECRET the data was written with: a
+ * known text sealed under it by the first process that started (src/shared/secret-check.ts).
+ */
+export const SecretCheckSchema = defineEntity({
+  name: 'SecretCheck',
+  tableName: 'secret_check',
+  properties: {
+    id: p.integer().primary().autoincrement(false),
+    sealed: p.text(),
+    writtenAt: p.datetime().defaultRaw('now()'),
+  },
+});
+
 export const entities = [
   VerificationKeySchema,
   SubmissionSchema,
@@ -422,4 +436,5 @@ export const entities = [
   OwnerSessionSchema,
   WebhookEndpointSchema,
   WebhookDeliverySchema,
+  SecretCheckSchema,
 ];
