@@ -123,8 +123,8 @@ describe('the circuit breaker closing', () => {
       outage.sink.behave(() => ({ code: 451, message: 'Relay overloaded' }));
       const early = await submit(outage, owner.key, 'failed during the outage');
       await untilStatus(outage, early, 'retrying');
-      const ready = (await (await fetch(`${outage.url}/readyz`)).json()) as { delivery: { smtp: { state: string } } };
-      expect(ready.delivery.smtp.state).toBe('open');
+      const ready = (await (await fetch(`${outage.url}/readyz`)).json()) as { delivery: { smtp: { breaker: string } } };
+      expect(ready.delivery.smtp.breaker).toBe('open');
 
       // The relay answers again: the next email probes it, its success closes the breaker.
       outage.sink.behave(undefined);
