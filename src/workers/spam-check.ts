@@ -27,7 +27,7 @@ const FAILURES_TO_PAUSE = 5;
 const PAUSE_MS = 30_000;
 
 /** The reason of a message held as a campaign, and the points it adds (more if the filter's score is below the level's). */
-export const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
+const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
 const CAMPAIGN_POINTS = 10;
 /** The filter's reasons kept beside the campaign's: five in all, as the filter's alone. */
 const FILTER_REASONS_WITH_CAMPAIGN = 4;
@@ -94,12 +94,13 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
       }
     }
     const votes = await campaign;
-    if (votes && isCampaign(votes)) scan = asCampaign(scan, votes, settings.thresholds[level]);
-    const verdict = scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
+    const held = votes !== undefined && isCampaign(votes);
+    if (held) scan = asCampaign(scan, votes, settings.thresholds[level]);
+    const verdict = held ? 'spam' : scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
     spamChecks.inc({ verdict });
     if (verdict === 'spam') {
       await recordSpamVerdict(em, submission.id, verdict, scan);
-      log.info({ submissionId: submission.id, score: scan?.score, level, campaign: scan?.reasons[0]?.symbol === CAMPAIGN_SYMBOL }, 'held as spam');
+      log.info({ submissionId: submission.id, score: scan?.score, level, campaign: held }, 'held as spam');
       throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
     }
     return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };

@@ -2,8 +2,8 @@
 // marked spam is held for every other key at the normal and strict levels, also with another name,
 // phone number or link in it; one owner marking it, however often and from however many keys of
 // their mailbox, makes no campaign; a mark reversed to not spam takes its vote back; an owner who
-// said not spam keeps getting it; an unrelated message goes out; and a campaign check that fails
-// leaves the filter's verdict.
+// said not spam keeps getting it; an unrelated message goes out; a campaign check that fails
+// leaves the filter's verdict; and a campaign is held while rspamd is down.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { adminClient } from '../support/client.ts';
@@ -14,6 +14,8 @@ import { settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../supp
 const TOKEN = 'campaign-test-admin-token-0123456789';
 
 let filter: RspamdService;
+/** Set once the last test has stopped rspamd. */
+let filterStopped = false;
 let h: Harness;
 const admin = adminClient(() => h, TOKEN);
 
@@ -25,7 +27,7 @@ beforeAll(async () => {
 }, 90_000);
 afterAll(async () => {
   await h?.stop();
-  await filter?.stop();
+  if (!filterStopped) await filter?.stop();
 });
 
 /** One campaign's text, each test's its own: the same pitch with a name, a phone number and a link that change. */
@@ -38,6 +40,8 @@ const PITCHES = {
     `Good morning, I am ${v.name}, a funding adviser. Your company is pre-approved for a business loan of up to fifty thousand with no credit check and money on your account within two days. To claim it call ${v.phone} or fill in the short form at ${v.link} now.`,
   design: (v: Variant) =>
     `Hi there, this is ${v.name}. I looked at your website and noticed it is slow on phones and hard to read, which loses you customers every day. We redesign sites like yours in one week for a fixed low price. Text ${v.phone} or see our portfolio at ${v.link} please.`,
+  reviews: (v: Variant) =>
+    `Hello, ${v.name} writing. We can add fifty five-star reviews to your business listing every month from real local accounts, which brings more calls and better rankings. Prices start low and the first ten are free. Message ${v.phone} on WhatsApp or order at ${v.link} today.`,
   apps: (v: Variant) =>
     `Greetings from ${v.name}! We build mobile apps for restaurants, shops and salons that bring repeat customers with loyalty points and push offers. Launch yours this month with our starter package and pay nothing for the first quarter. Call ${v.phone} or visit ${v.link} for a demo.`,
 };
@@ -225,5 +229,21 @@ describe('spam campaigns', () => {
     } finally {
       await h.sql('alter table spam_campaign_votes_away rename to spam_campaign_votes');
     }
+  });
+
+  // Last: it stops rspamd.
+  it('holds a campaign while rspamd is down, and sends anything else unchecked', async () => {
+    const markers = [await newOwner(), await newOwner(), await newOwner()];
+    for (const [n, owner] of markers.entries()) await receiveAndMarkSpam(owner, text('reviews', n));
+    const other = await h.createKey();
+    await filter.stop();
+    filterStopped = true;
+
+    const held = await settled(await submit(other, text('reviews', 3)));
+    expect(held.email_status).toBe('spam');
+    expect(held.spam).toMatchObject({ verdict: 'spam', score: 10, reasons: [{ symbol: 'FORM_CAMPAIGN', score: 10 }] });
+    const question = await settled(await submit(other, AUDIT_QUESTION));
+    expect(question.email_status).toBe('sent');
+    expect(question.spam.verdict).toBe('unchecked');
   });
 });

@@ -302,6 +302,7 @@ export const SpamCampaignVoteSchema = defineEntity({
     markedAt: p.datetime().defaultRaw('now()'),
   },
   indexes: [
+    // GIN, made without a pending list (fastupdate = off, in the migration): one query per email reads it.
     { properties: ['bands'], name: 'spam_campaign_votes_bands_idx', type: 'gin' },
     // Retention deletes the votes past their days.
     { properties: ['markedAt'], name: 'spam_campaign_votes_marked_idx' },
