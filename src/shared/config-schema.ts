@@ -311,7 +311,7 @@ const retention = {
     v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number of days'), v.transform(Number), v.minValue(1), kind('integer ≥ 1'))),
     'Delete sent, failed and skipped submissions older than this many days, with their files. Unset: keep them.',
   ),
-  RETENTION_INTERVAL_MS: about(integer(3_600_000, 100), 'How often the retention job runs (always: it also expires held submissions and old sign-in links).'),
+  RETENTION_INTERVAL_MS: about(integer(3_600_000, 100), 'How often the retention job runs (always: it also expires held submissions, old sign-in links and spam campaign votes).'),
 };
 
 const webhooks = {

@@ -5,12 +5,14 @@
 // - always, held submissions older than HELD_TTL_DAYS (their address never confirmed), and skipped
 //   submissions of unconfirmed mailboxes older than UNCONFIRMED_SKIPPED_TTL_DAYS (recipient consent);
 // - always, the consent allowance counters of past hours;
-// - always, expired owner console sessions and sign-in links.
+// - always, expired owner console sessions and sign-in links;
+// - always, spam campaign votes older than CAMPAIGN_VOTE_DAYS.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../shared/log.ts';
 import type { Storage } from '../shared/storage.ts';
 import { deleteSubmissions } from '../shared/submissions.ts';
 import { deleteExpiredOwnerTokens } from '../shared/owner.ts';
+import { deleteOldCampaignVotes } from '../shared/spam-campaigns.ts';
 import { deleteOldTeachings } from '../shared/spam-teaching.ts';
 
 const BATCH = 500;
@@ -38,6 +40,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   }
   await em.execute(`delete from mailbox_allowances where window_start < now() - interval '1 day'`);
   await deleteOldTeachings(em);
+  await deleteOldCampaignVotes(em);
   await deleteExpiredOwnerTokens(em);
   return deleted;
 }

@@ -9,16 +9,28 @@
 // A filter that is alive but busy must not count as slow: a burst would then go out unchecked.
 // So each worker sends at most SPAM_CHECKS_IN_FLIGHT checks at once, the rest wait their turn here
 // (delivery slows down, nothing skips the check), and the timeout runs from when a check is sent.
+// Alongside the filter's check, one indexed query asks whether owners of CAMPAIGN_MAILBOXES
+// mailboxes marked a near-identical message spam (../shared/spam-campaigns.ts): such a campaign is
+// held whatever the filter's score, with the reason FORM_CAMPAIGN. That query failing costs nothing
+// but the campaign's verdict: the filter's stands.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
-import type { SpamFilterLevel } from '../shared/db/entities.ts';
+import { campaignFingerprint } from '../shared/campaign-fingerprint.ts';
+import type { SpamFilterLevel, SpamReason } from '../shared/db/entities.ts';
 import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../shared/delivery-rows.ts';
 import type { Logger } from '../shared/log.ts';
 import { spamCheckDuration, spamChecks } from '../shared/metrics.ts';
+import { campaignVotes, isCampaign, type CampaignVotes } from '../shared/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../shared/spam-filter.ts';
 
 const FAILURES_TO_PAUSE = 5;
 const PAUSE_MS = 30_000;
+
+/** The reason of a message held as a campaign, and the points it adds (more if the filter's score is below the level's). */
+const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
+const CAMPAIGN_POINTS = 10;
+/** The filter's reasons kept beside the campaign's: five in all, as the filter's alone. */
+const FILTER_REASONS_WITH_CAMPAIGN = 4;
 
 export type SpamCheckSettings = {
   /** Unset: no filter configured (or SPAM_FILTER=off): nothing is checked. */
@@ -67,6 +79,8 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     const level = submission.spamFilter;
     // A verdict already recorded (a re-send) stands; the owner's "not spam" is final.
     if (!filter || level === 'off' || submission.spamVerdict !== null || submission.spamMark === 'ham') return undefined;
+    // Asked at once, answered while the filter checks: no wait of its own.
+    const campaign = campaignCheck(em, submission, log);
     let scan: SpamScan | undefined;
     if (Date.now() >= pausedUntil) {
       const started = performance.now();
@@ -79,15 +93,44 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
         spamCheckDuration.observe((performance.now() - started) / 1000);
       }
     }
-    const verdict = scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
+    const votes = await campaign;
+    const held = votes !== undefined && isCampaign(votes);
+    if (held) scan = asCampaign(scan, votes, settings.thresholds[level]);
+    const verdict = held ? 'spam' : scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
     spamChecks.inc({ verdict });
     if (verdict === 'spam') {
       await recordSpamVerdict(em, submission.id, verdict, scan);
-      log.info({ submissionId: submission.id, score: scan?.score, level }, 'held as spam');
+      log.info({ submissionId: submission.id, score: scan?.score, level, campaign: held }, 'held as spam');
       throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
     }
     return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };
   };
+}
+
+/** The campaign votes on the submission's text; undefined when it is too short to tell, or the query failed. */
+async function campaignCheck(em: EntityManager, submission: ClaimedSubmission, log: Logger): Promise<CampaignVotes | undefined> {
+  const fingerprint = campaignFingerprint(submission.message);
+  if (!fingerprint || !submission.keyMailbox) return undefined;
+  try {
+    return await campaignVotes(em, submission.keyMailbox, fingerprint);
+  } catch (error) {
+    log.warn({ err: error, submissionId: submission.id }, "spam campaign check failed: the filter's verdict stands");
+    return undefined;
+  }
+}
+
+/** The filter's answer (undefined: none) with the campaign's reason first, its points lifting the score to at least the level's. */
+function asCampaign(scan: SpamScan | undefined, votes: CampaignVotes, threshold: number): SpamScan {
+  const base = scan?.score ?? 0;
+  const points = Math.round(Math.max(CAMPAIGN_POINTS, threshold - base) * 100) / 100;
+  const reason: SpamReason = {
+    symbol: CAMPAIGN_SYMBOL,
+    score: points,
+    description: votes.ownSpam
+      ? `near-identical to messages marked spam by this key's owner and the owners of ${votes.otherMailboxes} other mailboxes`
+      : `near-identical to messages marked spam by the owners of ${votes.otherMailboxes} other mailboxes`,
+  };
+  return { score: Math.round((base + points) * 100) / 100, reasons: [reason, ...(scan?.reasons ?? []).slice(0, FILTER_REASONS_WITH_CAMPAIGN)] };
 }
 
 function sampleOf(submission: ClaimedSubmission, filenames: string[], mailFrom: string): SpamSample {

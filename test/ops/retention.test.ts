@@ -1,6 +1,10 @@
 // RETENTION_DAYS: a scheduled job deletes old submissions, their attachment rows and their files.
+// The same job deletes spam campaign votes past their days, whatever RETENTION_DAYS says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam-campaigns.ts';
+import { submitJson } from '../support/client.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
+import { signIn } from '../support/owner.ts';
 
 let h: Harness;
 let key: string;
@@ -55,5 +59,24 @@ describe('retention', () => {
     await age(id, 40);
     await eventually(async () => ((await exists(id)) ? undefined : true), 15_000, 'the old submission to be deleted');
     expect(await attempts()).toEqual([]);
+  });
+
+  it(`deletes spam campaign votes older than ${CAMPAIGN_VOTE_DAYS} days, and keeps newer ones`, async () => {
+    const voter = await h.createKey();
+    const owner = await signIn(h, voter.email);
+    const ids: string[] = [];
+    for (const topic of ['backlinks', 'solar panels']) {
+      const message = `We offer cheap ${topic} for your business with guaranteed results within one week, call us now`;
+      const response = await submitJson(h, { access_key: voter.key, email: 'visitor@example.org', message });
+      ids.push(response.json.submission_id as string);
+    }
+    for (const id of ids) expect((await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: 'spam' })).status).toBe(200);
+    const votes = async () => (await h.sql<{ submission_id: string }>('select submission_id from spam_campaign_votes order by marked_at')).map((row) => row.submission_id);
+    expect((await votes()).sort()).toEqual([...ids].sort());
+
+    await h.sql(`update spam_campaign_votes set marked_at = now() - make_interval(days => $2) where submission_id = $1`, [ids[0], CAMPAIGN_VOTE_DAYS + 1]);
+    await h.sql(`update spam_campaign_votes set marked_at = now() - make_interval(days => $2) where submission_id = $1`, [ids[1], CAMPAIGN_VOTE_DAYS - 1]);
+    await eventually(async () => ((await votes()).includes(ids[0]!) ? undefined : true), 15_000, 'the old vote to be deleted');
+    expect(await votes()).toEqual([ids[1]]);
   });
 });

@@ -1,12 +1,14 @@
 // The owner's marks on a submission: "not spam" (ham) and "spam". A mark always does what the owner
 // asked of the message (not spam: a held submission is queued and emailed), and is taught to the
 // spam filter now while the key's hourly allowance lasts, later otherwise
-// (src/shared/spam-teaching.ts). Every mark can be reversed by the other.
+// (src/shared/spam-teaching.ts). Every mark can be reversed by the other. Each mark is also the
+// owner's mailbox's vote on spam campaigns (src/shared/spam-campaigns.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SpamMark, Submission } from '../../shared/db/entities.ts';
 import { QUEUED } from '../../shared/delivery-statuses.ts';
 import { spamMarks } from '../../shared/metrics.ts';
 import { submissionJob, webhookJob } from '../../shared/queue.ts';
+import { recordCampaignVote } from '../../shared/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam-teaching.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -63,7 +65,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
  * the last of the allowance): reserves a place in the allowance (a teaching, and spam_taught_at
  * pending until the filter answers; given back if teaching fails), and queues a submission held as
  * spam that the owner says is not. A reversal past the allowance waits untaught, and the place of
- * the mark it reverses stays taken.
+ * the mark it reverses stays taken. The mark's campaign vote is written (or turned over) with it.
  */
 async function recordMark(em: EntityManager, deps: AppDeps, submission: Submission, mark: SpamMark): Promise<{ reserved: boolean; released: boolean }> {
   return em.transactional(async (tx) => {
@@ -84,6 +86,8 @@ async function recordMark(em: EntityManager, deps: AppDeps, submission: Submissi
       [mark, reserved, mark, reserved, mark, release, release, release, submission.id, release],
     );
     if (reserved) await takePlace(tx, submission.key.id, submission.id, mark);
+    // Whatever the allowance: a campaign vote teaches the filter nothing, and counts once per mailbox.
+    await recordCampaignVote(tx, { submissionId: submission.id, mailbox: submission.key.mailbox, mark, message: submission.message });
     return { reserved, released: rows[0]?.released ?? false };
   });
 }

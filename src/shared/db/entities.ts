@@ -318,6 +318,32 @@ export const SpamTeachingSchema = defineEntity({
   indexes: [{ properties: ['key', 'taughtAt'], name: 'spam_teachings_key_taught_idx' }],
 });
 
+/**
+ * An owner's mark as a vote on spam campaigns (src/shared/spam-campaigns.ts): the fingerprint of the
+ * marked message and the owner's mailbox, one row per marked submission, kept CAMPAIGN_VOTE_DAYS.
+ * Not tied to the submission: deleting the message leaves the owner's word on its text standing.
+ */
+export const SpamCampaignVoteSchema = defineEntity({
+  name: 'SpamCampaignVote',
+  tableName: 'spam_campaign_votes',
+  properties: {
+    submissionId: p.uuid().primary(),
+    mailbox: p.string().length(254),
+    mark: p.enum(SPAM_MARKS),
+    /** The message's MinHash values, by position (src/shared/campaign-fingerprint.ts). */
+    hashes: p.array<number>().columnType('int4[]'),
+    /** Its bands: what the index finds near-identical messages by. */
+    bands: p.array<number>().columnType('int4[]'),
+    markedAt: p.datetime().defaultRaw('now()'),
+  },
+  indexes: [
+    // GIN, made without a pending list (fastupdate = off, in the migration): one query per email reads it.
+    { properties: ['bands'], name: 'spam_campaign_votes_bands_idx', type: 'gin' },
+    // Retention deletes the votes past their days.
+    { properties: ['markedAt'], name: 'spam_campaign_votes_marked_idx' },
+  ],
+});
+
 /** Submission emails to an unconfirmed mailbox in one clock hour: the consent allowance's counter. */
 export const MailboxAllowanceSchema = defineEntity({
   name: 'MailboxAllowance',
@@ -432,6 +458,7 @@ export const entities = [
   MailboxComplaintsSchema,
   OwnerSpamMarksSchema,
   SpamTeachingSchema,
+  SpamCampaignVoteSchema,
   OwnerSignInSchema,
   OwnerSessionSchema,
   WebhookEndpointSchema,
