@@ -24,6 +24,7 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
   { name: 'RSPAMD_PATH', readBy: '`npm start`, `npm test`', description: 'The `rspamd` that `npm start` and the spam filter tests run. Unset: `rspamd` on `PATH`, installed the same way.' },
   { name: 'XDG_CACHE_HOME', readBy: '`npm start`, `npm test`', description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`." },
   { name: 'POSTFIX_PATH', readBy: '`npm test`', description: 'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.' },
+  { name: 'KUBECTL_PATH', readBy: '`npm test`', description: 'The `kubectl` (1.27 or later) that renders the Kubernetes manifests for their check. Unset: `kubectl` on `PATH`, installed the same way (Debian 12\'s is too old).' },
 ];
 
 const UNITS: Array<[suffix: string, toMs: number]> = [
