@@ -29,6 +29,7 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
     description: 'Set by npm to the directory it was run in: a relative archive path is taken from there. Not for operators.',
   },
   { name: 'POSTFIX_PATH', readBy: '`npm test`', description: 'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.' },
+  { name: 'KUBECTL_PATH', readBy: '`npm test`', description: 'The `kubectl` (1.27 or later) that renders the Kubernetes manifests for their check. Unset: `kubectl` on `PATH`, installed the same way (Debian 12\'s is too old).' },
 ];
 
 const UNITS: Array<[suffix: string, toMs: number]> = [

@@ -32,6 +32,13 @@ export const TEST_TOOLS: SystemTool[] = [
   { binary: 'postfix', package: 'postfix', neededFor: 'the bounce tests against a real relay (test/bounces/postfix.test.ts)', pathVariable: 'POSTFIX_PATH' },
   { binary: 'rspamd', package: 'rspamd', neededFor: 'the spam filter tests (test/spam)', pathVariable: 'RSPAMD_PATH' },
   { binary: 'openssl', package: 'openssl', neededFor: "the bounce receiver's STARTTLS test (test/bounces/receiver.test.ts), to make a certificate" },
+  {
+    binary: 'kubectl',
+    package: 'kubernetes-client',
+    neededFor: 'the Kubernetes manifests check (test/deploy/kubernetes.test.ts), which renders them with `kubectl kustomize`',
+    pathVariable: 'KUBECTL_PATH',
+    alternative: "or, on Debian 12, whose package is too old (kubectl 1.20), kubectl 1.27 or later from https://kubernetes.io/docs/tasks/tools/ with KUBECTL_PATH set to it",
+  },
 ];
 
 export const TEMPLATE_DATABASE = 'cfs_test_template';

@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
 import { entities } from './entities.ts';
 
 export type { MikroORM };
@@ -28,8 +29,29 @@ export function createOrm(databaseUrl: string, poolMax?: number): Promise<MikroO
   return MikroORM.init(ormOptions(databaseUrl, poolMax));
 }
 
-/** Applies pending migrations; returns their names. */
+/**
+ * Key of the PostgreSQL advisory lock held while migrating: any fixed number no other code of this
+ * database uses ("cfs-migr" in ASCII).
+ */
+const MIGRATION_LOCK = 0x6366_732d_6d69_6772n;
+
+/**
+ * Applies pending migrations; returns their names. Several processes may run it at once (each new
+ * pod's init step on Kubernetes): the lock lets one through, the others wait for it and then find
+ * nothing pending. The lock is held by a connection of its own for the whole run, since the
+ * migrator also queries outside its transaction (it creates its table first); a process that dies
+ * ends that connection, and the lock with it.
+ */
 export async function migrate(orm: MikroORM): Promise<string[]> {
-  const applied = await orm.migrator.up();
-  return applied.map((migration) => migration.name);
+  const lock = new pg.Client({ connectionString: orm.config.get('clientUrl') });
+  // A broken connection fails the query in flight, or the end below: the event must not crash.
+  lock.on('error', () => undefined);
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK.toString()]);
+    const applied = await orm.migrator.up();
+    return applied.map((migration) => migration.name);
+  } finally {
+    await lock.end().catch(() => undefined);
+  }
 }
