@@ -288,7 +288,7 @@ describe('a worker host cut off mid-delivery', () => {
     expect(Date.now() - cutAt).toBeGreaterThan(JOB_LOCK_MS);
     expect(Date.now() - cutAt).toBeLessThan(CLAIM_LEASE_MS);
     const whileCut = await statuses(held);
-    expect([...whileCut.values()].every((status) => status === 'sending')).toBe(true);
+    expect([...whileCut.values()].every((status) => status === 'sending'), "no row worker1 held was sent by another while it was cut off").toBe(true);
     net.heal('worker1');
 
     // Worker1's sends complete when the link is back (or, had one failed, its retry is sent): once each.
@@ -325,7 +325,7 @@ describe('a worker host cut off mid-delivery', () => {
     // accepted when the link is back, after worker2 sent it. Only those, so at most its concurrency.
     const duplicated = [...counts].filter(([, n]) => n > 1).map(([id]) => id);
     console.info(`worker host cut for ${cutForS} s: ${duplicated.length} duplicate deliveries of ${accepted.length}, ${held.length} emails in its hands`);
-    expect(duplicated.every((id) => held.includes(id))).toBe(true);
+    expect(duplicated.every((id) => held.includes(id)), 'only emails worker1 had in hand are delivered twice').toBe(true);
     expect(duplicated.length).toBeLessThanOrEqual(CONCURRENCY);
     expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
     expectNoRestart();
@@ -349,7 +349,7 @@ describe('the API cut off from Redis', () => {
 
     const answers = load.answers();
     expect(answers.length).toBe(load.outcomes.length);
-    expect(answers.every((answer) => answer.status === 200 && answer.body.email_status === 'queued')).toBe(true);
+    expect(answers.every((answer) => answer.status === 200 && answer.body.email_status === 'queued'), 'every submission answered 200, queued').toBe(true);
     // Noticed: from then on a submission is saved and answered without waiting for Redis.
     const afterNoticed = answers.filter((answer) => answer.startedAt >= noticedBy && answer.startedAt + answer.ms < healedAt);
     expect(Math.max(...afterNoticed.map((answer) => answer.ms)), 'the longest answer once the dead connection was noticed').toBeLessThan(ENQUEUE_WAIT_MS);
@@ -387,10 +387,10 @@ describe('the PostgreSQL host cut off for 10 s', () => {
       expect(answer.body).toMatchObject({ success: false, errors: { __all__: ['The service is unavailable for a moment. Please try again in 5 seconds.'] } });
     }
     const duringCut = answers.filter((answer) => answer.startedAt >= cutAt && answer.startedAt < healedAt);
-    expect(duringCut.some((answer) => answer.status === 503)).toBe(true);
+    expect(duringCut.some((answer) => answer.status === 503), 'a 503 while PostgreSQL cannot be reached').toBe(true);
     // Noticed: no request waits longer than a connection and a statement may take (API_PG_WAITS).
     const stated = API_PG_WAITS.connectMs + API_PG_WAITS.queryMs;
-    expect(Math.max(...answers.map((answer) => answer.ms))).toBeLessThan(stated + 1_000);
+    expect(Math.max(...answers.map((answer) => answer.ms)), 'the longest answer, in ms').toBeLessThan(stated + 1_000);
 
     // Every 200 is a committed row, and is delivered by the workers that waited through the cut.
     const accepted = load.accepted();
