@@ -2,14 +2,22 @@
 // for now (stopped, restarting, recovering, connections cut), as opposed to a bad statement or a bug.
 // The API answers the first with a 503 and Retry-After: the same request succeeds once it is back.
 
+/**
+ * How long a request waits for PostgreSQL: 5 s for a connection (opened, or freed by another
+ * request), 5 s for each statement's answer. Past that it is answered 503 with Retry-After, as when
+ * PostgreSQL is down: behind a partition a connection hangs instead of failing, and TCP alone would
+ * hold the request for minutes.
+ */
+export const API_PG_WAITS = { connectMs: 5_000, queryMs: 5_000 } as const;
+
 /** Socket errors of a server that is down or unreachable. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 /** SQLSTATE 57P01-57P03: shutting down, crashed, not accepting connections yet (starting, recovering). */
 const SHUTDOWN_STATES = new Set(['57P01', '57P02', '57P03']);
 /** SQLSTATE class 08: connection exceptions. */
 const CONNECTION_EXCEPTION = /^08[0-9A-Z]{3}$/;
-/** node-postgres's own words when a connection ends, broke earlier, or cannot be made in time. */
-const CONNECTION_LOST = /^Connection terminated|^Client has encountered a connection error|timeout exceeded when trying to connect/;
+/** node-postgres's own words when a connection ends, broke earlier, cannot be made in time, or its answer does not come in time. */
+const CONNECTION_LOST = /^Connection terminated|^Client has encountered a connection error|timeout exceeded when trying to connect|^Query read timeout/;
 
 export function isServiceUnavailable(error: unknown): boolean {
   let current: unknown = error;

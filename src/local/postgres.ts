@@ -14,6 +14,8 @@ export type PostgresOptions = {
   persistent: boolean;
   database?: string;
   port?: number;
+  /** Another address to listen on besides loopback (the tests' hosts in network namespaces). */
+  listen?: string;
 };
 
 type PostgresBinaries = { initdb: string; postgres: string };
@@ -157,7 +159,7 @@ export async function startPostgres(options: PostgresOptions): Promise<LocalServ
   // TCP only: no Unix socket, whose path would be limited to about 100 bytes of DATA_DIR.
   const child = spawnTracked('SIGINT',
     binaries.postgres,
-    ['-D', dataDir, '-p', String(port), '-c', 'unix_socket_directories=', '-c', `listen_addresses=${LOOPBACK}`, '-c', 'max_connections=200', ...durability],
+    ['-D', dataDir, '-p', String(port), '-c', 'unix_socket_directories=', '-c', `listen_addresses=${[LOOPBACK, ...(options.listen ? [options.listen] : [])].join(',')}`, '-c', 'max_connections=200', ...durability],
     { ...asUser, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   await starting('PostgreSQL', postgresRemedy(link), () => waitForOutput(child, /ready to accept connections/, 'postgres'));

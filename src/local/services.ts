@@ -61,7 +61,8 @@ export async function startRedis(options: RedisOptions = {}): Promise<LocalServi
 
 // ---------------------------------------------------------------- S3
 
-export type S3Options = { dir: string; bucket: string; port?: number };
+/** `address`: where to listen, loopback by default. */
+export type S3Options = { dir: string; bucket: string; port?: number; address?: string };
 
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 
@@ -71,14 +72,14 @@ export async function startS3(options: S3Options): Promise<LocalService> {
     const { default: S3rver } = await import('s3rver');
     await mkdir(options.dir, { recursive: true });
     const server = new S3rver({
-      address: LOOPBACK,
+      address: options.address ?? LOOPBACK,
       port: options.port ?? 0,
       directory: path.resolve(options.dir),
       silent: true,
       configureBuckets: [{ name: options.bucket, configs: [] }],
     });
     const { port } = await server.run();
-    return { name: 's3', url: `http://${LOOPBACK}:${port}`, stop: () => server.close() };
+    return { name: 's3', url: `http://${options.address ?? LOOPBACK}:${port}`, stop: () => server.close() };
   });
 }
 

@@ -11,7 +11,7 @@ import { VerificationKeySchema, type VerificationKey } from '../../src/shared/db
 import type { MikroORM } from '../../src/shared/db/orm.ts';
 import { createLogger, type Logger } from '../../src/shared/log.ts';
 import { mailboxOf } from '../../src/shared/consent.ts';
-import { createKeyVault } from '../../src/shared/secrets.ts';
+import { createKeyVault, type KeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
 import { startBounceReceiver, type BounceProcess } from '../../src/bounces/process.ts';
@@ -32,13 +32,15 @@ export type Harness = {
   startWorker: () => Promise<WorkerProcess>;
   /** Starts a bounce receiver for the harness's BOUNCE_DOMAIN (the test sets it) on `port` (0: a free one); stopped with the rest. */
   startBounces: (port?: number) => Promise<BounceProcess>;
-  createKey: (fields?: Partial<Pick<VerificationKey, 'email' | 'status' | 'useDomain' | 'domains' | 'captcha'>>) => Promise<TestKey>;
+  createKey: (fields?: KeyFields) => Promise<TestKey>;
   /** The lookup index stored for a key value (key_hash). */
   hashKey: (value: string) => string;
   /** Runs one SQL query against this file's database. */
   sql: <T extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<T[]>;
   stop: () => Promise<void>;
 };
+
+type KeyFields = Partial<Pick<VerificationKey, 'email' | 'status' | 'useDomain' | 'domains' | 'captcha'>>;
 
 /** A key created by the fixture: its row and its plain value. */
 export type TestKey = { id: string; key: string; email: string };
@@ -164,23 +166,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       receivers.push(receiver);
       return receiver;
     },
-    async createKey(fields = {}) {
-      const em = orm.em.fork();
-      const value = randomUUID();
-      const email = fields.email ?? `owner-${suffix()}@example.test`;
-      const key = em.create(VerificationKeySchema, {
-        keyHash: vault.hash(value),
-        keyEncrypted: vault.encrypt(value),
-        email,
-        mailbox: mailboxOf(email),
-        status: fields.status ?? 'active',
-        useDomain: fields.useDomain ?? false,
-        domains: fields.domains ?? [],
-        captcha: fields.captcha ?? null,
-      });
-      await em.flush();
-      return { id: key.id, key: value, email: key.email };
-    },
+    createKey: (fields = {}) => insertKey(orm, vault, fields),
     hashKey: (value) => vault.hash(value),
     async sql(text, values) {
       const result = await pool.query(text, values);
@@ -199,6 +185,25 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
   };
   return harness;
+}
+
+/** Saves a key as the admin API would, with its value sealed under `vault`'s SECRET. */
+export async function insertKey(orm: MikroORM, vault: KeyVault, fields: KeyFields = {}): Promise<TestKey> {
+  const em = orm.em.fork();
+  const value = randomUUID();
+  const email = fields.email ?? `owner-${suffix()}@example.test`;
+  const key = em.create(VerificationKeySchema, {
+    keyHash: vault.hash(value),
+    keyEncrypted: vault.encrypt(value),
+    email,
+    mailbox: mailboxOf(email),
+    status: fields.status ?? 'active',
+    useDomain: fields.useDomain ?? false,
+    domains: fields.domains ?? [],
+    captcha: fields.captcha ?? null,
+  });
+  await em.flush();
+  return { id: key.id, key: value, email: key.email };
 }
 
 /** The keys of every object in the bucket: what a test checks to prove nothing was left behind. */

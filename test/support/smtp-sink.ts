@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 
-export type ReceivedMail = { envelope: { from: string; to: string[] }; parsed: ParsedMail; raw: Buffer };
+/** `client`: the address the message came from (which host, in the partition tests). */
+export type ReceivedMail = { envelope: { from: string; to: string[] }; parsed: ParsedMail; raw: Buffer; client: string };
 
 /** Decides the answer to a message: undefined accepts it, an SMTP reply code and text refuses it. */
 export type SinkBehaviour = (session: SMTPServerSession) => { code: number; message: string } | undefined;
@@ -26,8 +27,8 @@ export type SmtpSink = {
   close: () => Promise<void>;
 };
 
-/** `port` 0 picks a free one; give a port to restart a sink where a stopped one was. */
-export async function startSmtpSink(port = 0): Promise<SmtpSink> {
+/** `port` 0 picks a free one; give a port to restart a sink where a stopped one was. `host`: the address to listen on. */
+export async function startSmtpSink(port = 0, host = '127.0.0.1'): Promise<SmtpSink> {
   const messages: ReceivedMail[] = [];
   let behaviour: SinkBehaviour | undefined;
   const refusals = new Map<SinkStep, Reply>();
@@ -74,7 +75,7 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
         };
         simpleParser(raw).then(
           (parsed) => {
-            messages.push({ envelope, parsed, raw });
+            messages.push({ envelope, parsed, raw, client: session.remoteAddress });
             callback();
           },
           (error: Error) => callback(error),
@@ -84,11 +85,11 @@ export async function startSmtpSink(port = 0): Promise<SmtpSink> {
   });
   // A client that dies mid-conversation (a killed worker) resets its connection: not the sink's failure.
   server.on('error', () => undefined);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
   const bound = (server.server.address() as AddressInfo).port;
 
   return {
-    url: `smtp://127.0.0.1:${bound}`,
+    url: `smtp://${host}:${bound}`,
     port: bound,
     messages,
     behave: (next) => {

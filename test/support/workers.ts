@@ -1,5 +1,6 @@
-// Worker processes as separate OS processes, for the tests that kill them.
-import { spawn, type ChildProcess } from 'node:child_process';
+// Worker and API processes as separate OS processes, for the tests that kill them or run them on
+// hosts of their own (network namespaces).
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import path from 'node:path';
 import { stopChild } from '../../src/local/services.ts';
 
@@ -7,8 +8,12 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 export type WorkerChild = { child: ChildProcess; output: () => string; stop: () => Promise<void>; kill: () => Promise<void> };
 
-export async function spawnWorker(env: Record<string, string>): Promise<WorkerChild> {
-  const child = spawn(process.execPath, ['src/workers/main.ts'], {
+/** Starts a program: node's own spawn, or one that runs it elsewhere (on a host of the partition tests). */
+export type Launcher = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
+
+/** Starts one of the service's entry points and waits for its ready line in the log. */
+export async function spawnService(entry: string, readyLine: string, env: Record<string, string>, launch: Launcher = spawn): Promise<WorkerChild> {
+  const child = launch(process.execPath, [entry], {
     cwd: ROOT,
     env: { ...process.env, ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -16,17 +21,17 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerCh
   let output = '';
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker did not start:\n${output}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start:\n${output}`)), 30_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes('worker ready')) {
+      if (output.includes(readyLine)) {
         clearTimeout(timer);
         resolve();
       }
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`worker exited with ${code}:\n${output}`));
+      reject(new Error(`${entry} exited with ${code}:\n${output}`));
     });
   });
   // The listener above goes on collecting the output.
@@ -37,3 +42,7 @@ export async function spawnWorker(env: Record<string, string>): Promise<WorkerCh
     kill: () => stopChild(child, 'SIGKILL'),
   };
 }
+
+export const spawnWorker = (env: Record<string, string>, launch?: Launcher) => spawnService('src/workers/main.ts', 'worker ready', env, launch);
+
+export const spawnApi = (env: Record<string, string>, launch?: Launcher) => spawnService('src/api/main.ts', 'api listening', env, launch);

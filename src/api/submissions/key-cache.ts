@@ -13,9 +13,11 @@
 // and random keys cannot fill the memory).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
+import { PG_KEEPALIVE } from '../../shared/db/pg-pool.ts';
 import { findActiveKey, type ActiveKey } from '../../shared/keys.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { KeyVault } from '../../shared/secrets.ts';
+import { API_PG_WAITS } from '../unavailable.ts';
 
 export const KEY_CHANGES_CHANNEL = 'cfs_key_changes';
 /** Past this many keys the cache starts afresh: a bound on memory, far above a fleet's busy keys. */
@@ -46,7 +48,8 @@ export function createKeyCache(options: { databaseUrl: string; ttlMs: number; va
   const forgetAll = () => entries.clear();
 
   async function listen(): Promise<void> {
-    const connection = new pg.Client({ connectionString: databaseUrl });
+    // Idle by nature: keepalive notices a server that is gone, and the connection is made again.
+    const connection = new pg.Client({ connectionString: databaseUrl, ...PG_KEEPALIVE, connectionTimeoutMillis: API_PG_WAITS.connectMs });
     client = connection;
     connection.on('notification', forgetAll);
     connection.on('error', (error) => lost(connection, error));

@@ -4,17 +4,31 @@ import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
 import { entities } from './entities.ts';
+import { PG_KEEPALIVE } from './pg-pool.ts';
 
 export type { MikroORM };
 
 export const MIGRATIONS_PATH = fileURLToPath(new URL('./migrations', import.meta.url));
 
-export function ormOptions(databaseUrl: string, poolMax = 20): Options {
+/**
+ * How long a pool waits, in ms: for a connection (opened, or freed by another query) and for each
+ * statement's answer. Unset: as long as TCP does. The API sets both (src/api/server.ts); the workers
+ * and the tools wait, since what they would do instead is try again.
+ */
+export type PgWaits = { connectMs?: number; queryMs?: number };
+
+export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {}): Options {
   return {
     clientUrl: databaseUrl,
     entities,
     extensions: [Migrator],
     pool: { min: 0, max: poolMax, idleTimeoutMillis: 30_000 },
+    // Options of the pg pool itself.
+    driverOptions: {
+      ...PG_KEEPALIVE,
+      ...(waits.connectMs ? { connectionTimeoutMillis: waits.connectMs } : {}),
+      ...(waits.queryMs ? { query_timeout: waits.queryMs } : {}),
+    },
     // The schema is owned by the migrations, never created implicitly.
     ensureDatabase: false,
     // No snapshot file: new migrations are diffed against a freshly migrated database (npm run migration:create).
@@ -25,8 +39,8 @@ export function ormOptions(databaseUrl: string, poolMax = 20): Options {
   };
 }
 
-export function createOrm(databaseUrl: string, poolMax?: number): Promise<MikroORM> {
-  return MikroORM.init(ormOptions(databaseUrl, poolMax));
+export function createOrm(databaseUrl: string, poolMax?: number, waits?: PgWaits): Promise<MikroORM> {
+  return MikroORM.init(ormOptions(databaseUrl, poolMax, waits));
 }
 
 /**
