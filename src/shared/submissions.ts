@@ -156,6 +156,14 @@ export function searchQuery(search: string): string | undefined {
   return words.length ? words.map((word) => `'${word}':*`).join(' & ') : undefined;
 }
 
+/**
+ * How many of the newest rows a search reads in date order before it asks the full-text index.
+ * PostgreSQL cannot estimate how many rows a prefix search matches: it may walk a key's 100,000
+ * rows newest first, building each row's text for the match (over a second), to find a rare word.
+ * A common word is found fastest in that walk, a rare one through the index: so the walk stops here.
+ */
+const SEARCH_WINDOW = 1_000;
+
 export async function listSubmissions(em: EntityManager, query: SubmissionPageQuery, after?: { createdAt: Date; id: string }) {
   const where: string[] = [];
   const params: unknown[] = [];
@@ -168,17 +176,37 @@ export async function listSubmissions(em: EntityManager, query: SubmissionPageQu
   // side (open or settled): no index names email_status (claims are HOT updates, see the
   // migration submissions_hot_claims).
   if (query.status) add('email_status = ? and settled = ?', query.status, SETTLED.includes(query.status));
-  const tsquery = query.search ? searchQuery(query.search) : undefined;
-  // The expression as the index has it, word for word, so that the GIN index answers.
-  if (tsquery) add(`${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?)`, tsquery);
   if (query.from) add('created_at >= ?', query.from);
   if (query.before) add('created_at < ?', query.before);
   if (after) add('(created_at < ? or (created_at = ? and id < ?))', after.createdAt, after.createdAt, after.id);
-  const found = await em.execute<Array<{ id: string }>>(
-    `select id from submissions where ${where.length ? where.join(' and ') : 'true'} order by created_at desc, id desc limit ?`,
-    [...params, query.limit + 1],
-  );
-  const ids = found.map((row) => row.id);
+  const filtered = where.length ? where.join(' and ') : 'true';
+  const order = 'order by created_at desc, id desc';
+  const tsquery = query.search ? searchQuery(query.search) : undefined;
+  let ids: string[];
+  if (!tsquery) {
+    ids = (await em.execute<Array<{ id: string }>>(`select id from submissions where ${filtered} ${order} limit ?`, [...params, query.limit + 1])).map((row) => row.id);
+  } else {
+    // The newest rows first (the expression as the index has it, word for word)...
+    const [recent] = await em.execute<Array<{ scanned: number; ids: string | null }>>(
+      `with recent as materialized (select id, created_at, email, subject, message, custom_fields from submissions where ${filtered} ${order} limit ?),
+            hits as (select id, created_at from recent where ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?) ${order} limit ?)
+       select (select count(*)::int from recent) as scanned, (select string_agg(id::text, ',' ${order}) from hits) as ids`,
+      [...params, SEARCH_WINDOW, tsquery, query.limit + 1],
+    );
+    const hits = recent?.ids ? recent.ids.split(',') : [];
+    // A full page, or every row the filters leave was read: that is the answer.
+    const complete = hits.length > query.limit || (recent?.scanned ?? 0) < SEARCH_WINDOW;
+    // ...else, for a rarer word, the full-text index: all the matches, of which the newest.
+    ids = complete
+      ? hits
+      : (
+          await em.execute<Array<{ id: string }>>(
+            `with found as materialized (select id, created_at from submissions where ${filtered} and ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?))
+             select id from found ${order} limit ?`,
+            [...params, tsquery, query.limit + 1],
+          )
+        ).map((row) => row.id);
+  }
   const byId = new Map((ids.length ? await em.find(SubmissionSchema, { id: { $in: ids } }) : []).map((row) => [row.id, row]));
   // A row deleted between the two reads is left out.
   const rows = ids.map((id) => byId.get(id)).filter((row): row is Submission => row !== undefined);

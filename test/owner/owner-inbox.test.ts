@@ -149,6 +149,36 @@ describe('the list, its search and its filters', () => {
     expect(second.json).toMatchObject({ submissions: [{ submission_id: ids.bob }], next_cursor: null });
   });
 
+  it('finds a rare word far down a long list, and pages through a common one', async () => {
+    const busy = await h.createKey();
+    const busyClient = await signIn(h, busy.email);
+    // 1,500 messages, one a minute: the oldest mentions a rare word, every third a common one.
+    await h.sql(
+      `insert into submissions (id, key_id, email, message, subject, custom_fields, email_status, email_attempts, created_at)
+       select gen_random_uuid(), $1, 'visitor' || n || '@example.test',
+              case when n = 1500 then 'Greetings from Zanzibar' when n % 3 = 0 then 'About the invoice ' || n else 'Hello ' || n end,
+              'Message ' || n, '[]', 'sent', 1, now() - make_interval(mins => n)
+         from generate_series(1, 1500) as n`,
+      [busy.id],
+    );
+    const search = (query: string) => busyClient.api('GET', `/keys/${busy.id}/submissions?${query}`);
+    const rare = await search('q=zanzib');
+    expect(rare.json.submissions.map((s: any) => s.message)).toEqual(['Greetings from Zanzibar']);
+    expect(rare.json.next_cursor).toBeNull();
+    const common = await search('q=invoice&limit=100');
+    expect(common.json.submissions).toHaveLength(100);
+    expect(common.json.submissions[0].message).toBe('About the invoice 3');
+    let seen = common.json.submissions.length;
+    let cursor = common.json.next_cursor;
+    while (cursor) {
+      const next = await search(`q=invoice&limit=100&cursor=${cursor}`);
+      seen += next.json.submissions.length;
+      cursor = next.json.next_cursor;
+    }
+    expect(seen).toBe(499); // every third of 1..1499
+    expect((await search('q=invoice+zanzibar')).json.submissions).toEqual([]);
+  });
+
   it('exports what the filters show as CSV, and links the download with them', async () => {
     const csv = (await client.get(`/owner/keys/${owner.id}/submissions.csv?q=zephyr`)).text;
     expect(csv).toContain(ids.bob);
@@ -183,5 +213,60 @@ describe('the list, its search and its filters', () => {
     expect(marked.status).toBe(303);
     expect(marked.headers.location).toMatch(new RegExp(`^/owner/submissions/${ids.ana}\\?notice=spam-(un)?taught$`));
     expect((await client.get(marked.headers.location as string)).text).toContain('you marked it spam');
+  });
+});
+
+describe('the overview', () => {
+  it('charts a key\'s messages per day by outcome, with totals and the last message\'s time, and all keys together', async () => {
+    const first = await h.createKey();
+    const second = await h.createKey({ email: first.email });
+    const client = await signIn(h, first.email);
+    expect((await client.api('PATCH', `/keys/${first.id}`, { label: 'Quote form' })).status).toBe(200);
+    const sent = [];
+    for (const message of ['one', 'two', 'three days ago', 'forty days ago']) sent.push(await submit({ access_key: first.key, email: 'v@example.org', message }));
+    const other = await submit({ access_key: second.key, email: 'w@example.org', message: 'second key' });
+    for (const id of [...sent, other]) expect(await settled(id)).toBe('sent');
+    h.sink.behave(() => ({ code: 550, message: 'no such mailbox (overview)' }));
+    let failed: string;
+    try {
+      failed = await submit({ access_key: first.key, email: 'v@example.org', message: 'refused' });
+      expect(await settled(failed)).toBe('failed');
+    } finally {
+      h.sink.behave(undefined);
+    }
+    await h.sql(`update submissions set created_at = now() - interval '3 days' where id = $1`, [sent[2]]);
+    await h.sql(`update submissions set created_at = now() - interval '40 days' where id = $1`, [sent[3]]);
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
+
+    const page = await client.get(`/owner/keys/${first.id}/overview`);
+    expect(page.status).toBe(200);
+    expect(titleOf(page.text)).toBe('Overview · Quote form');
+    const total = (name: string) => new RegExp(`data-total="${name}">([^<]*)<`).exec(page.text)?.[1];
+    expect([total('all'), total('delivered'), total('spam'), total('failed'), total('other'), total('stored')]).toEqual(['4', '3', '0', '1', '0', '5']);
+    expect(page.text).toMatch(/data-total="last"><time datetime="[^"]+Z" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC" data-relative>/);
+    // Thirty bars, each saying its day's figures; drawn in the page, nothing fetched from elsewhere.
+    expect(page.text.match(/<g class="bar">/g)).toHaveLength(30);
+    expect(page.text).toContain(`<title>${day(0)}: 3 messages (2 delivered, 1 bounced or failed)</title>`);
+    expect(page.text).toContain(`<title>${day(3)}: 1 message (1 delivered)</title>`);
+    expect(page.text).toContain(`<title>${day(29)}: no messages</title>`);
+    expect(page.text).not.toContain(day(40));
+    expect(page.text).toMatch(/<svg viewBox="0 0 \d+ \d+" role="img" aria-labelledby="chart-title"/);
+    expect(page.text).not.toMatch(/(src|href)="https?:/);
+    expect(page.text).toMatch(new RegExp(`<tr><th scope="row">${day(0)}</th><td>2</td><td>0</td><td>1</td><td>0</td></tr>`));
+
+    const all = await client.get('/owner/overview');
+    expect(all.status).toBe(200);
+    expect(/data-total="all">(\d+)</.exec(all.text)?.[1]).toBe('5');
+    const row = (id: string) => {
+      const start = all.text.indexOf(`<tr id="k-${id}">`);
+      return start < 0 ? '' : all.text.slice(start, all.text.indexOf('</tr>', start));
+    };
+    expect(row(first.id)).toContain(`<a href="/owner/keys/${first.id}/overview">Quote form</a>`);
+    expect(row(first.id)).toMatch(/<td>4<\/td><td>1<\/td>/);
+    expect(row(second.id)).toMatch(/<td>1<\/td><td>0<\/td>/);
+
+    const stranger = await signIn(h, (await h.createKey()).email);
+    expect((await stranger.get(`/owner/keys/${first.id}/overview`)).status).toBe(404);
+    expect(/data-total="all">(\d+)</.exec((await stranger.get('/owner/overview')).text)?.[1]).toBe('0');
   });
 });

@@ -101,6 +101,8 @@ export const ownerPaths = {
   '/owner/keys/{keyId}/spam': { get: { ...page("A key's Spam view: the messages held as spam, newest first"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
   '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
   '/owner/submissions/{id}': { get: { ...page('One message: the whole record, its delivery history, files, and its actions'), security: ownerSecurity, parameters: [idParam('id')] } },
+  '/owner/overview': { get: { ...page("All your keys' overview: messages per day over 30 days by outcome (an SVG chart), totals, a line per key"), security: ownerSecurity } },
+  '/owner/keys/{keyId}/overview': { get: { ...page("A key's overview: messages per day over 30 days by outcome (an SVG chart), totals, the last message's time"), security: ownerSecurity, parameters: [idParam('keyId')] } },
   '/owner/submissions/{id}/files/{fileId}': {
     get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
   },

@@ -11,6 +11,7 @@ import { errors } from '../errors.ts';
 import { submissionsCsv } from '../routes/export.ts';
 import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/consent.ts';
 import { heldCount } from '../../shared/owner.ts';
+import { lastMessageTimes, overviewOf } from '../../shared/overview.ts';
 import { submissionJob } from '../../shared/queue.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { resendSubmission } from '../resend.ts';
@@ -101,6 +102,31 @@ export async function getOwnerSubmission(deps: AppDeps, email: string, id: strin
   const em = deps.orm.em.fork();
   const submission = await ownedSubmission(em, email, id);
   return submission ? ownerSubmissionRecord(em, submission) : undefined;
+}
+
+/**
+ * The overview of one of the address's keys (`keyId`), or of all of them with a line per key;
+ * undefined when `keyId` is not the address's.
+ */
+export async function ownerOverview(deps: AppDeps, email: string, keyId?: string) {
+  const em = deps.orm.em.fork();
+  if (keyId !== undefined) {
+    const key = await ownedKey(em, email, keyId);
+    if (!key) return undefined;
+    return { key: ownerKeyRecord(key, deps), keys: [], overview: await overviewOf(em, [key.id]) };
+  }
+  const keys = await listKeys(em, email);
+  const ids = keys.map((key) => key.id);
+  const overview = await overviewOf(em, ids);
+  const lastAt = await lastMessageTimes(em, ids);
+  return {
+    key: null,
+    keys: keys.map((key) => {
+      const counts = overview.perKey.get(key.id);
+      return { ...ownerKeyRecord(key, deps), recent: counts?.recent ?? 0, failed: counts?.failed ?? 0, last_at: lastAt.get(key.id) ?? null };
+    }),
+    overview,
+  };
 }
 
 /** A message of the owner's with its key, for the message's page. */

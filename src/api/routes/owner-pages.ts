@@ -14,6 +14,8 @@ import { KEY_LABEL_MAX, KeyRuleError } from '../../shared/keys.ts';
 import { defaultSubject } from '../../shared/submissions.ts';
 import { filterQuery, isFiltered, ListFilterSchema } from '../owner/filters.ts';
 import { ago, previewOf, utc } from '../owner/times.ts';
+import { barChart, OUTCOME_WORDS } from '../owner/chart.ts';
+import { OUTCOMES } from '../../shared/overview.ts';
 import { keyEmailJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -27,6 +29,7 @@ import {
   ownerConsent,
   ownerSubmissionsPage,
   ownerSubmissionWithKey,
+  ownerOverview,
   resendOwnerSubmission,
   sendOwnerCsv,
   sendOwnerFile,
@@ -257,6 +260,29 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
       { headers: SCRIPTED_PAGE_HEADERS },
     );
   };
+
+  /** The overview: one key's messages per day, or all the address's keys' together with a line per key. */
+  const overviewPage = async (ctx: AppContext, keyId?: string) => {
+    const page = chrome(ctx);
+    const found = await ownerOverview(deps, page.email, keyId);
+    if (!found) return notFound(ctx);
+    renderPage(
+      ctx,
+      'owner-overview',
+      {
+        ...page,
+        ...found,
+        chart: barChart(found.overview.days),
+        outcomes: OUTCOMES,
+        outcome_words: OUTCOME_WORDS,
+        scripts: ['/assets/owner.js'],
+        ...TIMES,
+      },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
+  };
+  router.get('/owner/overview', signedIn, (ctx) => overviewPage(ctx));
+  router.get('/owner/keys/:keyId/overview', signedIn, (ctx) => overviewPage(ctx, ctx.params.keyId ?? ''));
 
   router.get('/owner/keys/:keyId/submissions', signedIn, (ctx) => listPage(ctx, false));
   router.get('/owner/keys/:keyId/spam', signedIn, (ctx) => listPage(ctx, true));
