@@ -14,6 +14,7 @@ export const OUTCOME_WORDS: Record<Outcome, string> = {
 const WIDTH = 640;
 const HEIGHT = 200;
 const LEFT = 36; // room for the scale's numbers
+const RIGHT = 18; // room for the last day's name
 const BOTTOM = 22; // room for the days
 const TOP = 8;
 
@@ -33,7 +34,7 @@ const describe = (day: DayCounts) => {
 export function barChart(days: DayCounts[]) {
   const plotHeight = HEIGHT - TOP - BOTTOM;
   const max = roundUp(Math.max(1, ...days.map((day) => OUTCOMES.reduce((sum, outcome) => sum + day[outcome], 0))));
-  const slot = (WIDTH - LEFT) / Math.max(1, days.length);
+  const slot = (WIDTH - LEFT - RIGHT) / Math.max(1, days.length);
   const round = (value: number) => Math.round(value * 10) / 10;
   const bars = days.map((day, index) => {
     let base = HEIGHT - BOTTOM;
@@ -53,6 +54,7 @@ export function barChart(days: DayCounts[]) {
       tick: (days.length - 1 - index) % 7 === 0 ? { x: round(LEFT + index * slot + slot / 2), text: day.day.slice(5) } : null,
     };
   });
-  const scale = [0, max / 2, max].map((value) => ({ value: Number.isInteger(value) ? value : round(value), y: round(HEIGHT - BOTTOM - (value / max) * plotHeight) }));
+  // Whole numbers only: no line at 2.5 messages.
+  const scale = (Number.isInteger(max / 2) ? [0, max / 2, max] : [0, max]).map((value) => ({ value, y: round(HEIGHT - BOTTOM - (value / max) * plotHeight) }));
   return { width: WIDTH, height: HEIGHT, left: LEFT, bottom: HEIGHT - BOTTOM, axisY: HEIGHT - BOTTOM + 15, bars, scale };
 }
