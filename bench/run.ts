@@ -4,7 +4,8 @@
 //   npm run bench                 the full run (about 18 minutes; ends by itself within 23)
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
 //   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
-//                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter, 10 the reconciler behind a backlog)
+//                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter, 10 the reconciler behind a backlog,
+//                                 11 the owner console's search and overview at 100,000 messages a key)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
@@ -16,6 +17,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { bounces } from './scenarios/bounces.ts';
+import { consoleQueries } from './scenarios/console.ts';
 import { delivery } from './scenarios/delivery.ts';
 import { endToEnd } from './scenarios/end-to-end.ts';
 import { growth } from './scenarios/growth.ts';
@@ -75,6 +77,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [8, bounces],
   [9, spamFilter],
   [10, reconcileBacklog],
+  [11, consoleQueries],
 ];
 
 // ---------------------------------------------------------------- lifecycle

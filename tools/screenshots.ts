@@ -1,4 +1,5 @@
-// `npm run docs:screenshots`: takes the README tour's screenshots (docs/images/tour-*.png) from a
+// `npm run docs:screenshots`: takes the README tour's screenshots (docs/images/tour-*.png) and the
+// owner console's (docs/images/console-*.png: the list, a message page, the overview) from a
 // real run of the service. It starts `npm start`'s stack on a free port with a throwaway data
 // directory, walks the tour in Chromium (Debian's `chromium`, or CHROMIUM_PATH), and stops it all.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -63,7 +64,15 @@ async function mailWith(stack: Stack, subject: RegExp): Promise<Mail> {
   throw new Error(`no email with the subject ${subject} arrived`);
 }
 
-const shoot = (page: Page, name: string) => page.screenshot({ path: path.join(IMAGES, name) }).then(() => console.log(`wrote docs/images/${name}`));
+/** Visitors who write after the tour's own message. */
+const VISITORS = [
+  { email: 'bruno.costa@example.net', subject: 'Quote for 40 units', message: 'Hello, could you quote 40 units delivered to Porto before March?', company: 'Costa & Filhos' },
+  { email: 'chen.wei@example.org', message: 'Is the large size back in stock? I would order two.' },
+  { email: 'dalia@example.com', subject: 'Opening hours on Saturday', message: 'Are you open this Saturday afternoon?' },
+];
+
+const shoot = (page: Page, name: string, fullPage = false) =>
+  page.screenshot({ path: path.join(IMAGES, name), fullPage }).then(() => console.log(`wrote docs/images/${name}`));
 
 async function tour(page: Page, stack: Stack, receiverPort: number): Promise<void> {
   // 1. Get a key: the home page's first form; the key arrives by email and fills the contact form.
@@ -71,6 +80,7 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   await page.fill('#key-email', OWNER);
   await page.click('button[value="generateKey"]');
   await page.locator('#key-status code').waitFor();
+  const key = (await page.locator('#key-status code').textContent())?.trim() ?? '';
   await page.locator('#key-heading').scrollIntoViewIfNeeded();
   await shoot(page, 'tour-1-key.png');
 
@@ -82,6 +92,15 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   await page.locator('#try-heading').evaluate((node) => node.scrollIntoView());
   await shoot(page, 'tour-2-form.png');
   await Promise.all([page.waitForURL(/submission_id=/), page.click('#contact-form button[type="submit"]')]);
+  // A few more visitors, so that the console's list and overview show what a day of messages looks like.
+  for (const fields of VISITORS) {
+    const response = await fetch(`${stack.api}/api/contact-api/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ access_key: key, ...fields }),
+    });
+    if (!response.ok) throw new Error(`a sample message was refused: ${response.status} ${await response.text()}`);
+  }
 
   // 3. The owner console: sign in with the emailed link, then the key's messages.
   await page.goto(`${stack.api}/owner`);
@@ -92,13 +111,28 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   if (!link) throw new Error(`no sign-in link in:\n${signIn.text}`);
   await page.goto(link);
   await Promise.all([page.waitForURL(/\/owner\/keys/), page.click('button[type="submit"]')]);
+  // Name the key, as an owner with several forms would.
+  await page.fill('input[name="label"]', 'Contact page, shop.example');
+  await Promise.all([page.waitForURL(/notice=saved/), page.click('button[value="save"]')]);
   await page.click('a:has-text("Messages sent with this key")');
-  // The worker has sent it by now; reload until the row says so.
-  for (let i = 0; i < 50 && !(await page.locator('text=sent').first().isVisible()); i++) {
+  // The worker has sent them by now; reload until the rows say so.
+  const waiting = () => page.locator('.badge-queued, .badge-sending, .badge-retrying').count();
+  for (let i = 0; i < 50 && ((await page.locator('.badge-sent').count()) === 0 || (await waiting()) > 0); i++) {
     await new Promise((resolve) => setTimeout(resolve, 200));
     await page.reload();
   }
   await shoot(page, 'tour-3-console.png');
+  await shoot(page, 'console-list.png');
+
+  // The console's other pages: one message's page, then the key's overview.
+  const list = page.url();
+  await page.click('td.subject a:has-text("Quote for 40 units")');
+  await page.locator('article.submission').waitFor();
+  await shoot(page, 'console-message.png', true);
+  await page.goto(list.replace(/\/submissions.*$/, '/overview'));
+  await page.locator('.chart svg').waitFor();
+  await shoot(page, 'console-overview.png', true);
+  await page.goto(list);
 
   // 4. Add a webhook on the key's Webhooks page, the receiver on this machine: its signing secret is shown once.
   await page.goto(page.url().replace(/\/submissions.*$/, '/webhooks'));

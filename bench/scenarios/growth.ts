@@ -34,7 +34,7 @@ export async function growth(ctx: Ctx): Promise<void> {
     // Two windows, as on the empty table: a single window's p99 moves by a third between runs.
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #1`, api.child, api.url, request));
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #2`, api.child, api.url, request));
-    await ctx.sql.query('truncate submissions, attachments, webhook_deliveries');
+    await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, spam_teachings');
     empty.push(await loadPhase(ctx, '6 empty table #2', api.child, api.url, request));
   } finally {
     await stopReporting(ctx, api.child, scenario);

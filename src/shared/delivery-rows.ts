@@ -52,6 +52,8 @@ export type ClaimedSubmission = {
   suppressedUntil: Date | null;
   /** The key's mailbox reported one of these emails as spam: not attempted until its owner signs in. */
   complained: boolean;
+  /** The key's label when its owner asked for it before the email's subject; null otherwise. */
+  subjectLabel: string | null;
   /** The key owner's mailbox: whose own spam statistics apply. */
   keyMailbox: string | null;
   spamFilter: SpamFilterLevel;
@@ -80,6 +82,7 @@ const CLAIM_SUBMISSIONS = {
         returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark)
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
             k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark,
+            case when k.subject_prefix then k.label end as subject_label,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
@@ -116,6 +119,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     suppressed_ms: number | null;
     complained: boolean;
     key_mailbox: string | null;
+    subject_label: string | null;
     spam_filter: SpamFilterLevel | null;
     spam_verdict: SpamVerdict | null;
     spam_mark: SpamMark | null;
@@ -141,6 +145,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
         suppressedUntil: row.suppressed_ms === null ? null : new Date(Number(row.suppressed_ms)),
         complained: row.complained,
         keyMailbox: row.key_mailbox,
+        subjectLabel: row.subject_label,
         spamFilter: row.spam_filter ?? 'off',
         ownerStatistics: row.owner_statistics,
         spamVerdict: row.spam_verdict,

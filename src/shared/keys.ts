@@ -206,7 +206,23 @@ export type KeyChanges = {
   captcha?: CaptchaProvider | null;
   spamFilter?: SpamFilterLevel;
   spamToWebhooks?: boolean;
+  /** The owner's name for the key; null or blank removes it. */
+  label?: string | null;
+  subjectPrefix?: boolean;
 };
+
+/** A key label's longest length, in characters: a page title's or a subject prefix's worth. */
+export const KEY_LABEL_MAX = 100;
+
+/** A label as stored: trimmed, null when blank; one line of at most KEY_LABEL_MAX characters, or a KeyRuleError. */
+export function parseLabel(label: string | null): string | null {
+  const trimmed = (label ?? '').trim();
+  if (trimmed === '') return null;
+  // One line: it goes into page titles and, if the owner asks, into email subjects (a header).
+  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(trimmed)) throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
+  if ([...trimmed].length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
+  return trimmed;
+}
 
 /** Changes the key whose lookup index is `keyHash` (KeyVault.hash of its value). */
 export async function updateKey(em: EntityManager, keyHash: string, changes: KeyChanges): Promise<VerificationKey> {
@@ -222,11 +238,13 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
     } else if (
       current === 'deleted' &&
       (changes.useDomain !== undefined || changes.domains !== undefined || changes.captcha !== undefined ||
-        changes.spamFilter !== undefined || changes.spamToWebhooks !== undefined)
+        changes.spamFilter !== undefined || changes.spamToWebhooks !== undefined || changes.label !== undefined || changes.subjectPrefix !== undefined)
     ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }
     if (changes.captcha !== undefined) key.captcha = changes.captcha;
+    if (changes.label !== undefined) key.label = parseLabel(changes.label);
+    if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
     if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
     if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
     if (changes.domains !== undefined) key.domains = changes.domains;
@@ -251,6 +269,8 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
   const value = vault.tryDecrypt(key.keyEncrypted);
   return {
     key: value ?? null,
+    label: key.label ?? null,
+    subject_prefix: key.subjectPrefix,
     ...(value === undefined ? { key_unavailable: KEY_UNAVAILABLE } : {}),
     status: key.status,
     email: key.email,

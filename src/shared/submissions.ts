@@ -6,6 +6,7 @@ import type { Storage } from './storage.ts';
 import { SETTLED } from './delivery-statuses.ts';
 import { messageIdFor } from './delivery-kinds.ts';
 import type { KeyVault } from './secrets.ts';
+import { SEARCH_DOCUMENT } from './db/search.ts';
 
 /** The subject of a submission that came without one. */
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
@@ -125,8 +126,12 @@ export async function submissionRecord(em: EntityManager, view: OperatorView, su
   return record!;
 }
 
-/** `keyHash`: the lookup index of the key (see src/shared/secrets.ts). */
-export type SubmissionPageQuery = { keyHash?: string; status?: EmailStatus; limit: number };
+/**
+ * `keyHash`: the lookup index of the key (see src/shared/secrets.ts). `search`: words that must all
+ * begin a word of the message (full text, see ./db/search.ts); `from` and `before`: received at or
+ * after, and before, these times.
+ */
+export type SubmissionPageQuery = { keyHash?: string; status?: EmailStatus; search?: string; from?: Date; before?: Date; limit: number };
 
 /** The cursor is the (created_at, id) of the last row shown, so pages stay stable while rows arrive. */
 export function encodeCursor(submission: Pick<Submission, 'createdAt' | 'id'>): string {
@@ -139,23 +144,74 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
   return { createdAt: new Date(createdAt), id };
 }
 
+/** At most this many words of a search count; a search is a few words, not a paragraph. */
+const SEARCH_WORDS = 8;
+
+/**
+ * A search as a tsquery: its letters-and-digits words, each a prefix ("ana" finds Anastasia), all
+ * required. Only such words reach to_tsquery, so no input can be a syntax error. Undefined: no word.
+ */
+export function searchQuery(search: string): string | undefined {
+  const words = (search.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).slice(0, SEARCH_WORDS).map((word) => word.slice(0, 64));
+  return words.length ? words.map((word) => `'${word}':*`).join(' & ') : undefined;
+}
+
+/**
+ * How many of the newest rows a search reads in date order before it asks the full-text index.
+ * PostgreSQL cannot estimate how many rows a prefix search matches: it may walk a key's 100,000
+ * rows newest first, building each row's text for the match (over a second), to find a rare word.
+ * A common word is found fastest in that walk, a rare one through the index: so the walk stops here.
+ */
+const SEARCH_WINDOW = 1_000;
+
 export async function listSubmissions(em: EntityManager, query: SubmissionPageQuery, after?: { createdAt: Date; id: string }) {
-  const rows = await em.find(
-    SubmissionSchema,
-    {
-      ...(query.keyHash ? { key: { keyHash: query.keyHash } } : {}),
-      // `settled` as well, so the planner can use the partial index on created_at of the status's
-      // side (open or settled): no index names email_status (claims are HOT updates, see the
-      // migration submissions_hot_claims).
-      ...(query.status ? { emailStatus: query.status, settled: SETTLED.includes(query.status) } : {}),
-      ...(after
-        ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, id: { $lt: after.id } }] }
-        : {}),
-    },
-    { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], limit: query.limit + 1 },
-  );
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (condition: string, ...values: unknown[]) => {
+    where.push(condition);
+    params.push(...values);
+  };
+  if (query.keyHash) add('key_id = (select id from verification_keys where key_hash = ?)', query.keyHash);
+  // `settled` as well, so the planner can use the partial index on created_at of the status's
+  // side (open or settled): no index names email_status (claims are HOT updates, see the
+  // migration submissions_hot_claims).
+  if (query.status) add('email_status = ? and settled = ?', query.status, SETTLED.includes(query.status));
+  if (query.from) add('created_at >= ?', query.from);
+  if (query.before) add('created_at < ?', query.before);
+  if (after) add('(created_at < ? or (created_at = ? and id < ?))', after.createdAt, after.createdAt, after.id);
+  const filtered = where.length ? where.join(' and ') : 'true';
+  const order = 'order by created_at desc, id desc';
+  const tsquery = query.search ? searchQuery(query.search) : undefined;
+  let ids: string[];
+  if (!tsquery) {
+    ids = (await em.execute<Array<{ id: string }>>(`select id from submissions where ${filtered} ${order} limit ?`, [...params, query.limit + 1])).map((row) => row.id);
+  } else {
+    // The newest rows first (the expression as the index has it, word for word)...
+    const [recent] = await em.execute<Array<{ scanned: number; ids: string | null }>>(
+      `with recent as materialized (select id, created_at, email, subject, message, custom_fields from submissions where ${filtered} ${order} limit ?),
+            hits as (select id, created_at from recent where ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?) ${order} limit ?)
+       select (select count(*)::int from recent) as scanned, (select string_agg(id::text, ',' ${order}) from hits) as ids`,
+      [...params, SEARCH_WINDOW, tsquery, query.limit + 1],
+    );
+    const hits = recent?.ids ? recent.ids.split(',') : [];
+    // A full page, or every row the filters leave was read: that is the answer.
+    const complete = hits.length > query.limit || (recent?.scanned ?? 0) < SEARCH_WINDOW;
+    // ...else, for a rarer word, the full-text index: all the matches, of which the newest.
+    ids = complete
+      ? hits
+      : (
+          await em.execute<Array<{ id: string }>>(
+            `with found as materialized (select id, created_at from submissions where ${filtered} and ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?))
+             select id from found ${order} limit ?`,
+            [...params, tsquery, query.limit + 1],
+          )
+        ).map((row) => row.id);
+  }
+  const byId = new Map((ids.length ? await em.find(SubmissionSchema, { id: { $in: ids } }) : []).map((row) => [row.id, row]));
+  // A row deleted between the two reads is left out.
+  const rows = ids.map((id) => byId.get(id)).filter((row): row is Submission => row !== undefined);
   const page = rows.slice(0, query.limit);
-  return { page, nextCursor: rows.length > query.limit ? encodeCursor(page[page.length - 1]!) : null };
+  return { page, nextCursor: ids.length > query.limit && page.length ? encodeCursor(page[page.length - 1]!) : null };
 }
 
 /** Deletes submissions with their files, giving their bytes back to their keys' quotas. */

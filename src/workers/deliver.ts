@@ -36,7 +36,9 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
       attachMaxBytes: context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,
     });
-    const email = renderSubmissionEmail(submission, files.listed, context.linkTtlSeconds);
+    // The key's label first, if its owner asked: one inbox, several forms told apart at a glance.
+    const subject = submission.subjectLabel ? `[${submission.subjectLabel}] ${submission.subject}` : submission.subject;
+    const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds);
     return {
       message: {
         from: context.mailFrom,

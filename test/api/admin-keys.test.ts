@@ -38,6 +38,8 @@ describe('PATCH /admin/keys/:key', () => {
     expect(disabled.status).toBe(200);
     expect(disabled.json).toEqual({
       key: key.key,
+      label: null,
+      subject_prefix: false,
       status: 'disabled',
       email: 'ops@example.test',
       use_domain: false,

@@ -96,7 +96,7 @@ describe('the bounce receiver', () => {
     });
     const seen = await owner.api('GET', `/submissions/${id}`);
     expect(seen.json).toMatchObject({ email_status: 'bounced', bounce: { type: 'hard', status: '5.1.1', reporting_mta: 'mx.example.net' } });
-    const page = await owner.get(`/owner/keys/${key.id}/submissions`);
+    const page = await owner.get(`/owner/submissions/${id}`);
     expect(page.text).toContain('User unknown');
     const operator = await request(`${h.url}/admin/submissions/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(operator.json).toMatchObject({ email_status: 'bounced', bounce: { type: 'hard', status: '5.1.1', diagnostic: '550 5.1.1 <owner@example.test>: User unknown' } });

@@ -25,8 +25,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function openPage(javaScriptEnabled = false): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-  const context = await browser.newContext({ javaScriptEnabled, acceptDownloads: true });
+async function openPage(javaScriptEnabled = false, options: { locale?: string; timezoneId?: string } = {}): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext({ javaScriptEnabled, acceptDownloads: true, ...options });
   contexts.push(context);
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
@@ -106,6 +106,11 @@ describe('the owner console in a browser, without JavaScript', () => {
     const first = await submitWithFile(owner.key, 'the first message');
     await page.getByRole('link', { name: 'Messages sent with this key' }).click();
     expect(await statusOf(page, first)).toBe('queued');
+    // The list has one line for it; its page has the whole record.
+    expect(await card(page, first).textContent()).not.toContain('order_number');
+    expect(await page.locator('[data-zone-note]').textContent()).toContain('Times are in UTC');
+    await card(page, first).getByRole('link', { name: 'the first message' }).click();
+    await page.waitForURL(`${h.url}/owner/submissions/${first}`);
     expect(await card(page, first).textContent()).toContain('order_number');
     h.workers[0]!.worker.resume();
     await reloadUntil(page, first, 'sent');
@@ -119,18 +124,23 @@ describe('the owner console in a browser, without JavaScript', () => {
     h.sink.behave(() => ({ code: 550, message: 'no such user here (browser journey)' }));
     const failed = (await submitJson(h, { access_key: owner.key, email: 'v@example.org', message: 'bounces' })).json
       .submission_id as string;
+    await page.goto(`${h.url}/owner/keys/${owner.id}/submissions`);
     await reloadUntil(page, failed, 'failed');
-    expect(await card(page, failed).locator('[data-field="error"]').textContent()).toContain('no such user here (browser journey)');
     await screenshot(page, 'owner-submissions.png');
+    await card(page, failed).getByRole('link').click();
+    expect(await card(page, failed).locator('[data-field="error"]').textContent()).toContain('no such user here (browser journey)');
     h.sink.behave(undefined);
     await card(page, failed).getByRole('button', { name: 'Re-send email' }).click();
+    await page.waitForURL(`${h.url}/owner/submissions/${failed}?notice=resent`);
     await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('queued to be sent again');
     await reloadUntil(page, failed, 'sent');
 
     // 6. Delete a message: its file is gone from storage.
     const [file] = await h.sql('select storage_key from attachments where submission_id = $1', [first]);
     expect(await listObjectKeys(h.storage)).toContain(file!.storage_key);
+    await page.goto(`${h.url}/owner/submissions/${first}`);
     await card(page, first).getByRole('button', { name: 'Delete message and files' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/submissions?notice=removed`);
     await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('Message deleted');
     expect(await card(page, first).count()).toBe(0);
     expect(await listObjectKeys(h.storage)).not.toContain(file!.storage_key);
@@ -165,9 +175,9 @@ describe('the owner console in a browser, without JavaScript', () => {
 });
 
 describe('the owner console in a browser, with JavaScript', () => {
-  it('refreshes a message\'s status in place, under the page\'s CSP', async () => {
+  it('refreshes a message\'s status in place, under the page\'s CSP, and writes times in the reader\'s zone and language', async () => {
     const owner = await h.createKey();
-    const { page, problems } = await openPage(true);
+    const { page, problems } = await openPage(true, { locale: 'fr-FR', timezoneId: 'America/New_York' });
     page.on('pageerror', (error) => problems.push(error.message));
     await signIn(page, owner.email);
 
@@ -178,7 +188,19 @@ describe('the owner console in a browser, with JavaScript', () => {
     h.workers[0]!.worker.resume();
     // No reload: the script updates the card.
     await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('sent');
-    expect(await card(page, id).locator('[data-field="sent"]').textContent()).toMatch(/^\d{4}-/);
+    // The list's times: relative, in French; the page says whose zone they are in.
+    expect(await page.locator('[data-zone-note]').textContent()).toContain('America/New_York');
+    expect(await card(page, id).locator('time').textContent()).toMatch(/maintenant|il y a/);
+    await card(page, id).getByRole('link').click();
+    await page.waitForURL(`${h.url}/owner/submissions/${id}`);
+    const sent = card(page, id).locator('[data-field="sent"] time');
+    const iso = (await sent.getAttribute('datetime'))!;
+    expect(iso).toMatch(/^\d{4}-\d\d-\d\dT/);
+    // New York's clock: five hours behind UTC in November; no "UTC" once the script has run.
+    const local = new Date(Date.parse(iso) - 5 * 3_600_000);
+    expect(await sent.textContent()).toContain(`${String(local.getUTCHours()).padStart(2, '0')}:${String(local.getUTCMinutes()).padStart(2, '0')}`);
+    expect(await sent.textContent()).not.toContain('UTC');
+    expect(await sent.getAttribute('title')).toMatch(/heure normale de l’Est|UTC−5|GMT-5|HNE/);
     expect(problems).toEqual([]);
   });
 
@@ -194,7 +216,7 @@ describe('the owner console in a browser, with JavaScript', () => {
     h.sink.behave(() => ({ code: 550, message: 'no such user here (live refresh)' }));
     const id = (await submitJson(h, { access_key: owner.key, email: 'v@example.org', message: 'refused, then re-sent' })).json.submission_id as string;
     try {
-      await page.getByRole('link', { name: 'Messages sent with this key' }).click();
+      await page.goto(`${h.url}/owner/submissions/${id}`);
       expect(await statusOf(page, id)).toBe('queued');
       expect(await resend(id).count()).toBe(0);
       h.workers[0]!.worker.resume();

@@ -47,12 +47,21 @@ const submit = async (key: string, message: string) => {
   return response.json.submission_id as string;
 };
 
-/** The card of one submission on its key's page. */
+/** The whole record of one submission on its message page. */
 const cardOf = (html: string, id: string) => {
   const start = html.indexOf(`id="s-${id}"`);
   return start < 0 ? '' : html.slice(start, html.indexOf('</article>', start));
 };
-const statusOn = (html: string, id: string) => /data-field="status">(\w+)</.exec(cardOf(html, id))?.[1];
+/** The line of one submission in its key's list. */
+const rowOf = (html: string, id: string) => {
+  const start = html.indexOf(`id="s-${id}"`);
+  return start < 0 ? '' : html.slice(start, html.indexOf('</tr>', start));
+};
+/** The status chip of a submission, on its list's line or on its page. */
+const statusOn = (html: string, id: string) => {
+  const start = html.indexOf(`id="s-${id}"`);
+  return start < 0 ? undefined : /data-field="status"[^>]*>(\w+)</.exec(html.slice(start))?.[1];
+};
 
 describe('signing in', () => {
   it('answers the same whether or not the address holds keys, and emails only an address that does', async () => {
@@ -170,6 +179,7 @@ describe('the whole journey', () => {
   let firstId: string;
   let failedId: string;
   const page = () => client.get(`/owner/keys/${owner.id}/submissions`);
+  const message = (id: string) => client.get(`/owner/submissions/${id}`);
 
   beforeAll(async () => {
     owner = await h.createKey();
@@ -190,7 +200,13 @@ describe('the whole journey', () => {
     firstId = await submitWithFile(owner.key, 'first message');
     const queued = await page();
     expect(statusOn(queued.text, firstId)).toBe('queued');
-    const card = cardOf(queued.text, firstId);
+    // The list's line: the time (exact, in UTC, on hover), the sender, the subject linking to the message's page.
+    const row = rowOf(queued.text, firstId);
+    expect(row).toMatch(/<time datetime="\d{4}-\d\d-\d\dT[^"]+Z" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC" data-relative>(just now|\d+ \w+ ago)<\/time>/);
+    expect(row).toContain('visitor@example.org');
+    expect(row).toContain(`<a href="/owner/submissions/${firstId}">About first message</a>`);
+    expect(row).not.toContain('<dt>message</dt>');
+    const card = cardOf((await message(firstId)).text, firstId);
     const order = ['<dt>email</dt>', '<dt>subject</dt>', '<dt>message</dt>', '<dt>zeta</dt>', '<dt>alpha</dt>'].map((f) => card.indexOf(f));
     expect(order.every((at) => at >= 0)).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
@@ -198,10 +214,10 @@ describe('the whole journey', () => {
 
     h.workers[0]!.worker.resume();
     const sent = await eventually(async () => {
-      const shown = await page();
+      const shown = await message(firstId);
       return statusOn(shown.text, firstId) === 'sent' ? shown.text : undefined;
     });
-    expect(cardOf(sent, firstId)).toMatch(/data-field="sent"><time datetime="\d{4}-/);
+    expect(cardOf(sent, firstId)).toMatch(/data-field="sent"><time datetime="\d{4}-[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</);
     expect(cardOf(sent, firstId)).toMatch(/data-field="attempts">1</);
 
     const href = /href="(\/owner\/submissions\/[^"]+\/files\/[^"]+)"/.exec(cardOf(sent, firstId))![1]!;
@@ -218,7 +234,7 @@ describe('the whole journey', () => {
     h.sink.behave(() => ({ code: 550, message: 'mailbox unavailable: owner-journey' }));
     failedId = await submit(owner.key, 'this one fails');
     const failed = await eventually(async () => {
-      const shown = await page();
+      const shown = await message(failedId);
       return statusOn(shown.text, failedId) === 'failed' ? shown.text : undefined;
     });
     expect(cardOf(failed, failedId)).toContain('mailbox unavailable: owner-journey');
@@ -227,9 +243,9 @@ describe('the whole journey', () => {
     h.sink.behave(undefined);
     const resent = await client.post(`/owner/submissions/${failedId}/resend`);
     expect(resent.status).toBe(303);
-    expect(resent.headers.location).toBe(`/owner/keys/${owner.id}/submissions?notice=resent#s-${failedId}`);
+    expect(resent.headers.location).toBe(`/owner/submissions/${failedId}?notice=resent`);
     const sent = await eventually(async () => {
-      const shown = await page();
+      const shown = await message(failedId);
       return statusOn(shown.text, failedId) === 'sent' ? cardOf(shown.text, failedId) : undefined;
     });
     // The earlier refusal stays in the history, below the accepted attempt; the button is gone.
@@ -257,7 +273,7 @@ describe('the whole journey', () => {
     try {
       expect((await client.post(`/owner/submissions/${oldId}/resend`)).status).toBe(303);
       const sent = await eventually(async () => {
-        const shown = await page();
+        const shown = await message(oldId);
         return statusOn(shown.text, oldId) === 'sent' ? shown.text : undefined;
       });
       // The greylisted try and the accepted one, counted from the re-send.
@@ -284,7 +300,8 @@ describe('the whole journey', () => {
     expect(deleted.status).toBe(303);
     expect(await listObjectKeys(h.storage)).not.toContain(file!.storage_key);
     expect(await h.sql('select id from submissions where id = $1', [firstId])).toEqual([]);
-    expect(cardOf((await page()).text, firstId)).toBe('');
+    expect(rowOf((await page()).text, firstId)).toBe('');
+    expect((await message(firstId)).status).toBe(404);
   });
 
   it('changes the key\'s domains and captcha, disables, enables and deletes it (with a tick)', async () => {

@@ -67,11 +67,14 @@ describe('reviewing spam in the owner console', () => {
     expect(await page.locator(`#s-${heldId}`).count()).toBe(0);
     await eventually(async () => h.sink.messages.find((m) => (m.parsed.text ?? '').includes('rank-now0.com')), 20_000, 'the released email');
 
+    // Any other message is marked spam from its page, reached from the list.
     await page.getByRole('link', { name: 'All messages' }).click();
-    const plain = page.locator(`#s-${plainId}`);
-    await plain.getByRole('button', { name: 'Spam', exact: true }).click();
-    await page.waitForURL(new RegExp(`/owner/keys/${key.id}/submissions\\?notice=spam-taught`));
+    await page.locator(`#s-${plainId}`).getByRole('link').click();
+    await page.waitForURL(`${h.url}/owner/submissions/${plainId}`);
+    await page.getByRole('button', { name: 'Spam', exact: true }).click();
+    await page.waitForURL(new RegExp(`/owner/submissions/${plainId}\\?notice=spam-taught`));
     expect(await page.locator(`#s-${plainId} [data-field="spam"]`).textContent()).toContain('you marked it spam');
+    await page.goto(`${h.url}/owner/submissions/${heldId}`);
     expect(await page.locator(`#s-${heldId} [data-field="spam"]`).textContent()).toContain('you marked it not spam');
     expect(await statusIn(heldId)).toBe('sent');
 

@@ -1,9 +1,54 @@
-// The owner console's one script, optional: on a key's messages page it asks the JSON API every
-// few seconds for the messages shown and updates each card in place (textContent only): the
-// status with what it means, the attempts and their history, and which buttons apply. Without it
-// the page is the same, and a reload shows the news.
+// The owner console's one script, optional. It writes the pages' times in the reader's own zone
+// and language (Intl; the page without it says UTC), gives the key's Copy button its use, and, on
+// a key's list and on a message's page, asks the JSON API every few seconds for the messages shown
+// and updates them in place (textContent only): the status with what it means, the attempts and
+// their history, and which buttons apply. Without it the pages are the same, in UTC, and a reload
+// shows the news.
 'use strict';
 (function () {
+  var exact = new Intl.DateTimeFormat(undefined, { dateStyle: 'full', timeStyle: 'long' });
+  var short = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  var relative = window.Intl && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' }) : null;
+  var zone = short.resolvedOptions().timeZone || 'your time zone';
+  var STEPS = [['year', 31536000], ['month', 2592000], ['week', 604800], ['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]];
+
+  function ago(date) {
+    var seconds = Math.round((date.getTime() - Date.now()) / 1000);
+    for (var i = 0; i < STEPS.length; i++) {
+      if (Math.abs(seconds) >= STEPS[i][1] || STEPS[i][0] === 'second') return relative.format(Math.round(seconds / STEPS[i][1]), STEPS[i][0]);
+    }
+    return '';
+  }
+
+  // A <time datetime>: its text in the reader's zone (or "5 minutes ago"), the exact time on hover.
+  function localise(node) {
+    var date = new Date(node.getAttribute('datetime'));
+    if (isNaN(date.getTime())) return;
+    node.title = exact.format(date);
+    node.textContent = node.hasAttribute('data-relative') && relative ? ago(date) : short.format(date);
+  }
+
+  function localiseAll() {
+    Array.prototype.forEach.call(document.querySelectorAll('time[datetime]'), localise);
+    Array.prototype.forEach.call(document.querySelectorAll('[data-zone-note]'), function (note) {
+      note.textContent = 'Times are in your time zone (' + zone + '); hold the pointer on one for the exact time.';
+    });
+  }
+  localiseAll();
+
+  // The key's Copy button: hidden in the HTML, since it needs this script.
+  Array.prototype.forEach.call(document.querySelectorAll('[data-copy]'), function (button) {
+    var source = document.getElementById(button.getAttribute('data-copy'));
+    if (!source || !navigator.clipboard) return;
+    button.hidden = false;
+    button.addEventListener('click', function () {
+      navigator.clipboard.writeText(source.textContent).then(function () {
+        button.textContent = 'Copied';
+        setTimeout(function () { button.textContent = 'Copy key'; }, 2000);
+      });
+    });
+  });
+
   var list = document.querySelector('[data-refresh]');
   if (!list || !window.fetch) return;
   var url = list.getAttribute('data-refresh');
@@ -21,6 +66,23 @@
     if (node && node.textContent !== text) node.textContent = text;
   }
 
+  // A time field: a <time> in the reader's zone, or the words for none.
+  function setTime(card, name, iso, none) {
+    var node = field(card, name);
+    if (!node) return;
+    var current = node.querySelector('time');
+    if (iso && current && current.getAttribute('datetime') === iso) return;
+    while (node.firstChild) node.removeChild(node.firstChild);
+    if (!iso) {
+      node.textContent = none;
+      return;
+    }
+    var time = document.createElement('time');
+    time.setAttribute('datetime', iso);
+    localise(time);
+    node.appendChild(time);
+  }
+
   function show(card, name, shown) {
     var node = card.querySelector('[data-show="' + name + '"]');
     if (node) node.hidden = !shown;
@@ -31,14 +93,17 @@
     if (!card) return;
     card.setAttribute('data-status', record.email_status);
     var badge = field(card, 'status');
-    if (badge) badge.className = 'badge badge-' + record.email_status;
+    if (badge) {
+      badge.className = 'badge badge-' + record.email_status;
+      if (badge.hasAttribute('title')) badge.title = statusHelp[record.email_status] || '';
+    }
     set(card, 'status', record.email_status);
     set(card, 'hint', statusHelp[record.email_status] || '');
     set(card, 'attempts', String(record.email_attempts));
-    set(card, 'last-attempt', record.last_attempt_at || 'none yet');
-    set(card, 'next-attempt', record.next_attempt_at || '');
+    setTime(card, 'last-attempt', record.last_attempt_at, 'none yet');
+    setTime(card, 'next-attempt', record.next_attempt_at, '');
     show(card, 'next-attempt', Boolean(record.next_attempt_at));
-    set(card, 'sent', record.sent_at || 'not yet');
+    setTime(card, 'sent', record.sent_at, 'not yet');
     set(card, 'error', record.last_error || 'none');
     set(card, 'report', describeReport(record.bounce));
     set(card, 'spam', describeSpam(record.spam));
@@ -66,7 +131,7 @@
       var item = document.createElement('li');
       var time = document.createElement('time');
       time.setAttribute('datetime', attempt.at);
-      time.textContent = attempt.at;
+      localise(time);
       var reply = document.createElement('code');
       reply.textContent = attempt.response || 'no reply';
       item.appendChild(time);
@@ -104,7 +169,8 @@
         return response.json();
       })
       .then(function (page) {
-        page.submissions.forEach(update);
+        // A list's page of records, or a message page's one record.
+        (page.submissions || [page]).forEach(update);
         setTimeout(poll, EVERY_MS);
       })
       .catch(function () {

@@ -5,6 +5,7 @@ import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS } f
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
 import { BounceReport, deliveryFields, SpamVerdictDetail, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../openapi-parts.ts';
 import { KeyPatchSchema } from '../routes/admin.ts';
+import { KEY_LABEL_MAX } from '../../shared/keys.ts';
 import { OwnerSignInSchema } from '../routes/owner-pages.ts';
 import { SessionRequestSchema, SpamMarkSchema } from '../routes/owner-api.ts';
 
@@ -17,6 +18,8 @@ const Key = v.object({
   id: v.pipe(v.string(), v.uuid()),
   key: v.pipe(v.nullable(v.string()), v.description('null when the service cannot read it (sealed under another SECRET, or damaged); key_unavailable then says so')),
   key_unavailable: v.optional(v.string()),
+  label: v.pipe(v.nullable(v.string()), v.description(`The owner's name for the key (one line, at most ${KEY_LABEL_MAX} characters), or null`)),
+  subject_prefix: v.pipe(v.boolean(), v.description('Whether the key\'s emails carry the label before their subject')),
   status: v.picklist(KEY_STATUSES),
   email: v.string(),
   use_domain: v.boolean(),
@@ -42,6 +45,13 @@ export const Submission = v.object({
   custom_fields: v.pipe(v.array(v.object({ name: v.string(), value: v.string() })), v.description('In the order the form sent them')),
   attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
 });
+/** The list filters (src/api/owner/filters.ts) as query parameters. */
+const filterParams = [
+  { name: 'q', in: 'query', description: "Full-text search: words that must all begin a word of the visitor's address, the subject, the message or a field's value", schema: { type: 'string', maxLength: 200 } },
+  { name: 'status', in: 'query', description: "Only the messages whose email has this status", schema: { type: 'string', enum: [...EMAIL_STATUSES] } },
+  { name: 'from', in: 'query', description: 'Received on or after this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
+  { name: 'to', in: 'query', description: 'Received on or before this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
+];
 const SubmissionPage = v.object({ submissions: v.array(Submission), next_cursor: v.nullable(v.string()) });
 
 const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Not signed in: to /owner' } } });
@@ -85,11 +95,14 @@ export const ownerPaths = {
   '/owner/sign-out': { post: { ...form('End the session on the server'), security: ownerWriteSecurity } },
   '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
   '/owner/keys/{keyId}': {
-    post: { ...form('Change a key: action=save (domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
+    post: { ...form('Change a key: action=save (label, subject_prefix=yes, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
   },
-  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages, newest first, paged (?cursor=), with their delivery status"), security: ownerSecurity, parameters: [idParam('keyId')] } },
-  '/owner/keys/{keyId}/spam': { get: { ...page("A key's Spam view: the messages held as spam, newest first, with the filter's score and reasons"), security: ownerSecurity, parameters: [idParam('keyId')] } },
-  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
+  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages as a list, newest first, paged (?cursor=): received, from, subject, status; searched and filtered"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
+  '/owner/keys/{keyId}/spam': { get: { ...page("A key's Spam view: the messages held as spam, newest first"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
+  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
+  '/owner/submissions/{id}': { get: { ...page('One message: the whole record, its delivery history, files, and its actions'), security: ownerSecurity, parameters: [idParam('id')] } },
+  '/owner/overview': { get: { ...page("All your keys' overview: messages per day over 30 days by outcome (an SVG chart), totals, a line per key"), security: ownerSecurity } },
+  '/owner/keys/{keyId}/overview': { get: { ...page("A key's overview: messages per day over 30 days by outcome (an SVG chart), totals, the last message's time"), security: ownerSecurity, parameters: [idParam('keyId')] } },
   '/owner/submissions/{id}/files/{fileId}': {
     get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
   },
@@ -127,7 +140,7 @@ export const ownerPaths = {
   },
   '/owner/api/keys/{keyId}': {
     patch: {
-      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter',
+      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, label and subject prefix',
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],
       requestBody: { required: true, content: json(KeyPatchSchema) },
@@ -143,12 +156,13 @@ export const ownerPaths = {
         { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } },
         { name: 'cursor', in: 'query', schema: { type: 'string' } },
         { name: 'view', in: 'query', description: 'spam: only the messages held as spam', schema: { type: 'string', enum: ['all', 'spam'], default: 'all' } },
+        ...filterParams,
       ],
-      responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 401: unauthorized, 404: notOwned },
+      responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 400: error('Invalid filter'), 401: unauthorized, 404: notOwned },
     },
   },
   '/owner/api/keys/{keyId}/submissions.csv': {
-    get: { summary: "A key's submissions as CSV", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: 'text/csv attachment' }, 401: unauthorized, 404: notOwned } },
+    get: { summary: "A key's submissions as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 400: error('Invalid filter'), 401: unauthorized, 404: notOwned } },
   },
   '/owner/api/submissions/{id}': {
     get: { summary: 'One submission with its delivery status', security: ownerSecurity, parameters: [idParam('id')], responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notOwned } },

@@ -11,9 +11,11 @@ import { errors } from '../errors.ts';
 import { submissionsCsv } from '../routes/export.ts';
 import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/consent.ts';
 import { heldCount } from '../../shared/owner.ts';
+import { lastMessageTimes, overviewOf } from '../../shared/overview.ts';
 import { submissionJob } from '../../shared/queue.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { resendSubmission } from '../resend.ts';
+import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 
 export const PAGE_SIZE = 25;
 export const MAX_PAGE_SIZE = 100;
@@ -52,6 +54,8 @@ export type OwnerKeyChanges = {
   captcha?: CaptchaProvider | null;
   spamFilter?: SpamFilterLevel;
   spamToWebhooks?: boolean;
+  label?: string | null;
+  subjectPrefix?: boolean;
 };
 
 /** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
@@ -66,19 +70,28 @@ export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string
     captcha: changes.captcha,
     spamFilter: changes.spamFilter,
     spamToWebhooks: changes.spamToWebhooks,
+    label: changes.label,
+    subjectPrefix: changes.subjectPrefix,
   });
   deps.keys.forgetAll();
   return ownerKeyRecord(updated, deps);
 }
 
-/** A page of the key's submissions, newest first; `status`: only those (the Spam view: `spam`). */
-export async function ownerSubmissionsPage(deps: AppDeps, email: string, keyId: string, options: { cursor?: string; limit?: number; status?: EmailStatus }) {
+/** A page of the key's submissions, newest first, that pass the filters; `status`: only those (the Spam view: `spam`). */
+export async function ownerSubmissionsPage(
+  deps: AppDeps,
+  email: string,
+  keyId: string,
+  options: { cursor?: string; limit?: number; status?: EmailStatus; filters?: ListFilters },
+) {
   const em = deps.orm.em.fork();
   const key = await ownedKey(em, email, keyId);
   if (!key) return undefined;
   const after = options.cursor ? decodeCursor(options.cursor) : undefined;
   if (options.cursor && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
-  const { page, nextCursor } = await listSubmissions(em, { keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status }, after);
+  const filters = pageQueryOf(options.filters ?? NO_FILTERS);
+  const query = { ...filters, keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status ?? filters.status };
+  const { page, nextCursor } = await listSubmissions(em, query, after);
   const histories = await deliveryHistories(em, page.map((row) => row.id));
   const submissions = [];
   for (const row of page) submissions.push(await ownerSubmissionRecord(em, row, histories.get(row.id) ?? { attempts: [], total: 0 }));
@@ -89,6 +102,40 @@ export async function getOwnerSubmission(deps: AppDeps, email: string, id: strin
   const em = deps.orm.em.fork();
   const submission = await ownedSubmission(em, email, id);
   return submission ? ownerSubmissionRecord(em, submission) : undefined;
+}
+
+/**
+ * The overview of one of the address's keys (`keyId`), or of all of them with a line per key;
+ * undefined when `keyId` is not the address's.
+ */
+export async function ownerOverview(deps: AppDeps, email: string, keyId?: string) {
+  const em = deps.orm.em.fork();
+  if (keyId !== undefined) {
+    const key = await ownedKey(em, email, keyId);
+    if (!key) return undefined;
+    return { key: ownerKeyRecord(key, deps), keys: [], overview: await overviewOf(em, [key.id]) };
+  }
+  const keys = await listKeys(em, email);
+  const ids = keys.map((key) => key.id);
+  const overview = await overviewOf(em, ids);
+  const lastAt = await lastMessageTimes(em, ids);
+  return {
+    key: null,
+    keys: keys.map((key) => {
+      const counts = overview.perKey.get(key.id);
+      return { ...ownerKeyRecord(key, deps), recent: counts?.recent ?? 0, failed: counts?.failed ?? 0, last_at: lastAt.get(key.id) ?? null };
+    }),
+    overview,
+  };
+}
+
+/** A message of the owner's with its key, for the message's page. */
+export async function ownerSubmissionWithKey(deps: AppDeps, email: string, id: string) {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission) return undefined;
+  await em.populate(submission, ['key']);
+  return { key: ownerKeyRecord(submission.key, deps), submission: await ownerSubmissionRecord(em, submission) };
 }
 
 /** Re-sends a failed, bounced or suppressed email through the queue; 409 for any other. */
@@ -126,14 +173,15 @@ export async function sendOwnerFile(ctx: Context, deps: AppDeps, email: string, 
   return true;
 }
 
-export async function sendOwnerCsv(ctx: Context, deps: AppDeps, email: string, keyId: string): Promise<boolean> {
+/** The key's messages as CSV: those that pass the list's filters, all without any. */
+export async function sendOwnerCsv(ctx: Context, deps: AppDeps, email: string, keyId: string, filters: ListFilters = NO_FILTERS): Promise<boolean> {
   const em = deps.orm.em.fork();
   const key = await ownedKey(em, email, keyId);
   if (!key) return false;
   ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
   ctx.type = 'text/csv; charset=utf-8';
   ctx.attachment('submissions.csv');
-  ctx.body = await submissionsCsv(em, key.keyHash);
+  ctx.body = await submissionsCsv(em, key.keyHash, pageQueryOf(filters));
   return true;
 }
 

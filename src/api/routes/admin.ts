@@ -8,7 +8,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks.ts';
 import { flushRetries } from '../../shared/retry-flush.ts';
-import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
+import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../errors.ts';
 import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
@@ -26,8 +26,15 @@ export const KeyPatchSchema = v.strictObject(
     captcha: v.optional(v.nullable(v.picklist(CAPTCHA_PROVIDERS, `Must be null or one of ${CAPTCHA_PROVIDERS.join(', ')}.`))),
     spam_filter: v.optional(v.picklist(SPAM_FILTER_LEVELS, `Must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`)),
     spam_to_webhooks: v.optional(v.boolean('Must be true or false.')),
+    label: v.optional(
+      v.pipe(
+        v.nullable(v.string('Must be a string or null.')),
+        v.description(`The owner's name for the key, one line of at most ${KEY_LABEL_MAX} characters; null or "" removes it`),
+      ),
+    ),
+    subject_prefix: v.optional(v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"'))),
   },
-  'Only status, use_domain, domains, captcha, spam_filter and spam_to_webhooks can be changed.',
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label and subject_prefix can be changed.',
 );
 
 const SubmissionListQuerySchema = v.object({
@@ -139,6 +146,8 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
       captcha: patch.captcha,
       spamFilter: patch.spam_filter,
       spamToWebhooks: patch.spam_to_webhooks,
+      label: patch.label,
+      subjectPrefix: patch.subject_prefix,
     });
     deps.keys.forgetAll();
     ctx.body = keyRecord(key, deps.vault);

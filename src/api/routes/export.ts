@@ -1,9 +1,9 @@
 // GET /admin/submissions.csv?key=… — a key's submissions as CSV, streamed page by page, with one
-// column per custom field name.
+// column per custom field name; the owner console's download adds its list's filters.
 import { PassThrough } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/db/entities.ts';
-import { listSubmissions } from '../../shared/submissions.ts';
+import { listSubmissions, type SubmissionPageQuery } from '../../shared/submissions.ts';
 
 const PAGE = 500;
 const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark'] as const;
@@ -32,7 +32,10 @@ async function customFieldNames(em: EntityManager, keyHash: string): Promise<str
   return rows.map((row) => row.name);
 }
 
-export async function submissionsCsv(em: EntityManager, keyHash: string): Promise<PassThrough> {
+/** The filters of the owner console's list, so that the download holds what the list shows. */
+export type CsvFilters = Omit<SubmissionPageQuery, 'keyHash' | 'limit'>;
+
+export async function submissionsCsv(em: EntityManager, keyHash: string, filters: CsvFilters = {}): Promise<PassThrough> {
   const names = await customFieldNames(em, keyHash);
   const out = new PassThrough();
   out.write(csvRow([...FIXED, ...names]));
@@ -64,7 +67,7 @@ export async function submissionsCsv(em: EntityManager, keyHash: string): Promis
   void (async () => {
     let after: { createdAt: Date; id: string } | undefined;
     for (;;) {
-      const { page } = await listSubmissions(em, { keyHash, limit: PAGE }, after);
+      const { page } = await listSubmissions(em, { ...filters, keyHash, limit: PAGE }, after);
       for (const submission of page) {
         if (!write(submission)) await new Promise((resolve) => out.once('drain', resolve));
       }

@@ -22,6 +22,7 @@ import { enqueueCommitted } from '../enqueue.ts';
 import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { ownedKey } from '../owner/access.ts';
+import { ListFilterSchema } from '../owner/filters.ts';
 import { markSubmission } from '../owner/spam-marks.ts';
 import { SPAM_MARKS } from '../../shared/db/entities.ts';
 import {
@@ -146,6 +147,8 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
       captcha: patch.captcha,
       spamFilter: patch.spam_filter,
       spamToWebhooks: patch.spam_to_webhooks,
+      label: patch.label,
+      subjectPrefix: patch.subject_prefix,
     });
     if (!key) throw notFound();
     ctx.body = key;
@@ -153,14 +156,16 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
 
   router.get('/keys/:keyId/submissions', signedIn, async (ctx) => {
     const { view, ...query } = validate(ListQueryWithViewSchema, { ...ctx.query });
-    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', { ...query, ...(view === 'spam' ? { status: 'spam' as const } : {}) });
+    const filters = validate(ListFilterSchema, { ...ctx.query });
+    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', { ...query, filters, ...(view === 'spam' ? { status: 'spam' as const } : {}) });
     if (!page) throw notFound();
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { submissions: page.submissions, next_cursor: page.next_cursor };
   });
 
   router.get('/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
-    if (!(await sendOwnerCsv(ctx, deps, email(ctx), ctx.params.keyId ?? ''))) throw notFound();
+    const filters = validate(ListFilterSchema, { ...ctx.query });
+    if (!(await sendOwnerCsv(ctx, deps, email(ctx), ctx.params.keyId ?? '', filters))) throw notFound();
   });
 
   router.get('/submissions/:id', signedIn, async (ctx) => {

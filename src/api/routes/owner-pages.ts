@@ -1,15 +1,21 @@
 // /owner — the owner console's pages: sign in by an emailed link, then the keys of the
-// signed-in address, their settings, and each key's messages with their delivery status.
+// signed-in address, their settings, each key's messages as a list to search and filter, and each
+// message on a page of its own with its delivery status and actions.
 // Server-rendered and working without JavaScript; every write is a form POST that checks the
 // origin and the session's CSRF token, then redirects (303) to a page that shows the result.
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, SPAM_FILTER_LEVELS, type CaptchaProvider, type EmailStatus, type SpamFilterLevel } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, SPAM_FILTER_LEVELS, type CaptchaProvider, type EmailStatus, type SpamFilterLevel } from '../../shared/db/entities.ts';
 import { markSubmission } from '../owner/spam-marks.ts';
 import { RESENDABLE } from '../../shared/delivery-statuses.ts';
 import { consumeSignIn, endSession, findSession, requestSignIn, SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owner.ts';
-import { KeyRuleError } from '../../shared/keys.ts';
+import { KEY_LABEL_MAX, KeyRuleError } from '../../shared/keys.ts';
+import { defaultSubject } from '../../shared/submissions.ts';
+import { filterQuery, isFiltered, ListFilterSchema } from '../owner/filters.ts';
+import { ago, previewOf, utc } from '../owner/times.ts';
+import { barChart, OUTCOME_WORDS } from '../owner/chart.ts';
+import { OUTCOMES } from '../../shared/overview.ts';
 import { keyEmailJob } from '../../shared/queue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
@@ -22,6 +28,8 @@ import {
   listOwnerKeys,
   ownerConsent,
   ownerSubmissionsPage,
+  ownerSubmissionWithKey,
+  ownerOverview,
   resendOwnerSubmission,
   sendOwnerCsv,
   sendOwnerFile,
@@ -87,6 +95,10 @@ const STATUS_HELP: Record<EmailStatus, string> = {
   spam: 'not emailed: the spam filter held it back; if it is not spam, say so and it is sent',
 };
 
+/** The pages' times (./owner/times.ts), for the templates. */
+const TIMES = { utc, ago: (iso: string) => ago(iso) };
+const KEYS_PAGE = { label_max: KEY_LABEL_MAX, scripts: ['/assets/owner.js'], ...TIMES };
+
 const KEY_ACTIONS = {
   save: 'saved',
   disable: 'disabled',
@@ -119,7 +131,10 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
       const error = caught instanceof KeyRuleError ? fromKeyRule(caught) : caught;
       if (!(error instanceof ApiError) || error.status >= 500 || ctx.is('application/json')) throw error;
       ctx.set(error.headers);
-      renderPage(ctx, 'owner-error', { message: error.message }, { status: error.status });
+      // A bad field says which and why: "from: Give a date as YYYY-MM-DD."
+      const fields = Object.entries(error.errors).filter(([name]) => name !== '__all__');
+      const message = fields.length ? fields.map(([name, messages]) => `${name}: ${messages.join(' ')}`).join(' ') : error.message;
+      renderPage(ctx, 'owner-error', { message }, { status: error.status });
     }
   });
 
@@ -173,7 +188,12 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
 
   router.get('/owner/keys', signedIn, async (ctx) => {
     const page = chrome(ctx);
-    renderPage(ctx, 'owner-keys', { ...page, keys: await listOwnerKeys(deps, page.email), ...(await ownerConsent(deps, page.email)) });
+    renderPage(
+      ctx,
+      'owner-keys',
+      { ...page, keys: await listOwnerKeys(deps, page.email), ...(await ownerConsent(deps, page.email)), ...KEYS_PAGE },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
   });
 
   router.post('/owner/confirm', ...write, async (ctx) => {
@@ -199,28 +219,91 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
       const keys = await listOwnerKeys(deps, page.email);
-      return renderPage(ctx, 'owner-keys', { ...page, keys, ...(await ownerConsent(deps, page.email)), error: error.message }, { status: 400 });
+      return renderPage(ctx, 'owner-keys', { ...page, keys, ...(await ownerConsent(deps, page.email)), ...KEYS_PAGE, error: error.message }, { status: 400, headers: SCRIPTED_PAGE_HEADERS });
     }
     see(ctx, `/owner/keys?notice=${KEY_ACTIONS[action as keyof typeof KEY_ACTIONS]}`);
   });
 
-  router.get('/owner/keys/:keyId/submissions', signedIn, async (ctx) => {
+  /** A key's list of messages (the Spam view: only those held as spam), filtered and paged. */
+  const listPage = async (ctx: AppContext, spamView: boolean) => {
     const page = chrome(ctx);
     const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
-    const result = await ownerSubmissionsPage(deps, page.email, ctx.params.keyId ?? '', { cursor });
+    const filters = validate(ListFilterSchema, { ...ctx.query });
+    const keyId = ctx.params.keyId ?? '';
+    const result = await ownerSubmissionsPage(deps, page.email, keyId, { cursor, filters, ...(spamView ? { status: 'spam' as const } : {}) });
     if (!result) return notFound(ctx);
+    const base = `/owner/keys/${result.key.id}/${spamView ? 'spam' : 'submissions'}`;
+    const submissions = result.submissions.map((record) => ({ ...record, preview: previewOf(record, defaultSubject(record.email)) }));
     // The optional live refresh (assets/owner.js) reads the same page of the JSON API.
-    const refresh = `/owner/api/keys/${result.key.id}/submissions${cursor ? `?${new URLSearchParams({ cursor })}` : ''}`;
+    const apiQuery = filterQuery(filters, { ...(cursor ? { cursor } : {}), ...(spamView ? { view: 'spam' } : {}) });
     renderPage(
       ctx,
       'owner-submissions',
-      { ...page, ...result, first_page: !cursor, status_help: STATUS_HELP, resendable: RESENDABLE, refresh, scripts: ['/assets/owner.js'] },
+      {
+        ...page,
+        ...result,
+        submissions,
+        spam_view: spamView,
+        first_page: !cursor,
+        filters,
+        filtered: isFiltered(filters),
+        statuses: EMAIL_STATUSES,
+        status_help: STATUS_HELP,
+        base,
+        newest: `${base}${filterQuery(filters)}`,
+        older: result.next_cursor ? `${base}${filterQuery(filters, { cursor: result.next_cursor })}` : '',
+        csv: `/owner/keys/${result.key.id}/submissions.csv${filterQuery(filters)}`,
+        refresh: `/owner/api/keys/${result.key.id}/submissions${apiQuery}`,
+        scripts: ['/assets/owner.js'],
+        ...TIMES,
+      },
       { headers: SCRIPTED_PAGE_HEADERS },
     );
-  });
+  };
+
+  /** The overview: one key's messages per day, or all the address's keys' together with a line per key. */
+  const overviewPage = async (ctx: AppContext, keyId?: string) => {
+    const page = chrome(ctx);
+    const found = await ownerOverview(deps, page.email, keyId);
+    if (!found) return notFound(ctx);
+    renderPage(
+      ctx,
+      'owner-overview',
+      {
+        ...page,
+        ...found,
+        chart: barChart(found.overview.days),
+        outcomes: OUTCOMES,
+        outcome_words: OUTCOME_WORDS,
+        scripts: ['/assets/owner.js'],
+        ...TIMES,
+      },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
+  };
+  router.get('/owner/overview', signedIn, (ctx) => overviewPage(ctx));
+  router.get('/owner/keys/:keyId/overview', signedIn, (ctx) => overviewPage(ctx, ctx.params.keyId ?? ''));
+
+  router.get('/owner/keys/:keyId/submissions', signedIn, (ctx) => listPage(ctx, false));
+  router.get('/owner/keys/:keyId/spam', signedIn, (ctx) => listPage(ctx, true));
 
   router.get('/owner/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
-    if (!(await sendOwnerCsv(ctx, deps, ownerState(ctx).owner!.email, ctx.params.keyId ?? ''))) notFound(ctx);
+    const filters = validate(ListFilterSchema, { ...ctx.query });
+    if (!(await sendOwnerCsv(ctx, deps, ownerState(ctx).owner!.email, ctx.params.keyId ?? '', filters))) notFound(ctx);
+  });
+
+  /** One message: the whole record, its delivery history, its files and what can be done with it. */
+  router.get('/owner/submissions/:id', signedIn, async (ctx) => {
+    const page = chrome(ctx);
+    const found = await ownerSubmissionWithKey(deps, page.email, ctx.params.id ?? '');
+    if (!found) return notFound(ctx);
+    const s = { ...found.submission, preview: previewOf(found.submission, defaultSubject(found.submission.email)) };
+    renderPage(
+      ctx,
+      'owner-submission',
+      { ...page, key: found.key, s, status_help: STATUS_HELP, resendable: RESENDABLE, refresh: `/owner/api/submissions/${s.submission_id}`, scripts: ['/assets/owner.js'], ...TIMES },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
   });
 
   router.get('/owner/submissions/:id/files/:fileId', signedIn, async (ctx) => {
@@ -231,15 +314,7 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
   router.post('/owner/submissions/:id/resend', ...write, async (ctx) => {
     const record = await resendOwnerSubmission(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '');
     if (!record) return notFound(ctx);
-    see(ctx, `/owner/keys/${record.key_id}/submissions?notice=resent#s-${record.submission_id}`);
-  });
-
-  router.get('/owner/keys/:keyId/spam', signedIn, async (ctx) => {
-    const page = chrome(ctx);
-    const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
-    const result = await ownerSubmissionsPage(deps, page.email, ctx.params.keyId ?? '', { cursor, status: 'spam' });
-    if (!result) return notFound(ctx);
-    renderPage(ctx, 'owner-submissions', { ...page, ...result, spam_view: true, first_page: !cursor, status_help: STATUS_HELP, resendable: RESENDABLE });
+    see(ctx, `/owner/submissions/${record.submission_id}?notice=resent`);
   });
 
   router.post('/owner/submissions/:id/spam-mark', ...write, async (ctx) => {
@@ -249,8 +324,9 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
     const result = await markSubmission(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '', mark);
     if (!result) return notFound(ctx);
     const taught = result.teaching === 'taught' || result.teaching === 'known';
-    const view = form.get('view') === 'spam' ? 'spam' : 'submissions';
-    see(ctx, `/owner/keys/${result.submission.key.id}/${view}?notice=${mark}-${taught ? 'taught' : 'untaught'}#s-${result.submission.id}`);
+    const notice = `notice=${mark}-${taught ? 'taught' : 'untaught'}`;
+    // Back where the button was: the Spam view's list, else the message's page.
+    see(ctx, form.get('view') === 'spam' ? `/owner/keys/${result.submission.key.id}/spam?${notice}` : `/owner/submissions/${result.submission.id}?${notice}`);
   });
 
   router.post('/owner/submissions/:id/delete', ...write, async (ctx) => {
@@ -278,5 +354,7 @@ function settingsOf(form: URLSearchParams): OwnerKeyChanges {
     captcha: captcha ? (captcha as CaptchaProvider) : null,
     spamFilter: spamFilter as SpamFilterLevel,
     spamToWebhooks: form.get('spam_to_webhooks') === 'yes',
+    label: form.get('label') ?? '',
+    subjectPrefix: form.get('subject_prefix') === 'yes',
   };
 }

@@ -3,6 +3,7 @@
 // `npm run migration:create` compares the migrations with) reads in one place.
 import { randomUUID } from 'node:crypto';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { SEARCH_DOCUMENT } from './search.ts';
 
 export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type KeyStatus = (typeof KEY_STATUSES)[number];
@@ -89,6 +90,10 @@ export const VerificationKeySchema = defineEntity({
     spamFilter: p.enum(SPAM_FILTER_LEVELS).default('normal'),
     /** Whether the key's webhooks also get the submissions marked spam (always with the verdict). */
     spamToWebhooks: p.boolean().default(false),
+    /** The owner's name for the key ("Contact page, shop.example"); one line, at most KEY_LABEL_MAX characters. */
+    label: p.string().length(100).nullable(),
+    /** Whether the key's emails carry the label before their subject: "[label] subject". */
+    subjectPrefix: p.boolean().default(false),
     /** Bytes of the files stored for this key's submissions, held under KEY_STORAGE_QUOTA_MB. */
     storedBytes: p.bigint('number').default(0),
     createdAt: createdAt(),
@@ -150,6 +155,8 @@ export const SubmissionSchema = defineEntity({
     { properties: ['key', 'spamMarkedAt'], name: 'submissions_untaught_marks_idx', where: '"spam_mark" is not null and "spam_taught_at" is null' },
     // The reservations the filter has not answered yet: a stale one is put back (src/shared/spam-teaching.ts).
     { properties: ['spamTaughtAt'], name: 'submissions_teach_pending_idx', where: '"spam_teach_pending"' },
+    // The owner console's full-text search (src/shared/db/search.ts; built by its migration).
+    { name: 'submissions_search_idx', expression: `create index "submissions_search_idx" on "submissions" using gin ((${SEARCH_DOCUMENT}))` },
   ],
 });
 export type Submission = InferEntity<typeof SubmissionSchema>;
