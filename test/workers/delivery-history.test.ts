@@ -121,7 +121,7 @@ describe('a retrying email', () => {
       const mine = await client.api('GET', `/submissions/${id}`);
       expect(mine.json.next_attempt_at).toBe(retrying.next_attempt_at);
       expect(mine.json.last_attempt_at).toBe(retrying.last_attempt_at);
-      const page = await client.get(`/owner/keys/${owner.id}/submissions`);
+      const page = await client.get(`/owner/submissions/${id}`);
       expect(page.text).toContain(`data-field="next-attempt"><time datetime="${retrying.next_attempt_at}">`);
       expect(page.text).toContain(`data-field="last-attempt"><time datetime="${retrying.last_attempt_at}">`);
     } finally {
