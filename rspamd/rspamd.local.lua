@@ -1,6 +1,9 @@
--- Signals of the contact-form service's own, strong for form submissions: a person writing to a
--- business through its form rarely pastes more than a couple of links, and link farms (SEO, casino,
--- pharmacy spam) paste many. Counted over the message's text: the visitor's fields and message.
+-- Signals of the contact-form service's own: a person writing to a business through its form rarely
+-- pastes more than a couple of links, and link farms (SEO, casino, pharmacy spam) paste many. But
+-- newsletters, announcements, digests and a customer's list of references paste many too: links
+-- are a signal, not a verdict. Their scores stay small enough that neither rule, nor either with
+-- everyone's Bayes at its most certain (BAYES_SPAM), reaches the normal level (6); only an owner's
+-- own marks hold at normal. Counted over the message's text: the visitor's fields and message.
 
 local LINKS_MANY = 4
 local LINKS_FARM = 10
@@ -26,7 +29,7 @@ rspamd_config:register_symbol({
   name = 'FORM_MANY_LINKS',
   type = 'virtual',
   parent = links_id,
-  score = 4.5,
+  score = 0.5,
   group = 'contact_form',
   description = 'A form message with 4 to 9 links',
 })
@@ -35,10 +38,7 @@ rspamd_config:register_symbol({
   name = 'FORM_LINK_FARM',
   type = 'virtual',
   parent = links_id,
-  -- Exactly the normal level: held on its own, but released by any lean of the owners' marks
-  -- towards ham (long ham like newsletters and link-rich posts; on email-shaped messages after
-  -- 200 + 200 marks, ham held 1.08 -> 0.95 %, spam held unchanged; docs/benchmarks.md).
-  score = 6.0,
+  score = 0.8,
   group = 'contact_form',
   description = 'A form message with 10 links or more',
 })
@@ -54,16 +54,16 @@ rspamd_config:register_symbol({
 -- - Nothing else when checking. The stock metatokens (MIME types, a few headers, the size) are the
 --   same for every email this service sends but the size, so all they told apart was long from short.
 -- - When learning from a mark, also each distinct word of the message twice in a row. rspamd's
---   tokenizer makes a token of each pair of nearby words (OSB: a word and each of the four before
---   it), and it pairs metatokens the same way; the pairs of this list are the pairs of the text's
---   words at other distances, so one mark teaches the pairs a similar message will have with its
+--   tokenizer makes a token of each pair of nearby words (OSB: a word and each of the two before
+--   it, rspamd/override.d/statistic.conf), and it pairs metatokens the same way; the pairs of this
+--   list are the pairs of the text's words at other distances, so one mark teaches the pairs a similar message will have with its
 --   words a word or two further apart. A form message is a few dozen words, and with the few
 --   hundred marks of an installation most of its pairs were never taught (84 % of spam held at the
 --   normal level, was 74 %, ham held 0.1 % as before).
 local lua_stat = require 'lua_stat'
 
--- Four tokens before a list fill the tokenizer's window: every token of the list pairs, and none
--- pairs with a token of the list before.
+-- Four tokens before a list fill the tokenizer's window (of 3, or up to 5): every token of the list
+-- pairs, and none pairs with a token of the list before.
 local PADDING = { '^', '^', '^', '^' }
 
 local function learning(task)

@@ -1,16 +1,22 @@
 // What scenario 9 of npm run bench and npm run bench:spam-corpus share: labelled messages shaped as
 // form submissions, split in a fixed order, and scored by the filter a few at a time.
 import { readFileSync } from 'node:fs';
+import * as v from 'valibot';
+import { EnvSchema } from '../../src/shared/config-schema.ts';
 import type { SpamFilter, SpamSample } from '../../src/shared/spam-filter.ts';
 import { defaultSubject } from '../../src/shared/submissions.ts';
 
 /** The scores from which a key holds a submission: the defaults of SPAM_SCORE_NORMAL and SPAM_SCORE_STRICT. */
-export const SPAM_LEVELS = { normal: 6, strict: 4 } as const;
+export const SPAM_LEVELS = {
+  normal: v.parse(EnvSchema.entries.SPAM_SCORE_NORMAL, undefined),
+  strict: v.parse(EnvSchema.entries.SPAM_SCORE_STRICT, undefined),
+} as const;
 
 /** Checks in flight at once, as a worker's concurrent jobs would send them. */
 export const CHECKS_IN_FLIGHT = 8;
 
-export type LabelledMessage = { subject?: string; text: string };
+/** A message and, when it has them, its subject and its sender's address and name (the visitor's, in a form). */
+export type LabelledMessage = { subject?: string; text: string; visitor?: { email: string; name?: string } };
 
 /** The SMS Spam Collection of scenario 9 (bench/data/), each message labelled. */
 export function readSmsCollection(): Array<LabelledMessage & { spam: boolean }> {
@@ -41,18 +47,20 @@ export function inFixedOrder<T>(items: T[], seed = FIXED_SHUFFLE): T[] {
 const VISITOR = 'visitor@example.org';
 
 /**
- * A message as a submission to `owner`'s key: its text in the message field, no original headers;
- * without a subject of its own, the one the service gives it.
+ * A message as a submission to `owner`'s key: its text in the message field, its sender as the
+ * visitor (the name in a `name` field, as a form asks for it), no original headers; without a
+ * subject of its own, the one the service gives it.
  */
 export function formSample(message: LabelledMessage, owner: string): SpamSample {
+  const visitor = message.visitor?.email ?? VISITOR;
   return {
     mailFrom: 'Contact Form <forms@bench.test>',
     ownerEmail: owner,
     ownerMailbox: owner,
-    visitorEmail: VISITOR,
-    subject: message.subject ?? defaultSubject(VISITOR),
+    visitorEmail: visitor,
+    subject: message.subject || defaultSubject(visitor),
     message: message.text,
-    customFields: [],
+    customFields: message.visitor?.name ? [['name', message.visitor.name]] : [],
     filenames: [],
   };
 }

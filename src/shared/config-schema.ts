@@ -404,8 +404,14 @@ const spam = {
     integer(8, 1),
     "Checks one worker process sends at once; the others wait their turn, so a burst slows delivery instead of timing out unchecked. Keep workers × this near what the filter serves at once (rspamd's scanner is one process by default).",
   ),
-  SPAM_SCORE_NORMAL: about(score('6'), "rspamd score from which a submission to a key at the `normal` level is held as spam."),
-  SPAM_SCORE_STRICT: about(score('4'), "rspamd score from which a submission to a key at the `strict` level is held as spam."),
+  SPAM_SCORE_NORMAL: about(
+    score('6'),
+    "rspamd score from which a submission to a key at the `normal` level is held as spam. At 6 only the key's owner's own marks hold a message; links and everyone's marks, alone or together, stay under it (docs/spam.md).",
+  ),
+  SPAM_SCORE_STRICT: about(
+    score('4'),
+    "rspamd score from which a submission to a key at the `strict` level is held as spam. At 4 everyone's marks also hold what they make all but certain spam.",
+  ),
   SPAM_TEACH_PER_KEY_PER_HOUR: about(
     integer(50, 0),
     "Marks (spam, not spam) from one key's owner taught to the filter per hour, so no key can flood what every key learns; past it a mark still moves the message at once and is taught later, oldest first, as the allowance frees up.",

@@ -5,6 +5,7 @@ import { expect, inject } from 'vitest';
 import { startRspamd, type RspamdOptions, type RspamdService } from '../../src/local/rspamd.ts';
 import { adminRequest, submitJson } from './client.ts';
 import { eventually, type Harness, type TestKey } from './harness.ts';
+import type { OwnerClient } from './owner.ts';
 
 export async function startSpamFilter(options: RspamdOptions = {}): Promise<RspamdService> {
   const found = inject('testTools').rspamd!;
@@ -51,4 +52,27 @@ export function settledRecord(h: Harness, adminToken: string, id: string): Promi
     const record = (await adminRequest(h, adminToken, 'GET', `/admin/submissions/${id}`)).json;
     return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
   }, 20_000, `submission ${id} settled`);
+}
+
+/**
+ * The owner's marks as the console makes them: each message submitted to `key`, checked, then
+ * marked spam or not spam through the owner API; each mark must be taught (or known: the filter
+ * learned that very text before).
+ */
+export async function teachByMarks(h: Harness, key: TestKey, owner: OwnerClient, messages: { spam: string[]; ham: string[] }): Promise<void> {
+  const marks: Array<[id: string, mark: 'spam' | 'ham']> = [];
+  for (let n = 0; n < Math.max(messages.spam.length, messages.ham.length); n += 1) {
+    if (messages.spam[n]) marks.push([await submitTo(h, key, { message: messages.spam[n]! }), 'spam']);
+    if (messages.ham[n]) marks.push([await submitTo(h, key, { message: messages.ham[n]! }), 'ham']);
+  }
+  const ids = marks.map(([id]) => id);
+  await eventually(async () => {
+    const [row] = await h.sql<{ n: number }>(`select count(*)::int as n from submissions where id = any($1) and email_status not in ('queued', 'sending', 'retrying')`, [ids]);
+    return row!.n === ids.length ? true : undefined;
+  }, 60_000, 'the messages to mark checked');
+  for (const [id, mark] of marks) {
+    const response = await owner.api('POST', `/submissions/${id}/spam-mark`, { mark });
+    expect(response.status).toBe(200);
+    expect(response.json.teaching).toMatch(/^(taught|known)$/);
+  }
 }
