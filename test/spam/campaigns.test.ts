@@ -9,7 +9,7 @@ import type { RspamdService } from '../../src/local/rspamd.ts';
 import { adminClient } from '../support/client.ts';
 import { startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn, type OwnerClient } from '../support/owner.ts';
-import { settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
+import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo, teachByMarks } from '../support/spam-filter.ts';
 
 const TOKEN = 'campaign-test-admin-token-0123456789';
 
@@ -216,16 +216,21 @@ describe('spam campaigns', () => {
 
   it("leaves the filter's verdict when the campaign check fails: nothing is lost", async () => {
     const key = await h.createKey();
+    // Owner's marks of their own, so that rspamd holds what is like their spam (one mailbox: no campaign).
+    const seeds = Array.from({ length: 8 }, (_, n) => 300 + n);
+    await teachByMarks(h, key, await signIn(h, key.email), {
+      spam: seeds.map((seed) => formMessage('spam', seed).message),
+      ham: seeds.map((seed) => formMessage('ham', seed).message),
+    });
     await h.sql('alter table spam_campaign_votes rename to spam_campaign_votes_away');
     try {
       const question = await settled(await submit(key, `${AUDIT_QUESTION} We open at seven.`));
       expect(question.email_status).toBe('sent');
       expect(question.spam.verdict).toBe('ham');
-      const linkFarm = `Cheap rankings for you today! ${Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/offer`).join(' ')}`;
-      const farm = await settled(await submit(key, linkFarm));
-      expect(farm.email_status).toBe('spam');
-      expect(symbols(farm)).toEqual(expect.arrayContaining(['FORM_LINK_FARM']));
-      expect(symbols(farm)).not.toContain('FORM_CAMPAIGN');
+      const like = await settled(await submit(key, formMessage('spam', 399).message));
+      expect(like.email_status).toBe('spam');
+      expect(symbols(like)).toEqual(expect.arrayContaining(['BAYES_OWNER_SPAM']));
+      expect(symbols(like)).not.toContain('FORM_CAMPAIGN');
     } finally {
       await h.sql('alter table spam_campaign_votes_away rename to spam_campaign_votes');
     }
