@@ -47,8 +47,21 @@ type RawClient = {
   /** Resolves when the server closes (or resets) the connection. */
   closed: Promise<void>;
   received: () => string;
+  /** Milliseconds from the last write of this client to the close, once closed. */
+  quietBeforeClose: () => Promise<number>;
 };
 const clients: RawClient[] = [];
+
+/**
+ * The close came from the named timeout: not before it (an error or another limit would close at
+ * once), and well before the suite's own time limit. The upper bound leaves room for the server's
+ * periodic check of timeouts and a busy machine.
+ */
+async function expectClosedByTimeout(client: RawClient, timeoutMs: number): Promise<void> {
+  const quiet = await client.quietBeforeClose();
+  expect(quiet).toBeGreaterThanOrEqual(timeoutMs - 100);
+  expect(quiet).toBeLessThan(timeoutMs + 5_000);
+}
 
 /** Opens a raw connection from `localAddress` and writes `data` (if any). */
 async function connect(h: Harness, data?: string | Buffer, localAddress = '127.0.0.1'): Promise<RawClient> {
@@ -56,14 +69,34 @@ async function connect(h: Harness, data?: string | Buffer, localAddress = '127.0
   const socket = net.connect({ host: '127.0.0.1', port: Number(port), localAddress });
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  let closedAt = 0;
+  let lastWriteAt = performance.now();
+  const write = socket.write.bind(socket) as (chunk: string | Buffer) => boolean;
+  socket.write = ((chunk: string | Buffer) => {
+    lastWriteAt = performance.now();
+    return write(chunk);
+  }) as typeof socket.write;
+  const closed = new Promise<void>((resolve) =>
+    socket.once('close', () => {
+      closedAt = performance.now();
+      resolve();
+    }),
+  );
   socket.on('error', () => undefined); // a reset shows as 'close'
   await new Promise<void>((resolve, reject) => {
     socket.once('connect', resolve);
     socket.once('error', reject);
   });
   if (data !== undefined) socket.write(data);
-  const client = { socket, closed, received: () => Buffer.concat(chunks).toString('latin1') };
+  const client = {
+    socket,
+    closed,
+    received: () => Buffer.concat(chunks).toString('latin1'),
+    quietBeforeClose: async () => {
+      await closed;
+      return closedAt - lastWriteAt;
+    },
+  };
   clients.push(client);
   return client;
 }
@@ -160,7 +193,7 @@ describe('a body that stops coming (BODY_IDLE_TIMEOUT_MS=1500)', { timeout: 20_0
   it('is cut off after a file has begun: connection closed, objects deleted, no row, slot free again', async () => {
     const token = `stall-${Date.now()}`;
     const slow = await connect(strict, stalledUpload(strictKey, token, FILE_BYTES_SEEN).sent);
-    await slow.closed;
+    await expectClosedByTimeout(slow, 1_500);
 
     await eventually(async () => ((await listObjectKeys(strict.storage)).length === 0 ? true : undefined), 10_000, 'the stalled upload’s objects to go');
     expect(await rowsWith(strict, token)).toBe(0);
@@ -192,7 +225,7 @@ describe('a body that stops coming (BODY_IDLE_TIMEOUT_MS=1500)', { timeout: 20_0
 
   it('is cut off for a JSON body that sends nothing after the headers', async () => {
     const slow = await connect(strict, postHead('/api/contact-api/', 'application/json', 500));
-    await slow.closed;
+    await expectClosedByTimeout(slow, 1_500);
     expect(slow.received()).toBe('');
   });
 
@@ -220,10 +253,11 @@ describe('a body that stops coming (BODY_IDLE_TIMEOUT_MS=1500)', { timeout: 20_0
 describe('server timeouts and connection cap', { timeout: 20_000 }, () => {
   it('closes a connection whose headers do not complete (HTTP_HEADERS_TIMEOUT_MS=1000)', async () => {
     const slow = await connect(strict, 'POST /api/contact-api/ HTTP/1.1\r\nHost: localhost\r\n');
-    await slow.closed;
+    await expectClosedByTimeout(slow, 1_000);
   });
 
   it('closes a request still arriving after HTTP_REQUEST_TIMEOUT_MS=2000, however steadily it comes', async () => {
+    const opened = performance.now();
     const slow = await connect(limited, postHead('/api/contact-api/', 'application/json', 100_000), '127.0.0.24');
     let isClosed = false;
     void slow.closed.then(() => (isClosed = true));
@@ -234,11 +268,15 @@ describe('server timeouts and connection cap', { timeout: 20_000 }, () => {
     }
     await slow.closed;
     expect(slow.received()).toMatch(/^HTTP\/1\.1 408/);
+    // Cut by the request timeout while it still wrote: not before it, and not by the 10 s the writes last.
+    const lasted = performance.now() - opened;
+    expect(lasted).toBeGreaterThanOrEqual(1_900);
+    expect(lasted).toBeLessThan(7_000);
   });
 
   it('closes an idle keep-alive connection after HTTP_KEEP_ALIVE_TIMEOUT_MS=500', async () => {
     const client = await connect(limited, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n', '127.0.0.25');
-    await client.closed;
+    await expectClosedByTimeout(client, 500);
     expect(client.received()).toMatch(/^HTTP\/1\.1 200/);
   });
 
