@@ -31,10 +31,14 @@ const insertRow = async (status: string, claimedSecondsAgo: number | null) =>
     [keyId, status, claimedSecondsAgo],
   )) as [{ id: string }])[0].id;
 
+/** The emails of a submission the SMTP sink received. */
+const mailsFor = (id: string) => h.sink.messages.filter((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`);
+
 describe('reconciler', () => {
   it('enqueues a committed submission whose enqueue never happened', async () => {
     const id = await insertRow('queued', null);
     await eventually(async () => ((await statusOf(id)).email_status === 'sent' ? true : undefined), 15_000);
+    expect(mailsFor(id)).toHaveLength(1);
   });
 
   it('takes over a row left `sending` by a dead worker once its claim is older than the lease', async () => {
@@ -174,6 +178,8 @@ describe('worker shutdown', () => {
     child.child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect((await statusOf(id)).email_status).toBe('sent');
+    // The job it finished was the email itself, handed to the server before the exit.
+    expect(mailsFor(id)).toHaveLength(1);
     expect(child.output().match(/finishing \d+ job\(s\) in flight before stopping/g), child.output()).toHaveLength(1);
     h.sink.delay(0);
   });
@@ -200,6 +206,8 @@ describe('worker shutdown', () => {
       h.sink.delay(0);
       next = await spawnWorker(env);
       await eventually(async () => ((await statusOf(id)).email_status === 'sent' ? true : undefined), 30_000, 'the row cut short to be sent');
+      // Delivered by the next worker (the one cut short may have handed it over too: at least once).
+      expect(mailsFor(id).length).toBeGreaterThanOrEqual(1);
     } finally {
       h.sink.delay(0);
       await child.kill();
