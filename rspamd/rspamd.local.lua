@@ -48,9 +48,8 @@ rspamd_config:register_symbol({
 --   5 digits or more (a phone number, a short code), a pound, dollar or euro sign, a link. The
 --   words of a phone number or a price differ from one message to the next, so their shape is what
 --   a new message shares with the spam taught; the marks teach how much each says, alone and
---   together. Measured on the SMS set of scenario 9 of npm run bench over five shuffles: after
---   200 + 200 marks, spam held at the normal level 82.7 → 89.1 %, ham held 0.32 → 0.58 %;
---   email-shaped messages unchanged (npm run bench:spam-corpus).
+--   together. On short messages that held more spam for a little more ham, and changed nothing on
+--   email-shaped ones (docs/benchmarks.md).
 -- - Nothing else when checking. The stock metatokens (MIME types, a few headers, the size) are the
 --   same for every email this service sends but the size, so all they told apart was long from short.
 -- - When learning from a mark, also each distinct word of the message twice in a row. rspamd's
@@ -58,8 +57,7 @@ rspamd_config:register_symbol({
 --   it, rspamd/override.d/statistic.conf), and it pairs metatokens the same way; the pairs of this
 --   list are the pairs of the text's words at other distances, so one mark teaches the pairs a similar message will have with its
 --   words a word or two further apart. A form message is a few dozen words, and with the few
---   hundred marks of an installation most of its pairs were never taught (84 % of spam held at the
---   normal level, was 74 %, ham held 0.1 % as before).
+--   hundred marks of an installation most of its pairs were never taught (docs/benchmarks.md).
 local lua_stat = require 'lua_stat'
 
 -- Four tokens before a list fill the tokenizer's window (of 3, or up to 5): every token of the list

@@ -98,8 +98,8 @@ const CLAIM_SUBMISSIONS = {
 /**
  * The claims of submissions (each the same compare-and-set as claimRow, so only one worker claims
  * a row) and what their emails need, in one statement: the rows, their keys' addresses and how
- * many files each has. Hydrating the row and its key through the ORM took about a quarter of a
- * worker's CPU (npm run bench, scenario 3); the jobs that start together share the statement
+ * many files each has. Hydrating the row and its key through the ORM was a large share of a
+ * worker's CPU (docs/benchmarks.md, scenario 3); the jobs that start together share the statement
  * (../workers/submission-claims.ts). One result per id, in order, undefined for a row that is not
  * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
  * A prepared statement with the ids as one array parameter: the same text whatever the batch's

@@ -1,7 +1,7 @@
 // One HTTP/1.0 POST on a connection of its own, for rspamd. rspamd closes every connection after
 // its answer, so nothing is pooled, and its answers are small. Node's http client, fetch and
-// undici each cost a worker 0.4–0.7 ms of CPU per spam check; this costs 0.25–0.35 ms over TCP and
-// less on a Unix socket, and a check is made for every email (docs/benchmarks.md).
+// undici each cost a worker more CPU per spam check than this bare socket, and a check is made for
+// every email (docs/benchmarks.md).
 import net from 'node:net';
 import tls from 'node:tls';
 

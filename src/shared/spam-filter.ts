@@ -63,8 +63,8 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
     },
     async learn(sample, mark, timeoutMs) {
       // Learn-Type bulk: every mark is learned, also one the filter already puts in that class
-      // (rspamd otherwise learns only its mistakes); with few marks each one counts (more spam
-      // held and no more ham in scenario 9 of npm run bench).
+      // (rspamd otherwise learns only its mistakes); with few marks each one counts
+      // (docs/benchmarks.md, scenario 9).
       const path = mark === 'spam' ? '/learnspam' : '/learnham';
       const answer = await postOnce(controller, path, { ...headers(sample), 'Learn-Type': 'bulk' }, sampleMessage(sample), timeoutMs);
       if (answer.status === 200) return 'taught';
@@ -83,9 +83,8 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
  * worker about as much as the check.
  *
  * Without the subject the service gives a submission that came without one: it says nothing of the
- * message, and Bayes reads a subject's words. In every check and mark, with the visitor's address
- * in it, it held 5 points less spam (SMS set of scenario 9 of npm run bench, five shuffles, after
- * 200 + 200 marks: 85.2 % against 90.6 % without it).
+ * message, and Bayes reads a subject's words: in every check and mark, with the visitor's address
+ * in it, it made every message look alike and held less spam (docs/benchmarks.md).
  */
 export function sampleMessage(sample: SpamSample): Buffer {
   const subject = sample.subject === defaultSubject(sample.visitorEmail) ? '' : sample.subject;
@@ -140,8 +139,7 @@ export function spamFilterFromConfig(
  * A number of 3 digits or more as its length only (each digit a 0), in checks and in marks alike:
  * one phone number, short code or price differs from the next, so Bayes learns nothing from its
  * digits, while the words it stands among, with a number of that length, recur. Shorter numbers
- * stay as written: in a form message they are quantities, times and text speak ("2day"). On the
- * SMS set of scenario 9 of npm run bench, five shuffles, after 200 + 200 marks: spam held
- * 89.1 → 90.6 %, ham held 0.58 % before and after (all digits: 91.3 % / 0.98 %).
+ * stay as written: in a form message they are quantities, times and text speak ("2day"); turning
+ * them into zeros too held more ham (docs/benchmarks.md).
  */
 const digitsAsZeros = (text: string) => text.replace(/\d{3,}/g, (run) => '0'.repeat(run.length));

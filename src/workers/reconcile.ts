@@ -45,9 +45,9 @@ type JobFate = 'none' | 'finished' | 'pending';
 /**
  * Read from each job's hash, one HMGET per row: BullMQ writes a job's hash and its place in the
  * queue in one script, marks a finished job with `finishedOn` (a completed one is deleted at once)
- * and clears it when the job is retried. Queue.getJobState would scan the waiting list for each row:
- * behind 100,000 waiting jobs that cost Redis about 0.7 ms a row, some 70 s for one run over the
- * backlog, every RECONCILE_INTERVAL_MS.
+ * and clears it when the job is retried. Queue.getJobState would scan the waiting list for each row,
+ * so one run's cost would grow with the square of the backlog, every RECONCILE_INTERVAL_MS
+ * (docs/benchmarks.md, scenario 10).
  */
 async function jobFates(queue: Queue<DeliveryJob>, rows: AwaitingRow[]): Promise<JobFate[]> {
   const redis = await queue.backend.client;

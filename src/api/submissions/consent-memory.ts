@@ -1,7 +1,7 @@
 // What this API process has learnt about unconfirmed mailboxes, so that a mailbox past its hourly
 // allowance costs no transaction per submission. Without it every submission to such a mailbox
 // upserted the same allowance row and the same recipients row, and their row locks serialised all
-// of them (npm run bench: about a fifth of the confirmed path's rate).
+// of them, far below the confirmed path's rate (docs/benchmarks.md).
 //
 // Both facts only ever become true, so remembering them is safe: an allowance spent in a clock hour
 // stays spent until the hour ends (the allowance itself is still taken in PostgreSQL, atomically,

@@ -106,8 +106,8 @@ function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): Sub
 async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveryIds: string[]): Promise<void> {
   const values = submissionRow(submission, emailStatus);
   if (submission.files.length === 0 && webhookDeliveryIds.length === 0) {
-    // A plain INSERT: the data-modifying CTE that preceded the function below cost PostgreSQL about
-    // a third more per row even with no files to unpack (npm run bench).
+    // A plain INSERT: the data-modifying CTE that preceded the function below cost PostgreSQL more
+    // per row even with no files to unpack (docs/benchmarks.md).
     await insertSubmissionRows(em, [values]);
     return;
   }
@@ -121,7 +121,7 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
   }));
   // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
   // keep their plans for the session; the same statements as one CTE sent as text were parsed and
-  // planned on every request (0.42 against 0.23 ms of PostgreSQL CPU per submission with 3 files).
+  // planned on every request (docs/benchmarks.md).
   const [result] = await em.execute<Array<{ ok: boolean }>>(
     'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
     [
