@@ -1,28 +1,17 @@
 // The migration that adds spam campaign votes turns the owners' marks of the last 30 days into votes
 // at once, with the fingerprints the service computes, so that an upgrade does not start from none.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { campaignFingerprint } from '../../src/shared/campaign-fingerprint.ts';
-import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
-import { testDatabase } from '../support/harness.ts';
+import { ormOnOwnDatabase } from '../support/migration-database.ts';
 
-let database: Awaited<ReturnType<typeof testDatabase>>;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  database = await testDatabase({ migrated: false });
-  orm = await createOrm(database.url, 2);
-});
-afterAll(async () => {
-  await orm?.close();
-  await database?.drop();
-});
+const { orm } = ormOnOwnDatabase({ migrated: false });
 
 const PITCH = 'We build quality backlinks for your website and bring it to the first page of search results within weeks, call us today';
 
 describe('spam campaign votes', () => {
   it("carries the last 30 days' marks as votes, each with its mailbox, mark, time and fingerprint", async () => {
-    await orm.migrator.up({ to: 'Migration20261126220000_spam_teachings' });
-    const em = orm.em.fork();
+    await orm().migrator.up({ to: 'Migration20261126220000_spam_teachings' });
+    const em = orm().em.fork();
     await em.execute(`insert into verification_keys (id, key_hash, key_encrypted, email, mailbox) values
       ('00000000-0000-4000-8000-000000000001', '${'h'.repeat(64)}', 'sealed', 'a.b+forms@gmail.com', 'ab@gmail.com')`);
     const submission = (id: number, message: string, mark: string | null, daysAgo: number) =>
@@ -32,7 +21,7 @@ describe('spam campaign votes', () => {
       ${submission(1, PITCH, 'spam', 2)}, ${submission(2, `${PITCH} again`, 'ham', 29)}, ${submission(3, `${PITCH} long ago`, 'spam', 31)},
       ${submission(4, 'Too short to tell', 'spam', 1)}, ${submission(5, `${PITCH} unmarked`, null, 0)}`);
 
-    await orm.migrator.up();
+    await orm().migrator.up();
 
     const votes = await em.execute<Array<{ submission_id: string; mailbox: string; mark: string; hashes: number[]; same_time: boolean }>>(
       `select v.submission_id, v.mailbox, v.mark, v.hashes, v.marked_at = s.spam_marked_at as same_time

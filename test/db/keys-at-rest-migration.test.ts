@@ -1,27 +1,16 @@
 // The keys-at-rest migration converts keys stored in plain text by the earlier schema.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
+import { describe, expect, it } from 'vitest';
 import { createKeyVault } from '../../src/shared/secrets.ts';
-import { testDatabase } from '../support/harness.ts';
+import { ormOnOwnDatabase } from '../support/migration-database.ts';
 
 const SECRET = 'migration-test-secret-0123456789abcdef';
-let database: Awaited<ReturnType<typeof testDatabase>>;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  // Empty: the test runs the migrations up to the one before the conversion itself.
-  database = await testDatabase({ migrated: false });
-  orm = await createOrm(database.url, 2);
-});
-afterAll(async () => {
-  await orm?.close();
-  await database?.drop();
-});
+// Empty: the test runs the migrations up to the one before the conversion itself.
+const { orm } = ormOnOwnDatabase({ migrated: false });
 
 describe('keys-at-rest migration', () => {
   it('replaces plain keys by their HMAC and a sealed copy that opens to the same key', async () => {
-    await orm.migrator.up({ to: 'Migration20261121055329_key_emails' });
-    const em = orm.em.fork();
+    await orm().migrator.up({ to: 'Migration20261121055329_key_emails' });
+    const em = orm().em.fork();
     await em.execute(
       `insert into verification_keys (id, key, email) values
          (gen_random_uuid(), 'plain-key-one', 'a@example.test'), (gen_random_uuid(), 'plain-key-two', 'b@example.test')`,
@@ -30,7 +19,7 @@ describe('keys-at-rest migration', () => {
     const previous = process.env.SECRET;
     process.env.SECRET = SECRET;
     try {
-      await orm.migrator.up();
+      await orm().migrator.up();
     } finally {
       if (previous === undefined) delete process.env.SECRET;
       else process.env.SECRET = previous;

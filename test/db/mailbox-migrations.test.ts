@@ -1,25 +1,14 @@
 // The migrations that moved hard bounces to the address and gave Gmail's spellings one mailbox
 // carry the rows an installation already has: suppressions, complaints, consent and allowances.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
-import { testDatabase } from '../support/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { ormOnOwnDatabase } from '../support/migration-database.ts';
 
-let database: Awaited<ReturnType<typeof testDatabase>>;
-let orm: MikroORM;
-
-beforeAll(async () => {
-  database = await testDatabase({ migrated: false });
-  orm = await createOrm(database.url, 2);
-});
-afterAll(async () => {
-  await orm?.close();
-  await database?.drop();
-});
+const { orm } = ormOnOwnDatabase({ migrated: false });
 
 describe('address bounces and canonical mailboxes', () => {
   it('keeps suppressions and complaints, and merges the rows of every spelling of a Gmail inbox', async () => {
-    await orm.migrator.up({ to: 'Migration20261126100000_complaints' });
-    const em = orm.em.fork();
+    await orm().migrator.up({ to: 'Migration20261126100000_complaints' });
+    const em = orm().em.fork();
     const key = (n: number, email: string) =>
       `(gen_random_uuid(), '${'h'.repeat(63)}${n}', 'sealed', '${email}', '${email.replace(/\+[^@]*@/, '@')}')`;
     await em.execute(`insert into verification_keys (id, key_hash, key_encrypted, email, mailbox) values
@@ -34,7 +23,7 @@ describe('address bounces and canonical mailboxes', () => {
       ('e.rin@gmail.com', date_trunc('hour', now()), 3), ('erin@googlemail.com', date_trunc('hour', now()), 4)`);
     await em.execute(`insert into owner_spam_marks (mailbox, spam, ham) values ('e.rin@gmail.com', 10, 10), ('d.ots@example.test', 5, 5)`);
 
-    await orm.migrator.up();
+    await orm().migrator.up();
 
     expect(await em.execute('select email, mailbox from verification_keys order by email')).toEqual([
       { email: 'bounced@example.test', mailbox: 'bounced@example.test' },

@@ -12,7 +12,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, ROOT_POSTGRES_HOME } from '../../src/local/services.ts';
 import { eventually, postJson } from '../support/harness.ts';
-import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout } from '../support/processes.ts';
+import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout, processTracker } from '../support/processes.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const AS_ROOT = process.getuid?.() === 0;
@@ -20,23 +20,8 @@ const AS_ROOT = process.getuid?.() === 0;
 type Account = { name: string; uid: number; gid: number };
 type Running = { child: ChildProcess; output: () => string; banner: Record<string, string> };
 
-const spawned: ChildProcess[] = [];
-/** What npm start started, seen while it ran: its local services run in process groups of their own. */
-const startedPids: number[] = [];
-/** SIGKILL to a PID or a process group (negative), whether or not it is still there. */
-const killQuietly = (pid: number) => {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone: the next one must still be killed
-  }
-};
-const killSpawned = () => {
-  for (const child of spawned) if (child.exitCode === null && child.pid) killQuietly(-child.pid);
-  for (const pid of startedPids.splice(0)) if (isAlive(pid)) killQuietly(pid);
-};
-// An interrupted run skips afterAll; the processes of npm start go on the way out.
-process.once('exit', killSpawned);
+/** What npm start started, seen while it ran (its local services run in process groups of their own), killed after. */
+const { spawned, startedPids, killAll: killSpawned } = processTracker();
 
 const run = (command: string, args: string[]) => {
   const result = spawnSync(command, args, { encoding: 'utf8' });

@@ -10,7 +10,6 @@ import { mkdtemp, readlink, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, DeleteBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../src/api/server.ts';
@@ -20,28 +19,15 @@ import { createLogger } from '../../src/shared/log.ts';
 import { createStorage } from '../../src/shared/storage.ts';
 import { startWorker } from '../../src/workers/worker.ts';
 import { submitJson, submitMultipart } from '../support/client.ts';
-import { eventually, listObjectKeys, postJson, startHarness, testDatabase, type Harness } from '../support/harness.ts';
-import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout } from '../support/processes.ts';
+import { deleteQueueKeys, eventually, listObjectKeys, postJson, startHarness, testDatabase, type Harness } from '../support/harness.ts';
+import { descendants, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout, processTracker } from '../support/processes.ts';
 import { startSmtpSink, type ReceivedMail, type SmtpSink } from '../support/smtp-sink.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const log = createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');
 const refuseEverything = () => ({ code: 451, message: '4.3.0 Try again later' });
 
-const spawned: ChildProcess[] = [];
-const startedPids: number[] = [];
-const killQuietly = (pid: number) => {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
-};
-const killSpawned = () => {
-  for (const child of spawned) if (child.exitCode === null && child.pid) killQuietly(-child.pid);
-  for (const pid of startedPids.splice(0)) if (isAlive(pid)) killQuietly(pid);
-};
-process.once('exit', killSpawned);
+const { spawned, startedPids, killAll: killSpawned } = processTracker();
 
 type Run = { code: number | null; output: string };
 
@@ -315,17 +301,3 @@ describe('backup and restore with external PostgreSQL and S3', () => {
     }
   });
 });
-
-async function deleteQueueKeys(redisUrl: string, prefix: string): Promise<void> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
-}

@@ -218,7 +218,8 @@ async function emptyBucket(storage: Storage, bucket: string): Promise<void> {
   await storage.client.send(new DeleteBucketCommand({ Bucket: bucket }));
 }
 
-async function deleteQueueKeys(redisUrl: string, prefix: string): Promise<void> {
+/** Deletes every Redis key of a queue prefix. */
+export async function deleteQueueKeys(redisUrl: string, prefix: string): Promise<void> {
   const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   try {
     let cursor = '0';

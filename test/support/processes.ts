@@ -1,4 +1,5 @@
 // Process helpers for tests that run the service's own commands.
+import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** Every live descendant of a process, read from /proc. */
@@ -40,6 +41,29 @@ export function isAlive(pid: number): boolean {
  * account runs initdb and has rspamd compile its rules, which takes far longer while the machine is
  * busy with other tests.
  */
+/**
+ * The processes a test file spawns, and those they start in process groups of their own: all
+ * killed (SIGKILL, by PID or process group) by `killAll`, and on the way out of an interrupted run,
+ * which skips afterAll.
+ */
+export function processTracker(): { spawned: ChildProcess[]; startedPids: number[]; killAll: () => void } {
+  const spawned: ChildProcess[] = [];
+  const startedPids: number[] = [];
+  const killQuietly = (pid: number) => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone: the next one must still be killed
+    }
+  };
+  const killAll = () => {
+    for (const child of spawned) if (child.exitCode === null && child.pid) killQuietly(-child.pid);
+    for (const pid of startedPids.splice(0)) if (isAlive(pid)) killQuietly(pid);
+  };
+  process.once('exit', killAll);
+  return { spawned, startedPids, killAll };
+}
+
 export const NPM_START_BANNER_WAIT_MS = 90_000;
 
 /** A test's time limit: the banner wait of each start it makes, and a minute for the rest. */
