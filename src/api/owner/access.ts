@@ -2,14 +2,10 @@
 // and files of those keys. Every lookup names the owner's address in its query, so "not yours"
 // and "does not exist" are the same answer (undefined → 404).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import {
-  AttachmentSchema,
-  SubmissionSchema,
-  VerificationKeySchema,
-  type Attachment,
-  type Submission,
-  type VerificationKey,
-} from '../../shared/db/entities.ts';
+import type { Attachment, Submission, VerificationKey } from '../../shared/db/entities.ts';
+import { findKeyOfOwner } from '../../shared/keys/data/verification-keys.ts';
+import { findFileOfOwner } from '../../shared/submissions/data/attachments.ts';
+import { findSubmissionOfOwner } from '../../shared/submissions/data/submissions.ts';
 import { requeueFailed } from '../../shared/delivery-rows.ts';
 import { submissionJob, type DeliveryJob } from '../../shared/queue.ts';
 import type { Queue } from 'bullmq';
@@ -18,17 +14,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function ownedKey(em: EntityManager, email: string, keyId: string): Promise<VerificationKey | undefined> {
   if (!UUID.test(keyId)) return undefined;
-  return (await em.findOne(VerificationKeySchema, { id: keyId, email })) ?? undefined;
+  return (await findKeyOfOwner(em, email, keyId)) ?? undefined;
 }
 
 export async function ownedSubmission(em: EntityManager, email: string, id: string): Promise<Submission | undefined> {
   if (!UUID.test(id)) return undefined;
-  return (await em.findOne(SubmissionSchema, { id, key: { email } })) ?? undefined;
+  return (await findSubmissionOfOwner(em, email, id)) ?? undefined;
 }
 
 export async function ownedFile(em: EntityManager, email: string, submissionId: string, fileId: string): Promise<Attachment | undefined> {
   if (!UUID.test(submissionId) || !UUID.test(fileId)) return undefined;
-  return (await em.findOne(AttachmentSchema, { id: fileId, submission: { id: submissionId, key: { email } } })) ?? undefined;
+  return (await findFileOfOwner(em, email, submissionId, fileId)) ?? undefined;
 }
 
 /** Job states in which a job will still run. */

@@ -14,6 +14,7 @@ import { heldCount } from '../../shared/owner.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/overview.ts';
 import { submissionJob } from '../../shared/queue.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
+import { loadSubmissionKey } from '../../shared/submissions/data/submissions.ts';
 import { resendSubmission } from '../resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 
@@ -134,7 +135,7 @@ export async function ownerSubmissionWithKey(deps: AppDeps, email: string, id: s
   const em = deps.orm.em.fork();
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
-  await em.populate(submission, ['key']);
+  await loadSubmissionKey(em, submission);
   return { key: ownerKeyRecord(submission.key, deps), submission: await ownerSubmissionRecord(em, submission) };
 }
 

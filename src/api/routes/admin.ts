@@ -3,9 +3,10 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, SubmissionSchema, type Submission } from '../../shared/db/entities.ts';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, type Submission } from '../../shared/db/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions.ts';
+import { findSubmissionById } from '../../shared/submissions/data/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks.ts';
 import { flushRetries } from '../../shared/retry-flush.ts';
 import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys.ts';
@@ -157,7 +158,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 }
 
 async function submissionOr404(em: EntityManager, id: string | undefined): Promise<Submission> {
-  const submission = id !== undefined && UUID.test(id) ? await em.findOne(SubmissionSchema, id) : null;
+  const submission = id !== undefined && UUID.test(id) ? await findSubmissionById(em, id) : null;
   if (!submission) throw errors.notFound('Unknown submission.');
   return submission;
 }
