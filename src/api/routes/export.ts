@@ -4,6 +4,7 @@ import { PassThrough } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/db/entities.ts';
 import { listSubmissions, type SubmissionPageQuery } from '../../shared/submissions.ts';
+import { customFieldNames } from '../../shared/submissions/data/submission-export.ts';
 
 const PAGE = 500;
 const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark'] as const;
@@ -15,22 +16,6 @@ export function csvCell(value: string): string {
 }
 
 const csvRow = (cells: string[]) => `${cells.map(csvCell).join(',')}\r\n`;
-
-/** The custom field names of the key's submissions, in order of first appearance. */
-async function customFieldNames(em: EntityManager, keyHash: string): Promise<string[]> {
-  const rows = await em.execute<Array<{ name: string }>>(
-    `select name from (
-       select distinct on (field.pair->>0) field.pair->>0 as name, s.created_at, field.position
-         from submissions s
-         join verification_keys k on k.id = s.key_id
-         cross join lateral jsonb_array_elements(s.custom_fields) with ordinality as field(pair, position)
-        where k.key_hash = ?
-        order by field.pair->>0, s.created_at, s.id, field.position) firsts
-     order by created_at, position`,
-    [keyHash],
-  );
-  return rows.map((row) => row.name);
-}
 
 /** The filters of the owner console's list, so that the download holds what the list shows. */
 export type CsvFilters = Omit<SubmissionPageQuery, 'keyHash' | 'limit'>;

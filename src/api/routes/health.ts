@@ -1,6 +1,7 @@
 // Liveness and readiness: /healthz while the process lives, /readyz when every dependency answers.
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
+import { pingDatabase } from '../../shared/db/ping.ts';
 import { readBreaker, type BreakerState } from '../../shared/smtp-breaker.ts';
 import { withTimeout } from '../../shared/timeout.ts';
 import type { AppDeps, AppState } from '../context.ts';
@@ -17,7 +18,7 @@ export function healthRoutes(deps: AppDeps): Router<AppState> {
 
   router.get('/readyz', async (ctx) => {
     const checks: Record<string, () => Promise<unknown>> = {
-      postgres: () => deps.orm.em.getConnection().execute('select 1'),
+      postgres: () => pingDatabase(deps.orm.em),
       redis: () => deps.redis.ping(),
       storage: () => deps.storage.ping(),
     };
