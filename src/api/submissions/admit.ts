@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { claimConfirmRequest, takeAllowance } from '../../shared/consent.ts';
 import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
+import { insertConfirmEmail } from '../../shared/keys/data/key-emails.ts';
 import { errors } from '../errors.ts';
 import type { ConsentMemory } from './consent-memory.ts';
 
@@ -41,11 +42,7 @@ export async function admitSubmission(
 /** Records the mailbox's one "confirm to receive more" email, unless it went out already. */
 async function requestConfirmation(tx: EntityManager, key: ActiveKey): Promise<string | undefined> {
   if (!(await claimConfirmRequest(tx, key.mailbox))) return undefined;
-  const [row] = await tx.execute<Array<{ id: string }>>(
-    `insert into key_emails (id, kind, email, mailbox, key_id) values (gen_random_uuid(), 'confirm', ?, ?, ?) returning id`,
-    [key.email, key.mailbox, key.id],
-  );
-  return row?.id;
+  return insertConfirmEmail(tx, key);
 }
 
 /**

@@ -15,11 +15,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { PG_KEEPALIVE } from '../../shared/db/pg-pool.ts';
 import { findActiveKey, type ActiveKey } from '../../shared/keys.ts';
+import { listenForKeyChanges } from '../../shared/keys/data/key-changes.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { KeyVault } from '../../shared/secrets.ts';
 import { API_PG_WAITS } from '../unavailable.ts';
 
-export const KEY_CHANGES_CHANNEL = 'cfs_key_changes';
 /** Past this many keys the cache starts afresh: a bound on memory, far above a fleet's busy keys. */
 const MAX_ENTRIES = 10_000;
 const RECONNECT_MS = 1_000;
@@ -56,7 +56,7 @@ export function createKeyCache(options: { databaseUrl: string; ttlMs: number; va
     connection.on('end', () => lost(connection, undefined));
     try {
       await connection.connect();
-      await connection.query(`listen ${KEY_CHANGES_CHANNEL}`);
+      await listenForKeyChanges(connection);
       if (client !== connection || closed) return;
       forgetAll();
       listening = true;
