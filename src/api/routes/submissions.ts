@@ -22,7 +22,8 @@ import { requestDomain } from '../submissions/domains.ts';
 import { parseSubmissionFields } from '../submissions/input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
 import { groupCommit } from '../../shared/group-commit.ts';
-import { insertSubmissionRows, saveSubmission, waitForDelivery, type SubmissionRow } from '../submissions/store.ts';
+import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
+import { insertSubmissionRows, type SubmissionRow } from '../../shared/submissions/data/submissions.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 

@@ -7,6 +7,14 @@ import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import type { GroupCommit } from '../../shared/group-commit.ts';
 import { defaultSubject } from '../../shared/submissions.ts';
+import { inTransaction } from '../../shared/db/transactions.ts';
+import {
+  insertSubmissionRows,
+  insertSubmissionWithRelated,
+  readEmailStatus,
+  submissionRow,
+  type SubmissionRow,
+} from '../../shared/submissions/data/submissions.ts';
 import { errors } from '../errors.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
@@ -39,11 +47,6 @@ export type NewSubmission = {
   insertRow?: GroupCommit<SubmissionRow>;
 };
 
-/** The columns of a submission row, in the order of SUBMISSION_COLUMNS. */
-export type SubmissionRow = unknown[];
-const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
-const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
-
 /** `webhookDeliveryIds`: the delivery rows made for the key's webhooks, to enqueue after the commit. */
 export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveryIds: string[] };
 
@@ -62,7 +65,7 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     webhookDeliveryIds,
   });
   if (submission.admit.writes) {
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const admission = await submission.admit.run(tx);
       await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
       return saved(admission);
@@ -74,29 +77,24 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     await insertSubmission(em, submission, admission.emailStatus, webhookDeliveryIds);
     return saved(admission);
   }
-  const row = submissionRow(submission, admission.emailStatus);
+  const row = rowOfSubmission(submission, admission.emailStatus);
   await (submission.insertRow ? submission.insertRow(row) : insertSubmissionRows(em, [row]));
   return saved(admission);
 }
 
-/** Submissions without files, in one plain INSERT (one implicit transaction, one round trip). */
-export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
-  await em.execute(`insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')}`, rows.flat());
-}
-
-function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {
+function rowOfSubmission(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {
   const { input } = submission;
-  return [
-    submission.id,
-    submission.key.id,
-    input.email,
-    input.message,
-    input.subject ?? defaultSubject(input.email),
-    JSON.stringify(input.customFields),
+  return submissionRow({
+    id: submission.id,
+    keyId: submission.key.id,
+    email: input.email,
+    message: input.message,
+    subject: input.subject ?? defaultSubject(input.email),
+    customFields: input.customFields,
     emailStatus,
-    submission.clientIp,
-    submission.origin ?? null,
-  ];
+    clientIp: submission.clientIp,
+    origin: submission.origin ?? null,
+  });
 }
 
 /**
@@ -104,39 +102,20 @@ function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): Sub
  * charges their bytes to the key and inserts nothing when that would pass the quota (413).
  */
 async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveryIds: string[]): Promise<void> {
-  const values = submissionRow(submission, emailStatus);
+  const values = rowOfSubmission(submission, emailStatus);
   if (submission.files.length === 0 && webhookDeliveryIds.length === 0) {
-    // A plain INSERT: the data-modifying CTE that preceded the function below cost PostgreSQL more
-    // per row even with no files to unpack (docs/benchmarks.md).
+    // A plain INSERT: the data-modifying CTE that preceded insertSubmissionWithRelated's function
+    // cost PostgreSQL more per row even with no files to unpack (docs/benchmarks.md).
     await insertSubmissionRows(em, [values]);
     return;
   }
-  const files = submission.files.map((file) => ({
-    field_name: file.fieldName,
-    filename: file.filename,
-    content_type: file.contentType,
-    size: file.size,
-    storage_key: file.storageKey,
-    sha256: file.sha256,
-  }));
-  // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
-  // keep their plans for the session; the same statements as one CTE sent as text were parsed and
-  // planned on every request (docs/benchmarks.md).
-  const [result] = await em.execute<Array<{ ok: boolean }>>(
-    'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
-    [
-      // The files' bytes and the key's quota; null for none: no charge without files.
-      ...(submission.files.length > 0
-        ? [submission.files.reduce((total, file) => total + file.size, 0), submission.storageQuotaMb * 1024 * 1024]
-        : [null, null]),
-      ...values,
-      // Array literals: the driver would spread a JS array into a list.
-      `{${webhookDeliveryIds.join(',')}}`,
-      `{${submission.key.webhookEndpointIds.join(',')}}`,
-      JSON.stringify(files),
-    ],
-  );
-  if (result?.ok !== true) throw errors.storageQuota(submission.storageQuotaMb);
+  const inserted = await insertSubmissionWithRelated(em, values, {
+    files: submission.files,
+    quotaBytes: submission.storageQuotaMb * 1024 * 1024,
+    webhookDeliveryIds,
+    webhookEndpointIds: submission.key.webhookEndpointIds,
+  });
+  if (!inserted) throw errors.storageQuota(submission.storageQuotaMb);
 }
 
 const POLL_MS = 50;
@@ -145,8 +124,7 @@ const POLL_MS = 50;
 export async function waitForDelivery(em: EntityManager, id: string, timeoutMs: number): Promise<EmailStatus> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [row] = await em.execute<Array<{ email_status: EmailStatus }>>('select email_status from submissions where id = ?', [id]);
-    const status = row?.email_status ?? 'queued';
+    const status = (await readEmailStatus(em, id)) ?? 'queued';
     if (status === 'sent' || status === 'failed' || Date.now() + POLL_MS > deadline) return status;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
