@@ -70,6 +70,23 @@ function brokenLinks(file: string): string[] {
 
 const MARKDOWN = ['README.md', 'CHANGELOG.md', 'SECURITY.md', ...filesUnder('docs', /\.md$/)];
 
+/** `docs/<page>.md`, with its `#anchor` if any, as messages, comments and configuration name a page. */
+function pagesNamed(text: string): string[] {
+  return [...text.matchAll(/\bdocs\/[\w-]+\.md(?:#[\w-]+)?/g)].map((match) => match[0]);
+}
+
+/** Code, tests, tools and deployment files: what they print or say points readers at these pages. */
+const NAMING_PAGES = [
+  ...filesUnder('src', /\.(ts|mjs)$/),
+  ...filesUnder('test', /\.ts$/).filter((file) => file !== path.join('test', 'docs.test.ts')),
+  ...filesUnder('tools', /\.ts$/),
+  ...filesUnder('bench', /\.ts$/),
+  ...filesUnder('deploy', /\.(ya?ml|env)$/),
+  ...filesUnder('rspamd', /\.(conf|inc|lua|local)$|Dockerfile$/),
+  'docker-compose.yml',
+  'Dockerfile',
+];
+
 describe('documentation', () => {
   it('docs/configuration.md is what npm run docs:config makes from the schema', () => {
     expect(readFileSync(CONFIGURATION_DOC, 'utf8'), 'run npm run docs:config').toBe(renderConfigurationDoc());
@@ -88,12 +105,26 @@ describe('documentation', () => {
 
   it('finds the variables and links it checks in the shapes the code and the pages use', () => {
     expect(variablesRead("process.env.LOG_LEVEL; env['A_B']; { pathVariable: 'CHROMIUM_PATH' }")).toEqual(['LOG_LEVEL', 'A_B', 'CHROMIUM_PATH']);
+    expect(pagesNamed('see docs/x.md#a-b, docs/y.md. (docs/z.md, "Scaling")')).toEqual(['docs/x.md#a-b', 'docs/y.md', 'docs/z.md']);
     expect(relativeLinks('[a](docs/x.md#y) [b](https://e.org) `[c](no.md)` <img src="docs/i.png">')).toEqual(['docs/x.md#y', 'docs/i.png']);
     expect([...anchorsOf('# Deploying with `docker compose`\n## Backups and restore\n## Backups and restore')]).toEqual([
       'deploying-with-docker-compose',
       'backups-and-restore',
       'backups-and-restore-1',
     ]);
+  });
+
+  it('every page that the code, the tests and the deployment files name exists, with the heading they name', () => {
+    const broken = NAMING_PAGES.flatMap((file) =>
+      pagesNamed(readFileSync(path.join(ROOT, file), 'utf8')).flatMap((named) => {
+        const [page = '', fragment] = named.split('#');
+        if (!existsSync(path.join(ROOT, page))) return [`${file}: ${named} (no such page)`];
+        if (fragment === undefined) return [];
+        return anchorsOf(readFileSync(path.join(ROOT, page), 'utf8')).has(fragment) ? [] : [`${file}: ${named} (no such heading)`];
+      }),
+    );
+    expect(NAMING_PAGES).toContain(path.join('src', 'shared', 'secret-check.ts'));
+    expect(broken).toEqual([]);
   });
 
   it.each(MARKDOWN)('every relative link in %s resolves, anchors included', (file) => {

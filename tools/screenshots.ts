@@ -1,7 +1,8 @@
-// `npm run docs:screenshots`: takes the README tour's screenshots (docs/images/tour-*.png) and the
-// owner console's (docs/images/console-*.png: the list, a message page, the overview) from a
-// real run of the service. It starts `npm start`'s stack on a free port with a throwaway data
-// directory, walks the tour in Chromium (Debian's `chromium`, or CHROMIUM_PATH), and stops it all.
+// `npm run docs:screenshots`: takes the screenshots of the tour in docs/getting-started.md
+// (docs/images/tour-*.png) and the owner console's (docs/images/console-*.png: the list, a message
+// page, the overview) from a real run of the service. It starts `npm start`'s stack on a free port
+// with a throwaway data directory, walks the tour in Chromium (Debian's `chromium`, or
+// CHROMIUM_PATH), and stops it all.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -22,7 +23,7 @@ type Stack = { child: ChildProcess; api: string; mailUi: string };
 async function startStack(dataDir: string): Promise<Stack> {
   const port = await freePort();
   // The tour posts faster than a person would; the default limit is one POST per 3 s per address.
-  // WEBHOOK_ALLOW as the README's tour has it: its webhook receiver runs on this machine.
+  // WEBHOOK_ALLOW as the tour in docs/getting-started.md has it: its webhook receiver runs on this machine.
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100', WEBHOOK_ALLOW: '127.0.0.1' };
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'SMTP_URL', 'PUBLIC_URL']) delete env[name];
   const child = spawn(process.execPath, [path.join(ROOT, 'src/local/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -38,7 +39,7 @@ async function startStack(dataDir: string): Promise<Stack> {
   return { child, api: line('API'), mailUi: line('Mail UI') };
 }
 
-/** The tour's webhook receiver: answers 200 to every POST, on port 8080 as the README says, or any free one. */
+/** The tour's webhook receiver: answers 200 to every POST, on port 8080 as docs/getting-started.md says, or any free one. */
 async function startReceiver(): Promise<Server> {
   const server = createServer((req, res) => {
     req.resume();

@@ -77,7 +77,7 @@ export function renderConfigurationDoc(): string {
     '`npm start` needs none of them: it starts local services for the ones that name a service and keeps',
     'a generated `SECRET` in `DATA_DIR/secret`. In production set at least `DATABASE_URL`, `REDIS_URL`,',
     '`SMTP_URL`, `SECRET`, `PUBLIC_URL`, `MAIL_FROM` and the `S3_*` settings (see',
-    '[operations.md](operations.md)).',
+    '[deploying.md](deploying.md)).',
     '',
     'This page is generated from `src/shared/config-schema.ts` by `npm run docs:config`; `npm test` fails',
     'when the two differ.',

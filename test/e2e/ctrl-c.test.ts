@@ -39,7 +39,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await sink?.close();
-  // As root the cluster lives where DATA_DIR/postgres links to (docs/operations.md): remove it too.
+  // As root the cluster lives where DATA_DIR/postgres links to (docs/getting-started.md#postgresql-under-npm-start-as-root): remove it too.
   const link = path.join(dataDir, 'postgres');
   if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) await rm(await readlink(link), { recursive: true, force: true });
   await rm(dataDir, { recursive: true, force: true });

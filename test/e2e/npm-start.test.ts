@@ -120,7 +120,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
   afterAll(async () => {
     killSpawned();
     // As root the cluster lives where .data/postgres links to, outside the project
-    // (docs/operations.md#postgresql-under-npm-start-as-root): remove it with the copy.
+    // (docs/getting-started.md#postgresql-under-npm-start-as-root): remove it with the copy.
     const link = path.join(project, '.data', 'postgres');
     if (lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) await rm(await readlink(link), { recursive: true, force: true });
     await rm(base, { recursive: true, force: true });
