@@ -19,7 +19,8 @@ COPY src ./src
 # Node's compile cache (src/shared/compile-cache.mjs) keeps its entries per user id, so the user that runs
 # the processes fills it: each entry point loads every module it imports and stops at its configuration
 # check (exit 78, EX_CONFIG, as there is none at build time). No container then loads the TypeScript
-# stripper, about 20 MB of memory per process.
+# stripper, which would stay in each process's memory for its whole life
+# (docs/benchmarks.md#the-compile-cache).
 RUN mkdir -p node_modules/.cache/node-compile-cache && chown node:node node_modules/.cache/node-compile-cache
 USER node
 RUN for entry in src/api/main.ts src/workers/main.ts src/bounces/main.ts; do \

@@ -1,7 +1,7 @@
 // `npm run bench`: starts real services, runs the selected scenarios (bench/scenarios/) against the
 // service and a floor baseline on the same services, and prints one table. See docs/benchmarks.md.
 
-//   npm run bench                 the full run (about 18 minutes; ends by itself within 23)
+//   npm run bench                 the full run (its length: docs/benchmarks.md#running-it; ends by itself within 23)
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
 //   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
 //                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter, 10 the reconciler behind a backlog,

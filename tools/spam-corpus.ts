@@ -8,9 +8,9 @@
 // A throwaway rspamd with this repository's configuration learns 200 of each kind as one owner's
 // marks (the ham drawn from all of it, hard ham as often as it comes), then checks up to 1,000 spam,
 // 2,000 ordinary ham and all the hard ham never taught, for that owner and for another owner's key.
-// Which messages are taught moves the figures by a point or two, so this is done for five fixed
-// shuffles, each with an rspamd of its own. It prints the share held at the default levels, then
-// the curve: spam held against ham held for each score a key could hold from.
+// Which messages are taught moves the figures (docs/benchmarks.md#the-spam-filter), so this is done
+// for five fixed shuffles, each with an rspamd of its own. It prints the share held at the default
+// levels, then the curve: spam held against ham held for each score a key could hold from.
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';

@@ -12,8 +12,9 @@ export async function delivery(ctx: Ctx): Promise<void> {
   const scenario = `3 Delivery (${S.backlog.toLocaleString('en-US')} emails after ${S.deliveryWarmup.toLocaleString('en-US')} of warm-up)`;
   const results = new Map<number, { emailsPerSecond: number; busy: number }>();
   for (const workers of S.workerCounts) {
-    // The CPU ratio (2 and more workers) moves by ±0.2 between identical runs, mostly with the
-    // loop's own CPU per email: several alternating repeats, each side's figures their median.
+    // The CPU ratio (2 and more workers) moves between identical runs, mostly with the loop's own
+    // CPU per email (docs/benchmarks.md#running-it): several alternating repeats, each side's
+    // figures their median.
     const repeatCount = workers > 1 ? S.deliveryRepeats : 1;
     const repeats: Array<{ service: Awaited<ReturnType<typeof serviceDrain>>; baseline: Awaited<ReturnType<typeof mailLoop>> }> = [];
     for (let repeat = 1; repeat <= repeatCount; repeat += 1) {

@@ -27,11 +27,12 @@ export async function growth(ctx: Ctx): Promise<void> {
       [ctx.keyId, BENCH_MESSAGE, JSON.stringify([['name', 'Ada Lovelace']]), S.growthRows],
     );
     await ctx.sql.query('vacuum analyze submissions');
-    // The bulk load's own write-back (about a gigabyte of WAL and dirty pages) is not what a
-    // service with a big table sees: flush it before measuring, not during.
+    // The bulk load's own write-back (WAL and dirty pages: docs/benchmarks.md#scenarios-and-targets)
+    // is not what a service with a big table sees: flush it before measuring, not during.
     await ctx.sql.query('checkpoint');
     log(`inserted ${S.growthRows} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    // Two windows, as on the empty table: a single window's p99 moves by a third between runs.
+    // Two windows, as on the empty table: a single window's p99 moves too much between runs to be
+    // held within the target (docs/benchmarks.md#running-it).
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #1`, api.child, api.url, request));
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #2`, api.child, api.url, request));
     await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, spam_teachings');

@@ -159,7 +159,8 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
       // address, and the ceiling is high enough that nobody is refused.
       RATE_LIMIT_MAX: '1000000',
       // Every accepted file counts against the key's quota, and nothing is deleted during a run:
-      // at 250 req/s × 300 KB the default 1 GB is full within the second repeat of scenario 2.
+      // each of scenario 2's requests stores 300 KB, and the default 1 GB fills within its second
+      // repeat.
       KEY_STORAGE_QUOTA_MB: '1000000',
       WORKER_CONCURRENCY: String(WORKER_CONCURRENCY),
       SECRET: secret,

@@ -120,7 +120,8 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     const url = scanSocket ? unixSocketUrl(scanSocket) : `http://${LOOPBACK}:${scanPort}`;
-    // The first start compiles the rules' regular expressions (about 10 s on 2 cores), cached in DBDIR after.
+    // The first start compiles the rules' regular expressions before rspamd answers, cached in DBDIR
+    // after (docs/benchmarks.md#memory-and-first-start): waitForPing allows it a minute.
     await starting('rspamd', remedy, () => waitForPing(url, child, () => output));
     return {
       name: 'rspamd',

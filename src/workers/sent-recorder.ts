@@ -23,10 +23,10 @@ export type SentRecorder = {
 
 /**
  * Rows written by one statement at most. PostgreSQL commits a statement whose bytes reached its
- * socket even if this process is killed right after, but only while its answer (RETURNING, about
- * 110 bytes a row) fits its 8 KB output buffer: a larger answer is flushed mid-statement, the
- * write to the dead client fails, and the statement is rolled back (killed right after writing,
- * 150-row batches were lost 6 times in 20, 100-row ones never).
+ * socket even if this process is killed right after, but only while its answer (RETURNING) fits its
+ * 8 KB output buffer: a larger answer is flushed mid-statement, the write to the dead client fails,
+ * and the statement is rolled back. The answer for this many rows fits with room to spare; much
+ * larger batches were lost (docs/benchmarks.md#batches-of-sent-rows).
  */
 const MAX_BATCH = 64;
 

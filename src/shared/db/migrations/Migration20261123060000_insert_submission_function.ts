@@ -5,8 +5,9 @@ import { Migration } from '@mikro-orm/migrations';
  * (when `p_charge_bytes` is not null), the row, its webhook deliveries and its attachments, in one
  * statement and so one implicit transaction, as the data-modifying CTE it replaces. PL/pgSQL keeps
  * each inner statement's plan for the session, where the CTE sent as text was parsed and planned
- * on every request: 0.42 against 0.23 ms of PostgreSQL CPU per submission with 3 files (see
- * docs/benchmarks.md). Returns false, having written nothing, when the charge would pass the quota.
+ * on every request, at a cost in PostgreSQL CPU on each submission with files
+ * (docs/benchmarks.md#changes-that-moved-a-figure). Returns false, having written nothing, when the
+ * charge would pass the quota.
  */
 export class Migration20261123060000_insert_submission_function extends Migration {
 
