@@ -1,0 +1,13 @@
+// The attachments table: one row per stored file of a submission.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AttachmentSchema } from '../../db/entities.ts';
+
+/** A submission's files, in the order they came. */
+export const findAttachments = (em: EntityManager, submissionId: string) =>
+  em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+
+/** Where the files of these submissions are stored. */
+export async function storageKeysOf(em: EntityManager, submissionIds: string[]): Promise<string[]> {
+  const files = await em.execute<Array<{ storage_key: string }>>('select storage_key from attachments where submission_id in (?)', [submissionIds]);
+  return files.map((file) => file.storage_key);
+}
