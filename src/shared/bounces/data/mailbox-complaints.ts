@@ -3,7 +3,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 
-export async function recordComplaint(client: pg.PoolClient, mailbox: string): Promise<void> {
+/** The mailbox complained: its submission emails are not attempted until its owner signs in. */
+export async function noteComplaint(client: pg.PoolClient, mailbox: string): Promise<void> {
   await client.query(
     `insert into mailbox_complaints (mailbox, complained_at) values ($1, now())
      on conflict (mailbox) do update set complained_at = now()`,

@@ -53,7 +53,7 @@ export const findDeliveryToSend = (em: EntityManager, id: string) =>
   em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });
 
 /** A `submission.bounced` delivery to each enabled endpoint of the key; their ids, to enqueue after the commit. */
-export async function insertBouncedEvents(client: pg.PoolClient, submissionId: string, keyId: string): Promise<string[]> {
+export async function addBouncedEvents(client: pg.PoolClient, submissionId: string, keyId: string): Promise<string[]> {
   const { rows } = await client.query<{ id: string }>(
     `insert into webhook_deliveries (id, endpoint_id, submission_id, event)
      select gen_random_uuid(), e.id, $1, 'submission.bounced' from webhook_endpoints e where e.key_id = $2 and e.enabled
