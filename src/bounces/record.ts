@@ -13,6 +13,11 @@ import type pg from 'pg';
 import type { BounceType } from '../shared/db/entities.ts';
 import { REPORTED } from '../shared/delivery-statuses.ts';
 import type { ReturnTarget } from '../shared/return-path.ts';
+import { inPgTransaction } from '../shared/db/transactions.ts';
+import { countHardBounce } from '../shared/bounces/data/address-bounces.ts';
+import { noteComplaint } from '../shared/bounces/data/mailbox-complaints.ts';
+import { lockReportedRow, REPORTED_TABLE, type ReportedRow } from '../shared/bounces/data/return-targets.ts';
+import { addBouncedEvents } from '../shared/webhooks/data/webhook-deliveries.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
@@ -24,30 +29,15 @@ export type SuppressionPolicy = { afterHardBounces: number; forHours: number };
 /** Reports by severity: a weaker one never replaces a stronger one on the row. */
 const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, complaint: 3 };
 
-const TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
-/** The address and the mailbox the email went to: the key's for a submission, the row's own for a key email. */
-const RECIPIENT = {
-  submission: '(select k.email from verification_keys k where k.id = t.key_id) as address, (select k.mailbox from verification_keys k where k.id = t.key_id) as mailbox',
-  'key-email': 't.email as address, t.mailbox',
-} as const;
-
-type Current = { email_status: string; bounce_type: BounceType | null; address: string | null; mailbox: string | null; key_id: string | null };
-
 export async function recordReport(
   pool: pg.Pool,
   target: ReturnTarget,
   report: BounceReport,
   policy: SuppressionPolicy,
 ): Promise<{ outcome: RecordOutcome; webhookDeliveryIds: string[] }> {
-  const table = TABLE[target.kind];
-  const client = await pool.connect();
-  try {
-    await client.query('begin');
-    const { rows } = await client.query<Current>(
-      `select t.email_status, t.bounce_type, ${RECIPIENT[target.kind]}, t.key_id from ${table} t where t.id = $1 for update`,
-      [target.id],
-    );
-    const current = rows[0];
+  const table = REPORTED_TABLE[target.kind];
+  return inPgTransaction(pool, async (client) => {
+    const current = await lockReportedRow(client, target);
     const outcome = current ? decide(current, report) : 'unknown';
     let webhookDeliveryIds: string[] = [];
     if (current && outcome !== 'duplicate' && outcome !== 'unknown') {
@@ -64,53 +54,15 @@ export async function recordReport(
         webhookDeliveryIds = await addBouncedEvents(client, target.id, current.key_id);
       }
     }
-    await client.query('commit');
     return { outcome, webhookDeliveryIds };
-  } catch (error) {
-    await client.query('rollback').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
-function decide(current: Current, report: BounceReport): RecordOutcome {
+function decide(current: ReportedRow, report: BounceReport): RecordOutcome {
   const reported = REPORTED.includes(current.email_status as never);
   if (report.type === 'hard') return reported ? 'duplicate' : 'bounced';
   if (report.type === 'complaint') return current.email_status === 'complained' ? 'duplicate' : 'complained';
   // Soft and delayed: the row's report, unless a final or stronger one is there already.
   if (reported || (current.bounce_type && SEVERITY[current.bounce_type] > SEVERITY[report.type])) return 'duplicate';
   return 'noted';
-}
-
-/** One more hard bounce for the address; at the limit (and for each one past it) suppressed for `forHours` from now. */
-async function countHardBounce(client: pg.PoolClient, address: string, policy: SuppressionPolicy): Promise<void> {
-  await client.query(
-    `insert into address_bounces as b (address, hard_bounces, last_bounced_at, suppressed_until)
-     values ($1, 1, now(), case when 1 >= $2 then now() + make_interval(hours => $3) end)
-     on conflict (address) do update
-        set hard_bounces = b.hard_bounces + 1, last_bounced_at = now(),
-            suppressed_until = case when b.hard_bounces + 1 >= $2 then now() + make_interval(hours => $3) else b.suppressed_until end`,
-    [address, policy.afterHardBounces, policy.forHours],
-  );
-}
-
-/** The mailbox complained: its submission emails are not attempted until its owner signs in (which deletes the row). */
-async function noteComplaint(client: pg.PoolClient, mailbox: string): Promise<void> {
-  await client.query(
-    `insert into mailbox_complaints (mailbox, complained_at) values ($1, now())
-     on conflict (mailbox) do update set complained_at = now()`,
-    [mailbox],
-  );
-}
-
-/** A `submission.bounced` delivery to each enabled endpoint of the key; their ids, to enqueue after the commit. */
-async function addBouncedEvents(client: pg.PoolClient, submissionId: string, keyId: string): Promise<string[]> {
-  const { rows } = await client.query<{ id: string }>(
-    `insert into webhook_deliveries (id, endpoint_id, submission_id, event)
-     select gen_random_uuid(), e.id, $1, 'submission.bounced' from webhook_endpoints e where e.key_id = $2 and e.enabled
-     returning id`,
-    [submissionId, keyId],
-  );
-  return rows.map((row) => row.id);
 }

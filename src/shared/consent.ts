@@ -7,6 +7,8 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { releaseHeld } from './delivery-rows.ts';
+import { inTransaction } from './db/transactions.ts';
+import { recordConfirmed } from './keys/data/mailbox-consent.ts';
 
 /**
  * Providers that deliver every spelling of a name to one inbox: dots in the local part are
@@ -60,52 +62,12 @@ export function createConsentSigner(secret: string): ConsentSigner {
   };
 }
 
-/**
- * Takes one submission email from the mailbox's allowance for this clock hour. One atomic
- * statement: concurrent submissions cannot overshoot. False when the allowance is spent.
- */
-export async function takeAllowance(em: EntityManager, mailbox: string, perHour: number): Promise<boolean> {
-  const rows = await em.execute<Array<{ used: number }>>(
-    `insert into mailbox_allowances (mailbox, window_start, used) values (?, date_trunc('hour', now()), 1)
-     on conflict (mailbox, window_start) do update set used = mailbox_allowances.used + 1
-       where mailbox_allowances.used < ?
-     returning used`,
-    [mailbox, perHour],
-  );
-  return rows.length > 0;
-}
-
-/**
- * Marks that the one "confirm to receive more" email of this mailbox is going out. True only the
- * first time, and never for a confirmed mailbox.
- */
-export async function claimConfirmRequest(em: EntityManager, mailbox: string): Promise<boolean> {
-  const rows = await em.execute<Array<{ mailbox: string }>>(
-    `insert into recipients (mailbox, confirm_requested_at) values (?, now())
-     on conflict (mailbox) do update set confirm_requested_at = now()
-       where recipients.confirm_requested_at is null and recipients.confirmed_at is null
-     returning mailbox`,
-    [mailbox],
-  );
-  return rows.length > 0;
-}
-
-export async function isConfirmed(em: EntityManager, mailbox: string): Promise<boolean> {
-  const [row] = await em.execute<Array<{ confirmed: boolean }>>(
-    'select confirmed_at is not null as confirmed from recipients where mailbox = ?',
-    [mailbox],
-  );
-  return row?.confirmed ?? false;
-}
+export { claimConfirmRequest, isConfirmed, takeAllowance } from './keys/data/mailbox-consent.ts';
 
 /** Confirms the mailbox (lasting) and releases its held submissions; returns their ids to enqueue. */
 export async function confirmMailbox(em: EntityManager, mailbox: string): Promise<string[]> {
-  return em.transactional(async (tx) => {
-    await tx.execute(
-      `insert into recipients (mailbox, confirmed_at) values (?, now())
-       on conflict (mailbox) do update set confirmed_at = coalesce(recipients.confirmed_at, now())`,
-      [mailbox],
-    );
+  return inTransaction(em, async (tx) => {
+    await recordConfirmed(tx, mailbox);
     return releaseHeld(tx, mailbox);
   });
 }

@@ -2,17 +2,21 @@
 // limit, the state transitions, domain lists and the key record shown to operators.
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import {
-  KeyEmailSchema,
-  VerificationKeySchema,
-  type CaptchaProvider,
-  type KeyEmail,
-  type KeyStatus,
-  type SpamFilterLevel,
-  type VerificationKey,
-} from './db/entities.ts';
+import type { CaptchaProvider, KeyEmail, KeyStatus, SpamFilterLevel, VerificationKey } from './db/entities.ts';
 import type { KeyVault } from './secrets.ts';
 import { mailboxOf } from './consent.ts';
+import { inTransaction } from './db/transactions.ts';
+import {
+  countActiveKeys,
+  countUndeletedKeys,
+  findActiveKeyByHash,
+  findKeyByHash,
+  findKeysOfAddress,
+  insertKeyWithEmail,
+  lockMailbox,
+  type ActiveKey,
+} from './keys/data/verification-keys.ts';
+import { insertAllKeysEmail, keyEmailsLastHour, type EmailAllowance } from './keys/data/key-emails.ts';
 
 export const MAX_ACTIVE_KEYS = 10;
 export const MAX_DOMAINS = 20;
@@ -53,74 +57,17 @@ export function parseDomains(inputs: unknown[]): string[] {
   return [...new Set(domains)];
 }
 
-/** What a submission needs of its key, and whether its mailbox confirmed it wants the mail. */
-export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'mailbox' | 'useDomain' | 'domains' | 'captcha'> & {
-  mailboxConfirmed: boolean;
-  /** Its enabled webhook endpoints: a submission adds one delivery row for each, in its own statement. */
-  webhookEndpointIds: string[];
-};
+export { lockMailbox, type ActiveKey, type EmailAllowance };
 
-/**
- * The key that may authenticate a submission: known and active. One indexed query and no entity
- * hydration: this runs on every submission (npm run bench).
- */
-export async function findActiveKey(em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> {
-  const [row] = await em.execute<
-    Array<{
-      id: string;
-      email: string;
-      mailbox: string;
-      use_domain: boolean;
-      domains: string[];
-      captcha: ActiveKey['captcha'];
-      confirmed: boolean;
-      webhooks: string[] | null;
-    }>
-  >(
-    `select k.id, k.email, k.mailbox, k.use_domain, k.domains, k.captcha, r.confirmed_at is not null as confirmed,
-            (select array_agg(e.id) from webhook_endpoints e where e.key_id = k.id and e.enabled) as webhooks
-       from verification_keys k left join recipients r on r.mailbox = k.mailbox
-      where k.key_hash = ? and k.status = 'active'`,
-    [vault.hash(key)],
-  );
-  return row
-    ? {
-        id: row.id,
-        email: row.email,
-        mailbox: row.mailbox,
-        useDomain: row.use_domain,
-        domains: row.domains,
-        captcha: row.captcha ?? null,
-        mailboxConfirmed: row.confirmed,
-        webhookEndpointIds: row.webhooks ?? [],
-      }
-    : null;
-}
-
-/** Serialises POST / for one mailbox (all its addresses), so counts cannot be overshot. */
-export async function lockMailbox(tx: EntityManager, mailbox: string): Promise<void> {
-  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`keys:${mailbox}`]);
-}
-
-/**
- * The hourly allowances of emails to one mailbox, apart: the key emails anyone can ask for with
- * POST / (new keys, all keys, and the one request to confirm), and the console's sign-in links, so
- * that strangers asking for keys cannot spend the links an owner needs to sign in.
- */
-export type EmailAllowance = 'key-emails' | 'sign-in';
-const ALLOWANCE_KINDS: Record<EmailAllowance, string> = { 'key-emails': "kind <> 'sign-in'", 'sign-in': "kind = 'sign-in'" };
+/** The key that may authenticate a submission: known and active (one indexed query, on every submission). */
+export const findActiveKey = (em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> => findActiveKeyByHash(em, vault.hash(key));
 
 /**
  * At most `perHour` emails of one allowance to one mailbox per hour, whatever spelling of the
  * address asked (checked under the mailbox's lock).
  */
 export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number, allowance: EmailAllowance): Promise<void> {
-  const [row] = await tx.execute<Array<{ sent: number; retry_after: number | null }>>(
-    `select count(*)::int as sent,
-            ceil(extract(epoch from (min(created_at) + interval '1 hour' - now())))::int as retry_after
-       from key_emails where mailbox = ? and created_at > now() - interval '1 hour' and ${ALLOWANCE_KINDS[allowance]}`,
-    [mailbox],
-  );
+  const row = await keyEmailsLastHour(tx, mailbox, allowance);
   if (row && row.sent >= perHour) {
     throw new EmailCapError(Math.max(1, row.retry_after ?? 3600));
   }
@@ -148,15 +95,15 @@ export async function generateKey(
   const email = normaliseEmail(request.email);
   const mailbox = mailboxOf(email);
   const domains = request.domains ?? [];
-  return em.transactional(async (tx) => {
+  return inTransaction(em, async (tx) => {
     await lockMailbox(tx, mailbox);
-    const held = await tx.count(VerificationKeySchema, { email, status: { $ne: 'deleted' } });
+    const held = await countUndeletedKeys(tx, email);
     if (held >= MAX_ACTIVE_KEYS) {
       throw new KeyRuleError('limit', 'email', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`);
     }
     await checkEmailCap(tx, mailbox, request.emailsPerHour, 'key-emails');
     const keyValue = randomUUID();
-    const key = tx.create(VerificationKeySchema, {
+    const { key, keyEmail } = await insertKeyWithEmail(tx, {
       keyHash: vault.hash(keyValue),
       keyEncrypted: vault.encrypt(keyValue),
       email,
@@ -164,9 +111,7 @@ export async function generateKey(
       useDomain: domains.length > 0,
       domains,
     });
-    const keyEmail = tx.create(KeyEmailSchema, { kind: 'new-key', email, mailbox, key });
-    await tx.flush();
-    const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
+    const activeKeys = await countActiveKeys(tx, email);
     return { key, keyValue, activeKeys, keyEmail };
   });
 }
@@ -178,19 +123,17 @@ export async function requestAllKeysEmail(
 ): Promise<{ activeKeys: number; keyEmail: KeyEmail | undefined }> {
   const email = normaliseEmail(request.email);
   const mailbox = mailboxOf(email);
-  return em.transactional(async (tx) => {
+  return inTransaction(em, async (tx) => {
     await lockMailbox(tx, mailbox);
     await checkEmailCap(tx, mailbox, request.emailsPerHour, 'key-emails');
-    const activeKeys = await tx.count(VerificationKeySchema, { email, status: 'active' });
+    const activeKeys = await countActiveKeys(tx, email);
     if (activeKeys === 0) return { activeKeys, keyEmail: undefined };
-    const keyEmail = tx.create(KeyEmailSchema, { kind: 'all-keys', email, mailbox });
-    await tx.flush();
+    const keyEmail = await insertAllKeysEmail(tx, email, mailbox);
     return { activeKeys, keyEmail };
   });
 }
 
-export const listKeys = (em: EntityManager, email: string) =>
-  em.find(VerificationKeySchema, { email: normaliseEmail(email) }, { orderBy: { createdAt: 'asc' } });
+export const listKeys = (em: EntityManager, email: string) => findKeysOfAddress(em, normaliseEmail(email));
 
 /** Which state may follow which: active ↔ disabled; either → deleted, which is final. */
 const TRANSITIONS: Record<KeyStatus, KeyStatus[]> = {
@@ -226,8 +169,8 @@ export function parseLabel(label: string | null): string | null {
 
 /** Changes the key whose lookup index is `keyHash` (KeyVault.hash of its value). */
 export async function updateKey(em: EntityManager, keyHash: string, changes: KeyChanges): Promise<VerificationKey> {
-  return em.transactional(async (tx) => {
-    const key = await tx.findOne(VerificationKeySchema, { keyHash });
+  return inTransaction(em, async (tx) => {
+    const key = await findKeyByHash(tx, keyHash);
     if (!key) throw new KeyRuleError('not_found', 'key', 'Unknown key.');
     const current: KeyStatus = key.status;
     if (changes.status && changes.status !== current) {

@@ -1,20 +1,13 @@
 // The owner console's overview: messages per day over the last days, split by what became of their
-// email, with totals and the last message's time, for one key or several. Each figure is one query
-// on the (key_id, created_at) index; none reads a message's text.
+// email, with totals and the last message's time, for one key or several. The counts come from
+// ./owners/data/overview-counts.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { countsByKeyAndDay, lastMessageAt, storedAndLast } from './owners/data/overview-counts.ts';
 
 /** What became of a message's email, as the overview groups them. */
 export const OUTCOMES = ['delivered', 'spam', 'failed', 'other'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 export type DayCounts = { day: string } & Record<Outcome, number>;
-
-/** The SQL for each outcome: delivered; held as spam; bounced or failed (or not attempted); waiting, held for consent or not emailed. */
-const OUTCOME_SQL: Record<Outcome, string> = {
-  delivered: `email_status = 'sent'`,
-  spam: `email_status = 'spam'`,
-  failed: `email_status in ('failed', 'bounced', 'complained', 'suppressed')`,
-  other: `email_status in ('queued', 'sending', 'retrying', 'held', 'skipped')`,
-};
 
 export type Overview = {
   days: DayCounts[];
@@ -31,15 +24,7 @@ export async function overviewOf(em: EntityManager, keyIds: string[], days = 30,
   const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
   const since = new Date(today - (days - 1) * 86_400_000);
   // One pass over the days' rows, by key and day: the chart adds up the keys, the list of keys the days.
-  const counts = keyIds.length
-    ? await em.execute<Array<{ key_id: string; day: number } & Record<Outcome, number>>>(
-        // The day as a number of days since the first: cheaper per row than formatting a date.
-        `select key_id, ((created_at at time zone 'UTC')::date - ?::date) as day,
-                ${OUTCOMES.map((outcome) => `count(*) filter (where ${OUTCOME_SQL[outcome]})::int as ${outcome}`).join(', ')}
-           from submissions where key_id in (?) and created_at >= ? group by 1, 2`,
-        [since.toISOString().slice(0, 10), keyIds, since],
-      )
-    : [];
+  const counts = await countsByKeyAndDay(em, keyIds, since, OUTCOMES);
   const byDay = new Map<number, Record<Outcome, number>>();
   const perKey = new Map<string, { recent: number; failed: number }>();
   for (const row of counts) {
@@ -66,23 +51,12 @@ export async function overviewOf(em: EntityManager, keyIds: string[], days = 30,
       totals.all += day[outcome];
     }
   }
-  const [summary] = keyIds.length
-    ? await em.execute<Array<{ stored: number; last_at: Date | null }>>(
-        `select (select count(*)::int from submissions where key_id in (?)) as stored,
-                (select max(created_at) from submissions where key_id in (?)) as last_at`,
-        [keyIds, keyIds],
-      )
-    : [{ stored: 0, last_at: null }];
+  const summary = await storedAndLast(em, keyIds);
   return { days: series, perKey, totals, stored: summary?.stored ?? 0, lastAt: summary?.last_at ? new Date(summary.last_at).toISOString() : null };
 }
 
 /** Each key's last message's time (one look at the end of its index each). */
 export async function lastMessageTimes(em: EntityManager, keyIds: string[]): Promise<Map<string, string>> {
-  const rows = keyIds.length
-    ? await em.execute<Array<{ key_id: string; last_at: Date | null }>>(
-        `select k.id as key_id, (select max(s.created_at) from submissions s where s.key_id = k.id) as last_at from verification_keys k where k.id in (?)`,
-        [keyIds],
-      )
-    : [];
+  const rows = await lastMessageAt(em, keyIds);
   return new Map(rows.filter((row) => row.last_at).map((row) => [row.key_id, new Date(row.last_at!).toISOString()]));
 }

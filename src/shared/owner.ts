@@ -6,9 +6,16 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { mailboxOf } from './consent.ts';
-import { KeyEmailSchema, OwnerSessionSchema, OwnerSignInSchema, VerificationKeySchema, type OwnerSession } from './db/entities.ts';
+import type { OwnerSession } from './db/entities.ts';
 import { checkEmailCap, EmailCapError, lockMailbox, normaliseEmail } from './keys.ts';
 import type { KeyVault } from './secrets.ts';
+import { inTransaction } from './db/transactions.ts';
+import { countKeysOfAddress } from './keys/data/verification-keys.ts';
+import { deleteExpiredSignIns, deleteLiveSignIn, findLiveSignIn, insertSignIn } from './owners/data/owner-sign-ins.ts';
+import { deleteExpiredSessions, deleteSession, findLiveSession, insertSession } from './owners/data/owner-sessions.ts';
+import { forgetBounces } from './bounces/data/address-bounces.ts';
+import { forgetComplaint } from './bounces/data/mailbox-complaints.ts';
+import { countHeldOfAddress } from './submissions/data/submissions.ts';
 
 export const SIGN_IN_LINK_TTL_MINUTES = 15;
 export const SESSION_TTL_DAYS = 7;
@@ -30,23 +37,22 @@ export async function requestSignIn(
   const email = normaliseEmail(request.email);
   const mailbox = mailboxOf(email);
   try {
-    return await em.transactional(async (tx) => {
+    return await inTransaction(em, async (tx) => {
       await lockMailbox(tx, mailbox);
       // Deleted keys count: their messages are still there for their owner to see.
-      const held = await tx.count(VerificationKeySchema, { email });
+      const held = await countKeysOfAddress(tx, email);
       if (held === 0) return undefined;
       await checkEmailCap(tx, mailbox, request.emailsPerHour, 'sign-in');
       const id = randomUUID(); // the email's row and the link's row share it
-      tx.create(KeyEmailSchema, { id, kind: 'sign-in', email, mailbox });
       const token = newToken();
-      tx.create(OwnerSignInSchema, {
+      await insertSignIn(tx, {
         id,
         email,
+        mailbox,
         tokenHash: tokenHash(token),
         tokenSealed: vault.encrypt(token),
         expiresAt: new Date(Date.now() + SIGN_IN_LINK_TTL_MINUTES * 60_000),
       });
-      await tx.flush();
       return id;
     });
   } catch (error) {
@@ -57,7 +63,7 @@ export async function requestSignIn(
 
 /** The link of a sign-in email (for the worker), or undefined when it is used or expired. */
 export async function signInLink(em: EntityManager, vault: KeyVault, publicUrl: string, id: string): Promise<string | undefined> {
-  const signIn = await em.findOne(OwnerSignInSchema, { id, expiresAt: { $gt: new Date() } });
+  const signIn = await findLiveSignIn(em, id);
   return signIn ? `${publicUrl}${OWNER_LINK_PATH}?${new URLSearchParams({ token: vault.decrypt(signIn.tokenSealed) })}` : undefined;
 }
 
@@ -68,24 +74,20 @@ export async function signInLink(em: EntityManager, vault: KeyVault, publicUrl: 
  */
 export async function consumeSignIn(em: EntityManager, token: string): Promise<{ session: OwnerSession; cookie: string } | undefined> {
   if (token.length === 0 || token.length > 100) return undefined;
-  return em.transactional(async (tx) => {
-    const [used] = await tx.execute<Array<{ email: string }>>(
-      'delete from owner_sign_ins where token_hash = ? and expires_at > now() returning email',
-      [tokenHash(token)],
-    );
-    if (!used) return undefined;
+  return inTransaction(em, async (tx) => {
+    const email = await deleteLiveSignIn(tx, tokenHash(token));
+    if (email === undefined) return undefined;
     // The sign-in email arrived, so the address takes mail again: its bounces and its mailbox's
     // complaint are forgiven.
-    await tx.execute('delete from address_bounces where address = ?', [used.email]);
-    await tx.execute('delete from mailbox_complaints where mailbox = ?', [mailboxOf(used.email)]);
+    await forgetBounces(tx, email);
+    await forgetComplaint(tx, mailboxOf(email));
     const cookie = newToken();
-    const session = tx.create(OwnerSessionSchema, {
+    const session = await insertSession(tx, {
       id: randomUUID(),
       tokenHash: tokenHash(cookie),
-      email: used.email,
+      email,
       expiresAt: new Date(Date.now() + SESSION_TTL_DAYS * 86_400_000),
     });
-    await tx.flush();
     return { session, cookie };
   });
 }
@@ -93,26 +95,17 @@ export async function consumeSignIn(em: EntityManager, token: string): Promise<{
 /** The live session a cookie value names, if any. */
 export async function findSession(em: EntityManager, cookie: string): Promise<OwnerSession | undefined> {
   if (cookie.length === 0 || cookie.length > 100) return undefined;
-  return (await em.findOne(OwnerSessionSchema, { tokenHash: tokenHash(cookie), expiresAt: { $gt: new Date() } })) ?? undefined;
+  return (await findLiveSession(em, tokenHash(cookie))) ?? undefined;
 }
 
-export async function endSession(em: EntityManager, sessionId: string): Promise<void> {
-  await em.execute('delete from owner_sessions where id = ?', [sessionId]);
-}
+export const endSession = (em: EntityManager, sessionId: string): Promise<void> => deleteSession(em, sessionId);
 
 /** Housekeeping: expired sessions and sign-in links go (called by the retention run). */
 export async function deleteExpiredOwnerTokens(em: EntityManager): Promise<number> {
-  const sessions = await em.execute<Array<{ id: string }>>('delete from owner_sessions where expires_at <= now() returning id');
-  const links = await em.execute<Array<{ id: string }>>('delete from owner_sign_ins where expires_at <= now() returning id');
-  return sessions.length + links.length;
+  const sessions = await deleteExpiredSessions(em);
+  const links = await deleteExpiredSignIns(em);
+  return sessions + links;
 }
 
 /** How many of the address's messages wait for its mailbox to confirm (recipient consent). */
-export async function heldCount(em: EntityManager, email: string): Promise<number> {
-  const [row] = await em.execute<Array<{ n: number }>>(
-    `select count(*)::int as n from submissions s join verification_keys k on k.id = s.key_id
-      where k.email = ? and not s.settled and s.email_status = 'held'`,
-    [email],
-  );
-  return row?.n ?? 0;
-}
+export const heldCount = (em: EntityManager, email: string): Promise<number> => countHeldOfAddress(em, email);

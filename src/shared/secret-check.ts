@@ -7,9 +7,9 @@ import pg from 'pg';
 import { ConfigError } from './config.ts';
 import type { Logger } from './log.ts';
 import { createKeyVault } from './secrets.ts';
+import { insertSecretCheck, newestSealedValues, readSecretCheck, replaceSecretCheck } from './db/secret-check.ts';
 
 const CHECK_TEXT = 'contact-form-service: the SECRET this database was written with';
-const CHECK_ID = 1;
 /** How often a process that started while PostgreSQL could not be reached tries the check again. */
 const RECHECK_MS = 2_000;
 /** A database host that swallows packets must not hold a start for the system's TCP timeout. */
@@ -42,15 +42,12 @@ export async function checkSecret(databaseUrl: string, secret: string, source?: 
     if (!row) {
       // A database written before the check existed (or restored from such a backup): what it
       // already holds must open under this SECRET, or the check would be sealed under the wrong one.
-      const { rows: stored } = await client.query<{ sealed: string }>(
-        `(select key_encrypted as sealed from verification_keys order by created_at desc limit 1)
-         union all (select secret_sealed from webhook_endpoints order by created_at desc limit 1)`,
-      );
-      if (stored.some(({ sealed }) => vault.tryDecrypt(sealed) === undefined)) {
+      const stored = await newestSealedValues(client);
+      if (stored.some((sealed) => vault.tryDecrypt(sealed) === undefined)) {
         throw new SecretMismatchError(mismatchMessage('the newest stored key or webhook secret does not open with this SECRET', source));
       }
       // Two first starts at once: one row wins, and the other process checks against it below.
-      await client.query('insert into secret_check (id, sealed) values ($1, $2) on conflict (id) do nothing', [CHECK_ID, vault.encrypt(CHECK_TEXT)]);
+      await insertSecretCheck(client, vault.encrypt(CHECK_TEXT));
       row = await readCheck(client);
       outcome = 'written';
     }
@@ -116,11 +113,7 @@ export async function adoptSecret(databaseUrl: string, secret: string): Promise<
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
-    await client.query(
-      `insert into secret_check (id, sealed) values ($1, $2)
-       on conflict (id) do update set sealed = excluded.sealed, written_at = now()`,
-      [CHECK_ID, createKeyVault(secret).encrypt(CHECK_TEXT)],
-    );
+    await replaceSecretCheck(client, createKeyVault(secret).encrypt(CHECK_TEXT));
   } catch (error) {
     throw missingTable(error);
   } finally {
@@ -130,8 +123,7 @@ export async function adoptSecret(databaseUrl: string, secret: string): Promise<
 
 async function readCheck(client: pg.Client): Promise<{ sealed: string; written_at: Date } | undefined> {
   try {
-    const { rows } = await client.query<{ sealed: string; written_at: Date }>('select sealed, written_at from secret_check where id = $1', [CHECK_ID]);
-    return rows[0];
+    return await readSecretCheck(client);
   } catch (error) {
     throw missingTable(error);
   }

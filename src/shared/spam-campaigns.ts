@@ -8,6 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SpamMark } from './db/entities.ts';
 import { campaignFingerprint, MATCHING, type Fingerprint } from './campaign-fingerprint.ts';
+import { deleteVotesOlderThan, upsertVote, votesOnText } from './spam/data/spam-campaign-votes.ts';
 
 /** Different mailboxes whose owners marked a text spam before it is held for everyone. */
 export const CAMPAIGN_MAILBOXES = 3;
@@ -23,9 +24,6 @@ export type CampaignVotes = {
   ownHam: boolean;
 };
 
-/** A Postgres array literal of integers (a parameter, cast where it is used). */
-const intArray = (values: number[]) => `{${values.join(',')}}`;
-
 /**
  * Records (or, on a reversal, turns over) the vote of the owner's mark on a submission: one row per
  * submission, refreshed by each mark. A message too short for a fingerprint has no vote.
@@ -33,29 +31,15 @@ const intArray = (values: number[]) => `{${values.join(',')}}`;
 export async function recordCampaignVote(tx: EntityManager, vote: { submissionId: string; mailbox: string; mark: SpamMark; message: string }): Promise<void> {
   const fingerprint = campaignFingerprint(vote.message);
   if (!fingerprint) return;
-  await tx.execute(
-    `insert into spam_campaign_votes (submission_id, mailbox, mark, hashes, bands, marked_at)
-       values (?, ?, ?, ?::int4[], ?::int4[], now())
-     on conflict (submission_id) do update set mark = excluded.mark, marked_at = excluded.marked_at`,
-    [vote.submissionId, vote.mailbox, vote.mark, intArray(fingerprint.hashes), intArray(fingerprint.bands)],
-  );
+  await upsertVote(tx, { submissionId: vote.submissionId, mailbox: vote.mailbox, mark: vote.mark, fingerprint });
 }
 
 /**
- * The votes on messages near-identical to `fingerprint`, for a key of `mailbox`: one statement.
- * The bands' index (GIN, `&&`: at least one band in common) finds the few stored fingerprints worth
- * comparing; of those, the ones whose values mostly agree, position by position, count.
+ * The votes on messages near-identical to `fingerprint` (MATCHING of its values agree, position by
+ * position), for a key of `mailbox`: one indexed statement.
  */
 export async function campaignVotes(em: EntityManager, mailbox: string, fingerprint: Fingerprint): Promise<CampaignVotes> {
-  const [row] = await em.execute<Array<{ others: number; own_spam: boolean; own_ham: boolean }>>(
-    `select count(distinct mailbox) filter (where mark = 'spam' and mailbox <> ?)::int as others,
-            coalesce(bool_or(mark = 'spam' and mailbox = ?), false) as own_spam,
-            coalesce(bool_or(mark = 'ham' and mailbox = ?), false) as own_ham
-       from spam_campaign_votes
-      where bands && ?::int4[] and marked_at > now() - make_interval(days => ?)
-        and (select count(*) from unnest(hashes, ?::int4[]) as pair(stored, checked) where stored = checked) >= ?`,
-    [mailbox, mailbox, mailbox, intArray(fingerprint.bands), CAMPAIGN_VOTE_DAYS, intArray(fingerprint.hashes), MATCHING],
-  );
+  const row = await votesOnText(em, mailbox, fingerprint, CAMPAIGN_VOTE_DAYS, MATCHING);
   return { otherMailboxes: row?.others ?? 0, ownSpam: row?.own_spam ?? false, ownHam: row?.own_ham ?? false };
 }
 
@@ -66,5 +50,5 @@ export function isCampaign(votes: CampaignVotes): boolean {
 
 /** Retention: votes older than CAMPAIGN_VOTE_DAYS no longer count. */
 export async function deleteOldCampaignVotes(em: EntityManager): Promise<void> {
-  await em.execute('delete from spam_campaign_votes where marked_at < now() - make_interval(days => ?)', [CAMPAIGN_VOTE_DAYS]);
+  await deleteVotesOlderThan(em, CAMPAIGN_VOTE_DAYS);
 }

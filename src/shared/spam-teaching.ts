@@ -8,51 +8,45 @@
 // place comes back only for a teaching the filter never did, so reversing or deleting a taught mark
 // cannot make room for more.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, SubmissionSchema, type SpamMark } from './db/entities.ts';
+import type { SpamMark } from './db/entities.ts';
 import type { Logger } from './log.ts';
 import type { SpamFilter } from './spam-filter.ts';
+import { inTransaction } from './db/transactions.ts';
+import { findAttachments } from './submissions/data/attachments.ts';
+import { findSubmissionWithKey } from './submissions/data/submissions.ts';
+import { countTaughtMark } from './spam/data/owner-spam-marks.ts';
+import {
+  countTeachingsThisHour,
+  currentMark,
+  endPending,
+  giveBackPlaces,
+  insertTeaching,
+  keysWithUntaughtMarks,
+  lockTeachingAllowance,
+  markUntaught,
+  releaseStaleReservations,
+  reserveAgain,
+  reserveUntaughtMarks,
+} from './spam/data/spam-teachings.ts';
+
+export { deleteOldTeachings } from './spam/data/spam-teachings.ts';
 
 /** taught: the filter learned it; known: nothing to learn (learned before, or too short); failed: the filter could not be reached. */
 export type TeachResult = 'taught' | 'known' | 'failed';
 
 export type TeachingSettings = { mailFrom: string; perKeyPerHour: number; timeoutMs: number };
 
-/** How many teachings of the key `keyId` (an SQL expression) count against its allowance: those of the last hour. */
-const teachingsThisHour = (keyId: string) => `select count(*) from spam_teachings t where t.key_id = ${keyId} and t.taught_at > now() - interval '1 hour'`;
-
-/**
- * Puts the marks `which` selects back to untaught, and gives back the places their reservations
- * took (the teaching row made with the reservation, at the same time). One statement: a teaching
- * cannot finish between the two.
- */
-const giveBack = (which: string) => `
-  with released as (
-    update submissions s set spam_taught_at = null, spam_teach_pending = false
-      from (select id, spam_taught_at as reserved_at from submissions where ${which} for update) old
-     where s.id = old.id
-    returning s.id, old.reserved_at),
-  dropped as (delete from spam_teachings t using released r where t.submission_id = r.id and t.taught_at = r.reserved_at)
-  select id from released`;
-
 /**
  * Takes the key's teaching lock for the rest of the transaction (so two marks at once cannot both
  * take the last of the allowance) and returns how many more marks the key may teach this hour.
  */
 export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerHour: number): Promise<number> {
-  await tx.execute('select pg_advisory_xact_lock(hashtext(?))', [`spam-teach:${keyId}`]);
-  const [counted] = await tx.execute<Array<{ taught: number }>>(`select (${teachingsThisHour('?')})::int as taught`, [keyId]);
-  return Math.max(0, perKeyPerHour - (counted?.taught ?? 0));
+  await lockTeachingAllowance(tx, keyId);
+  return Math.max(0, perKeyPerHour - (await countTeachingsThisHour(tx, keyId)));
 }
 
 /** Takes a place in the key's allowance for teaching the submission's mark (under the key's lock, see allowanceLeft). */
-export async function takePlace(tx: EntityManager, keyId: string, submissionId: string, mark: SpamMark): Promise<void> {
-  await tx.execute('insert into spam_teachings (id, key_id, submission_id, mark) values (gen_random_uuid(), ?, ?, ?)', [keyId, submissionId, mark]);
-}
-
-/** The marks' teaching failed, or never started: their places come back, and the marks wait untaught. */
-async function giveBackPlaces(em: EntityManager, submissionIds: string[]): Promise<void> {
-  if (submissionIds.length) await em.execute(giveBack('id in (?)'), [submissionIds]);
-}
+export const takePlace = (tx: EntityManager, keyId: string, submissionId: string, mark: SpamMark): Promise<void> => insertTeaching(tx, keyId, submissionId, mark);
 
 /**
  * How old a reservation may be before it counts as left behind by a process that died: far longer
@@ -70,13 +64,13 @@ const MAX_LEARNS_PER_TEACHING = 3;
  * untaught: it does not count against the allowance, and is taught later.
  */
 export async function teachMark(em: EntityManager, filter: SpamFilter, settings: TeachingSettings, submissionId: string, log: Logger): Promise<TeachResult> {
-  const submission = await em.findOne(SubmissionSchema, { id: submissionId }, { populate: ['key'] });
+  const submission = await findSubmissionWithKey(em, submissionId);
   const marked = submission?.spamMark;
   if (!submission || !marked) {
-    await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
+    await endPending(em, submissionId);
     return 'known';
   }
-  const files = await em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+  const files = await findAttachments(em, submissionId);
   const sample = {
     mailFrom: settings.mailFrom,
     ownerEmail: submission.key.email,
@@ -94,32 +88,36 @@ export async function teachMark(em: EntityManager, filter: SpamFilter, settings:
       result = await filter.learn(sample, mark, settings.timeoutMs);
     } catch (error) {
       log.warn({ err: error, submissionId }, 'the spam filter could not learn a mark; it is taught later');
+      // Its place comes back, and the mark waits untaught.
       await giveBackPlaces(em, [submissionId]);
       return 'failed';
     }
     // Known counts too: the filter holds the message in that class (a teaching that timed out may
     // still have been learned).
-    await countTaught(em, submission.key.mailbox, mark);
+    // One more mark taught for this owner: once there are OWNER_MIN_LEARNS of each kind, the checks
+    // of their keys read their own statistics too (src/workers/spam-check.ts). Never counted down: a
+    // reversed mark unlearns in rspamd, and reading statistics too few to count only costs time.
+    await countTaughtMark(em, submission.key.mailbox, mark);
     // The owner may have reversed the mark while the filter learned this one: the filter learns
     // the one the owner left too (it unlearns the other), so that it ends with the owner's word,
     // at once while the key's allowance lasts, later otherwise.
-    const [now] = await em.execute<Array<{ mark: SpamMark | null }>>('select spam_mark as mark from submissions where id = ?', [submissionId]);
-    if (!now?.mark || now.mark === mark) break;
-    const reversal: SpamMark = now.mark;
-    const placed = await em.transactional(async (tx) => {
+    const now = await currentMark(em, submissionId);
+    if (!now || now === mark) break;
+    const reversal: SpamMark = now;
+    const placed = await inTransaction(em, async (tx) => {
       if (learned === MAX_LEARNS_PER_TEACHING || (await allowanceLeft(tx, submission.key.id, settings.perKeyPerHour)) === 0) return false;
-      await tx.execute('update submissions set spam_taught_at = now() where id = ?', [submissionId]);
+      await reserveAgain(tx, submissionId);
       await takePlace(tx, submission.key.id, submissionId, reversal);
       return true;
     });
     if (!placed) {
       // Taught later, once the key's allowance has room (the places taken so far stay taken).
-      await em.execute('update submissions set spam_taught_at = null, spam_teach_pending = false where id = ?', [submissionId]);
+      await markUntaught(em, submissionId);
       return result;
     }
     mark = reversal;
   }
-  await em.execute('update submissions set spam_teach_pending = false where id = ?', [submissionId]);
+  await endPending(em, submissionId);
   return result;
 }
 
@@ -144,30 +142,16 @@ export async function teachUntaughtMarks(
   log: Logger,
 ): Promise<number> {
   const deadline = Date.now() + (settings.budgetMs ?? RUN_BUDGET_MS);
-  const stale = await releaseStaleReservations(em);
+  const stale = await releaseStaleReservations(em, STALE_RESERVATION_MS);
   if (stale) log.warn({ marks: stale }, 'marks reserved for teaching by a process that stopped before the filter answered: taught again');
   // Only keys with allowance left: keys that have spent theirs cannot hold back the others.
-  const keys = await em.execute<Array<{ key_id: string }>>(
-    `with waiting as (
-       select key_id, min(spam_marked_at) as oldest from submissions
-        where spam_mark is not null and spam_taught_at is null group by key_id)
-     select w.key_id from waiting w
-      where (${teachingsThisHour('w.key_id')}) < ?
-      order by w.oldest limit ?`,
-    [settings.perKeyPerHour, settings.keysPerRun ?? KEYS_PER_RUN],
-  );
+  const keys = await keysWithUntaughtMarks(em, settings.perKeyPerHour, settings.keysPerRun ?? KEYS_PER_RUN);
   let taught = 0;
-  teaching: for (const { key_id: keyId } of keys) {
-    const reserved = await em.transactional(async (tx) => {
+  teaching: for (const keyId of keys) {
+    const reserved = await inTransaction(em, async (tx) => {
       const left = await allowanceLeft(tx, keyId, settings.perKeyPerHour);
       if (left === 0) return [];
-      const rows = await tx.execute<Array<{ id: string; mark: SpamMark }>>(
-        `update submissions set spam_taught_at = now(), spam_teach_pending = true
-          where id in (select id from submissions where key_id = ? and spam_mark is not null and spam_taught_at is null
-                        order by spam_marked_at limit ? for update skip locked)
-          returning id, spam_mark as mark`,
-        [keyId, left],
-      );
+      const rows = await reserveUntaughtMarks(tx, keyId, left);
       for (const row of rows) await takePlace(tx, keyId, row.id, row.mark);
       return rows;
     });
@@ -184,31 +168,4 @@ export async function teachUntaughtMarks(
   }
   if (taught) log.info({ taught }, "taught marks that had waited for their key's allowance or for the filter");
   return taught;
-}
-
-/** Puts back to untaught the reservations whose filter answer never came, their places given back; returns how many. */
-async function releaseStaleReservations(em: EntityManager): Promise<number> {
-  const released = await em.execute<Array<{ id: string }>>(giveBack('spam_teach_pending and spam_taught_at < now() - make_interval(secs => ?)'), [
-    STALE_RESERVATION_MS / 1_000,
-  ]);
-  return released.length;
-}
-
-/** Housekeeping: teachings older than a day no longer count against any allowance. */
-export async function deleteOldTeachings(em: EntityManager): Promise<void> {
-  await em.execute(`delete from spam_teachings where taught_at < now() - interval '1 day'`);
-}
-
-/**
- * One more mark taught for this owner: once there are OWNER_MIN_LEARNS of each kind, the checks of
- * their keys read their own statistics too (src/workers/spam-check.ts). Never counted down: a
- * reversed mark unlearns in rspamd, and reading statistics too few to count only costs time.
- */
-async function countTaught(em: EntityManager, mailbox: string, mark: SpamMark): Promise<void> {
-  const [spam, ham] = mark === 'spam' ? [1, 0] : [0, 1];
-  await em.execute(
-    `insert into owner_spam_marks (mailbox, spam, ham) values (?, ?, ?)
-       on conflict (mailbox) do update set spam = owner_spam_marks.spam + excluded.spam, ham = owner_spam_marks.ham + excluded.ham`,
-    [mailbox, spam, ham],
-  );
 }

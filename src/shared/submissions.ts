@@ -1,12 +1,13 @@
 // Submissions for operators and housekeeping (API, workers, tools): one record shape, newest-first
 // pages, and deletion with their files.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, SubmissionSchema, type AttemptOutcome, type EmailStatus, type Submission } from './db/entities.ts';
+import type { EmailStatus, Submission } from './db/entities.ts';
 import type { Storage } from './storage.ts';
-import { SETTLED } from './delivery-statuses.ts';
 import { messageIdFor } from './delivery-kinds.ts';
 import type { KeyVault } from './secrets.ts';
-import { SEARCH_DOCUMENT } from './db/search.ts';
+import { findAttachments, storageKeysOf } from './submissions/data/attachments.ts';
+import { latestAttempts, type AttemptRecord } from './submissions/data/delivery-attempts.ts';
+import { deleteSubmissionRows, findPageIds, findSubmissionsByIds, loadKeys } from './submissions/data/submissions.ts';
 
 /** The subject of a submission that came without one. */
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
@@ -36,8 +37,7 @@ export function spamRecord(row: Pick<Submission, 'spamVerdict' | 'spamScore' | '
   };
 }
 
-/** One attempt to send the email: when, what came of it, the server's reply (or the error), which worker. */
-export type AttemptRecord = { attempt: number; at: string; outcome: AttemptOutcome; response: string | null; worker: string };
+export type { AttemptRecord };
 /** A submission's delivery history as records show it: the newest attempts, and how many are kept in all. */
 export type DeliveryHistory = { attempts: AttemptRecord[]; total: number };
 
@@ -49,16 +49,7 @@ const NO_HISTORY: DeliveryHistory = { attempts: [], total: 0 };
 export async function deliveryHistories(em: EntityManager, ids: string[]): Promise<Map<string, DeliveryHistory>> {
   const histories = new Map<string, DeliveryHistory>();
   if (ids.length === 0) return histories;
-  const rows = await em.execute<Array<AttemptRecord & { submission_id: string; total: number }>>(
-    `select s.id as submission_id, c.total, a.attempt, to_char(a.attempted_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at,
-            a.outcome, a.response, a.worker
-       from submissions s
-       cross join lateral (select count(*)::int as total from delivery_attempts d where d.submission_id = s.id) c
-       join lateral (select * from delivery_attempts d where d.submission_id = s.id order by d.id desc limit ${ATTEMPTS_SHOWN}) a on true
-      where s.id in (?)
-      order by s.id, a.id desc`,
-    [ids],
-  );
+  const rows = await latestAttempts(em, ids, ATTEMPTS_SHOWN);
   for (const { submission_id: id, total, ...attempt } of rows) {
     const history = histories.get(id) ?? { attempts: [], total };
     history.attempts.push(attempt);
@@ -91,8 +82,7 @@ export function submissionFields(submission: Submission, history: DeliveryHistor
 }
 
 /** A submission's files, in the order they came. */
-export const submissionFiles = (em: EntityManager, submission: Submission) =>
-  em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+export const submissionFiles = (em: EntityManager, submission: Submission) => findAttachments(em, submission.id);
 
 /** What the operator's records need besides the rows: the keys' values, and MAIL_FROM for the Message-IDs. */
 export type OperatorView = { vault: KeyVault; mailFrom: string };
@@ -103,7 +93,7 @@ export type OperatorView = { vault: KeyVault; mailFrom: string };
  * accepted, or, before that, the one its email carries (none for a submission not to be emailed).
  */
 export async function submissionRecords(em: EntityManager, view: OperatorView, submissions: Submission[]) {
-  await em.populate(submissions, ['key']);
+  await loadKeys(em, submissions);
   const histories = await deliveryHistories(em, submissions.map((submission) => submission.id));
   const records = [];
   for (const submission of submissions) {
@@ -156,58 +146,10 @@ export function searchQuery(search: string): string | undefined {
   return words.length ? words.map((word) => `'${word}':*`).join(' & ') : undefined;
 }
 
-/**
- * How many of the newest rows a search reads in date order before it asks the full-text index.
- * PostgreSQL cannot estimate how many rows a prefix search matches: it may walk a key's 100,000
- * rows newest first, building each row's text for the match to find a rare word (docs/benchmarks.md, scenario 11).
- * A common word is found fastest in that walk, a rare one through the index: so the walk stops here.
- */
-const SEARCH_WINDOW = 1_000;
-
 export async function listSubmissions(em: EntityManager, query: SubmissionPageQuery, after?: { createdAt: Date; id: string }) {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (condition: string, ...values: unknown[]) => {
-    where.push(condition);
-    params.push(...values);
-  };
-  if (query.keyHash) add('key_id = (select id from verification_keys where key_hash = ?)', query.keyHash);
-  // `settled` as well, so the planner can use the partial index on created_at of the status's
-  // side (open or settled): no index names email_status (claims are HOT updates, see the
-  // migration submissions_hot_claims).
-  if (query.status) add('email_status = ? and settled = ?', query.status, SETTLED.includes(query.status));
-  if (query.from) add('created_at >= ?', query.from);
-  if (query.before) add('created_at < ?', query.before);
-  if (after) add('(created_at < ? or (created_at = ? and id < ?))', after.createdAt, after.createdAt, after.id);
-  const filtered = where.length ? where.join(' and ') : 'true';
-  const order = 'order by created_at desc, id desc';
   const tsquery = query.search ? searchQuery(query.search) : undefined;
-  let ids: string[];
-  if (!tsquery) {
-    ids = (await em.execute<Array<{ id: string }>>(`select id from submissions where ${filtered} ${order} limit ?`, [...params, query.limit + 1])).map((row) => row.id);
-  } else {
-    // The newest rows first (the expression as the index has it, word for word)...
-    const [recent] = await em.execute<Array<{ scanned: number; ids: string | null }>>(
-      `with recent as materialized (select id, created_at, email, subject, message, custom_fields from submissions where ${filtered} ${order} limit ?),
-            hits as (select id, created_at from recent where ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?) ${order} limit ?)
-       select (select count(*)::int from recent) as scanned, (select string_agg(id::text, ',' ${order}) from hits) as ids`,
-      [...params, SEARCH_WINDOW, tsquery, query.limit + 1],
-    );
-    const hits = recent?.ids ? recent.ids.split(',') : [];
-    // A full page, or every row the filters leave was read: that is the answer.
-    const complete = hits.length > query.limit || (recent?.scanned ?? 0) < SEARCH_WINDOW;
-    // ...else, for a rarer word, the full-text index: all the matches, of which the newest.
-    ids = complete
-      ? hits
-      : (
-          await em.execute<Array<{ id: string }>>(
-            `with found as materialized (select id, created_at from submissions where ${filtered} and ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?))
-             select id from found ${order} limit ?`,
-            [...params, tsquery, query.limit + 1],
-          )
-        ).map((row) => row.id);
-  }
-  const byId = new Map((ids.length ? await em.find(SubmissionSchema, { id: { $in: ids } }) : []).map((row) => [row.id, row]));
+  const ids = await findPageIds(em, query, tsquery, query.limit, after);
+  const byId = new Map((ids.length ? await findSubmissionsByIds(em, ids) : []).map((row) => [row.id, row]));
   // A row deleted between the two reads is left out.
   const rows = ids.map((id) => byId.get(id)).filter((row): row is Submission => row !== undefined);
   const page = rows.slice(0, query.limit);
@@ -216,17 +158,8 @@ export async function listSubmissions(em: EntityManager, query: SubmissionPageQu
 
 /** Deletes submissions with their files, giving their bytes back to their keys' quotas. */
 export async function deleteSubmissions(em: EntityManager, storage: Storage, ids: string[]): Promise<void> {
-  const files = await em.execute<Array<{ storage_key: string }>>('select storage_key from attachments where submission_id in (?)', [ids]);
+  const files = await storageKeysOf(em, ids);
   // Files first: a crash between the two steps leaves rows pointing at nothing, never orphan files.
-  if (files.length) await storage.remove(files.map((file) => file.storage_key));
-  await em.transactional(async (tx) => {
-    await tx.execute(
-      `update verification_keys k set stored_bytes = greatest(0, k.stored_bytes - s.bytes)
-         from (select sub.key_id, sum(a.size) as bytes from attachments a join submissions sub on sub.id = a.submission_id
-                where sub.id in (?) group by sub.key_id) s
-        where k.id = s.key_id`,
-      [ids],
-    );
-    await tx.execute('delete from submissions where id in (?)', [ids]); // attachments cascade
-  });
+  if (files.length) await storage.remove(files);
+  await deleteSubmissionRows(em, ids);
 }

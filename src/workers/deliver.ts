@@ -1,6 +1,7 @@
 // The submission job: the notification email to the key's owner.
 import type { Job } from 'bullmq';
-import { AttachmentSchema, type Attachment } from '../shared/db/entities.ts';
+import type { Attachment } from '../shared/db/entities.ts';
+import { findAttachments } from '../shared/submissions/data/attachments.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import type { Storage } from '../shared/storage.ts';
 import { prepareFiles } from './attachments.ts';
@@ -29,7 +30,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     }
     // Most submissions carry no file: their email skips the attachments query.
     const stored: Attachment[] =
-      submission.attachmentCount === 0 ? [] : await context.em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
+      submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submissionId);
     // Held as spam: throws, and nothing is sent.
     const spam = await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
     const files = await prepareFiles(stored, context.storage, {

@@ -3,7 +3,9 @@
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isConfirmed, type ConsentSigner } from '../shared/consent.ts';
-import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type VerificationKey } from '../shared/db/entities.ts';
+import type { KeyEmail, VerificationKey } from '../shared/db/entities.ts';
+import { findKeyEmailWithKey } from '../shared/keys/data/key-emails.ts';
+import { findActiveKeysOfAddress } from '../shared/keys/data/verification-keys.ts';
 import type { KeyVault } from '../shared/secrets.ts';
 import type { DeliveryJobs } from '../shared/queue.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../shared/owner.ts';
@@ -37,7 +39,7 @@ export async function deliverKeyEmail(context: KeyMailContext, job: Job<Delivery
   const { keyEmailId } = job.data;
   return sendTracked(context, 'key-email', keyEmailId, job, claimOnly(context, 'key-email', keyEmailId), async () => {
     const { em } = context;
-    const keyEmail = await em.findOneOrFail(KeyEmailSchema, keyEmailId, { populate: ['key'] });
+    const keyEmail = await findKeyEmailWithKey(em, keyEmailId);
     if (STOPPED_BY_A_COMPLAINT.has(keyEmail.kind) && (await hasComplained(em, keyEmail.mailbox))) {
       throw suppressedByComplaint();
     }
@@ -71,6 +73,6 @@ async function renderKeyEmail(em: EntityManager, context: KeyMailContext, keyEma
   const confirmLink = (await isConfirmed(em, keyEmail.mailbox)) ? undefined : link;
   const opened = (key: VerificationKey): KeyForEmail => ({ ...key, value: context.vault.decrypt(key.keyEncrypted) });
   if (keyEmail.kind === 'new-key' && keyEmail.key) return renderNewKeyEmail(opened(keyEmail.key), context.publicUrl, confirmLink);
-  const keys = await em.find(VerificationKeySchema, { email: keyEmail.email, status: 'active' }, { orderBy: { createdAt: 'asc' } });
+  const keys = await findActiveKeysOfAddress(em, keyEmail.email);
   return renderAllKeysEmail(keyEmail.email, keys.map(opened), context.publicUrl, confirmLink);
 }

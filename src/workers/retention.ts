@@ -14,6 +14,8 @@ import { deleteSubmissions } from '../shared/submissions.ts';
 import { deleteExpiredOwnerTokens } from '../shared/owner.ts';
 import { deleteOldCampaignVotes } from '../shared/spam-campaigns.ts';
 import { deleteOldTeachings } from '../shared/spam-teaching.ts';
+import { deleteOldAllowances } from '../shared/keys/data/mailbox-consent.ts';
+import { findExpiredIds, type ExpiringSubmissions } from '../shared/submissions/data/submissions.ts';
 
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */
@@ -22,39 +24,32 @@ const MAX_BATCHES = 100;
 export type RetentionPolicy = { retentionDays: number | undefined; heldTtlDays: number; unconfirmedSkippedTtlDays: number };
 
 export async function applyRetention(em: EntityManager, storage: Storage, log: Logger, policy: RetentionPolicy): Promise<number> {
-  const unconfirmed = `key_id in (select k.id from verification_keys k left join recipients r on r.mailbox = k.mailbox
-                                   where r.confirmed_at is null)`;
-  const rules: Array<{ reason: string; where: string; days: number | undefined }> = [
-    // `settled` (derived from email_status: SETTLED) picks the partial index on created_at that
-    // serves each rule.
-    { reason: 'retention', where: 'settled', days: policy.retentionDays },
-    { reason: 'held expired', where: `not settled and email_status = 'held'`, days: policy.heldTtlDays },
-    { reason: 'unconfirmed skipped expired', where: `settled and email_status = 'skipped' and ${unconfirmed}`, days: policy.unconfirmedSkippedTtlDays },
+  const rules: Array<{ reason: string; which: ExpiringSubmissions; days: number | undefined }> = [
+    { reason: 'retention', which: 'settled', days: policy.retentionDays },
+    { reason: 'held expired', which: 'held', days: policy.heldTtlDays },
+    { reason: 'unconfirmed skipped expired', which: 'unconfirmed skipped', days: policy.unconfirmedSkippedTtlDays },
   ];
   let deleted = 0;
   for (const rule of rules) {
     if (rule.days === undefined) continue;
-    const count = await deleteOlderThan(em, storage, rule.where, rule.days);
+    const count = await deleteOlderThan(em, storage, rule.which, rule.days);
     if (count) log.info({ deleted: count, days: rule.days, reason: rule.reason }, 'deleted old submissions');
     deleted += count;
   }
-  await em.execute(`delete from mailbox_allowances where window_start < now() - interval '1 day'`);
+  await deleteOldAllowances(em);
   await deleteOldTeachings(em);
   await deleteOldCampaignVotes(em);
   await deleteExpiredOwnerTokens(em);
   return deleted;
 }
 
-async function deleteOlderThan(em: EntityManager, storage: Storage, where: string, days: number): Promise<number> {
+async function deleteOlderThan(em: EntityManager, storage: Storage, which: ExpiringSubmissions, days: number): Promise<number> {
   let deleted = 0;
   for (let batch = 0; batch < MAX_BATCHES; batch++) {
-    const rows = await em.execute<Array<{ id: string }>>(
-      `select id from submissions where created_at < now() - make_interval(days => ?) and ${where} order by created_at limit ${BATCH}`,
-      [days],
-    );
-    if (rows.length === 0) break;
-    await deleteSubmissions(em, storage, rows.map((row) => row.id));
-    deleted += rows.length;
+    const ids = await findExpiredIds(em, which, days, BATCH);
+    if (ids.length === 0) break;
+    await deleteSubmissions(em, storage, ids);
+    deleted += ids.length;
   }
   return deleted;
 }

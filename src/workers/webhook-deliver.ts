@@ -7,7 +7,8 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../shared/address-guard.ts';
-import { WebhookDeliverySchema, type Submission } from '../shared/db/entities.ts';
+import type { Submission } from '../shared/db/entities.ts';
+import { findDeliveryToSend } from '../shared/webhooks/data/webhook-deliveries.ts';
 import { deliveryKinds } from '../shared/delivery-kinds.ts';
 import type { Logger } from '../shared/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.ts';
@@ -57,7 +58,7 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     deliveries.inc({ ...label, outcome: 'not-claimable' });
     return 'not-claimable';
   }
-  const delivery = await em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });
+  const delivery = await findDeliveryToSend(em, id);
   const { endpoint } = delivery;
   let answer: WebhookAnswer | undefined;
   let failure: { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number };

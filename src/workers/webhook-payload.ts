@@ -2,7 +2,8 @@
 // `submission.created` files travel as presigned links, made fresh for each attempt;
 // `submission.bounced` carries the bounce as the row has it when the attempt is made.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, type Submission, type WebhookEvent } from '../shared/db/entities.ts';
+import type { Submission, WebhookEvent } from '../shared/db/entities.ts';
+import { findAttachments } from '../shared/submissions/data/attachments.ts';
 import { bounceRecord, spamRecord } from '../shared/submissions.ts';
 import { withoutBidiControls } from '../shared/display-text.ts';
 import type { Storage } from '../shared/storage.ts';
@@ -55,7 +56,7 @@ function bouncedPayload(submission: Submission): SubmissionBounced {
 }
 
 async function createdPayload(em: EntityManager, storage: Storage, submission: Submission, linkTtlSeconds: number): Promise<SubmissionCreated> {
-  const stored = await em.find(AttachmentSchema, { submission: submission.id }, { orderBy: { createdAt: 'asc' } });
+  const stored = await findAttachments(em, submission.id);
   const expires = new Date(Date.now() + linkTtlSeconds * 1000).toISOString();
   const files = await Promise.all(
     stored.map(async (file) => ({

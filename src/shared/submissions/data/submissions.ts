@@ -1,8 +1,132 @@
-// The submissions table for the HTTP adapters: saving an accepted submission (alone, in a group
-// commit of many rows, or with its files and webhook deliveries in one statement), and reading a
-// row by id, a row of an owner's, its key and its email's status.
+// The submissions table: saving an accepted submission (alone, in a group commit, or with its files
+// and webhook deliveries in one statement), reading rows, the pages of the console and the operator,
+// the housekeeping's reads and deletions, and the counts of held messages.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SubmissionSchema, type CustomFields, type EmailStatus, type Submission } from '../../db/entities.ts';
+import { SubmissionSchema, type EmailStatus, type Submission, type CustomFields } from '../../db/entities.ts';
+import { SEARCH_DOCUMENT } from '../../db/search.ts';
+import { SETTLED } from '../../delivery-statuses.ts';
+
+/** What a page of submissions is narrowed to: a key (by its lookup index), a status, a time range. */
+export type SubmissionFilter = { keyHash?: string; status?: EmailStatus; from?: Date; before?: Date };
+
+/**
+ * How many of the newest rows a search reads in date order before it asks the full-text index.
+ * PostgreSQL cannot estimate how many rows a prefix search matches: it may walk a key's 100,000
+ * rows newest first, building each row's text for the match to find a rare word (docs/benchmarks.md, scenario 11).
+ * A common word is found fastest in that walk, a rare one through the index: so the walk stops here.
+ */
+const SEARCH_WINDOW = 1_000;
+
+/**
+ * The ids of a page, newest first, and one more when there is a next page: at most `limit + 1`,
+ * after the (created_at, id) of `after`. `tsquery`: only the rows whose text matches it.
+ */
+export async function findPageIds(
+  em: EntityManager,
+  filter: SubmissionFilter,
+  tsquery: string | undefined,
+  limit: number,
+  after?: { createdAt: Date; id: string },
+): Promise<string[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (condition: string, ...values: unknown[]) => {
+    where.push(condition);
+    params.push(...values);
+  };
+  if (filter.keyHash) add('key_id = (select id from verification_keys where key_hash = ?)', filter.keyHash);
+  // `settled` as well, so the planner can use the partial index on created_at of the status's
+  // side (open or settled): no index names email_status (claims are HOT updates, see the
+  // migration submissions_hot_claims).
+  if (filter.status) add('email_status = ? and settled = ?', filter.status, SETTLED.includes(filter.status));
+  if (filter.from) add('created_at >= ?', filter.from);
+  if (filter.before) add('created_at < ?', filter.before);
+  if (after) add('(created_at < ? or (created_at = ? and id < ?))', after.createdAt, after.createdAt, after.id);
+  const filtered = where.length ? where.join(' and ') : 'true';
+  const order = 'order by created_at desc, id desc';
+  if (!tsquery) {
+    return (await em.execute<Array<{ id: string }>>(`select id from submissions where ${filtered} ${order} limit ?`, [...params, limit + 1])).map((row) => row.id);
+  }
+  // The newest rows first (the expression as the index has it, word for word)...
+  const [recent] = await em.execute<Array<{ scanned: number; ids: string | null }>>(
+    `with recent as materialized (select id, created_at, email, subject, message, custom_fields from submissions where ${filtered} ${order} limit ?),
+          hits as (select id, created_at from recent where ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?) ${order} limit ?)
+     select (select count(*)::int from recent) as scanned, (select string_agg(id::text, ',' ${order}) from hits) as ids`,
+    [...params, SEARCH_WINDOW, tsquery, limit + 1],
+  );
+  const hits = recent?.ids ? recent.ids.split(',') : [];
+  // A full page, or every row the filters leave was read: that is the answer.
+  const complete = hits.length > limit || (recent?.scanned ?? 0) < SEARCH_WINDOW;
+  if (complete) return hits;
+  // ...else, for a rarer word, the full-text index: all the matches, of which the newest.
+  return (
+    await em.execute<Array<{ id: string }>>(
+      `with found as materialized (select id, created_at from submissions where ${filtered} and ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?))
+       select id from found ${order} limit ?`,
+      [...params, tsquery, limit + 1],
+    )
+  ).map((row) => row.id);
+}
+
+/** The submissions with these ids (in no particular order; a deleted one is missing). */
+export const findSubmissionsByIds = (em: EntityManager, ids: string[]) => em.find(SubmissionSchema, { id: { $in: ids } });
+
+/** The submission with its key, or null. */
+export const findSubmissionWithKey = (em: EntityManager, id: string) => em.findOne(SubmissionSchema, { id }, { populate: ['key'] });
+
+/** Loads the key of each submission. */
+export async function loadKeys(em: EntityManager, submissions: Submission[]): Promise<void> {
+  await em.populate(submissions, ['key']);
+}
+
+/** How many of the address's messages are `held`, waiting for its mailbox to confirm. */
+export async function countHeldOfAddress(em: EntityManager, email: string): Promise<number> {
+  const [row] = await em.execute<Array<{ n: number }>>(
+    `select count(*)::int as n from submissions s join verification_keys k on k.id = s.key_id
+      where k.email = ? and not s.settled and s.email_status = 'held'`,
+    [email],
+  );
+  return row?.n ?? 0;
+}
+
+/**
+ * What the housekeeping deletes once it is old enough: settled submissions; held ones (their mailbox
+ * never confirmed); skipped ones of keys whose mailbox has not confirmed.
+ */
+export type ExpiringSubmissions = 'settled' | 'held' | 'unconfirmed skipped';
+
+const unconfirmed = `key_id in (select k.id from verification_keys k left join recipients r on r.mailbox = k.mailbox
+                                   where r.confirmed_at is null)`;
+// `settled` (derived from email_status: SETTLED) picks the partial index on created_at that serves
+// each of them.
+const EXPIRING: Record<ExpiringSubmissions, string> = {
+  settled: 'settled',
+  held: `not settled and email_status = 'held'`,
+  'unconfirmed skipped': `settled and email_status = 'skipped' and ${unconfirmed}`,
+};
+
+/** The ids of the oldest `limit` submissions of that kind created more than `days` days ago. */
+export async function findExpiredIds(em: EntityManager, which: ExpiringSubmissions, days: number, limit: number): Promise<string[]> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `select id from submissions where created_at < now() - make_interval(days => ?) and ${EXPIRING[which]} order by created_at limit ${Math.floor(limit)}`,
+    [days],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Deletes the submissions (their attachment rows cascade) and gives their files' bytes back to their keys' quotas, in one transaction. */
+export async function deleteSubmissionRows(em: EntityManager, ids: string[]): Promise<void> {
+  await em.transactional(async (tx) => {
+    await tx.execute(
+      `update verification_keys k set stored_bytes = greatest(0, k.stored_bytes - s.bytes)
+         from (select sub.key_id, sum(a.size) as bytes from attachments a join submissions sub on sub.id = a.submission_id
+                where sub.id in (?) group by sub.key_id) s
+        where k.id = s.key_id`,
+      [ids],
+    );
+    await tx.execute('delete from submissions where id in (?)', [ids]); // attachments cascade
+  });
+}
 
 /** The columns of a submission row, in the order of SUBMISSION_COLUMNS (submissionRow makes one). */
 export type SubmissionRow = unknown[];

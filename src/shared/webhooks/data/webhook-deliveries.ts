@@ -1,0 +1,64 @@
+// The webhook_deliveries table: one row per event and endpoint, with the delivery columns. The
+// statements that change a delivery's status are in ../../delivery-rows.ts.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
+import { WebhookDeliverySchema, type EmailStatus, type WebhookEvent } from '../../db/entities.ts';
+
+export type WebhookDeliveryRecord = {
+  delivery_id: string;
+  endpoint_id: string;
+  url: string;
+  submission_id: string;
+  event: WebhookEvent;
+  status: EmailStatus;
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  delivered_at: string | null;
+  created_at: string;
+};
+
+const iso = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The newest deliveries, newest first: of a key, of one submission of a key (the owner's and the
+ * operator's logs), or of one submission whatever its key (the operator's, from the submission).
+ */
+export async function listWebhookDeliveries(
+  em: EntityManager,
+  filter: { keyId: string; submissionId?: string; limit: number } | { submissionId: string; limit: number },
+): Promise<WebhookDeliveryRecord[]> {
+  const conditions: string[] = [];
+  const values: string[] = [];
+  if ('keyId' in filter) {
+    conditions.push('e.key_id = ?');
+    values.push(filter.keyId);
+  }
+  if (filter.submissionId) {
+    conditions.push('d.submission_id = ?');
+    values.push(filter.submissionId);
+  }
+  return em.execute<WebhookDeliveryRecord[]>(
+    `select d.id as delivery_id, d.endpoint_id, e.url, d.submission_id, d.event, d.email_status as status, d.email_attempts as attempts,
+            d.last_response_code, d.last_error, ${iso('d.sent_at')} as delivered_at, ${iso('d.created_at')} as created_at
+       from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
+      where ${conditions.join(' and ')}
+      order by d.created_at desc, d.id desc limit ${Math.floor(filter.limit)}`,
+    values,
+  );
+}
+
+/** The delivery with what its POST needs: its endpoint, its submission and the submission's key. */
+export const findDeliveryToSend = (em: EntityManager, id: string) =>
+  em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });
+
+/** A `submission.bounced` delivery to each enabled endpoint of the key; their ids, to enqueue after the commit. */
+export async function addBouncedEvents(client: pg.PoolClient, submissionId: string, keyId: string): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id, event)
+     select gen_random_uuid(), e.id, $1, 'submission.bounced' from webhook_endpoints e where e.key_id = $2 and e.enabled
+     returning id`,
+    [submissionId, keyId],
+  );
+  return rows.map((row) => row.id);
+}
