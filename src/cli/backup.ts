@@ -10,7 +10,7 @@ import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import * as tar from 'tar';
-import { appliedMigrations, beginSnapshot, copyTableOut, listTables, storedObjects, type StoredObject } from '../shared/db/table-copy.ts';
+import { appliedMigrations, copyTableOut, listTables, readInSnapshot, storedObjects, type StoredObject } from '../shared/db/table-copy.ts';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,
@@ -147,19 +147,18 @@ async function dumpDatabase(url: string, staging: string, manifest: Manifest): P
   const client = new pg.Client({ connectionString: url, application_name: 'contact-form backup' });
   await client.connect();
   try {
-    await beginSnapshot(client);
-    manifest.createdAt = new Date().toISOString();
-    manifest.migrations = await appliedMigrations(client);
-    if (!manifest.migrations.length) throw new UserError('The database has no migrations applied: it holds nothing of the service.');
-    await mkdir(path.join(staging, 'database'));
-    for (const [index, table] of (await listTables(client)).entries()) {
-      const file = `database/${String(index + 1).padStart(2, '0')}-${table.name}.copy`;
-      const rows = await copyTableOut(client, table, createWriteStream(path.join(staging, file)));
-      manifest.tables.push({ ...table, rows, file });
-    }
-    const objects = await storedObjects(client);
-    await client.query('COMMIT');
-    return objects;
+    return await readInSnapshot(client, async () => {
+      manifest.createdAt = new Date().toISOString();
+      manifest.migrations = await appliedMigrations(client);
+      if (!manifest.migrations.length) throw new UserError('The database has no migrations applied: it holds nothing of the service.');
+      await mkdir(path.join(staging, 'database'));
+      for (const [index, table] of (await listTables(client)).entries()) {
+        const file = `database/${String(index + 1).padStart(2, '0')}-${table.name}.copy`;
+        const rows = await copyTableOut(client, table, createWriteStream(path.join(staging, file)));
+        manifest.tables.push({ ...table, rows, file });
+      }
+      return storedObjects(client);
+    });
   } finally {
     await client.end();
   }

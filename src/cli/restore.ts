@@ -13,6 +13,7 @@ import pg from 'pg';
 import * as tar from 'tar';
 import { createOrm, MIGRATIONS_PATH } from '../shared/db/orm.ts';
 import { advanceSequences, appliedMigrations, copyTableIn, dropSchemaObjects, listTables, otherSessions, tablesWithRows } from '../shared/db/table-copy.ts';
+import { inClientTransaction } from '../shared/db/transactions.ts';
 import type { Storage } from '../shared/storage.ts';
 import {
   ARCHIVE_FORMAT,
@@ -173,8 +174,7 @@ async function restoreInto(url: string, storage: Storage, manifest: Manifest, st
         await storage.upload(file.key, createReadStream(path.join(staging, file.file)), file.contentType);
         uploaded.push(file.key);
       }
-      await client.query('BEGIN');
-      try {
+      await inClientTransaction(client, async () => {
         for (const table of tables) {
           const saved = manifest.tables.find((entry) => entry.name === table.name);
           if (!saved) continue;
@@ -182,11 +182,7 @@ async function restoreInto(url: string, storage: Storage, manifest: Manifest, st
           if (rows !== saved.rows) throw new Error(`${saved.name}: loaded ${rows} rows, the archive has ${saved.rows}`);
         }
         await advanceSequences(client);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      }
+      });
     } catch (error) {
       // No row names them: they would only stand in the way of the next attempt.
       if (uploaded.length) await storage.remove(uploaded).catch(() => undefined);

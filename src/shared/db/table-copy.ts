@@ -16,11 +16,15 @@ export type TableColumns = { name: string; columns: string[] };
 export type StoredObject = { key: string; contentType: string; size: number; sha256: string };
 
 /**
- * Starts the snapshot a backup reads: every later query of this client sees the database as it
- * was at its first statement, while the service goes on writing.
+ * Runs the reads of a backup in one snapshot: every query `read` makes on this client sees the
+ * database as it was at its first statement, while the service goes on writing. On failure the
+ * snapshot is left to the caller, whose closing the connection ends it.
  */
-export async function beginSnapshot(client: pg.Client): Promise<void> {
+export async function readInSnapshot<T>(client: pg.Client, read: () => Promise<T>): Promise<T> {
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  const result = await read();
+  await client.query('COMMIT');
+  return result;
 }
 
 /** The names of the applied migrations, oldest first; empty when none ran. */

@@ -16,14 +16,24 @@ export function inTransaction<T>(em: EntityManager, work: (tx: EntityManager) =>
 export async function inPgTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('begin');
+    return await inClientTransaction(client, work);
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Runs `work` in one transaction on a connection the caller holds (a tool's own pg.Client):
+ * committed when it resolves, rolled back when it throws, the rollback's own failure passed over.
+ */
+export async function inClientTransaction<C extends pg.ClientBase, T>(client: C, work: (client: C) => Promise<T>): Promise<T> {
+  await client.query('begin');
+  try {
     const result = await work(client);
     await client.query('commit');
     return result;
   } catch (error) {
     await client.query('rollback').catch(() => undefined);
     throw error;
-  } finally {
-    client.release();
   }
 }
