@@ -1,0 +1,168 @@
+// The table of delivery status changes (src/shared/submissions/delivery-transitions.ts) walked against
+// PostgreSQL: for every kind of row, every status and every event of that kind, a row is put in the
+// status, the event applied, and its status after must be the table's, or unchanged where the table
+// has no row for it.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AppContext } from '../../src/api/context.ts';
+import { markSubmission } from '../../src/api/owner/spam-marks.ts';
+import { recordReport } from '../../src/bounces/record.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/db/entities.ts';
+import type { DeliveryKindName } from '../../src/shared/delivery-kinds.ts';
+import {
+  claimRow,
+  claimSubmissions,
+  recordDelivered,
+  recordFailure,
+  recordSent,
+  recordSkipped,
+  recordSpamVerdict,
+  recordSuppressed,
+  releaseClaim,
+  releaseHeld,
+  requeueFailed,
+} from '../../src/shared/delivery-rows.ts';
+import { createLogger } from '../../src/shared/log.ts';
+import { mailboxOf } from '../../src/shared/consent.ts';
+import { DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent } from '../../src/shared/submissions/delivery-transitions.ts';
+import { startHarness, type Harness, type TestKey } from '../support/harness.ts';
+
+const LEASE_MS = 60_000;
+const TABLES: Record<DeliveryKindName, string> = { submission: 'submissions', 'key-email': 'key_emails', webhook: 'webhook_deliveries' };
+
+let h: Harness;
+let pool: pg.Pool;
+let key: TestKey;
+let endpointId: string;
+beforeAll(async () => {
+  // No worker: only the test changes the rows.
+  h = await startHarness({ worker: false });
+  pool = new pg.Pool({ connectionString: h.config.DATABASE_URL, max: 1 });
+  key = await h.createKey({ email: 'transitions-owner@example.test' });
+  [{ id: endpointId }] = (await h.sql<{ id: string }>(
+    `insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), $1, 'http://127.0.0.1:9/hook', 'sealed') returning id`,
+    [key.id],
+  )) as [{ id: string }];
+});
+afterAll(async () => {
+  await pool?.end();
+  await h?.stop();
+});
+
+/** A row under test: its id, and for a webhook delivery its submission's. */
+type Row = { id: string; submissionId: string | undefined };
+
+async function submissionIn(status: EmailStatus, claimedAt: string | null): Promise<string> {
+  const [row] = await h.sql<{ id: string }>(
+    `insert into submissions (id, key_id, email, message, subject, email_status, claimed_at)
+     values (gen_random_uuid(), $1, 'visitor@example.org', 'hello', 'hello', $2, ${claimedAt ?? 'null'}) returning id`,
+    [key.id, status],
+  );
+  return row!.id;
+}
+
+/** A row of `kind` in `status`; a `sending` one claimed now, or an hour ago when its claim has expired. */
+async function rowIn(kind: DeliveryKindName, status: EmailStatus, claimExpired: boolean): Promise<Row> {
+  const claimedAt = status !== 'sending' ? null : claimExpired ? `now() - interval '1 hour'` : 'now()';
+  if (kind === 'submission') return { id: await submissionIn(status, claimedAt), submissionId: undefined };
+  if (kind === 'key-email') {
+    const [row] = await h.sql<{ id: string }>(
+      `insert into key_emails (id, kind, email, mailbox, key_id, email_status, claimed_at)
+       values (gen_random_uuid(), 'confirm', $1, $2, $3, $4, ${claimedAt ?? 'null'}) returning id`,
+      [key.email, mailboxOf(key.email), key.id, status],
+    );
+    return { id: row!.id, submissionId: undefined };
+  }
+  // Its submission is held as spam: the owner's "not spam" releases it and its skipped webhook events.
+  const submissionId = await submissionIn('spam', null);
+  const [row] = await h.sql<{ id: string }>(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id, email_status, claimed_at)
+     values (gen_random_uuid(), $1, $2, $3, ${claimedAt ?? 'null'}) returning id`,
+    [endpointId, submissionId, status],
+  );
+  return { id: row!.id, submissionId };
+}
+
+const em = () => h.orm.em.fork();
+const failure = (kind: DeliveryKindName, final: boolean) => ({
+  final,
+  retryHorizonMs: 86_400_000,
+  maxAttempts: undefined,
+  reason: 'refused',
+  ...(kind === 'submission' ? { retry: { delayMs: 1000, worker: 'test' } } : {}),
+  ...(kind === 'webhook' ? { responseCode: 503 } : {}),
+});
+const report = (type: 'hard' | 'complaint') => ({ type, status: type === 'hard' ? '5.1.1' : null, diagnostic: 'test report', reportingMta: 'mta.example.test' });
+const suppression = { afterHardBounces: 3, forHours: 1 };
+const ctx = { state: { log: createLogger('test', 'silent'), requestId: 'transitions' } } as unknown as AppContext;
+
+/**
+ * Applies `event` to the row through the code that records it: true when that code reports it
+ * moved the row, false when it reports it refused, undefined when it reports neither.
+ */
+const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row) => Promise<boolean | undefined>> = {
+  claim: async (kind, row) => (await claimRow(em(), kind, row.id, LEASE_MS)) !== undefined,
+  retry: async (kind, row) => void (await recordFailure(em(), kind, row.id, failure(kind, false))),
+  'give-up': async (kind, row) => void (await recordFailure(em(), kind, row.id, failure(kind, true))),
+  suppress: async (kind, row) => void (await recordSuppressed(em(), kind, row.id, 'suppressed for the test')),
+  'spam-verdict': async (_kind, row) => void (await recordSpamVerdict(em(), row.id, 'spam', { score: 20, reasons: [] })),
+  sent: async (kind, row) => (await recordSent(pool, kind, [{ id: row.id, messageId: `<${row.id}@example.test>` }], 'test')).some((sent) => sent.id === row.id),
+  delivered: async (_kind, row) => (await recordDelivered(em(), row.id, 200)) !== undefined,
+  skip: async (_kind, row) => void (await recordSkipped(em(), row.id, 'held as spam')),
+  'release-claim': async (kind, row) => void (await releaseClaim(em(), kind, row.id)),
+  'requeue-for-resend': (kind, row) => requeueFailed(em(), kind, row.id),
+  'release-held': async (_kind, row) => (await releaseHeld(em(), mailboxOf(key.email))).includes(row.id),
+  bounce: async (kind, row) => (await recordReport(pool, { kind: kind as 'submission' | 'key-email', id: row.id }, report('hard'), suppression)).outcome === 'bounced',
+  complain: async (kind, row) =>
+    (await recordReport(pool, { kind: kind as 'submission' | 'key-email', id: row.id }, report('complaint'), suppression)).outcome === 'complained',
+  'mark-not-spam': async (kind, row) => {
+    const marked = await markSubmission(ctx, h.api.deps, key.email, row.submissionId ?? row.id, 'ham');
+    return kind === 'submission' ? marked?.released : undefined;
+  },
+};
+
+/** What the walk writes down for one row: its status after, and what the code reported. */
+const outcome = (start: Start, after: EmailStatus | undefined, applied: boolean | undefined) =>
+  `${label(start)} → ${after}${applied === undefined ? '' : applied ? ' (applied)' : ' (refused)'}`;
+
+const statusOf = async (kind: DeliveryKindName, id: string) =>
+  (await h.sql<{ email_status: EmailStatus }>(`select email_status from ${TABLES[kind]} where id = $1`, [id]))[0]?.email_status;
+
+/** Every status a row can be in; `sending` twice, with a live claim and with one past the lease. */
+type Start = { status: EmailStatus; claimExpired: boolean };
+const STARTS: Start[] = EMAIL_STATUSES.flatMap((status): Start[] =>
+  status === 'sending' ? [{ status, claimExpired: false }, { status, claimExpired: true }] : [{ status, claimExpired: false }],
+);
+const label = (start: Start) => `${start.status}${start.claimExpired ? ' (claim expired)' : ''}`;
+
+describe('delivery status changes', () => {
+  for (const kind of ['submission', 'key-email', 'webhook'] as const) {
+    for (const event of DELIVERY_EVENTS.filter((candidate) => transitionsOf(kind, candidate).length > 0)) {
+      it(`${kind}: ${event} moves each status as the table says`, async () => {
+        const expected: string[] = [];
+        const actual: string[] = [];
+        for (const start of STARTS) {
+          const row = await rowIn(kind, start.status, start.claimExpired);
+          const applied = await apply[event](kind, row);
+          const to = transition(kind, event, start.status, start);
+          expected.push(outcome(start, to ?? start.status, applied === undefined ? undefined : to !== undefined));
+          actual.push(outcome(start, await statusOf(kind, row.id), applied));
+        }
+        expect(actual).toEqual(expected);
+      });
+    }
+  }
+
+  it('submission: the batched claim of a worker moves each status as the table says', async () => {
+    const expected: string[] = [];
+    const actual: string[] = [];
+    for (const start of STARTS) {
+      const row = await rowIn('submission', start.status, start.claimExpired);
+      const [claim] = await claimSubmissions(pool, [row.id], LEASE_MS);
+      const to = transition('submission', 'claim', start.status, start);
+      expected.push(outcome(start, to ?? start.status, to !== undefined));
+      actual.push(outcome(start, await statusOf('submission', row.id), claim !== undefined));
+    }
+    expect(actual).toEqual(expected);
+  });
+});
