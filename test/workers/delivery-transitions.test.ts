@@ -1,32 +1,43 @@
-// The table of delivery status changes (src/shared/submissions/delivery-transitions.ts) walked against
-// PostgreSQL: for every kind of row, every status and every event of that kind, a row is put in the
-// status, the event applied, and its status after must be the table's, or unchanged where the table
-// has no row for it.
+// The table of delivery status changes (src/shared/submissions/delivery-transitions.ts) against
+// what PostgreSQL does: for every kind of row, every status and every event of that kind, a row is
+// put in the status, the event applied through the module that writes every status
+// (src/shared/submissions/data/delivery-status.ts), and its status after must be the table's, or
+// unchanged, with the function saying it refused, where the table has no row for it.
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppContext } from '../../src/api/context.ts';
-import { markSubmission } from '../../src/api/owner/spam-marks.ts';
-import { recordReport } from '../../src/bounces/record.ts';
+import { mailboxOf } from '../../src/shared/consent.ts';
 import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/db/entities.ts';
 import type { DeliveryKindName } from '../../src/shared/delivery-kinds.ts';
 import {
   claimRow,
   claimSubmissions,
+  insertSubmissionRows,
   recordDelivered,
   recordFailure,
+  recordReturnedReport,
   recordSent,
   recordSkipped,
   recordSpamVerdict,
   recordSuppressed,
   releaseClaim,
   releaseHeld,
+  releaseSkippedWebhooks,
   requeueFailed,
-} from '../../src/shared/delivery-rows.ts';
-import { createLogger } from '../../src/shared/log.ts';
-import { mailboxOf } from '../../src/shared/consent.ts';
-import { DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent } from '../../src/shared/submissions/delivery-transitions.ts';
+  submissionRow,
+  writeSpamMark,
+} from '../../src/shared/submissions/data/delivery-status.ts';
+import {
+  CREATED_AS,
+  DELIVERY_EVENTS,
+  transition,
+  transitionsOf,
+  type DeliveryEvent,
+  type KindFor,
+} from '../../src/shared/submissions/delivery-transitions.ts';
 import { startHarness, type Harness, type TestKey } from '../support/harness.ts';
 
+const KINDS = ['submission', 'key-email', 'webhook'] as const;
 const LEASE_MS = 60_000;
 const TABLES: Record<DeliveryKindName, string> = { submission: 'submissions', 'key-email': 'key_emails', webhook: 'webhook_deliveries' };
 
@@ -39,10 +50,11 @@ beforeAll(async () => {
   h = await startHarness({ worker: false });
   pool = new pg.Pool({ connectionString: h.config.DATABASE_URL, max: 1 });
   key = await h.createKey({ email: 'transitions-owner@example.test' });
-  [{ id: endpointId }] = (await h.sql<{ id: string }>(
+  const [endpoint] = await h.sql<{ id: string }>(
     `insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), $1, 'http://127.0.0.1:9/hook', 'sealed') returning id`,
     [key.id],
-  )) as [{ id: string }];
+  );
+  endpointId = endpoint!.id;
 });
 afterAll(async () => {
   await pool?.end();
@@ -73,7 +85,6 @@ async function rowIn(kind: DeliveryKindName, status: EmailStatus, claimExpired: 
     );
     return { id: row!.id, submissionId: undefined };
   }
-  // Its submission is held as spam: the owner's "not spam" releases it and its skipped webhook events.
   const submissionId = await submissionIn('spam', null);
   const [row] = await h.sql<{ id: string }>(
     `insert into webhook_deliveries (id, endpoint_id, submission_id, email_status, claimed_at)
@@ -93,37 +104,30 @@ const failure = (kind: DeliveryKindName, final: boolean) => ({
   ...(kind === 'webhook' ? { responseCode: 503 } : {}),
 });
 const report = (type: 'hard' | 'complaint') => ({ type, status: type === 'hard' ? '5.1.1' : null, diagnostic: 'test report', reportingMta: 'mta.example.test' });
-const suppression = { afterHardBounces: 3, forHours: 1 };
-const ctx = { state: { log: createLogger('test', 'silent'), requestId: 'transitions' } } as unknown as AppContext;
 
 /**
- * Applies `event` to the row through the code that records it: true when that code reports it
- * moved the row, false when it reports it refused, undefined when it reports neither.
+ * Applies `event` to the row through the module that writes statuses: true when the function
+ * reports it moved the row, false when it reports it refused, undefined when it reports neither
+ * (a failure is written whatever the row's status, so there is nothing to refuse).
  */
 const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row) => Promise<boolean | undefined>> = {
   claim: async (kind, row) => (await claimRow(em(), kind, row.id, LEASE_MS)) !== undefined,
   retry: async (kind, row) => void (await recordFailure(em(), kind, row.id, failure(kind, false))),
   'give-up': async (kind, row) => void (await recordFailure(em(), kind, row.id, failure(kind, true))),
-  suppress: async (kind, row) => void (await recordSuppressed(em(), kind, row.id, 'suppressed for the test')),
-  'spam-verdict': async (_kind, row) => void (await recordSpamVerdict(em(), row.id, 'spam', { score: 20, reasons: [] })),
-  sent: async (kind, row) => (await recordSent(pool, kind, [{ id: row.id, messageId: `<${row.id}@example.test>` }], 'test')).some((sent) => sent.id === row.id),
+  suppress: (kind, row) => recordSuppressed(em(), kind as KindFor<'suppress'>, row.id, 'suppressed for the test'),
+  'spam-verdict': (_kind, row) => recordSpamVerdict(em(), row.id, 'spam', { score: 20, reasons: [] }),
+  sent: async (kind, row) =>
+    (await recordSent(pool, kind as KindFor<'sent'>, [{ id: row.id, messageId: `<${row.id}@example.test>` }], 'test')).some((sent) => sent.id === row.id),
   delivered: async (_kind, row) => (await recordDelivered(em(), row.id, 200)) !== undefined,
-  skip: async (_kind, row) => void (await recordSkipped(em(), row.id, 'held as spam')),
-  'release-claim': async (kind, row) => void (await releaseClaim(em(), kind, row.id)),
-  'requeue-for-resend': (kind, row) => requeueFailed(em(), kind, row.id),
+  skip: (_kind, row) => recordSkipped(em(), row.id, 'held as spam'),
+  'release-claim': (kind, row) => releaseClaim(em(), kind as KindFor<'release-claim'>, row.id),
+  'requeue-for-resend': (kind, row) => requeueFailed(em(), kind as KindFor<'requeue-for-resend'>, row.id),
   'release-held': async (_kind, row) => (await releaseHeld(em(), mailboxOf(key.email))).includes(row.id),
-  bounce: async (kind, row) => (await recordReport(pool, { kind: kind as 'submission' | 'key-email', id: row.id }, report('hard'), suppression)).outcome === 'bounced',
-  complain: async (kind, row) =>
-    (await recordReport(pool, { kind: kind as 'submission' | 'key-email', id: row.id }, report('complaint'), suppression)).outcome === 'complained',
-  'mark-not-spam': async (kind, row) => {
-    const marked = await markSubmission(ctx, h.api.deps, key.email, row.submissionId ?? row.id, 'ham');
-    return kind === 'submission' ? marked?.released : undefined;
-  },
+  bounce: (kind, row) => recordReturnedReport(pool, kind as KindFor<'bounce'>, row.id, 'bounce', report('hard')),
+  complain: (kind, row) => recordReturnedReport(pool, kind as KindFor<'complain'>, row.id, 'complain', report('complaint')),
+  'mark-not-spam': async (kind, row) =>
+    kind === 'webhook' ? (await releaseSkippedWebhooks(em(), row.submissionId!)).includes(row.id) : writeSpamMark(em(), row.id, 'ham', false),
 };
-
-/** What the walk writes down for one row: its status after, and what the code reported. */
-const outcome = (start: Start, after: EmailStatus | undefined, applied: boolean | undefined) =>
-  `${label(start)} → ${after}${applied === undefined ? '' : applied ? ' (applied)' : ' (refused)'}`;
 
 const statusOf = async (kind: DeliveryKindName, id: string) =>
   (await h.sql<{ email_status: EmailStatus }>(`select email_status from ${TABLES[kind]} where id = $1`, [id]))[0]?.email_status;
@@ -133,10 +137,13 @@ type Start = { status: EmailStatus; claimExpired: boolean };
 const STARTS: Start[] = EMAIL_STATUSES.flatMap((status): Start[] =>
   status === 'sending' ? [{ status, claimExpired: false }, { status, claimExpired: true }] : [{ status, claimExpired: false }],
 );
-const label = (start: Start) => `${start.status}${start.claimExpired ? ' (claim expired)' : ''}`;
+
+/** What the walk writes down for one row: its status after, and what the function reported. */
+const outcome = (start: Start, after: EmailStatus | undefined, applied: boolean | undefined) =>
+  `${start.status}${start.claimExpired ? ' (claim expired)' : ''} → ${after}${applied === undefined ? '' : applied ? ' (applied)' : ' (refused)'}`;
 
 describe('delivery status changes', () => {
-  for (const kind of ['submission', 'key-email', 'webhook'] as const) {
+  for (const kind of KINDS) {
     for (const event of DELIVERY_EVENTS.filter((candidate) => transitionsOf(kind, candidate).length > 0)) {
       it(`${kind}: ${event} moves each status as the table says`, async () => {
         const expected: string[] = [];
@@ -165,4 +172,32 @@ describe('delivery status changes', () => {
     }
     expect(actual).toEqual(expected);
   });
+
+  it('a new submission is saved in one of the statuses of its admission, and in no other', async () => {
+    const saved: EmailStatus[] = [];
+    for (const status of EMAIL_STATUSES) {
+      const fields = { keyId: key.id, email: 'visitor@example.org', message: 'new', subject: 'new', customFields: [], clientIp: '127.0.0.1', origin: undefined };
+      let row;
+      try {
+        row = submissionRow({ ...fields, id: randomUUID(), emailStatus: status });
+      } catch {
+        continue;
+      }
+      await insertSubmissionRows(em(), [row]);
+      saved.push((await statusOf('submission', row[0] as string))!);
+    }
+    expect(saved.toSorted()).toEqual(CREATED_AS.submission.toSorted());
+  });
+
+  it('a new key email or webhook delivery starts as the column default the table names', async () => {
+    const defaults = await h.sql<{ table_name: string; column_default: string }>(
+      `select table_name, column_default from information_schema.columns where column_name = 'email_status' and table_name = any($1)`,
+      [[TABLES['key-email'], TABLES.webhook]],
+    );
+    expect(Object.fromEntries(defaults.map((row) => [row.table_name, row.column_default]))).toEqual({
+      [TABLES['key-email']]: `'${CREATED_AS['key-email'].join()}'::text`,
+      [TABLES.webhook]: `'${CREATED_AS.webhook.join()}'::text`,
+    });
+  });
 });
+

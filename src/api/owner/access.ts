@@ -10,7 +10,7 @@ import {
   type Submission,
   type VerificationKey,
 } from '../../shared/db/entities.ts';
-import { requeueFailed } from '../../shared/delivery-rows.ts';
+import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
 import { submissionJob, type DeliveryJob } from '../../shared/queue.ts';
 import type { Queue } from 'bullmq';
 

@@ -7,6 +7,7 @@ import type { EmailStatus } from '../../shared/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import type { GroupCommit } from '../../shared/group-commit.ts';
 import { defaultSubject } from '../../shared/submissions.ts';
+import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
 import { errors } from '../errors.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
@@ -39,10 +40,9 @@ export type NewSubmission = {
   insertRow?: GroupCommit<SubmissionRow>;
 };
 
-/** The columns of a submission row, in the order of SUBMISSION_COLUMNS. */
-export type SubmissionRow = unknown[];
-const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
-const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
+// The inserts write a row's first status, so they are where every status is written
+// (src/shared/submissions/data/delivery-status.ts); the routes' group commit takes them from here.
+export { insertSubmissionRows, type SubmissionRow };
 
 /** `webhookDeliveryIds`: the delivery rows made for the key's webhooks, to enqueue after the commit. */
 export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveryIds: string[] };
@@ -79,24 +79,19 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
   return saved(admission);
 }
 
-/** Submissions without files, in one plain INSERT (one implicit transaction, one round trip). */
-export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
-  await em.execute(`insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')}`, rows.flat());
-}
-
 function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {
   const { input } = submission;
-  return [
-    submission.id,
-    submission.key.id,
-    input.email,
-    input.message,
-    input.subject ?? defaultSubject(input.email),
-    JSON.stringify(input.customFields),
+  return newRow({
+    id: submission.id,
+    keyId: submission.key.id,
+    email: input.email,
+    message: input.message,
+    subject: input.subject ?? defaultSubject(input.email),
+    customFields: input.customFields,
     emailStatus,
-    submission.clientIp,
-    submission.origin ?? null,
-  ];
+    clientIp: submission.clientIp,
+    origin: submission.origin,
+  });
 }
 
 /**
@@ -119,24 +114,17 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
     storage_key: file.storageKey,
     sha256: file.sha256,
   }));
-  // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
-  // keep their plans for the session; the same statements as one CTE sent as text were parsed and
-  // planned on every request (docs/benchmarks.md).
-  const [result] = await em.execute<Array<{ ok: boolean }>>(
-    'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
-    [
-      // The files' bytes and the key's quota; null for none: no charge without files.
-      ...(submission.files.length > 0
-        ? [submission.files.reduce((total, file) => total + file.size, 0), submission.storageQuotaMb * 1024 * 1024]
-        : [null, null]),
-      ...values,
-      // Array literals: the driver would spread a JS array into a list.
-      `{${webhookDeliveryIds.join(',')}}`,
-      `{${submission.key.webhookEndpointIds.join(',')}}`,
-      JSON.stringify(files),
-    ],
-  );
-  if (result?.ok !== true) throw errors.storageQuota(submission.storageQuotaMb);
+  const saved = await insertSubmissionWithFiles(em, values, {
+    // No charge without files.
+    charge:
+      submission.files.length > 0
+        ? { bytes: submission.files.reduce((total, file) => total + file.size, 0), quotaBytes: submission.storageQuotaMb * 1024 * 1024 }
+        : undefined,
+    webhookDeliveryIds,
+    endpointIds: submission.key.webhookEndpointIds,
+    files,
+  });
+  if (!saved) throw errors.storageQuota(submission.storageQuotaMb);
 }
 
 const POLL_MS = 50;
