@@ -3,7 +3,7 @@
 // put in the status, the event applied through the module that writes every status
 // (src/shared/submissions/data/delivery-status.ts), and its status after must be the table's, or
 // unchanged, with the function saying it refused, where the table has no row for it. Also: no
-// other code writes a status.
+// other code writes a status, and docs/architecture.md lists the table's rows.
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -33,6 +33,7 @@ import {
 import {
   CREATED_AS,
   DELIVERY_EVENTS,
+  TRANSITIONS,
   transition,
   transitionsOf,
   type DeliveryEvent,
@@ -258,3 +259,33 @@ describe('the one writer of statuses', () => {
   });
 });
 
+describe('docs/architecture.md', () => {
+  const section = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8').split('\n### Every status change\n')[1]?.split('\n## ')[0] ?? '';
+  const cells = (line: string) => line.split('|').slice(1, -1).map((cell) => cell.trim());
+  const rows = section
+    .split('\n')
+    .filter((line) => line.startsWith('| ') && !line.startsWith('| Event') && !line.startsWith('| ---'))
+    .map(cells);
+  const statusesIn = (cell: string) => [...cell.matchAll(/`([a-z-]+)`/g)].map((match) => match[1] as EmailStatus);
+  const kindsIn = (cell: string): DeliveryKindName[] => (cell === 'all' ? [...KINDS] : (statusesIn(cell) as string[] as DeliveryKindName[]));
+
+  it('lists exactly the rows of the table of status changes', () => {
+    const listed = rows
+      .filter(([event]) => event !== '(new row)')
+      .flatMap(([event = '', kinds = '', from = '', to = '']) => {
+        const froms = from.startsWith('any but') ? EMAIL_STATUSES.filter((status) => !statusesIn(from).includes(status)) : from === 'any' ? EMAIL_STATUSES : statusesIn(from);
+        return kindsIn(kinds).flatMap((kind) =>
+          froms.map((status) => `${kind} ${statusesIn(event)[0]} ${status} → ${to === 'unchanged' ? status : statusesIn(to)[0]}${from.includes('(claim expired)') ? ' (claim expired)' : ''}`),
+        );
+      });
+    const table = TRANSITIONS.map((row) => `${row.kind} ${row.event} ${row.from} → ${row.to}${row.onlyIf === 'claim-expired' ? ' (claim expired)' : ''}`);
+    expect(listed.toSorted()).toEqual(table.toSorted());
+  });
+
+  it('lists the statuses a new row starts in', () => {
+    const listed = rows
+      .filter(([event]) => event === '(new row)')
+      .flatMap(([, kinds = '', , to = '']) => kindsIn(kinds).map((kind) => [kind, statusesIn(to)] as const));
+    expect(Object.fromEntries(listed)).toEqual(CREATED_AS);
+  });
+});
