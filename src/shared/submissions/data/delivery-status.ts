@@ -36,8 +36,10 @@ function statusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: { co
   const conditional = rows.filter((row) => row.onlyIf === 'claim-expired');
   if (conditional.length > 0 && options.claimExpired === undefined) throw new Error(`${event} of a ${kind} row needs the claim lease's condition`);
   if (conditional.length === 0 && EMAIL_STATUSES.every((status) => plain.includes(status))) return undefined;
+  // The shorter list: `not in` the few statuses an event that takes nearly any row refuses.
+  const refused = EMAIL_STATUSES.filter((status) => !plain.includes(status));
   const parts = [
-    ...(plain.length > 0 ? [`${column} ${inList(plain)}`] : []),
+    ...(plain.length > 0 ? [refused.length < plain.length ? `${column} not in (${sqlList(refused)})` : `${column} ${inList(plain)}`] : []),
     ...conditional.map((row) => `(${column} = '${row.from}' and ${options.claimExpired})`),
   ];
   return parts.length === 1 ? parts[0] : `(${parts.join('\n             or ')})`;
