@@ -10,7 +10,7 @@
 //   - soft bounce, delay: kept on the row as its report, the status unchanged (not final).
 // Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
 import type pg from 'pg';
-import type { BounceType } from '../shared/db/entities.ts';
+import type { BounceType, EmailStatus } from '../shared/db/entities.ts';
 import { REPORTED } from '../shared/delivery-statuses.ts';
 import type { ReturnTarget } from '../shared/return-path.ts';
 import { inPgTransaction } from '../shared/db/transactions.ts';
@@ -18,6 +18,8 @@ import { countHardBounce } from '../shared/bounces/data/address-bounces.ts';
 import { noteComplaint } from '../shared/bounces/data/mailbox-complaints.ts';
 import { lockReportedRow, REPORTED_TABLE, type ReportedRow } from '../shared/bounces/data/return-targets.ts';
 import { addBouncedEvents } from '../shared/webhooks/data/webhook-deliveries.ts';
+import { recordReturnedReport } from '../shared/submissions/data/delivery-status.ts';
+import { transition } from '../shared/submissions/delivery-transitions.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
@@ -38,16 +40,10 @@ export async function recordReport(
   const table = REPORTED_TABLE[target.kind];
   return inPgTransaction(pool, async (client) => {
     const current = await lockReportedRow(client, target);
-    const outcome = current ? decide(current, report) : 'unknown';
+    const outcome = current ? decide(target.kind, current, report) : 'unknown';
     let webhookDeliveryIds: string[] = [];
     if (current && outcome !== 'duplicate' && outcome !== 'unknown') {
-      const status = outcome === 'noted' ? null : outcome;
-      await client.query(
-        `update ${table} set email_status = coalesce($2, email_status), bounce_type = $3, bounce_status = $4, bounce_diagnostic = $5,
-                bounce_mta = $6, bounced_at = now()
-          where id = $1`,
-        [target.id, status, report.type, report.status, report.diagnostic, report.reportingMta],
-      );
+      await recordReturnedReport(client, target.kind, target.id, EVENT[outcome], report);
       if (outcome === 'bounced' && current.address) await countHardBounce(client, current.address, policy);
       if (outcome === 'complained' && current.mailbox) await noteComplaint(client, current.mailbox);
       if (outcome === 'bounced' && target.kind === 'submission' && current.key_id) {
@@ -58,10 +54,14 @@ export async function recordReport(
   });
 }
 
-function decide(current: ReportedRow, report: BounceReport): RecordOutcome {
-  const reported = REPORTED.includes(current.email_status as never);
-  if (report.type === 'hard') return reported ? 'duplicate' : 'bounced';
-  if (report.type === 'complaint') return current.email_status === 'complained' ? 'duplicate' : 'complained';
+/** The status change of each outcome that writes the report (src/shared/submissions/delivery-transitions.ts). */
+const EVENT = { bounced: 'bounce', complained: 'complain', noted: undefined } as const;
+
+function decide(kind: ReturnTarget['kind'], current: ReportedRow, report: BounceReport): RecordOutcome {
+  // Whether the row's status takes the report is the table's answer, as for the statement that writes it.
+  if (report.type === 'hard') return transition(kind, 'bounce', current.email_status) === undefined ? 'duplicate' : 'bounced';
+  if (report.type === 'complaint') return transition(kind, 'complain', current.email_status) === undefined ? 'duplicate' : 'complained';
+  const reported = REPORTED.includes(current.email_status);
   // Soft and delayed: the row's report, unless a final or stronger one is there already.
   if (reported || (current.bounce_type && SEVERITY[current.bounce_type] > SEVERITY[report.type])) return 'duplicate';
   return 'noted';

@@ -6,9 +6,9 @@
 // one confirmation.
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { releaseHeld } from './delivery-rows.ts';
 import { inTransaction } from './db/transactions.ts';
 import { recordConfirmed } from './keys/data/mailbox-consent.ts';
+import { releaseHeld } from './submissions/data/delivery-status.ts';
 
 /**
  * Providers that deliver every spelling of a name to one inbox: dots in the local part are

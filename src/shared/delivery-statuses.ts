@@ -1,6 +1,6 @@
-// Which delivery statuses mean what, in one place, for the workers and the API's status writes
-// (./delivery-rows.ts): a new status is added here and the claim, the reconciler, retention and the
-// re-send follow.
+// Which delivery statuses mean what, in one place, for the table of status changes
+// (./submissions/delivery-transitions.ts) and the workers: a new status is added here and the
+// claim, the reconciler, retention and the re-send follow.
 import type { EmailStatus } from './db/entities.ts';
 
 /** A worker may claim the row and send (a `failed` one only when an operator retries its job). */

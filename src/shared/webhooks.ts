@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
-import { requeueFailed } from './delivery-rows.ts';
+import { requeueFailed } from './submissions/data/delivery-status.ts';
 import { KeyRuleError } from './keys.ts';
 import type { KeyVault } from './secrets.ts';
 import { inTransaction } from './db/transactions.ts';

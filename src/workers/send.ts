@@ -1,5 +1,5 @@
 // Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
-// claim the row, send, record the outcome (../shared/delivery-rows.ts). Both tables share the delivery columns.
+// claim the row, send, record the outcome (../shared/submissions/data/delivery-status.ts). Both tables share the delivery columns.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -7,9 +7,9 @@ import type { Logger } from '../shared/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.ts';
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
-import { deliveryKinds, type DeliveryKindName } from '../shared/delivery-kinds.ts';
+import { deliveryKinds, type DeliveryKindName, type KindsIn } from '../shared/delivery-kinds.ts';
 import { retryDelay, type RetryBackoff, type ScheduledRetryError } from '../shared/queue.ts';
-import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../shared/delivery-rows.ts';
+import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../shared/submissions/data/delivery-status.ts';
 import type { ReturnPaths } from '../shared/return-path.ts';
 import { HeldAsSpamError } from './spam-check.ts';
 
@@ -65,8 +65,8 @@ export const suppressedByComplaint = () =>
 /** A claimed row: its attempt number and what the claim loaded with it. */
 export type Claimed<Row> = { attempt: number; row: Row };
 
-/** The plain claim (../shared/delivery-rows.ts claimRow), for emails that load their row themselves. */
-export function claimOnly(context: SendContext, kind: DeliveryKindName, id: string): () => Promise<Claimed<undefined> | undefined> {
+/** The plain claim (claimRow), for emails that load their row themselves. */
+export function claimOnly(context: SendContext, kind: KindsIn<'email'>, id: string): () => Promise<Claimed<undefined> | undefined> {
   return async () => {
     const attempt = await claimRow(context.em, kind, id, context.claimLeaseMs);
     return attempt === undefined ? undefined : { attempt, row: undefined };
@@ -75,7 +75,7 @@ export function claimOnly(context: SendContext, kind: DeliveryKindName, id: stri
 
 export async function sendTracked<Row>(
   context: SendContext,
-  kind: DeliveryKindName,
+  kind: KindsIn<'email'>,
   id: string,
   job: Job,
   claim: () => Promise<Claimed<Row> | undefined>,

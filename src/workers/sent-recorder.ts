@@ -6,18 +6,18 @@
 // as soon as one is free (group commit, ../shared/group-commit.ts): a burst of 50 costs about two
 // round trips, not fifty.
 import { sentRecordDuration } from '../shared/metrics.ts';
-import type { DeliveryKindName } from '../shared/delivery-kinds.ts';
-import { recordSent, type SentRow, type SpamResult } from '../shared/delivery-rows.ts';
+import type { KindsIn } from '../shared/delivery-kinds.ts';
+import { recordSent, type SentRow, type SpamResult } from '../shared/submissions/data/delivery-status.ts';
 import { groupCommit } from '../shared/group-commit.ts';
 import { createPgPool } from '../shared/db/pg-pool.ts';
 
 /** What the SMTP server accepted: the Message-ID, its reply (250 …), and a submission's spam verdict. */
 export type Acceptance = { messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
-type Accepted = Acceptance & { kind: DeliveryKindName; id: string };
+type Accepted = Acceptance & { kind: KindsIn<'email'>; id: string };
 
 export type SentRecorder = {
   /** Marks the row `sent` (a submission with its verdict and its attempt in the history); returns its creation and send times for the latency metric. */
-  markSent: (kind: DeliveryKindName, id: string, accepted: Acceptance) => Promise<SentRow | undefined>;
+  markSent: (kind: KindsIn<'email'>, id: string, accepted: Acceptance) => Promise<SentRow | undefined>;
   close: () => Promise<void>;
 };
 

@@ -1,8 +1,8 @@
 // The spam check of a submission before its email is sent: the filter's score against the key's
 // level decides whether the email is sent or the submission is held as `spam` (kept, shown in the
 // owner's Spam view, sent when the owner says it is not spam). A held one is written at once; any
-// other verdict rides on the `sent` write (../shared/delivery-rows.ts recordSent), so an attempt
-// that fails is checked again on the next one.
+// other verdict rides on the `sent` write (recordSent), so an attempt that fails is checked again
+// on the next one.
 // The filter never costs mail: down, slow (SPAM_CHECK_TIMEOUT_MS) or answering nonsense, the
 // email is sent and the submission marked `unchecked`. After FAILURES_TO_PAUSE failures in a row,
 // checks pause for PAUSE_MS, so that a filter that hangs does not add its timeout to every email.
@@ -17,7 +17,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../shared/campaign-fingerprint.ts';
 import type { SpamFilterLevel, SpamReason } from '../shared/db/entities.ts';
-import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../shared/delivery-rows.ts';
+import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../shared/submissions/data/delivery-status.ts';
 import type { Logger } from '../shared/log.ts';
 import { spamCheckDuration, spamChecks } from '../shared/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../shared/spam-campaigns.ts';

@@ -2,9 +2,9 @@
 // statement (group commit, ../shared/group-commit.ts): with 50 jobs in flight, one UPDATE claims a
 // burst instead of fifty, which saves PostgreSQL a transaction and the worker a round trip per
 // email (docs/benchmarks.md, scenario 3). Each job still gets only its own row, and only if its own
-// compare-and-set succeeded (../shared/delivery-rows.ts claimSubmissions). The statement is
-// prepared on a connection of its own, so PostgreSQL plans it once, not once per batch.
-import { claimSubmissions, type SubmissionClaim } from '../shared/delivery-rows.ts';
+// compare-and-set succeeded (claimSubmissions). The statement is prepared on a connection of its
+// own, so PostgreSQL plans it once, not once per batch.
+import { claimSubmissions, type SubmissionClaim } from '../shared/submissions/data/delivery-status.ts';
 import { createPgPool } from '../shared/db/pg-pool.ts';
 import { groupCommit } from '../shared/group-commit.ts';
 

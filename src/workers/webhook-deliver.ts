@@ -1,5 +1,5 @@
 // The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks. Claimed and
-// recorded like an email (../shared/delivery-rows.ts); the receiver's answer decides: 2xx delivered; 408,
+// recorded like an email (../shared/submissions/data/delivery-status.ts); the receiver's answer decides: 2xx delivered; 408,
 // 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
 // else, a refused address among it, fails at once. A failure counts against the endpoint, which is
 // disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
@@ -16,7 +16,7 @@ import { enqueueDelivery, keyEmailJob, type DeliveryJob, type DeliveryJobs, type
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 import { recordEndpointOutcome } from '../shared/webhooks.ts';
-import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../shared/delivery-rows.ts';
+import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../shared/submissions/data/delivery-status.ts';
 import type { SendOutcome } from './send.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
 import { buildPayload, StaleEventError } from './webhook-payload.ts';

@@ -6,7 +6,7 @@ import type { Attachment, Submission, VerificationKey } from '../../shared/db/en
 import { findKeyOfOwner } from '../../shared/keys/data/verification-keys.ts';
 import { findFileOfOwner } from '../../shared/submissions/data/attachments.ts';
 import { findSubmissionOfOwner } from '../../shared/submissions/data/submissions.ts';
-import { requeueFailed } from '../../shared/delivery-rows.ts';
+import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
 import { submissionJob, type DeliveryJob } from '../../shared/queue.ts';
 import type { Queue } from 'bullmq';
 

@@ -5,11 +5,11 @@
 // owner's mailbox's vote on spam campaigns (src/shared/spam-campaigns.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SpamMark, Submission } from '../../shared/db/entities.ts';
-import { QUEUED } from '../../shared/delivery-statuses.ts';
 import { spamMarks } from '../../shared/metrics.ts';
 import { submissionJob, webhookJob } from '../../shared/queue.ts';
 import { recordCampaignVote } from '../../shared/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam-teaching.ts';
+import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/data/delivery-status.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import { clearFinishedJob, ownedSubmission } from './access.ts';
@@ -46,13 +46,9 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
     await clearFinishedJob(deps.queue, id).catch((error: unknown) => ctx.state.log.warn({ err: error }, 'could not clear the finished job'));
     await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
     // The webhook events held back with it go out now, with the owner's mark.
-    const held = await em.execute<Array<{ id: string }>>(
-      `update webhook_deliveries set email_status = '${QUEUED}', last_error = null where submission_id = ? and email_status = 'skipped' returning id`,
-      [id],
-    );
-    for (const row of held) {
-      await clearFinishedJob(deps.webhookQueue, row.id).catch((error: unknown) => ctx.state.log.warn({ err: error }, 'could not clear the finished job'));
-      await enqueueCommitted(ctx, deps, webhookJob(row.id, ctx.state.requestId));
+    for (const deliveryId of await releaseSkippedWebhooks(em, id)) {
+      await clearFinishedJob(deps.webhookQueue, deliveryId).catch((error: unknown) => ctx.state.log.warn({ err: error }, 'could not clear the finished job'));
+      await enqueueCommitted(ctx, deps, webhookJob(deliveryId, ctx.state.requestId));
     }
   }
   ctx.state.log.info({ submissionId: id, mark, teaching, released }, 'owner marked a submission');
@@ -71,24 +67,11 @@ async function recordMark(em: EntityManager, deps: AppDeps, submission: Submissi
   return em.transactional(async (tx) => {
     const left = await allowanceLeft(tx, submission.key.id, deps.config.SPAM_TEACH_PER_KEY_PER_HOUR);
     const reserved = deps.spamFilter !== undefined && left > 0 && submission.spamMark !== mark;
-    const release = mark === 'ham';
-    const rows = await tx.execute<Array<{ released: boolean }>>(
-      `update submissions s
-          set spam_mark = ?, spam_marked_at = now(),
-              spam_taught_at = case when ? then now() when s.spam_mark = ? then s.spam_taught_at else null end,
-              spam_teach_pending = case when ? then true when s.spam_mark = ? then s.spam_teach_pending else false end,
-              email_status = case when ? and b.before = 'spam' then '${QUEUED}' else s.email_status end,
-              requeued_at = case when ? and b.before = 'spam' then now() else s.requeued_at end,
-              email_attempts = case when ? and b.before = 'spam' then 0 else s.email_attempts end
-         from (select id, email_status as before from submissions where id = ? for update) b
-        where s.id = b.id
-        returning (? and b.before = 'spam') as released`,
-      [mark, reserved, mark, reserved, mark, release, release, release, submission.id, release],
-    );
+    const released = await writeSpamMark(tx, submission.id, mark, reserved);
     if (reserved) await takePlace(tx, submission.key.id, submission.id, mark);
     // Whatever the allowance: a campaign vote teaches the filter nothing, and counts once per mailbox.
     await recordCampaignVote(tx, { submissionId: submission.id, mailbox: submission.key.mailbox, mark, message: submission.message });
-    return { reserved, released: rows[0]?.released ?? false };
+    return { reserved, released };
   });
 }
 

@@ -23,7 +23,7 @@ import { parseSubmissionFields } from '../submissions/input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from '../submissions/redirect.ts';
 import { groupCommit } from '../../shared/group-commit.ts';
 import { saveSubmission, waitForDelivery } from '../submissions/store.ts';
-import { insertSubmissionRows, type SubmissionRow } from '../../shared/submissions/data/submissions.ts';
+import { insertSubmissionRows, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 

@@ -8,13 +8,8 @@ import type { ActiveKey } from '../../shared/keys.ts';
 import type { GroupCommit } from '../../shared/group-commit.ts';
 import { defaultSubject } from '../../shared/submissions.ts';
 import { inTransaction } from '../../shared/db/transactions.ts';
-import {
-  insertSubmissionRows,
-  insertSubmissionWithRelated,
-  readEmailStatus,
-  submissionRow,
-  type SubmissionRow,
-} from '../../shared/submissions/data/submissions.ts';
+import { readEmailStatus } from '../../shared/submissions/data/submissions.ts';
+import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
 import { errors } from '../errors.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
@@ -77,14 +72,14 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     await insertSubmission(em, submission, admission.emailStatus, webhookDeliveryIds);
     return saved(admission);
   }
-  const row = rowOfSubmission(submission, admission.emailStatus);
+  const row = submissionRow(submission, admission.emailStatus);
   await (submission.insertRow ? submission.insertRow(row) : insertSubmissionRows(em, [row]));
   return saved(admission);
 }
 
-function rowOfSubmission(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {
+function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {
   const { input } = submission;
-  return submissionRow({
+  return newRow({
     id: submission.id,
     keyId: submission.key.id,
     email: input.email,
@@ -93,7 +88,7 @@ function rowOfSubmission(submission: NewSubmission, emailStatus: EmailStatus): S
     customFields: input.customFields,
     emailStatus,
     clientIp: submission.clientIp,
-    origin: submission.origin ?? null,
+    origin: submission.origin,
   });
 }
 
@@ -102,20 +97,32 @@ function rowOfSubmission(submission: NewSubmission, emailStatus: EmailStatus): S
  * charges their bytes to the key and inserts nothing when that would pass the quota (413).
  */
 async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveryIds: string[]): Promise<void> {
-  const values = rowOfSubmission(submission, emailStatus);
+  const values = submissionRow(submission, emailStatus);
   if (submission.files.length === 0 && webhookDeliveryIds.length === 0) {
     // A plain INSERT: the data-modifying CTE that preceded insertSubmissionWithRelated's function
     // cost PostgreSQL more per row even with no files to unpack (docs/benchmarks.md).
     await insertSubmissionRows(em, [values]);
     return;
   }
-  const inserted = await insertSubmissionWithRelated(em, values, {
-    files: submission.files,
-    quotaBytes: submission.storageQuotaMb * 1024 * 1024,
+  const files = submission.files.map((file) => ({
+    field_name: file.fieldName,
+    filename: file.filename,
+    content_type: file.contentType,
+    size: file.size,
+    storage_key: file.storageKey,
+    sha256: file.sha256,
+  }));
+  const saved = await insertSubmissionWithFiles(em, values, {
+    // No charge without files.
+    charge:
+      submission.files.length > 0
+        ? { bytes: submission.files.reduce((total, file) => total + file.size, 0), quotaBytes: submission.storageQuotaMb * 1024 * 1024 }
+        : undefined,
     webhookDeliveryIds,
-    webhookEndpointIds: submission.key.webhookEndpointIds,
+    endpointIds: submission.key.webhookEndpointIds,
+    files,
   });
-  if (!inserted) throw errors.storageQuota(submission.storageQuotaMb);
+  if (!saved) throw errors.storageQuota(submission.storageQuotaMb);
 }
 
 const POLL_MS = 50;

@@ -1,7 +1,7 @@
 // The rows a return path names (a submission or a key email), as a report that came back reads
 // them: locked, with the address and the mailbox their email went to.
 import type pg from 'pg';
-import type { BounceType } from '../../db/entities.ts';
+import type { BounceType, EmailStatus } from '../../db/entities.ts';
 import type { ReturnTarget } from '../../return-path.ts';
 
 export const REPORTED_TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
@@ -11,7 +11,7 @@ const RECIPIENT = {
   'key-email': 't.email as address, t.mailbox',
 } as const;
 
-export type ReportedRow = { email_status: string; bounce_type: BounceType | null; address: string | null; mailbox: string | null; key_id: string | null };
+export type ReportedRow = { email_status: EmailStatus; bounce_type: BounceType | null; address: string | null; mailbox: string | null; key_id: string | null };
 
 /** The row, locked until the transaction ends; undefined when there is none (retention deleted it, say). */
 export async function lockReportedRow(client: pg.PoolClient, target: ReturnTarget): Promise<ReportedRow | undefined> {

@@ -1,0 +1,560 @@
+// Every write of a delivery status, for every kind (../../delivery-kinds.ts), in one place: a new
+// row's first status, the claim, the outcome a worker records (sent, retrying, failed, suppressed,
+// spam, skipped), a report that came back (bounced, complained), and a row put back in the queue
+// (a re-send, the consent release, the owner's "not spam", a webhook given back untouched). Each
+// statement's status guard and the status it writes are built from the table of
+// ../delivery-transitions.ts, so the table and the SQL cannot disagree; their other columns are
+// each statement's own. Tables and columns come from the kind's descriptor (constants, never input).
+// One file though past 250 lines: every status change is here, readable in one go.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
+import { deliveryKinds, type DeliveryKindName } from '../../delivery-kinds.ts';
+import { EMAIL_STATUSES, type BounceType, type CustomFields, type EmailStatus, type SpamFilterLevel, type SpamMark, type SpamReason, type SpamVerdict } from '../../db/entities.ts';
+import { FAILED, sqlList } from '../../delivery-statuses.ts';
+import { OWNER_MIN_LEARNS } from '../../spam-filter.ts';
+import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor } from '../delivery-transitions.ts';
+
+const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
+
+const inList = (statuses: readonly EmailStatus[]) => (statuses.length === 1 ? `= '${statuses[0]}'` : `in (${sqlList(statuses)})`);
+
+function rowsOf(kind: DeliveryKindName, event: DeliveryEvent) {
+  const rows = transitionsOf(kind, event);
+  if (rows.length === 0) throw new Error(`${event} does not apply to a ${kind} row`);
+  return rows;
+}
+
+/**
+ * The statuses `event` moves a row of `kind` from, as a condition on `column`: undefined when it
+ * moves it from any status (the statement is not guarded). A claim past its lease adds
+ * `claimExpired`, the statement's own test of claimed_at.
+ */
+function statusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string } = {}): string | undefined {
+  const column = options.column ?? 'email_status';
+  const rows = rowsOf(kind, event);
+  const plain = rows.filter((row) => row.onlyIf === undefined).map((row) => row.from);
+  const conditional = rows.filter((row) => row.onlyIf === 'claim-expired');
+  if (conditional.length > 0 && options.claimExpired === undefined) throw new Error(`${event} of a ${kind} row needs the claim lease's condition`);
+  if (conditional.length === 0 && EMAIL_STATUSES.every((status) => plain.includes(status))) return undefined;
+  // The shorter list: `not in` the few statuses an event that takes nearly any row refuses.
+  const refused = EMAIL_STATUSES.filter((status) => !plain.includes(status));
+  const parts = [
+    ...(plain.length > 0 ? [refused.length < plain.length ? `${column} not in (${sqlList(refused)})` : `${column} ${inList(plain)}`] : []),
+    ...conditional.map((row) => `(${column} = '${row.from}' and ${options.claimExpired})`),
+  ];
+  return parts.length === 1 ? parts[0] : `(${parts.join('\n             or ')})`;
+}
+
+/** The guard as a condition that is always there: `true` for an event that applies to any status. */
+const statusCondition = (kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string } = {}) => statusGuard(kind, event, options) ?? 'true';
+
+/** The guard as more of a where clause: ` and <guard>`, or nothing. */
+const andStatus = (kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string } = {}) => {
+  const guard = statusGuard(kind, event, options);
+  return guard === undefined ? '' : ` and ${guard}`;
+};
+
+/**
+ * The status `event` writes on a row of `kind`: the table's `to`, or, when that depends on the
+ * status before (read from `column`), a case naming the statuses of each but the commonest.
+ */
+function statusAfter(kind: DeliveryKindName, event: DeliveryEvent, column = 'email_status'): string {
+  const rows = rowsOf(kind, event);
+  const targets = [...new Set(rows.map((row) => row.to))];
+  const fromsOf = (to: EmailStatus) => rows.filter((row) => row.to === to).map((row) => row.from);
+  if (targets.length === 1) return `'${targets[0]}'`;
+  const [otherwise, ...named] = targets.sort((a, b) => fromsOf(b).length - fromsOf(a).length);
+  return `case ${named.map((to) => `when ${column} ${inList(fromsOf(to))} then '${to}'`).join(' ')} else '${otherwise}' end`;
+}
+
+// ---- A new submission: its first status is its admission's (src/api/submissions/admit.ts).
+
+declare const ADMITTED: unique symbol;
+/** The columns of a submission row, in the order of SUBMISSION_COLUMNS; made by submissionRow only. */
+export type SubmissionRow = unknown[] & { readonly [ADMITTED]: true };
+const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
+const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
+
+export type NewSubmissionRow = {
+  id: string;
+  keyId: string;
+  email: string;
+  message: string;
+  subject: string;
+  customFields: CustomFields;
+  emailStatus: EmailStatus;
+  clientIp: string;
+  origin: string | undefined;
+};
+
+/** A submission's row, refused (a programming error) unless its status is one a submission is created with. */
+export function submissionRow(row: NewSubmissionRow): SubmissionRow {
+  if (!CREATED_AS.submission.includes(row.emailStatus)) throw new Error(`a submission is never created ${row.emailStatus}`);
+  return [row.id, row.keyId, row.email, row.message, row.subject, JSON.stringify(row.customFields), row.emailStatus, row.clientIp, row.origin ?? null] as unknown as SubmissionRow;
+}
+
+/** Submissions without files, in one plain INSERT (one implicit transaction, one round trip). */
+export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
+  await em.execute(`insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')}`, rows.flat());
+}
+
+/** A stored file of a new submission, as cfs_insert_submission reads it. */
+export type NewAttachmentRow = { field_name: string; filename: string; content_type: string; size: number; storage_key: string; sha256: string };
+
+/**
+ * The row, its attachments and its webhook deliveries (one per endpoint id, under the ids given),
+ * in one statement; with `charge`, the files' bytes are charged to the key in it, and nothing is
+ * written when that would pass the quota: false then.
+ */
+export async function insertSubmissionWithFiles(
+  em: EntityManager,
+  row: SubmissionRow,
+  extra: { charge: { bytes: number; quotaBytes: number } | undefined; webhookDeliveryIds: string[]; endpointIds: string[]; files: NewAttachmentRow[] },
+): Promise<boolean> {
+  // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
+  // keep their plans for the session; the same statements as one CTE sent as text were parsed and
+  // planned on every request (docs/benchmarks.md).
+  const [result] = await em.execute<Array<{ ok: boolean }>>(
+    'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
+    [
+      // The files' bytes and the key's quota; null for none: no charge without files.
+      extra.charge?.bytes ?? null,
+      extra.charge?.quotaBytes ?? null,
+      ...row,
+      // Array literals: the driver would spread a JS array into a list.
+      `{${extra.webhookDeliveryIds.join(',')}}`,
+      `{${extra.endpointIds.join(',')}}`,
+      JSON.stringify(extra.files),
+    ],
+  );
+  return result?.ok === true;
+}
+
+// ---- The claim.
+
+/**
+ * A claim counts one attempt. Claiming a failed row (its job retried on the queue dashboard) is a
+ * re-send, like requeueFailed's: a fresh delivery, its attempts from 1 and its horizon from now.
+ */
+const COUNT_ATTEMPT = `email_attempts = case when email_status = '${FAILED}' then 1 else email_attempts + 1 end,
+            requeued_at = case when email_status = '${FAILED}' then now() else requeued_at end`;
+
+/**
+ * Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
+ * A `sending` row whose claim is older than the lease belongs to a dead worker and may be taken.
+ * Returns the attempt number, or undefined when the row is not claimable.
+ */
+export async function claimRow(em: EntityManager, kind: KindFor<'claim'>, id: string, claimLeaseMs: number): Promise<number | undefined> {
+  const claimed = await em.execute<Array<{ email_attempts: number }>>(
+    `update ${tableOf(kind)}
+        set email_status = ${statusAfter(kind, 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
+      where id = ?${andStatus(kind, 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => ?)' })}
+      returning email_attempts`,
+    [id, claimLeaseMs / 1000],
+  );
+  return claimed[0]?.email_attempts;
+}
+
+/** What the submission email needs of its row, loaded by the statement that claims it. */
+export type ClaimedSubmission = {
+  id: string;
+  email: string;
+  message: string;
+  subject: string;
+  customFields: CustomFields;
+  createdAt: Date;
+  /** The key owner's address; null only if the key row were gone (the foreign key forbids it). */
+  keyEmail: string | null;
+  attachmentCount: number;
+  /** Set while the key's address is suppressed after hard bounces: the email is not attempted. */
+  suppressedUntil: Date | null;
+  /** The key's mailbox reported one of these emails as spam: not attempted until its owner signs in. */
+  complained: boolean;
+  /** The key's label when its owner asked for it before the email's subject; null otherwise. */
+  subjectLabel: string | null;
+  /** The key owner's mailbox: whose own spam statistics apply. */
+  keyMailbox: string | null;
+  spamFilter: SpamFilterLevel;
+  /** Whether the owner taught enough marks for their own spam statistics to count. */
+  ownerStatistics: boolean;
+  /** The verdict of an earlier attempt (checked once per submission), and the owner's mark. */
+  spamVerdict: SpamVerdict | null;
+  spamMark: SpamMark | null;
+};
+
+/** A claimed submission: its attempt number and what its email needs. */
+export type SubmissionClaim = { attempt: number; submission: ClaimedSubmission };
+
+/** What runs a parameterised statement: a pg pool or client. */
+export type Queryable = Pick<pg.Pool, 'query'>;
+
+/** The claim of src/workers/submission-claims.ts, by name: each connection parses and plans it once. */
+const CLAIM_SUBMISSIONS = {
+  name: 'claim-submissions',
+  text: `with claimed as (
+       update submissions
+          set email_status = ${statusAfter('submission', 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
+        where id = any($1::uuid[])${andStatus('submission', 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => $2)' })}
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark)
+     select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
+            k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark,
+            case when k.subject_prefix then k.label end as subject_label,
+            -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
+            (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
+            (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
+            case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
+            mc.complained_at is not null as complained,
+            coalesce((select m.spam >= ${OWNER_MIN_LEARNS} and m.ham >= ${OWNER_MIN_LEARNS} from owner_spam_marks m
+              where m.mailbox = k.mailbox), false) as owner_statistics
+       from claimed c left join verification_keys k on k.id = c.key_id
+            left join address_bounces b on b.address = k.email
+            left join mailbox_complaints mc on mc.mailbox = k.mailbox`,
+};
+
+/**
+ * The claims of submissions (each the same compare-and-set as claimRow, so only one worker claims
+ * a row) and what their emails need, in one statement: the rows, their keys' addresses and how
+ * many files each has. Hydrating the row and its key through the ORM was a large share of a
+ * worker's CPU (docs/benchmarks.md, scenario 3); the jobs that start together share the statement
+ * (src/workers/submission-claims.ts). One result per id, in order, undefined for a row that is not
+ * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
+ * A prepared statement with the ids as one array parameter: the same text whatever the batch's
+ * size, so PostgreSQL parses and plans it once per connection instead of once per batch.
+ */
+export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseMs: number): Promise<Array<SubmissionClaim | undefined>> {
+  const { rows } = await db.query<{
+    id: string;
+    email: string;
+    message: string;
+    subject: string;
+    custom_fields: CustomFields;
+    created_ms: number;
+    email_attempts: number;
+    key_email: string | null;
+    attachment_count: number;
+    suppressed_ms: number | null;
+    complained: boolean;
+    key_mailbox: string | null;
+    subject_label: string | null;
+    spam_filter: SpamFilterLevel | null;
+    spam_verdict: SpamVerdict | null;
+    spam_mark: SpamMark | null;
+    owner_statistics: boolean;
+  }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    // PostgreSQL answers a uuid in lower case.
+    const row = byId.get(id.toLowerCase());
+    if (!row) return undefined;
+    byId.delete(row.id);
+    return {
+      attempt: row.email_attempts,
+      submission: {
+        id: row.id,
+        email: row.email,
+        message: row.message,
+        subject: row.subject,
+        customFields: row.custom_fields,
+        createdAt: new Date(Number(row.created_ms)),
+        keyEmail: row.key_email,
+        attachmentCount: row.attachment_count,
+        suppressedUntil: row.suppressed_ms === null ? null : new Date(Number(row.suppressed_ms)),
+        complained: row.complained,
+        keyMailbox: row.key_mailbox,
+        subjectLabel: row.subject_label,
+        spamFilter: row.spam_filter ?? 'off',
+        ownerStatistics: row.owner_statistics,
+        spamVerdict: row.spam_verdict,
+        spamMark: row.spam_mark,
+      },
+    };
+  });
+}
+
+/** Gives a claimed row back untouched (not an attempt): `queued` again, its attempt uncounted. False when it was not claimed. */
+export async function releaseClaim(em: EntityManager, kind: KindFor<'release-claim'>, id: string): Promise<boolean> {
+  const result = await em.execute<{ affectedRows: number }>(
+    `update ${tableOf(kind)} set email_status = ${statusAfter(kind, 'release-claim')}, claimed_at = null, email_attempts = greatest(email_attempts - 1, 0)
+      where id = ?${andStatus(kind, 'release-claim')}`,
+    [id],
+    'run',
+  );
+  return result.affectedRows > 0;
+}
+
+// ---- What a worker records of its attempt.
+
+export type FailurePolicy = {
+  /** The failure is final whatever the row's age (a permanent refusal, the job's last attempt). */
+  final: boolean;
+  /** A row older than this (counted from its last re-send, if any) fails instead of retrying. */
+  retryHorizonMs: number;
+  /** Unset: no limit. */
+  maxAttempts: number | undefined;
+  reason: string;
+  /** Webhooks: the receiver's HTTP status, null when it never answered. */
+  responseCode?: number | null;
+  /** Submissions: the retry timer its job gets if the row stays `retrying` (next_attempt_at), and who tried (the history). */
+  retry?: { delayMs: number; worker: string };
+};
+
+/** The guard of a failure: `retry` and `give-up` are one statement, so they must apply to the same statuses. */
+function failureGuard(kind: KindFor<'retry'>): string {
+  const guard = andStatus(kind, 'retry');
+  if (guard !== andStatus(kind, 'give-up')) throw new Error(`retry and give-up of a ${kind} row must move it from the same statuses`);
+  return guard;
+}
+
+/**
+ * Releases the claim after a failed attempt: `retrying` (the `retry` event), or `failed` (`give-up`)
+ * when the policy says it is over. A submission's attempt joins its history in the same statement,
+ * and a `retrying` one says when its job's timer ends.
+ */
+export async function recordFailure(em: EntityManager, kind: KindFor<'retry'> & KindFor<'give-up'>, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
+  const over = '(? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ?)';
+  const overValues = [policy.final, policy.retryHorizonMs / 1000, policy.maxAttempts ?? 2 ** 31 - 1];
+  const status = `case when ${over} then ${statusAfter(kind, 'give-up')} else ${statusAfter(kind, 'retry')} end`;
+  if (kind === 'submission' && policy.retry) {
+    const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
+      `with recorded as (
+         update submissions
+            set email_status = ${status},
+                next_attempt_at = case when ${over} then null else now() + make_interval(secs => ?) end,
+                last_error = ?, claimed_at = null
+          where id = ?${failureGuard(kind)}
+          returning id, email_status, email_attempts, last_error),
+       logged as (
+         insert into delivery_attempts (submission_id, attempt, outcome, response, worker)
+         select id, email_attempts, email_status, last_error, ? from recorded)
+       select email_status from recorded`,
+      [...overValues, ...overValues, policy.retry.delayMs / 1000, policy.reason, id, policy.retry.worker],
+    );
+    return row?.email_status ?? 'failed';
+  }
+  const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
+    `update ${tableOf(kind)}
+        set email_status = ${status},
+            last_error = ?, claimed_at = null${kind === 'webhook' ? ', last_response_code = ?' : ''}
+      where id = ?${failureGuard(kind)}
+      returning email_status`,
+    [...overValues, policy.reason, ...(kind === 'webhook' ? [policy.responseCode ?? null] : []), id],
+  );
+  // A row deleted meanwhile has nothing left to retry.
+  return row?.email_status ?? 'failed';
+}
+
+/** A claimed email that is not attempted: its mailbox is suppressed (`reason` says why and until when). False when it was not claimed. */
+export async function recordSuppressed(em: EntityManager, kind: KindFor<'suppress'>, id: string, reason: string): Promise<boolean> {
+  const result = await em.execute<{ affectedRows: number }>(
+    `update ${tableOf(kind)} set email_status = ${statusAfter(kind, 'suppress')}, claimed_at = null, last_error = ? where id = ?${andStatus(kind, 'suppress')}`,
+    [reason, id],
+    'run',
+  );
+  return result.affectedRows > 0;
+}
+
+/**
+ * The spam filter's verdict on a claimed submission; `spam` also ends its delivery (the
+ * `spam-verdict` event): kept, not emailed. False when the row was not claimed.
+ */
+export async function recordSpamVerdict(em: EntityManager, id: string, verdict: SpamVerdict, scan: { score: number; reasons: SpamReason[] } | undefined): Promise<boolean> {
+  const result = await em.execute<{ affectedRows: number }>(
+    `update submissions
+        set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
+            email_status = case when ? = 'spam' then ${statusAfter('submission', 'spam-verdict')} else email_status end,
+            claimed_at = case when ? = 'spam' then null else claimed_at end
+      where id = ?${andStatus('submission', 'spam-verdict')}`,
+    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, verdict, id],
+    'run',
+  );
+  return result.affectedRows > 0;
+}
+
+export type SentRow = { id: string; created_at: Date; sent_at: Date };
+
+/** A submission's spam verdict, written with its `sent` (src/workers/spam-check.ts). */
+export type SpamResult = { verdict: SpamVerdict; score: number | null; reasons: SpamReason[] | null };
+
+/** `response`: the SMTP server's reply to the message (250 …), kept in a submission's history. */
+export type SentItem = { id: string; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
+
+/**
+ * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
+ * src/workers/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
+ * A bounce may come back before this write (the relay reports within a second, this commit can
+ * wait longer): a row already `bounced` or `complained` keeps that status. `worker` names the
+ * process in the submissions' delivery history.
+ */
+export async function recordSent(db: Queryable, kind: KindFor<'sent'>, sent: SentItem[], worker: string): Promise<SentRow[]> {
+  const status = `email_status = ${statusAfter(kind, 'sent', 't.email_status')}`;
+  const guard = andStatus(kind, 'sent', { column: 't.email_status' });
+  if (kind !== 'submission') {
+    const result = await db.query<SentRow>({
+      name: `record-sent-${kind}`,
+      text: `update ${tableOf(kind)} as t
+          set ${status}, sent_at = now(), message_id = v.message_id, last_error = null
+         from unnest($1::uuid[], $2::text[]) as v(id, message_id)
+        where t.id = v.id${guard}
+        returning t.id, t.created_at, t.sent_at`,
+      values: [sent.map((item) => item.id), sent.map((item) => item.messageId)],
+    });
+    return result.rows;
+  }
+  // A submission's spam verdict (ham, or unchecked when the filter failed) rides on this write:
+  // no statement of its own per email (npm run bench, scenario 9). So does its attempt's row in the
+  // history: one more insert in the same statement, not a round trip.
+  const result = await db.query<SentRow>({
+    name: 'record-sent-submission',
+    text: `with recorded as (
+       update submissions as t
+          set ${status}, sent_at = now(), message_id = v.message_id, last_error = null,
+              spam_verdict = coalesce(v.verdict, t.spam_verdict),
+              spam_score = case when v.verdict is null then t.spam_score else v.score end,
+              spam_reasons = case when v.verdict is null then t.spam_reasons else v.reasons end,
+              spam_checked_at = case when v.verdict is null then t.spam_checked_at else now() end
+         from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[], $6::text[]) as v(id, message_id, verdict, score, reasons, response)
+        where t.id = v.id${guard}
+        returning t.id, t.created_at, t.sent_at, t.email_attempts, v.response),
+     logged as (
+       insert into delivery_attempts (submission_id, attempt, attempted_at, outcome, response, worker)
+       select id, email_attempts, sent_at, 'sent', response, $7 from recorded)
+     select id, created_at, sent_at from recorded`,
+    values: [
+      sent.map((item) => item.id),
+      sent.map((item) => item.messageId),
+      sent.map((item) => item.spam?.verdict ?? null),
+      sent.map((item) => item.spam?.score ?? null),
+      sent.map((item) => (item.spam?.reasons ? JSON.stringify(item.spam.reasons) : null)),
+      sent.map((item) => item.response?.slice(0, 2000) ?? null),
+      worker,
+    ],
+  });
+  return result.rows;
+}
+
+/** A webhook delivery that will not be made (its submission is held as spam): `skipped`, with why. False when it was not claimed. */
+export async function recordSkipped(em: EntityManager, id: string, reason: string): Promise<boolean> {
+  const result = await em.execute<{ affectedRows: number }>(
+    `update webhook_deliveries set email_status = ${statusAfter('webhook', 'skip')}, claimed_at = null, last_error = ? where id = ?${andStatus('webhook', 'skip')}`,
+    [reason, id],
+    'run',
+  );
+  return result.affectedRows > 0;
+}
+
+/** A webhook answered 2xx: `sent`, with the answer's status. */
+export async function recordDelivered(em: EntityManager, id: string, responseCode: number): Promise<SentRow | undefined> {
+  const [row] = await em.execute<SentRow[]>(
+    `update webhook_deliveries
+        set email_status = ${statusAfter('webhook', 'delivered')}, sent_at = now(), last_error = null, last_response_code = ?, claimed_at = null
+      where id = ?${andStatus('webhook', 'delivered')}
+      returning id, created_at, sent_at`,
+    [responseCode, id],
+  );
+  return row;
+}
+
+// ---- What came back after the relay took the email (src/bounces/record.ts).
+
+/** A report read from a bounce or an abuse complaint, as src/bounces/record.ts keeps it on the row. */
+export type ReturnedReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
+
+/**
+ * Keeps `report` on its row; `event` is the status change it makes (`bounce`, `complain`), none for
+ * a soft bounce or a delay. Run in the transaction that locked the row. False when there is no such
+ * row, or its status refuses the event.
+ */
+export async function recordReturnedReport(
+  db: Queryable,
+  kind: KindFor<'bounce'> & KindFor<'complain'>,
+  id: string,
+  event: 'bounce' | 'complain' | undefined,
+  report: ReturnedReport,
+): Promise<boolean> {
+  const result = await db.query(
+    `update ${tableOf(kind)} set ${event ? `email_status = ${statusAfter(kind, event)}, ` : ''}bounce_type = $2, bounce_status = $3, bounce_diagnostic = $4,
+            bounce_mta = $5, bounced_at = now()
+      where id = $1${event ? andStatus(kind, event) : ''}`,
+    [id, report.type, report.status, report.diagnostic, report.reportingMta],
+  );
+  return (result.rowCount ?? 0) > 0;
+}
+
+// ---- A row put back in the queue.
+
+/** The key that owns a row, per kind: an owner may re-send only rows of their keys. */
+const OWNED_BY: Record<KindFor<'requeue-for-resend'>, string> = {
+  submission: 'key_id = ?',
+  webhook: 'endpoint_id in (select id from webhook_endpoints where key_id = ?)',
+};
+
+/** What a re-send forgets: the report of the earlier email (emails only; webhooks have none). */
+const FORGET_REPORT: Record<KindFor<'requeue-for-resend'>, string> = {
+  submission: ', bounce_type = null, bounce_status = null, bounce_diagnostic = null, bounce_mta = null, bounced_at = null',
+  webhook: '',
+};
+
+/**
+ * A failed, bounced or suppressed row (of key `keyId`, when given) back to `queued`, for a re-send:
+ * the reconciler finds it should the enqueue that follows be lost. A fresh delivery: its attempts
+ * count from 0 and its retry horizon from now, so a row failed for good after the horizon is not
+ * failed again by its first temporary refusal. False when there is no such row.
+ */
+export async function requeueFailed(em: EntityManager, kind: KindFor<'requeue-for-resend'>, id: string, keyId?: string): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>(
+    `update ${tableOf(kind)} set email_status = ${statusAfter(kind, 'requeue-for-resend')}, claimed_at = null, email_attempts = 0, requeued_at = now()${FORGET_REPORT[kind]}
+      where id = ?${andStatus(kind, 'requeue-for-resend')} ${keyId === undefined ? '' : `and ${OWNED_BY[kind]}`}
+      returning id`,
+    keyId === undefined ? [id] : [id, keyId],
+  );
+  return rows.length > 0;
+}
+
+/**
+ * The consent release: the `held` submissions of the keys sending to `mailbox` become `queued`, their
+ * retry horizon counted from now (they may have waited days); returns their ids to enqueue.
+ */
+export async function releaseHeld(em: EntityManager, mailbox: string): Promise<string[]> {
+  const released = await em.execute<Array<{ id: string }>>(
+    `update submissions set email_status = ${statusAfter('submission', 'release-held')}, requeued_at = now()
+      where not settled${andStatus('submission', 'release-held')} and key_id in (select id from verification_keys where mailbox = ?)
+      returning id`,
+    [mailbox],
+  );
+  return released.map((row) => row.id);
+}
+
+/**
+ * The owner's mark on a submission (src/api/owner/spam-marks.ts), under the row's lock; `reserved`:
+ * a place in the teaching allowance is taken for it (spam_taught_at pending until the filter
+ * answers). "Not spam" on a submission held as spam is the `mark-not-spam` event: queued again as
+ * a fresh delivery. Returns whether it was so released.
+ */
+export async function writeSpamMark(em: EntityManager, id: string, mark: SpamMark, reserved: boolean): Promise<boolean> {
+  const release = mark === 'ham';
+  const moves = `? and ${statusCondition('submission', 'mark-not-spam', { column: 'b.before' })}`;
+  const rows = await em.execute<Array<{ released: boolean }>>(
+    `update submissions s
+        set spam_mark = ?, spam_marked_at = now(),
+            spam_taught_at = case when ? then now() when s.spam_mark = ? then s.spam_taught_at else null end,
+            spam_teach_pending = case when ? then true when s.spam_mark = ? then s.spam_teach_pending else false end,
+            email_status = case when ${moves} then ${statusAfter('submission', 'mark-not-spam', 'b.before')} else s.email_status end,
+            requeued_at = case when ${moves} then now() else s.requeued_at end,
+            email_attempts = case when ${moves} then 0 else s.email_attempts end
+       from (select id, email_status as before from submissions where id = ? for update) b
+      where s.id = b.id
+      returning (${moves}) as released`,
+    [mark, reserved, mark, reserved, mark, release, release, release, id, release],
+  );
+  return rows[0]?.released ?? false;
+}
+
+/** The webhook events held back with a submission the owner marked not spam (`mark-not-spam`): `queued`; their ids, to enqueue. */
+export async function releaseSkippedWebhooks(em: EntityManager, submissionId: string): Promise<string[]> {
+  const released = await em.execute<Array<{ id: string }>>(
+    `update webhook_deliveries set email_status = ${statusAfter('webhook', 'mark-not-spam')}, last_error = null
+      where submission_id = ?${andStatus('webhook', 'mark-not-spam')} returning id`,
+    [submissionId],
+  );
+  return released.map((row) => row.id);
+}
