@@ -10,19 +10,15 @@
 //   - soft bounce, delay: kept on the row as its report, the status unchanged (not final).
 // Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
 import type pg from 'pg';
+import { reportOutcome, type RecordOutcome } from '../shared/bounces/outcome.ts';
 import type { BounceType } from '../shared/db/entities.ts';
-import { REPORTED } from '../shared/delivery-statuses.ts';
 import type { ReturnTarget } from '../shared/return-path.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
-/** `unknown`: no such row (retention deleted it, say): nothing to do. `noted`: kept as the row's report, status unchanged. */
-export type RecordOutcome = 'bounced' | 'complained' | 'noted' | 'duplicate' | 'unknown';
+export type { RecordOutcome } from '../shared/bounces/outcome.ts';
 
 export type SuppressionPolicy = { afterHardBounces: number; forHours: number };
-
-/** Reports by severity: a weaker one never replaces a stronger one on the row. */
-const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, complaint: 3 };
 
 const TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
 /** The address and the mailbox the email went to: the key's for a submission, the row's own for a key email. */
@@ -48,7 +44,7 @@ export async function recordReport(
       [target.id],
     );
     const current = rows[0];
-    const outcome = current ? decide(current, report) : 'unknown';
+    const outcome = reportOutcome(current && { emailStatus: current.email_status, bounceType: current.bounce_type }, report.type);
     let webhookDeliveryIds: string[] = [];
     if (current && outcome !== 'duplicate' && outcome !== 'unknown') {
       const status = outcome === 'noted' ? null : outcome;
@@ -72,15 +68,6 @@ export async function recordReport(
   } finally {
     client.release();
   }
-}
-
-function decide(current: Current, report: BounceReport): RecordOutcome {
-  const reported = REPORTED.includes(current.email_status as never);
-  if (report.type === 'hard') return reported ? 'duplicate' : 'bounced';
-  if (report.type === 'complaint') return current.email_status === 'complained' ? 'duplicate' : 'complained';
-  // Soft and delayed: the row's report, unless a final or stronger one is there already.
-  if (reported || (current.bounce_type && SEVERITY[current.bounce_type] > SEVERITY[report.type])) return 'duplicate';
-  return 'noted';
 }
 
 /** One more hard bounce for the address; at the limit (and for each one past it) suppressed for `forHours` from now. */
