@@ -4,6 +4,7 @@ import { Queue, Worker, type BackoffStrategy, type Processor, type WorkerOptions
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-kinds.ts';
+import { retryDelay } from './submissions/retry-policy.ts';
 
 /**
  * The email deliveries (submissions and key emails). The name predates the other queues; it stays,
@@ -118,18 +119,8 @@ export function createDeliveryQueue(connection: RedisClient, config: QueueConfig
   });
 }
 
-export type RetryBackoff = Pick<Config, 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>;
-
-/**
- * The delay before retry number `attemptsMade`: EMAIL_RETRY_BACKOFF_MS doubling per attempt up to
- * EMAIL_RETRY_MAX_BACKOFF_MS, never beyond; the jitter (50 % to 100 % of that) only shortens it, so a
- * burst of failures does not retry in lockstep.
- */
-export function retryDelay(attemptsMade: number, config: RetryBackoff): number {
-  const exponent = Math.min(Math.max(attemptsMade - 1, 0), 40);
-  const ceiling = Math.min(config.EMAIL_RETRY_BACKOFF_MS * 2 ** exponent, config.EMAIL_RETRY_MAX_BACKOFF_MS);
-  return Math.floor(ceiling * (0.5 + Math.random() * 0.5));
-}
+// The backoff is a rule of the retry policy; named here too, where the queues were first written.
+export { retryDelay, type RetryBackoff } from './submissions/retry-policy.ts';
 
 /** A failed attempt that chose its retry's delay itself, so that its row can say when the retry comes. */
 export type ScheduledRetryError = Error & { retryDelayMs?: number };
