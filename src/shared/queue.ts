@@ -5,6 +5,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-kinds.ts';
 import { retryDelay } from './submissions/retry-policy.ts';
+import { webhookRetryDelay } from './webhooks/delivery-policy.ts';
 
 /**
  * The email deliveries (submissions and key emails). The name predates the other queues; it stays,
@@ -166,20 +167,7 @@ export function createWebhookQueue(connection: RedisClient, prefix: string): Que
 /** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
 export type RetryAfterError = Error & { retryAfterMs?: number };
 
-/**
- * The delay before a webhook's retry number `attemptsMade`: exponential with jitter like the emails'
- * (WEBHOOK_RETRY_BACKOFF_MS doubling up to WEBHOOK_RETRY_MAX_BACKOFF_MS), but never sooner than the
- * receiver asked (its Retry-After, itself capped by the maximum backoff).
- */
-export function webhookRetryDelay(
-  attemptsMade: number,
-  error: RetryAfterError | undefined,
-  config: Pick<Config, 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS'>,
-): number {
-  const backoff = { EMAIL_RETRY_BACKOFF_MS: config.WEBHOOK_RETRY_BACKOFF_MS, EMAIL_RETRY_MAX_BACKOFF_MS: config.WEBHOOK_RETRY_MAX_BACKOFF_MS };
-  const asked = Math.min(error?.retryAfterMs ?? 0, config.WEBHOOK_RETRY_MAX_BACKOFF_MS);
-  return Math.max(retryDelay(attemptsMade, backoff), asked);
-}
+export { webhookRetryDelay } from './webhooks/delivery-policy.ts';
 
 export function createWebhookWorker(
   connection: RedisClient,
