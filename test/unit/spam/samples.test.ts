@@ -123,7 +123,8 @@ describe("the filter's answer", () => {
     expect(() => readScan(null)).toThrow();
   });
 
-  it('without any rule is its score alone', () => {
+  it('gives no reason for a rule that lowered the score or left it as it was', () => {
+    expect(readScan({ score: -1.5, symbols: { MIME_GOOD: { score: -0.1, description: 'Known content-type' }, ARC_NA: { score: 0 } } })).toEqual({ score: -1.5, reasons: [] });
     expect(readScan({ score: -1.5 })).toEqual({ score: -1.5, reasons: [] });
   });
 });
