@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Two tiers, each a vitest project. `unit`: the rules without I/O (test/unit/), no service started,
-// and a guard that fails a test which opens a socket or spawns a program. `integration`: everything
-// else, against the real servers its global setup starts. A project's global setup runs only when
-// one of its files is selected, so `npm run test:unit` (and `npm test -- test/unit/`) starts
-// nothing. Reporters are the run's, not a project's: the summary line counts both tiers.
+// Two tiers, each a vitest project. `unit`: the rules without I/O (test/unit/), no service
+// started, and a guard (test/setup/no-services.ts) that fails a test which opens a socket, listens
+// on a port or starts a program beside it. `integration`: everything else, against the real servers
+// its global setup starts. A project's global setup runs only when one of its files is selected,
+// so `npm run test:unit` (and `npm test -- test/unit/`) starts nothing. Reporters are the run's,
+// not a project's: the summary line counts both tiers.
 export default defineConfig({
   test: {
     pool: 'forks',
