@@ -11,17 +11,21 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-/** Runs vitest in a directory of its own with the given test files (globals on, so they import nothing). */
-function runVitest(files: Record<string, string>): Promise<{ code: number | null; output: string }> {
+/**
+ * Runs vitest in a directory of its own with the given test files (globals on, so they import
+ * nothing); `projects`, when given, splits them into projects as vitest.config.ts does.
+ */
+function runVitest(files: Record<string, string>, projects?: Array<{ name: string; include: string[]; exclude?: string[] }>): Promise<{ code: number | null; output: string }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'cfs-reporter-'));
   dirs.push(dir);
-  mkdirSync(path.join(dir, 'test'));
-  for (const [name, source] of Object.entries(files)) writeFileSync(path.join(dir, 'test', name), source);
+  for (const [name, source] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, 'test', name)), { recursive: true });
+    writeFileSync(path.join(dir, 'test', name), source);
+  }
   const reporter = path.join(ROOT, 'test/setup/summary-reporter.ts');
-  writeFileSync(
-    path.join(dir, 'vitest.config.mjs'),
-    `export default { test: { include: ['test/*.test.ts'], globals: true, reporters: [${JSON.stringify(reporter)}] } };\n`,
-  );
+  // Projects extend the root's options, and arrays add up: the root names no files of its own then.
+  const selection = projects ? `projects: ${JSON.stringify(projects.map((test) => ({ extends: true, test })))}` : `include: ['test/**/*.test.ts']`;
+  writeFileSync(path.join(dir, 'vitest.config.mjs'), `export default { test: { ${selection}, globals: true, reporters: [${JSON.stringify(reporter)}] } };\n`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--root', dir, '--config', path.join(dir, 'vitest.config.mjs')], {
       cwd: dir,
@@ -47,6 +51,22 @@ describe('the summary line of a test run', () => {
     });
     expect(run.code, run.output).toBe(1);
     expect(summaryLine(run.output), run.output).toBe('tests: 1 passed, 3 failed, 1 skipped (setup failed in 1 file(s): broken-setup.test.ts)');
+  });
+
+  it('counts the tests of both tiers in one line, naming a file of either whose setup failed', async () => {
+    const run = await runVitest(
+      {
+        'unit/rules.test.ts': `it('a', () => {});\nit('b', () => {});\n`,
+        'unit/broken.test.ts': `beforeAll(() => { throw new Error('setup broke'); });\nit('one', () => {});\n`,
+        'api/flow.test.ts': `it('c', () => {});\nit.skip('d', () => {});\n`,
+      },
+      [
+        { name: 'unit', include: ['test/unit/**/*.test.ts'] },
+        { name: 'integration', include: ['test/**/*.test.ts'], exclude: ['test/unit/**'] },
+      ],
+    );
+    expect(run.code, run.output).toBe(1);
+    expect(summaryLine(run.output), run.output).toBe('tests: 3 passed, 1 failed, 1 skipped (setup failed in 1 file(s): unit/broken.test.ts)');
   });
 
   it('says only the passed count when every test passed', async () => {

@@ -12,9 +12,22 @@ export type DsnFields = {
   reportingMta?: string;
 };
 
-export function dsn(fields: DsnFields): string {
-  const { to, recipient = 'owner@example.test', action = 'failed', status = '5.1.1', reportingMta = 'relay.example.net' } = fields;
+/** The fields of the report's `message/delivery-status` part: the per-message block, then the recipient's. */
+export function deliveryStatusFields(fields: Omit<DsnFields, 'to'>): string {
+  const { recipient = 'owner@example.test', action = 'failed', status = '5.1.1', reportingMta = 'relay.example.net' } = fields;
   const diagnostic = fields.diagnostic ?? `smtp; 550 ${status} <${recipient}>: Recipient address rejected: User unknown`;
+  return [
+    `Reporting-MTA: dns; ${reportingMta}`,
+    '',
+    `Final-Recipient: rfc822; ${recipient}`,
+    `Action: ${action}`,
+    `Status: ${status}`,
+    `Diagnostic-Code: ${diagnostic}`,
+  ].join('\r\n');
+}
+
+export function dsn(fields: DsnFields): string {
+  const { to, reportingMta = 'relay.example.net' } = fields;
   return [
     `From: MAILER-DAEMON@${reportingMta}`,
     `To: ${to}`,
@@ -31,12 +44,7 @@ export function dsn(fields: DsnFields): string {
     '--b1',
     'Content-Type: message/delivery-status',
     '',
-    `Reporting-MTA: dns; ${reportingMta}`,
-    '',
-    `Final-Recipient: rfc822; ${recipient}`,
-    `Action: ${action}`,
-    `Status: ${status}`,
-    `Diagnostic-Code: ${diagnostic}`,
+    deliveryStatusFields(fields),
     '',
     '--b1',
     'Content-Type: text/rfc822-headers',
@@ -46,6 +54,11 @@ export function dsn(fields: DsnFields): string {
     '--b1--',
     '',
   ].join('\r\n');
+}
+
+/** The fields of an ARF report's `message/feedback-report` part. */
+export function feedbackReportFields(feedbackType = 'abuse'): string {
+  return [`Feedback-Type: ${feedbackType}`, 'User-Agent: ExampleFBL/1.0', 'Version: 1'].join('\r\n');
 }
 
 /** An ARF abuse report: the receiving mailbox marked the email as spam. */
@@ -65,9 +78,7 @@ export function abuseReport(to: string, feedbackType = 'abuse'): string {
     '--b2',
     'Content-Type: message/feedback-report',
     '',
-    `Feedback-Type: ${feedbackType}`,
-    'User-Agent: ExampleFBL/1.0',
-    'Version: 1',
+    feedbackReportFields(feedbackType),
     '',
     '--b2',
     'Content-Type: text/rfc822-headers',

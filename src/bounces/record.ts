@@ -10,26 +10,21 @@
 //   - soft bounce, delay: kept on the row as its report, the status unchanged (not final).
 // Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
 import type pg from 'pg';
-import type { BounceType, EmailStatus } from '../shared/db/entities.ts';
-import { REPORTED } from '../shared/delivery-statuses.ts';
+import { reportOutcome, type RecordOutcome } from '../shared/bounces/outcome.ts';
+import type { BounceType } from '../shared/db/entities.ts';
 import type { ReturnTarget } from '../shared/return-path.ts';
 import { inPgTransaction } from '../shared/db/transactions.ts';
 import { countHardBounce } from '../shared/bounces/data/address-bounces.ts';
 import { noteComplaint } from '../shared/bounces/data/mailbox-complaints.ts';
-import { lockReportedRow, REPORTED_TABLE, type ReportedRow } from '../shared/bounces/data/return-targets.ts';
+import { lockReportedRow } from '../shared/bounces/data/return-targets.ts';
 import { addBouncedEvents } from '../shared/webhooks/data/webhook-deliveries.ts';
 import { recordReturnedReport } from '../shared/submissions/data/delivery-status.ts';
-import { transition } from '../shared/submissions/delivery-transitions.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
-/** `unknown`: no such row (retention deleted it, say): nothing to do. `noted`: kept as the row's report, status unchanged. */
-export type RecordOutcome = 'bounced' | 'complained' | 'noted' | 'duplicate' | 'unknown';
+export type { RecordOutcome } from '../shared/bounces/outcome.ts';
 
 export type SuppressionPolicy = { afterHardBounces: number; forHours: number };
-
-/** Reports by severity: a weaker one never replaces a stronger one on the row. */
-const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, complaint: 3 };
 
 export async function recordReport(
   pool: pg.Pool,
@@ -37,10 +32,9 @@ export async function recordReport(
   report: BounceReport,
   policy: SuppressionPolicy,
 ): Promise<{ outcome: RecordOutcome; webhookDeliveryIds: string[] }> {
-  const table = REPORTED_TABLE[target.kind];
   return inPgTransaction(pool, async (client) => {
     const current = await lockReportedRow(client, target);
-    const outcome = current ? decide(target.kind, current, report) : 'unknown';
+    const outcome = reportOutcome(current && { emailStatus: current.email_status, bounceType: current.bounce_type }, report.type, target.kind);
     let webhookDeliveryIds: string[] = [];
     if (current && outcome !== 'duplicate' && outcome !== 'unknown') {
       await recordReturnedReport(client, target.kind, target.id, EVENT[outcome], report);
@@ -56,13 +50,3 @@ export async function recordReport(
 
 /** The status change of each outcome that writes the report (src/shared/submissions/delivery-transitions.ts). */
 const EVENT = { bounced: 'bounce', complained: 'complain', noted: undefined } as const;
-
-function decide(kind: ReturnTarget['kind'], current: ReportedRow, report: BounceReport): RecordOutcome {
-  // Whether the row's status takes the report is the table's answer, as for the statement that writes it.
-  if (report.type === 'hard') return transition(kind, 'bounce', current.email_status) === undefined ? 'duplicate' : 'bounced';
-  if (report.type === 'complaint') return transition(kind, 'complain', current.email_status) === undefined ? 'duplicate' : 'complained';
-  const reported = REPORTED.includes(current.email_status);
-  // Soft and delayed: the row's report, unless a final or stronger one is there already.
-  if (reported || (current.bounce_type && SEVERITY[current.bounce_type] > SEVERITY[report.type])) return 'duplicate';
-  return 'noted';
-}

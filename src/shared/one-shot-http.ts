@@ -94,7 +94,8 @@ function connect(server: URL): net.Socket {
 
 const pathAndQuery = (url: URL) => `${url.pathname}${url.search}`;
 
-function requestHead(path: string, host: string, headers: Record<string, string>, contentLength: number): string {
+/** The head of a POST; throws for a header whose name or value would break the request into more lines. */
+export function requestHead(path: string, host: string, headers: Record<string, string>, contentLength: number): string {
   const lines = [`POST ${path} HTTP/1.0`, `Host: ${host}`];
   for (const [name, value] of Object.entries({ ...headers, 'Content-Length': String(contentLength) })) {
     // A line break would start another header (or the body) of the caller's choosing.

@@ -4,6 +4,8 @@ import { Queue, Worker, type BackoffStrategy, type Processor, type WorkerOptions
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.ts';
 import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-kinds.ts';
+import { retryDelay } from './submissions/retry-policy.ts';
+import { webhookRetryDelay } from './webhooks/delivery-policy.ts';
 
 /**
  * The email deliveries (submissions and key emails). The name predates the other queues; it stays,
@@ -118,18 +120,8 @@ export function createDeliveryQueue(connection: RedisClient, config: QueueConfig
   });
 }
 
-export type RetryBackoff = Pick<Config, 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>;
-
-/**
- * The delay before retry number `attemptsMade`: EMAIL_RETRY_BACKOFF_MS doubling per attempt up to
- * EMAIL_RETRY_MAX_BACKOFF_MS, never beyond; the jitter (50 % to 100 % of that) only shortens it, so a
- * burst of failures does not retry in lockstep.
- */
-export function retryDelay(attemptsMade: number, config: RetryBackoff): number {
-  const exponent = Math.min(Math.max(attemptsMade - 1, 0), 40);
-  const ceiling = Math.min(config.EMAIL_RETRY_BACKOFF_MS * 2 ** exponent, config.EMAIL_RETRY_MAX_BACKOFF_MS);
-  return Math.floor(ceiling * (0.5 + Math.random() * 0.5));
-}
+// The backoff is a rule of the retry policy; named here too, where the queues were first written.
+export { retryDelay, type RetryBackoff } from './submissions/retry-policy.ts';
 
 /** A failed attempt that chose its retry's delay itself, so that its row can say when the retry comes. */
 export type ScheduledRetryError = Error & { retryDelayMs?: number };
@@ -175,20 +167,7 @@ export function createWebhookQueue(connection: RedisClient, prefix: string): Que
 /** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
 export type RetryAfterError = Error & { retryAfterMs?: number };
 
-/**
- * The delay before a webhook's retry number `attemptsMade`: exponential with jitter like the emails'
- * (WEBHOOK_RETRY_BACKOFF_MS doubling up to WEBHOOK_RETRY_MAX_BACKOFF_MS), but never sooner than the
- * receiver asked (its Retry-After, itself capped by the maximum backoff).
- */
-export function webhookRetryDelay(
-  attemptsMade: number,
-  error: RetryAfterError | undefined,
-  config: Pick<Config, 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS'>,
-): number {
-  const backoff = { EMAIL_RETRY_BACKOFF_MS: config.WEBHOOK_RETRY_BACKOFF_MS, EMAIL_RETRY_MAX_BACKOFF_MS: config.WEBHOOK_RETRY_MAX_BACKOFF_MS };
-  const asked = Math.min(error?.retryAfterMs ?? 0, config.WEBHOOK_RETRY_MAX_BACKOFF_MS);
-  return Math.max(retryDelay(attemptsMade, backoff), asked);
-}
+export { webhookRetryDelay } from './webhooks/delivery-policy.ts';
 
 export function createWebhookWorker(
   connection: RedisClient,

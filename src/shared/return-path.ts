@@ -3,7 +3,7 @@
 // row's id, and a MAC under SECRET: anyone can send mail to the bounce receiver, but only this
 // service can make an address that it accepts, so a forged bounce cannot change another row.
 //
-//   b-s-<row id, 32 hex>-<MAC, 16 hex>@BOUNCE_DOMAIN   (57 characters before the @; at most 64 are allowed)
+//   b-s-<row id, 32 hex>-<MAC, 16 hex>@BOUNCE_DOMAIN   (53 characters before the @; at most 64 are allowed)
 //
 // Lower case only: some relays lower-case the address on the way back.
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';

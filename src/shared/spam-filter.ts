@@ -112,7 +112,8 @@ function header(name: string, value: string): string {
   return `${name}: ${/^[\x20-\x7e]*$/.test(flat) ? flat : `=?UTF-8?B?${Buffer.from(flat, 'utf8').toString('base64')}?=`}`;
 }
 
-function readScan(answer: unknown): SpamScan {
+/** The filter's JSON answer: its score and its strongest reasons; throws when it has no score. */
+export function readScan(answer: unknown): SpamScan {
   const { score, symbols } = answer as { score?: unknown; symbols?: Record<string, { score?: unknown; description?: unknown }> };
   if (typeof score !== 'number' || !Number.isFinite(score)) throw new Error('the spam filter answered without a score');
   const reasons = Object.entries(symbols ?? {})

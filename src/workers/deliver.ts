@@ -8,7 +8,8 @@ import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 import { messageIdFor } from '../shared/delivery-kinds.ts';
-import { sendTracked, SuppressedError, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
+import { submissionSuppression } from '../shared/bounces/suppression.ts';
+import { sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import type { SpamChecker } from './spam-check.ts';
 
 /** What the submission email needs of the configuration. */
@@ -24,10 +25,8 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
   };
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
-    if (submission.complained) throw suppressedByComplaint();
-    if (submission.suppressedUntil) {
-      throw new SuppressedError(`not attempted: this address bounced repeatedly; suppressed until ${submission.suppressedUntil.toISOString()} or until its owner signs in`);
-    }
+    const suppressed = submissionSuppression(submission);
+    if (suppressed) throw new SuppressedError(suppressed);
     // Most submissions carry no file: their email skips the attachments query.
     const stored: Attachment[] =
       submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submissionId);

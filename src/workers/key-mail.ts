@@ -20,6 +20,7 @@ import {
 } from './render-keys.ts';
 import type { RenderedEmail } from './email-templates.ts';
 import { hasComplained } from '../shared/delivery-rows.ts';
+import { complaintStops } from '../shared/bounces/suppression.ts';
 import { messageIdFor } from '../shared/delivery-kinds.ts';
 import { claimOnly, sendTracked, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
 
@@ -28,19 +29,12 @@ export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmed
 
 type KeyMailContext = SendContext & KeyMailSettings & { vault: KeyVault; consent: ConsentSigner };
 
-/**
- * What anyone may cause to be sent to an address (a key created for it, the request to confirm it):
- * not sent once the address reported an email of this service as spam, until its owner signs in.
- * The sign-in link, the keys asked for and the notices about the owner's own webhooks still go.
- */
-const STOPPED_BY_A_COMPLAINT: ReadonlySet<KeyEmail['kind']> = new Set(['new-key', 'confirm']);
-
 export async function deliverKeyEmail(context: KeyMailContext, job: Job<DeliveryJobs['key-email']>): Promise<SendOutcome> {
   const { keyEmailId } = job.data;
   return sendTracked(context, 'key-email', keyEmailId, job, claimOnly(context, 'key-email', keyEmailId), async () => {
     const { em } = context;
     const keyEmail = await findKeyEmailWithKey(em, keyEmailId);
-    if (STOPPED_BY_A_COMPLAINT.has(keyEmail.kind) && (await hasComplained(em, keyEmail.mailbox))) {
+    if (complaintStops(keyEmail.kind) && (await hasComplained(em, keyEmail.mailbox))) {
       throw suppressedByComplaint();
     }
     const email = await renderKeyEmail(em, context, keyEmail);

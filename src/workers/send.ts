@@ -8,7 +8,16 @@ import { deliveries, deliveryLatency, deliveryRetries } from '../shared/metrics.
 import type { MailTransport } from '../shared/mail.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName, type KindsIn } from '../shared/delivery-kinds.ts';
-import { retryDelay, type RetryBackoff, type ScheduledRetryError } from '../shared/queue.ts';
+import type { ScheduledRetryError } from '../shared/queue.ts';
+import { COMPLAINT_SUPPRESSION } from '../shared/bounces/suppression.ts';
+import {
+  describeSendError,
+  isFinalFailure,
+  isPermanentSmtpFailure,
+  isSmtpServerFailure,
+  retryDelay,
+  type RetryBackoff,
+} from '../shared/submissions/retry-policy.ts';
 import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../shared/submissions/data/delivery-status.ts';
 import type { ReturnPaths } from '../shared/return-path.ts';
 import { HeldAsSpamError } from './spam-check.ts';
@@ -59,8 +68,7 @@ export class SuppressedError extends Error {
 }
 
 /** The row's mailbox complained: nothing more is sent to it until its owner signs in. */
-export const suppressedByComplaint = () =>
-  new SuppressedError('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
+export const suppressedByComplaint = () => new SuppressedError(COMPLAINT_SUPPRESSION);
 
 /** A claimed row: its attempt number and what the claim loaded with it. */
 export type Claimed<Row> = { attempt: number; row: Row };
@@ -117,7 +125,7 @@ export async function sendTracked<Row>(
     // The delay BullMQ's backoff would pick for this retry (it takes this one, see createDeliveryWorker).
     const retryDelayMs = retryDelay(job.attemptsMade + 1, context.backoff);
     const status = await recordFailure(context.em, kind, id, {
-      final: isPermanent(error) || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+      final: isFinalFailure(isPermanentSmtpFailure(error), job),
       retryHorizonMs: context.retryHorizonMs,
       maxAttempts: context.maxAttempts,
       reason,
@@ -127,7 +135,7 @@ export async function sendTracked<Row>(
     deliveries.inc({ ...label, outcome: finalAttempt ? 'failed' : 'retry' });
     if (!finalAttempt) deliveryRetries.inc(label);
     context.log.warn({ table: deliveryKinds[kind].table, id, attempt, finalAttempt, reason }, 'delivery failed');
-    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isServerSide(error), retryDelayMs);
+    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isSmtpServerFailure(error), retryDelayMs);
   } finally {
     release?.();
   }
@@ -143,35 +151,4 @@ export async function sendTracked<Row>(
 function withReturnPath(context: SendContext, kind: DeliveryKindName, id: string, message: Mail.Options): Mail.Options {
   if (!context.returnPaths || kind === 'webhook' || typeof message.to !== 'string') return message;
   return { ...message, envelope: { from: context.returnPaths.address(kind, id), to: message.to } };
-}
-
-
-type SmtpError = Error & { responseCode?: number; response?: string; command?: string };
-
-/**
- * A 5xx is final only when it is about this message: its recipient (RCPT TO), its content (DATA),
- * or its size (552 to MAIL FROM, RFC 1870). A 5xx earlier in the conversation (the greeting, EHLO,
- * AUTH, or MAIL FROM refusing our own MAIL_FROM) is about the server or our account with it, a
- * wrong password or a relay not yet allowed to send as MAIL_FROM: every message would get it. That
- * is retried like an outage, counted by the circuit breaker, and fixed within the retry horizon it
- * costs no mail.
- */
-function isPermanent(error: unknown): boolean {
-  const { responseCode: code, command } = error as SmtpError;
-  if (typeof code !== 'number' || code < 500 || code >= 600) return false;
-  return command === 'RCPT TO' || command === 'DATA' || (command === 'MAIL FROM' && code === 552);
-}
-
-/** nodemailer's codes for a server that cannot be reached or talked to (not, say, an attachment stream that broke). */
-const SERVER_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ETLS', 'EPROTOCOL']);
-
-/** The SMTP server refused (a reply code) or could not be reached: what the circuit breaker counts. */
-function isServerSide(error: unknown): boolean {
-  const smtp = error as SmtpError & { code?: string };
-  return typeof smtp.responseCode === 'number' || SERVER_CODES.has(smtp.code ?? '');
-}
-
-function describeSendError(error: unknown): string {
-  const smtp = error as SmtpError;
-  return (smtp.response ?? smtp.message ?? String(error)).slice(0, 2000);
 }

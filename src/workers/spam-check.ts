@@ -16,21 +16,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../shared/campaign-fingerprint.ts';
-import type { SpamFilterLevel, SpamReason } from '../shared/db/entities.ts';
+import type { SpamFilterLevel } from '../shared/db/entities.ts';
 import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../shared/submissions/data/delivery-status.ts';
 import type { Logger } from '../shared/log.ts';
 import { spamCheckDuration, spamChecks } from '../shared/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../shared/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../shared/spam-filter.ts';
+import { spamSampleOf } from '../shared/spam/samples.ts';
+import { awaitsSpamCheck, decideSpam } from '../shared/spam/verdict.ts';
 
 const FAILURES_TO_PAUSE = 5;
 const PAUSE_MS = 30_000;
-
-/** The reason of a message held as a campaign, and the points it adds (more if the filter's score is below the level's). */
-const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
-const CAMPAIGN_POINTS = 10;
-/** The filter's reasons kept beside the campaign's: five in all, as the filter's alone. */
-const FILTER_REASONS_WITH_CAMPAIGN = 4;
 
 export type SpamCheckSettings = {
   /** Unset: no filter configured (or SPAM_FILTER=off): nothing is checked. */
@@ -78,14 +74,14 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     const { filter } = settings;
     const level = submission.spamFilter;
     // A verdict already recorded (a re-send) stands; the owner's "not spam" is final.
-    if (!filter || level === 'off' || submission.spamVerdict !== null || submission.spamMark === 'ham') return undefined;
+    if (!filter || level === 'off' || !awaitsSpamCheck(submission)) return undefined;
     // Asked at once, answered while the filter checks: no wait of its own.
     const campaign = campaignCheck(em, submission, log);
     let scan: SpamScan | undefined;
     if (Date.now() >= pausedUntil) {
       const started = performance.now();
       try {
-        scan = await turn(() => checkNow(filter, sampleOf(submission, filenames, settings.mailFrom), log));
+        scan = await turn(() => checkNow(filter, spamSampleOf(submission, filenames, settings.mailFrom), log));
       } catch (error) {
         log.warn({ err: error, submissionId: submission.id }, 'spam check failed: the email is sent unchecked');
       } finally {
@@ -94,9 +90,9 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
       }
     }
     const votes = await campaign;
-    const held = votes !== undefined && isCampaign(votes);
-    if (held) scan = asCampaign(scan, votes, settings.thresholds[level]);
-    const verdict = held ? 'spam' : scan === undefined ? 'unchecked' : scan.score >= settings.thresholds[level] ? 'spam' : 'ham';
+    const decided = decideSpam(scan, votes !== undefined && isCampaign(votes) ? votes : undefined, settings.thresholds[level]);
+    const { verdict, campaign: held } = decided;
+    scan = decided.scan;
     spamChecks.inc({ verdict });
     if (verdict === 'spam') {
       await recordSpamVerdict(em, submission.id, verdict, scan);
@@ -117,32 +113,4 @@ async function campaignCheck(em: EntityManager, submission: ClaimedSubmission, l
     log.warn({ err: error, submissionId: submission.id }, "spam campaign check failed: the filter's verdict stands");
     return undefined;
   }
-}
-
-/** The filter's answer (undefined: none) with the campaign's reason first, its points lifting the score to at least the level's. */
-function asCampaign(scan: SpamScan | undefined, votes: CampaignVotes, threshold: number): SpamScan {
-  const base = scan?.score ?? 0;
-  const points = Math.round(Math.max(CAMPAIGN_POINTS, threshold - base) * 100) / 100;
-  const reason: SpamReason = {
-    symbol: CAMPAIGN_SYMBOL,
-    score: points,
-    description: votes.ownSpam
-      ? `near-identical to messages marked spam by this key's owner and the owners of ${votes.otherMailboxes} other mailboxes`
-      : `near-identical to messages marked spam by the owners of ${votes.otherMailboxes} other mailboxes`,
-  };
-  return { score: Math.round((base + points) * 100) / 100, reasons: [reason, ...(scan?.reasons ?? []).slice(0, FILTER_REASONS_WITH_CAMPAIGN)] };
-}
-
-function sampleOf(submission: ClaimedSubmission, filenames: string[], mailFrom: string): SpamSample {
-  return {
-    mailFrom,
-    ownerEmail: submission.keyEmail ?? '',
-    ownerMailbox: submission.keyMailbox ?? '',
-    visitorEmail: submission.email,
-    subject: submission.subject,
-    message: submission.message,
-    customFields: submission.customFields,
-    filenames,
-    ownerStatistics: submission.ownerStatistics,
-  };
 }

@@ -16,6 +16,8 @@ import { enqueueDelivery, keyEmailJob, type DeliveryJob, type DeliveryJobs, type
 import type { KeyVault } from '../shared/secrets.ts';
 import type { Storage } from '../shared/storage.ts';
 import { recordEndpointOutcome } from '../shared/webhooks.ts';
+import { isFinalFailure } from '../shared/submissions/retry-policy.ts';
+import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../shared/webhooks/delivery-policy.ts';
 import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../shared/submissions/data/delivery-status.ts';
 import type { SendOutcome } from './send.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
@@ -33,8 +35,7 @@ export type WebhookSettings = {
   spamFilterOn: boolean;
 };
 
-/** How long a `submission.created` event waits for its submission's spam verdict before it goes without one. */
-export const SPAM_VERDICT_WAIT_MS = 60_000;
+export { SPAM_VERDICT_WAIT_MS } from '../shared/webhooks/delivery-policy.ts';
 const SPAM_VERDICT_POLL_MS = 2_000;
 
 export type WebhookContext = WebhookSettings & {
@@ -61,11 +62,23 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
   const delivery = await findDeliveryToSend(em, id);
   const { endpoint } = delivery;
   let answer: WebhookAnswer | undefined;
-  let failure: { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number };
+  let failure: WebhookFailure;
   try {
     if (!endpoint.enabled) throw new DisabledEndpointError('the webhook is disabled; enable it and re-send');
     if (delivery.event === 'submission.created') {
-      const spam = spamGate(context, delivery.submission);
+      const { submission } = delivery;
+      const spam = webhookSpamGate(
+        context.spamFilterOn,
+        {
+          keyFilter: submission.key.spamFilter,
+          spamToWebhooks: submission.key.spamToWebhooks,
+          spamVerdict: submission.spamVerdict,
+          spamMark: submission.spamMark,
+          emailStatus: submission.emailStatus,
+          createdAt: submission.createdAt,
+        },
+        Date.now(),
+      );
       if (spam === 'wait' && context.token) {
         // Not an attempt: the row goes back to `queued`, the job runs again shortly.
         await releaseClaim(em, 'webhook', id);
@@ -94,7 +107,7 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
       if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
       return 'sent';
     }
-    failure = judgeAnswer(answer);
+    failure = judgeWebhookAnswer(answer);
   } catch (error) {
     if (error instanceof DelayedError) throw error;
     failure = {
@@ -105,7 +118,7 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     };
   }
   const status = await recordFailure(em, 'webhook', id, {
-    final: failure.permanent || job.attemptsMade + 1 >= (job.opts.attempts ?? 1),
+    final: isFinalFailure(failure.permanent, job),
     retryHorizonMs: context.retryHorizonMs,
     maxAttempts: undefined,
     reason: failure.reason,
@@ -125,32 +138,6 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
 }
 
 class DisabledEndpointError extends Error {}
-
-/**
- * Whether a `submission.created` event goes now: it carries the spam verdict, so it waits for the
- * worker's check (at most SPAM_VERDICT_WAIT_MS, and only while the email is still to be sent: a
- * submission whose email is skipped is never checked). Held spam goes only to the webhooks of a key
- * that asked for it, or once its owner marks it not spam.
- */
-function spamGate(context: WebhookContext, submission: Submission): 'send' | 'wait' | 'skip' {
-  if (!context.spamFilterOn || submission.key.spamFilter === 'off' || submission.spamMark === 'ham') return 'send';
-  if (submission.spamVerdict === 'spam') return submission.key.spamToWebhooks ? 'send' : 'skip';
-  const checkAhead = submission.spamVerdict === null && ['queued', 'sending', 'retrying'].includes(submission.emailStatus);
-  return checkAhead && Date.now() - submission.createdAt.getTime() < SPAM_VERDICT_WAIT_MS ? 'wait' : 'send';
-}
-
-/** 408, 429 and 5xx are worth another try; 3xx (not followed) and other 4xx are not. */
-function judgeAnswer(answer: WebhookAnswer): { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number } {
-  const retryable = answer.status === 408 || answer.status === 429 || answer.status >= 500;
-  const redirect = answer.status >= 300 && answer.status < 400;
-  const text = answer.body.replace(/\s+/g, ' ').trim().slice(0, 200);
-  return {
-    reason: `HTTP ${answer.status}${redirect ? ' (redirects are not followed)' : ''}${text ? `: ${text}` : ''}`,
-    permanent: !retryable,
-    counts: true,
-    ...(answer.retryAfterMs !== undefined ? { retryAfterMs: answer.retryAfterMs } : {}),
-  };
-}
 
 /** The endpoint's failure count; when this failure disables it, the owner's email goes out (or the reconciler sends it). */
 async function countFailure(context: WebhookContext, endpointId: string): Promise<void> {

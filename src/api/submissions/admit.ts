@@ -3,6 +3,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { claimConfirmRequest, takeAllowance } from '../../shared/consent.ts';
 import type { EmailStatus } from '../../shared/db/entities.ts';
+import { admissionBeforeAllowance, admissionByAllowance, secondsToNextHour } from '../../shared/keys/admission.ts';
 import type { ActiveKey } from '../../shared/keys.ts';
 import { insertConfirmEmail } from '../../shared/keys/data/key-emails.ts';
 import { errors } from '../errors.ts';
@@ -13,8 +14,6 @@ export type Admission = {
   /** The "confirm to receive more" email to enqueue: its row is committed already. */
   confirmEmailId?: string;
 };
-
-const secondsToNextHour = () => 3600 - Math.floor(Date.now() / 1000) % 3600;
 
 /**
  * Runs inside the transaction that saves the submission, so a refused request leaves neither a
@@ -28,15 +27,12 @@ export async function admitSubmission(
   request: { notEmailSent: boolean; fileCount: number },
   unconfirmedPerHour: number,
 ): Promise<Admission> {
-  if (request.notEmailSent && request.fileCount === 0) return { emailStatus: 'skipped' };
-  if (key.mailboxConfirmed) return { emailStatus: request.notEmailSent ? 'skipped' : 'queued' };
-  const allowed = await takeAllowance(em, key.mailbox, unconfirmedPerHour);
-  if (request.notEmailSent) {
-    if (!allowed) throw errors.unconfirmedFiles(secondsToNextHour());
-    return { emailStatus: 'skipped' };
-  }
-  if (allowed) return { emailStatus: 'queued' };
-  return { emailStatus: 'held', confirmEmailId: await requestConfirmation(em, key) };
+  const known = admissionBeforeAllowance(request, key.mailboxConfirmed);
+  if (known !== 'ask-allowance') return { emailStatus: known };
+  const status = admissionByAllowance(request, await takeAllowance(em, key.mailbox, unconfirmedPerHour));
+  if (status === 'refused') throw errors.unconfirmedFiles(secondsToNextHour());
+  if (status === 'held') return { emailStatus: 'held', confirmEmailId: await requestConfirmation(em, key) };
+  return { emailStatus: status };
 }
 
 /** Records the mailbox's one "confirm to receive more" email, unless it went out already. */
@@ -51,8 +47,8 @@ async function requestConfirmation(tx: EntityManager, key: ActiveKey): Promise<s
  * admitting needs writes, and so a transaction around it and the insert.
  */
 export function knownAdmission(key: ActiveKey, request: { notEmailSent: boolean; fileCount: number }, memory: ConsentMemory): Admission | undefined {
-  if (request.notEmailSent && request.fileCount === 0) return { emailStatus: 'skipped' };
-  if (key.mailboxConfirmed) return { emailStatus: request.notEmailSent ? 'skipped' : 'queued' };
+  const known = admissionBeforeAllowance(request, key.mailboxConfirmed);
+  if (known !== 'ask-allowance') return { emailStatus: known };
   if (!request.notEmailSent && memory.knownHeld(key.mailbox)) return { emailStatus: 'held' };
   return undefined;
 }

@@ -1,0 +1,46 @@
+// The spam verdict on a submission before its email is sent (src/workers/spam-check.ts asks the
+// filter and the campaign votes): the filter's score against the key's level, or a campaign that
+// holds the message whatever the score. No I/O.
+import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../db/entities.ts';
+import type { SpamScan } from '../spam-filter.ts';
+import type { CampaignVotes } from '../spam-campaigns.ts';
+
+/** The reason of a message held as a campaign, and the points it adds (more if the filter's score is below the level's). */
+export const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
+const CAMPAIGN_POINTS = 10;
+/** The filter's reasons kept beside the campaign's: five in all, as the filter's alone. */
+const FILTER_REASONS_WITH_CAMPAIGN = 4;
+
+/** Whether the submission is checked: its key's level is not off, and no verdict stands (a re-send keeps it; the owner's "not spam" is final). */
+export function awaitsSpamCheck(submission: { spamFilter: SpamFilterLevel; spamVerdict: SpamVerdict | null; spamMark: SpamMark | null }): boolean {
+  return submission.spamFilter !== 'off' && submission.spamVerdict === null && submission.spamMark !== 'ham';
+}
+
+/** The verdict, and the scan to record with it (a campaign's reason first when one held it). */
+export type SpamDecision = { verdict: Extract<SpamVerdict, 'spam' | 'ham' | 'unchecked'>; scan: SpamScan | undefined; campaign: boolean };
+
+/**
+ * `scan`: the filter's answer, undefined when it failed or was paused. `campaign`: the votes, only
+ * when they hold the message (src/shared/spam-campaigns.ts isCampaign). `threshold`: the key's
+ * level's score from which a message is spam. The filter never costs mail: without its answer, the
+ * email goes `unchecked`.
+ */
+export function decideSpam(scan: SpamScan | undefined, campaign: CampaignVotes | undefined, threshold: number): SpamDecision {
+  if (campaign) return { verdict: 'spam', scan: asCampaign(scan, campaign, threshold), campaign: true };
+  if (scan === undefined) return { verdict: 'unchecked', scan, campaign: false };
+  return { verdict: scan.score >= threshold ? 'spam' : 'ham', scan, campaign: false };
+}
+
+/** The filter's answer (undefined: none) with the campaign's reason first, its points lifting the score to at least the level's. */
+function asCampaign(scan: SpamScan | undefined, votes: CampaignVotes, threshold: number): SpamScan {
+  const base = scan?.score ?? 0;
+  const points = Math.round(Math.max(CAMPAIGN_POINTS, threshold - base) * 100) / 100;
+  const reason: SpamReason = {
+    symbol: CAMPAIGN_SYMBOL,
+    score: points,
+    description: votes.ownSpam
+      ? `near-identical to messages marked spam by this key's owner and the owners of ${votes.otherMailboxes} other mailboxes`
+      : `near-identical to messages marked spam by the owners of ${votes.otherMailboxes} other mailboxes`,
+  };
+  return { score: Math.round((base + points) * 100) / 100, reasons: [reason, ...(scan?.reasons ?? []).slice(0, FILTER_REASONS_WITH_CAMPAIGN)] };
+}
