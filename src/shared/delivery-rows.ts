@@ -1,33 +1,11 @@
 // The delivery rows' reads, for every kind (./delivery-kinds.ts): the rows that await a job (the
 // reconciler), whether a mailbox complained, and when a retrying submission is tried next. Every
 // write of a status is in ./submissions/data/delivery-status.ts, built from the table of
-// ./submissions/delivery-transitions.ts; its functions are exported here too, under the names
-// they had here.
+// ./submissions/delivery-transitions.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deliveryKinds, type DeliveryKindName } from './delivery-kinds.ts';
 import type { EmailStatus } from './db/entities.ts';
 import { IN_FLIGHT } from './delivery-statuses.ts';
-
-export {
-  claimRow,
-  claimSubmissions,
-  recordDelivered,
-  recordFailure,
-  recordSent,
-  recordSkipped,
-  recordSpamVerdict,
-  recordSuppressed,
-  releaseClaim,
-  releaseHeld,
-  requeueFailed,
-  type ClaimedSubmission,
-  type FailurePolicy,
-  type Queryable,
-  type SentItem,
-  type SentRow,
-  type SpamResult,
-  type SubmissionClaim,
-} from './submissions/data/delivery-status.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 

@@ -11,7 +11,7 @@ import { startBounceReceiver, type BounceProcess } from '../../src/bounces/proce
 import { freePort } from '../../src/local/services.ts';
 import { createPgPool } from '../../src/shared/db/pg-pool.ts';
 import { createLogger } from '../../src/shared/log.ts';
-import { recordSent } from '../../src/shared/delivery-rows.ts';
+import { recordSent } from '../../src/shared/submissions/data/delivery-status.ts';
 import { createReturnPaths } from '../../src/shared/return-path.ts';
 import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts';
 import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';

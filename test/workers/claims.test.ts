@@ -3,7 +3,7 @@
 // compare-and-set succeeded, and a row named twice is claimed once.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubmissions } from '../../src/shared/delivery-rows.ts';
+import { claimSubmissions } from '../../src/shared/submissions/data/delivery-status.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 

@@ -9,7 +9,9 @@ import { spamMarks } from '../../shared/metrics.ts';
 import { submissionJob, webhookJob } from '../../shared/queue.ts';
 import { recordCampaignVote } from '../../shared/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam-teaching.ts';
+import { inTransaction } from '../../shared/db/transactions.ts';
 import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/data/delivery-status.ts';
+import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../enqueue.ts';
 import { clearFinishedJob, ownedSubmission } from './access.ts';
@@ -31,7 +33,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
   const em = deps.orm.em.fork();
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
-  await em.populate(submission, ['key']);
+  await loadSubmissionKey(em, submission);
 
   // The same mark again: taught already, or waiting its turn.
   const again = submission.spamMark === mark ? (submission.spamTaughtAt ? 'known' : 'capped') : undefined;
@@ -52,7 +54,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
     }
   }
   ctx.state.log.info({ submissionId: id, mark, teaching, released }, 'owner marked a submission');
-  await em.refresh(submission);
+  await reloadSubmission(em, submission);
   return { submission, teaching, released };
 }
 
@@ -64,7 +66,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
  * the mark it reverses stays taken. The mark's campaign vote is written (or turned over) with it.
  */
 async function recordMark(em: EntityManager, deps: AppDeps, submission: Submission, mark: SpamMark): Promise<{ reserved: boolean; released: boolean }> {
-  return em.transactional(async (tx) => {
+  return inTransaction(em, async (tx) => {
     const left = await allowanceLeft(tx, submission.key.id, deps.config.SPAM_TEACH_PER_KEY_PER_HOUR);
     const reserved = deps.spamFilter !== undefined && left > 0 && submission.spamMark !== mark;
     const released = await writeSpamMark(tx, submission.id, mark, reserved);

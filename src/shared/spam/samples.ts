@@ -1,6 +1,6 @@
 // The sample of a claimed submission that the spam filter checks (src/shared/spam-filter.ts turns
 // it into the message rspamd reads, sampleMessage): the content of its email, its files by name.
-import type { ClaimedSubmission } from '../delivery-rows.ts';
+import type { ClaimedSubmission } from '../submissions/data/delivery-status.ts';
 import type { SpamSample } from '../spam-filter.ts';
 
 export type SampledSubmission = Pick<ClaimedSubmission, 'keyEmail' | 'keyMailbox' | 'email' | 'subject' | 'message' | 'customFields' | 'ownerStatistics'>;

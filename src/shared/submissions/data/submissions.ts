@@ -148,3 +148,8 @@ export async function findSubmissionOfOwner(em: EntityManager, email: string, id
 export async function loadSubmissionKey(em: EntityManager, submission: Submission): Promise<void> {
   await em.populate(submission, ['key']);
 }
+
+/** Reads the submission's row again into `submission`, after statements that changed it. */
+export async function reloadSubmission(em: EntityManager, submission: Submission): Promise<void> {
+  await em.refresh(submission);
+}
