@@ -2,6 +2,7 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, updateSubmission } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
@@ -246,7 +247,7 @@ describe('retries and statuses', () => {
       const id = (await submit({ message: 'failed, then retried by an operator' })).json.submission_id;
       expect((await untilStatus(id, 'failed')).email_attempts).toBe(4);
       // Past the retry horizon (5 days) as well as the attempt limit (4).
-      await h.sql(`update submissions set created_at = now() - interval '6 days' where id = $1`, [id]);
+      await updateSubmission(h, id, { createdAt: ago({ days: 6 }) });
       // The server greylists the first try after the retry, as many do.
       let refusals = 0;
       h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'Greylisted, come back later' } : undefined));
