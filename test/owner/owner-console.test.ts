@@ -3,6 +3,7 @@
 // and the isolation between owners, the links that must not sign anyone in, and CSRF.
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, buildAllowance, expireOwnerSessions, expireSignInLinks, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 import { submitJson } from '../support/client.ts';
@@ -141,7 +142,7 @@ describe('signing in', () => {
   it('signs nobody in with a used, expired or forged link (pages and JSON)', async () => {
     const owner = await h.createKey();
     const expired = (await askForLink(h, owner.email)).searchParams.get('token')!;
-    await h.sql("update owner_sign_ins set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    await expireSignInLinks(h, owner.email);
     const used = (await askForLink(h, owner.email)).searchParams.get('token')!;
     expect((await postForm(h, '/owner/link', { token: used })).status).toBe(303);
     const forged = Buffer.alloc(32, 1).toString('base64url');
@@ -159,8 +160,8 @@ describe('signing in', () => {
     const owner = await h.createKey();
     const client = await signIn(h, owner.email);
     await askForLink(h, owner.email); // a link left unused
-    await h.sql("update owner_sessions set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
-    await h.sql("update owner_sign_ins set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    await expireOwnerSessions(h, owner.email);
+    await expireSignInLinks(h, owner.email);
     expect((await client.api('GET', '/keys')).status).toBe(401);
     expect((await client.get('/owner/keys')).status).toBe(303);
     await eventually(async () => {
@@ -267,7 +268,7 @@ describe('the whole journey', () => {
     const oldId = await submit(owner.key, 'failed a week ago');
     await eventually(async () => (statusOn((await page()).text, oldId) === 'failed' ? true : undefined));
     // Older than the retry horizon (EMAIL_RETRY_HORIZON_MS, 5 days).
-    await h.sql(`update submissions set created_at = now() - interval '7 days' where id = $1`, [oldId]);
+    await updateSubmission(h, oldId, { createdAt: ago({ days: 7 }) });
     let refusals = 0;
     h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'greylisted, come back later' } : undefined));
     try {
@@ -347,7 +348,7 @@ describe('messages held for recipient consent', () => {
   it('shows how many wait, and the signed-in owner confirms the address and receives them', async () => {
     const owner = await h.createKey();
     // The address's allowance for unconfirmed mail is spent this hour: the next message is held.
-    await h.sql("insert into mailbox_allowances (mailbox, window_start, used) values ($1, date_trunc('hour', now()), 1000000)", [owner.email]);
+    await buildAllowance(h, { mailbox: owner.mailbox, used: 1_000_000 });
     const id = await submit(owner.key, 'held until confirmed');
     expect((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status).toBe('held');
     const client = await signIn(h, owner.email);
