@@ -14,6 +14,7 @@ import { createLogger } from '../../src/shared/log.ts';
 import { recordSent } from '../../src/shared/delivery-rows.ts';
 import { createReturnPaths } from '../../src/shared/return-path.ts';
 import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts';
+import { updateSubmission } from '../support/factories.ts';
 import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { request } from '../support/http.ts';
@@ -186,7 +187,7 @@ describe('the bounce receiver', () => {
     const key = await h.createKey();
     const { id, returnPath } = await delivered(key);
     // As if the relay's 250 had come and the worker's write of `sent` were still on its way.
-    await h.sql("update submissions set email_status = 'sending', sent_at = null where id = $1", [id]);
+    await updateSubmission(h, id, { status: 'sending', sentAt: null });
     await bounceTo(returnPath);
     expect((await row(id)).email_status).toBe('bounced');
     const pool = createPgPool(h.env.DATABASE_URL!, 1);
