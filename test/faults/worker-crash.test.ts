@@ -2,6 +2,7 @@
 // sharing a backlog. Every submission must end `sent`; duplicates are counted and bounded.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, buildSubmission, onClient } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
@@ -112,12 +113,8 @@ describe('a worker killed while it runs the reconciler', () => {
     try {
       await locker.query('begin');
       await locker.query('lock table submissions in access exclusive mode');
-      const inserted = await locker.query<{ id: string }>(
-        `insert into submissions (id, key_id, email, message, subject, created_at)
-         values (gen_random_uuid(), $1, 'a@example.org', 'jobless', 'Jobless', now() - interval '10 seconds') returning id`,
-        [keyId],
-      );
-      id = inserted.rows[0]!.id;
+      // Inside the locking transaction, so that only the commit shows it.
+      id = (await buildSubmission(onClient(locker, h.config.SECRET), { key: keyId, message: 'jobless', createdAt: ago({ seconds: 10 }) })).id;
       await eventually(async () => {
         const [row] = await h.sql<{ n: number }>(
           `select count(*)::int as n from pg_stat_activity
