@@ -5,6 +5,7 @@ import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam-campaigns.ts';
 import { submitJson } from '../support/client.ts';
 import { ago, updateCampaignVote, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
+import { submissionExists } from '../support/rows.ts';
 import { signIn } from '../support/owner.ts';
 
 let h: Harness;
@@ -26,7 +27,7 @@ async function submitWithFile(label: string): Promise<string> {
   return ((await response.json()) as any).submission_id;
 }
 const age = (id: string, days: number) => updateSubmission(h, id, { createdAt: ago({ days }) });
-const exists = async (id: string) => (await h.sql('select id from submissions where id = $1', [id])).length === 1;
+const exists = (id: string) => submissionExists(h, id);
 const objectsOf = async (id: string) => (await listObjectKeys(h.storage)).filter((objectKey) => objectKey.includes(id));
 
 describe('retention', () => {

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ago, buildSubmissions, updateSubmission } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { signIn, type OwnerClient } from '../support/owner.ts';
 
@@ -22,8 +23,8 @@ const submit = async (fields: Record<string, unknown>) => {
 };
 const settled = (id: string) =>
   eventually(async () => {
-    const [row] = await h.sql('select email_status from submissions where id = $1', [id]);
-    return ['sent', 'failed'].includes(row?.email_status) ? row!.email_status : undefined;
+    const status = await emailStatusOf(h, id);
+    return status === 'sent' || status === 'failed' ? status : undefined;
   });
 /** The ids of the lines of a list page, in order. */
 const listed = (html: string) => [...html.matchAll(/<tr id="s-([0-9a-f-]{36})"/g)].map((match) => match[1]);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.ts';
 import { ago, buildAllowance, buildRecipient, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { request } from '../support/http.ts';
 import { submitJson } from '../support/client.ts';
 
@@ -25,7 +26,7 @@ const newKey = async (email: string) => {
 };
 const mailTo = (mailbox: string, subject: string) =>
   h.sink.messages.filter((mail) => mail.envelope.to.some((to) => to.toLowerCase().replace(/\+[^@]*@/, '@') === mailbox) && mail.parsed.subject === subject);
-const statusOf = async (id: string) => ((await h.sql('select email_status from submissions where id = $1', [id])) as any[])[0]?.email_status;
+const statusOf = (id: string) => emailStatusOf(h, id);
 const CONFIRM_SUBJECT = 'Confirm to receive your contact form messages';
 const KEY_SUBJECT = 'Your contact form verification key';
 

@@ -4,6 +4,7 @@ import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ago, updateSubmission } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submissionRow } from '../support/rows.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { Redis } from 'ioredis';
@@ -20,7 +21,7 @@ afterAll(() => h?.stop());
 
 const submit = (fields: Record<string, unknown>, base = h) =>
   submitJson(base, { access_key: key.key, email: 'visitor@example.org', message: 'Hello', ...fields });
-const statusOf = async (id: string, base = h) => (await base.sql('select * from submissions where id = $1', [id]))[0]!;
+const statusOf = async (id: string, base = h) => (await submissionRow(base, id))!;
 const untilStatus = (id: string, status: string, base = h) =>
   eventually(async () => {
     const row = await statusOf(id, base);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EmailStatus } from '../../src/shared/db/entities.ts';
 import { ago, buildSubmission, buildSubmissions, fromNow, removeSubmissions } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { sentCount } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { Queue, Worker } from 'bullmq';
@@ -74,10 +75,7 @@ describe('reconciler', () => {
       expect(await queue.count()).toBe(backlog + 1);
       await queue.resume();
       const all = [...backlogIds, lone];
-      await eventually(async () => {
-        const [row] = await h.sql<{ n: number }>(`select count(*)::int as n from submissions where id = any($1) and email_status = 'sent'`, [all]);
-        return row!.n === all.length ? true : undefined;
-      }, 60_000, 'the backlog to be sent');
+      await eventually(async () => ((await sentCount(h, all)) === all.length ? true : undefined), 60_000, 'the backlog to be sent');
       const wanted = new Set(all.map((id) => `<submission-${id}@example.test>`));
       expect(h.sink.messages.filter((mail) => wanted.has(mail.parsed.messageId ?? '')).length).toBe(all.length);
     } finally {
