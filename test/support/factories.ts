@@ -1,8 +1,8 @@
 // The rows tests start from, made in one call each with defaults a test overrides: keys (sealed as
 // the service seals them), submissions in any state, recipients' consent and allowances, owner
-// sessions, webhook endpoints, spam marks and teachings. Each writes with plain SQL, as a row made
-// elsewhere would be, and returns the row. The update helpers put a row the service made into the
-// state a test needs (aged, claimed, expired, moved to another URL).
+// sessions, webhook endpoints, spam marks and teachings. Each writes one SQL statement and returns
+// the row. The update helpers put a row the service made into the state a test needs (aged,
+// claimed, expired, moved to another URL).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from '../../src/shared/config.ts';
