@@ -2,6 +2,7 @@
 // addBulk, and each is answered only once the write that carried it has committed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { groupCommit } from '../../src/shared/group-commit.ts';
+import { buildRecipient } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 
 describe('groupCommit', () => {
@@ -81,7 +82,7 @@ describe('concurrent submissions', () => {
 
   it('each 200 comes after its own row committed, and every one is delivered once', async () => {
     const key = await h.createKey();
-    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where id = $1`, [key.id]);
+    await buildRecipient(h, { mailbox: key.mailbox });
     const committedAtAnswer = await Promise.all(
       Array.from({ length: 40 }, async (_, i) => {
         const response = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'sender@example.org', message: `message ${i}` });

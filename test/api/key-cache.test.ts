@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildRecipient, buildWebhookEndpoint, updateKey } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 
 const TOKEN = 'test-admin-token-0123456789';
@@ -69,18 +70,18 @@ describe('cached keys', () => {
     await refusedAt(other.url, key.key, 403);
     await refusedAt(h.url, key.key, 403);
 
-    await h.sql(`update verification_keys set status = 'active' where id = $1`, [key.id]);
+    await updateKey(h, key, { status: 'active' });
     expect(await statusAt(other.url, key.key)).toBe(200);
   });
 
   it('a change made straight in PostgreSQL (domains, then deletion) reaches both processes', async () => {
     const key = await h.createKey();
     await acceptedByBoth(key);
-    await h.sql(`update verification_keys set use_domain = true, domains = '["example.org"]' where id = $1`, [key.id]);
+    await updateKey(h, key, { useDomain: true, domains: ['example.org'] });
     await refusedAt(other.url, key.key, 400);
     await refusedAt(h.url, key.key, 400);
 
-    await h.sql(`update verification_keys set use_domain = false, status = 'deleted' where id = $1`, [key.id]);
+    await updateKey(h, key, { useDomain: false, status: 'deleted' });
     await refusedAt(other.url, key.key, 403);
     await refusedAt(h.url, key.key, 403);
   });
@@ -90,7 +91,7 @@ describe('cached keys', () => {
     await acceptedByBoth(key);
     // The two submissions spent the mailbox's allowance (2 per hour here): the next is held.
     expect((await submit(other.url, key.key)).json.email_status).toBe('held');
-    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where id = $1 on conflict (mailbox) do update set confirmed_at = now()`, [key.id]);
+    await buildRecipient(h, { mailbox: key.mailbox });
     for (const url of [other.url, h.url]) {
       await eventually(async () => ((await submit(url, key.key)).json.email_status === 'queued' ? true : undefined), 20_000, `queued from ${url}`);
     }
@@ -98,18 +99,15 @@ describe('cached keys', () => {
 
   it('a webhook endpoint added straight in PostgreSQL gets the next submission on both processes', async () => {
     const key = await h.createKey();
-    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where id = $1 on conflict (mailbox) do update set confirmed_at = now()`, [key.id]);
+    await buildRecipient(h, { mailbox: key.mailbox });
     await acceptedByBoth(key);
-    const [endpoint] = await h.sql<{ id: string }>(
-      `insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), $1, 'https://hooks.example.org/in', 'sealed') returning id`,
-      [key.id],
-    );
+    const endpoint = await buildWebhookEndpoint(h, { key, url: 'https://hooks.example.org/in' });
     for (const url of [other.url, h.url]) {
       await eventually(async () => {
         const response = await submit(url, key.key);
         expect(response.status).toBe(200);
         const id = response.json.submission_id as string;
-        const rows = await h.sql('select 1 from webhook_deliveries where submission_id = $1 and endpoint_id = $2', [id, endpoint!.id]);
+        const rows = await h.sql('select 1 from webhook_deliveries where submission_id = $1 and endpoint_id = $2', [id, endpoint.id]);
         return rows.length === 1 ? true : undefined;
       }, 20_000, `a webhook delivery from ${url}`);
     }
@@ -119,7 +117,7 @@ describe('cached keys', () => {
     const key = await h.createKey();
     await acceptedByBoth(key);
     await h.sql(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen %'`);
-    await h.sql(`update verification_keys set status = 'disabled' where id = $1`, [key.id]);
+    await updateKey(h, key, { status: 'disabled' });
     await refusedAt(other.url, key.key, 403);
     await refusedAt(h.url, key.key, 403);
   });

@@ -1,5 +1,6 @@
 // POST / — key generation and listing, the per-address limit, and every 400 case.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { updateKey } from '../support/factories.ts';
 import { postJson, startHarness, type Harness } from '../support/harness.ts';
 
 let h: Harness;
@@ -76,10 +77,10 @@ describe('generateKey', () => {
     expect(refused.status).toBe(400);
     expect(refused.json).toEqual({ error: 'You have reached the maximum of 10 active keys.' });
 
-    await h.sql(`update verification_keys set status = 'disabled' where key_hash = $1`, [h.hashKey(keys[0]!)]);
+    await updateKey(h, { key: keys[0]! }, { status: 'disabled' });
     expect((await generate(email)).status).toBe(400);
 
-    await h.sql(`update verification_keys set status = 'deleted' where key_hash = $1`, [h.hashKey(keys[1]!)]);
+    await updateKey(h, { key: keys[1]! }, { status: 'deleted' });
     const afterDelete = await generate(email);
     expect(afterDelete.status).toBe(200);
     expect(afterDelete.json.keys_count).toBe(9); // 10 held: 9 active + 1 disabled
@@ -102,7 +103,7 @@ describe('getKeys', () => {
     const email = freshAddress();
     const created = [];
     for (let i = 0; i < 3; i++) created.push((await generate(email)).json.key as string);
-    await h.sql(`update verification_keys set status = 'disabled' where key_hash = $1`, [h.hashKey(created[2]!)]);
+    await updateKey(h, { key: created[2]! }, { status: 'disabled' });
     await waitForMailsTo(email, 3);
 
     const response = await postJson(`${h.url}/`, { email, requestType: 'getKeys' });

@@ -1,6 +1,7 @@
 // POST /api/contact-api/: body types, field rules, keys and the domain rule.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submissionRow } from '../support/rows.ts';
 import { count, submitJson, submitter } from '../support/client.ts';
 import { form, request } from '../support/http.ts';
 
@@ -15,7 +16,7 @@ afterAll(() => h?.stop());
 
 const submit = submitter(() => h, () => ({ access_key: accessKey, email: 'visitor@example.org', message: 'Hello' }));
 const countRows = () => count(h, 'submissions');
-const rowOf = async (id: string) => (await h.sql('select * from submissions where id = $1', [id]))[0]!;
+const rowOf = async (id: string) => (await submissionRow(h, id))!;
 
 describe('body types', () => {
   it('accepts a urlencoded form and keeps field order and repeated names', async () => {

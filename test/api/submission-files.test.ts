@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DeleteBucketCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
+import { submissionRow } from '../support/rows.ts';
 import { multipartBody, postAndAbort, postRaw, type FilePart, type Part, type PostOptions } from '../support/multipart.ts';
 import { count, expected, submitMultipart } from '../support/client.ts';
 
@@ -151,7 +152,7 @@ describe('multipart submissions with files', () => {
     expect(objects.sort()).toEqual(rows.map((row) => row.storage_key).sort());
 
     const submission = await eventually(async () => {
-      const [found] = await h.sql('select * from submissions where id = $1', [id]);
+      const found = await submissionRow(h, id);
       return found?.email_status === 'sent' ? found : undefined;
     });
     expect(submission.custom_fields).toEqual([['company', 'Acme']]);

@@ -1,6 +1,7 @@
 // The pipeline end to end: HTTP → PostgreSQL → BullMQ → worker → SMTP → `sent` in PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { submissionRow } from '../support/rows.ts';
 import { count, expected, submitJson } from '../support/client.ts';
 
 let h: Harness;
@@ -41,7 +42,7 @@ describe('POST /api/contact-api/ (JSON)', () => {
     expect(mail!.parsed.messageId).toBe(`<submission-${id}@example.test>`);
 
     const row = await eventually(async () => {
-      const [found] = await h.sql('select * from submissions where id = $1', [id]);
+      const found = await submissionRow(h, id);
       return found?.email_status === 'sent' ? found : undefined;
     });
     expect(row.email_attempts).toBe(1);

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
-import { tokenHash } from '../../src/shared/owner.ts';
+import { buildOwnerSession, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 import { startPostfix, type PostfixInstance } from '../support/postfix.ts';
@@ -35,11 +35,7 @@ afterAll(async () => {
  * bounce like everything else sent there.
  */
 async function consoleSession(email: string): Promise<(path: string) => Promise<unknown>> {
-  const token = randomBytes(32).toString('base64url');
-  await h.sql("insert into owner_sessions (id, token_hash, email, expires_at) values (gen_random_uuid(), $1, $2, now() + interval '1 hour')", [
-    tokenHash(token),
-    email,
-  ]);
+  const { token } = await buildOwnerSession(h, { email });
   return async (path) => (await request(`${h.url}${path}`, { headers: { cookie: `owner_session=${token}`, accept: 'application/json' } })).json;
 }
 
@@ -53,11 +49,7 @@ describe('bounces through a real Postfix relay', () => {
   it('ends a submission to an unknown user `bounced` with the relay’s diagnostic, in the console and on the webhook', async () => {
     const user = `nobody-${randomBytes(4).toString('hex')}`;
     const key = await h.createKey({ email: `${user}@${LOCAL_DOMAIN}` });
-    await h.sql("insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), $1, $2, $3)", [
-      key.id,
-      hooks.url,
-      h.api.deps.vault.encrypt(`whsec_${randomBytes(24).toString('base64')}`),
-    ]);
+    await buildWebhookEndpoint(h, { key, url: hooks.url });
     const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'to a typo' });
     expect(submitted.status).toBe(200);
     const id = submitted.json.submission_id as string;

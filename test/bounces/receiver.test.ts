@@ -14,7 +14,9 @@ import { createLogger } from '../../src/shared/log.ts';
 import { recordSent } from '../../src/shared/submissions/data/delivery-status.ts';
 import { createReturnPaths } from '../../src/shared/return-path.ts';
 import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts';
+import { updateSubmission } from '../support/factories.ts';
 import { eventually, postJson, startHarness, TEST_SECRET, type Harness, type TestKey } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { signIn } from '../support/owner.ts';
 import { request } from '../support/http.ts';
 import { openSmtp, sendRaw, type SmtpSession } from '../support/smtp-client.ts';
@@ -186,7 +188,7 @@ describe('the bounce receiver', () => {
     const key = await h.createKey();
     const { id, returnPath } = await delivered(key);
     // As if the relay's 250 had come and the worker's write of `sent` were still on its way.
-    await h.sql("update submissions set email_status = 'sending', sent_at = null where id = $1", [id]);
+    await updateSubmission(h, id, { status: 'sending', sentAt: null });
     await bounceTo(returnPath);
     expect((await row(id)).email_status).toBe('bounced');
     const pool = createPgPool(h.env.DATABASE_URL!, 1);
@@ -293,10 +295,7 @@ describe('suppression', () => {
     const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: strangersKeys[0], email: 'visitor@example.org', message: 'to the tagged address' });
     expect(submitted.status).toBe(200);
     const id = submitted.json.submission_id as string;
-    await eventually(async () => {
-      const [current] = await h.sql<{ email_status: string }>('select email_status from submissions where id = $1', [id]);
-      return current!.email_status === 'suppressed' ? true : undefined;
-    }, 20_000, '`suppressed` for the address that bounced');
+    await eventually(async () => ((await emailStatusOf(h, id)) === 'suppressed' ? true : undefined), 20_000, '`suppressed` for the address that bounced');
     expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
   });
 });

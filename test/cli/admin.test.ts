@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromNow, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { createDeliveryQueue, submissionJob } from '../../src/shared/queue.ts';
@@ -104,7 +105,7 @@ describe('npm run admin -- deliveries flush', () => {
       await (await queue.getJob(id))?.remove();
       const job = submissionJob(id);
       await queue.add(job.name, job.data, { jobId: id, delay: 3_600_000 });
-      await h.sql(`update submissions set email_status = 'retrying', next_attempt_at = now() + interval '1 hour' where id = $1`, [id]);
+      await updateSubmission(h, id, { status: 'retrying', nextAttemptAt: fromNow({ hours: 1 }) });
 
       const flushed = cli('deliveries', 'flush', '--per-second', '5');
       expect(flushed.stderr).toBe('');

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { submitter } from '../support/client.ts';
 
 let redis: Awaited<ReturnType<typeof startRedis>>;
@@ -21,7 +22,7 @@ afterAll(async () => {
 });
 
 const submit = submitter(() => h, () => ({ access_key: key, email: 'a@example.org' }));
-const statusOf = async (id: string) => ((await h.sql('select email_status from submissions where id = $1', [id])) as any[])[0]?.email_status;
+const statusOf = (id: string) => emailStatusOf(h, id);
 
 describe('Redis outage', () => {
   it('keeps accepting submissions and delivers all of them once Redis is back', async () => {

@@ -2,7 +2,9 @@
 // sharing a backlog. Every submission must end `sent`; duplicates are counted and bounded.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, buildSubmission, onClient } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf, sentCount } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 
@@ -55,10 +57,7 @@ const worker = async () => {
 };
 
 async function allSent(ids: string[], timeoutMs: number) {
-  await eventually(async () => {
-    const [row] = (await h.sql(`select count(*)::int as n from submissions where id = any($1) and email_status = 'sent'`, [ids])) as [{ n: number }];
-    return row.n === ids.length ? true : undefined;
-  }, timeoutMs, `all ${ids.length} submissions to be sent`);
+  await eventually(async () => ((await sentCount(h, ids)) === ids.length ? true : undefined), timeoutMs, `all ${ids.length} submissions to be sent`);
 }
 
 function deliveriesOf(ids: string[]) {
@@ -112,12 +111,8 @@ describe('a worker killed while it runs the reconciler', () => {
     try {
       await locker.query('begin');
       await locker.query('lock table submissions in access exclusive mode');
-      const inserted = await locker.query<{ id: string }>(
-        `insert into submissions (id, key_id, email, message, subject, created_at)
-         values (gen_random_uuid(), $1, 'a@example.org', 'jobless', 'Jobless', now() - interval '10 seconds') returning id`,
-        [keyId],
-      );
-      id = inserted.rows[0]!.id;
+      // Inside the locking transaction, so that only the commit shows it.
+      id = (await buildSubmission(onClient(locker, h.config.SECRET), { key: keyId, message: 'jobless', createdAt: ago({ seconds: 10 }) })).id;
       await eventually(async () => {
         const [row] = await h.sql<{ n: number }>(
           `select count(*)::int as n from pg_stat_activity
@@ -133,9 +128,6 @@ describe('a worker killed while it runs the reconciler', () => {
     }
     // BullMQ's own lock would keep the dead run "active" (and, at a global concurrency of 1, every
     // periodic job waiting) for 30 s plus a 30 s stalled check.
-    await eventually(async () => {
-      const [row] = await h.sql<{ email_status: string }>('select email_status from submissions where id = $1', [id]);
-      return row?.email_status === 'sent' ? true : undefined;
-    }, 15_000, 'the jobless row to be found and sent by the other worker');
+    await eventually(async () => ((await emailStatusOf(h, id)) === 'sent' ? true : undefined), 15_000, 'the jobless row to be found and sent by the other worker');
   });
 });

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 
 const TOKEN = 'metrics-test-admin-token';
@@ -21,10 +22,7 @@ describe('metrics', () => {
     const key = await h.createKey();
     const ok = await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'count me' });
     await submitJson(h, { access_key: key.key });
-    await eventually(async () => {
-      const [row] = await h.sql('select email_status from submissions where id = $1', [ok.json.submission_id]);
-      return row?.email_status === 'sent' ? true : undefined;
-    });
+    await eventually(async () => ((await emailStatusOf(h, ok.json.submission_id)) === 'sent' ? true : undefined));
 
     const api = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="200"\} (\d+)/)).toBeGreaterThanOrEqual(1);

@@ -3,7 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam-campaigns.ts';
 import { submitJson } from '../support/client.ts';
+import { ago, updateCampaignVote, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
+import { submissionExists } from '../support/rows.ts';
 import { signIn } from '../support/owner.ts';
 
 let h: Harness;
@@ -24,8 +26,8 @@ async function submitWithFile(label: string): Promise<string> {
   const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
   return ((await response.json()) as any).submission_id;
 }
-const age = (id: string, days: number) => h.sql(`update submissions set created_at = now() - make_interval(days => $2) where id = $1`, [id, days]);
-const exists = async (id: string) => (await h.sql('select id from submissions where id = $1', [id])).length === 1;
+const age = (id: string, days: number) => updateSubmission(h, id, { createdAt: ago({ days }) });
+const exists = (id: string) => submissionExists(h, id);
 const objectsOf = async (id: string) => (await listObjectKeys(h.storage)).filter((objectKey) => objectKey.includes(id));
 
 describe('retention', () => {
@@ -35,7 +37,7 @@ describe('retention', () => {
     const undelivered = await submitWithFile('undelivered');
     // Its file is stored; seen before it is aged, since the job runs every 300 ms.
     expect(await objectsOf(old)).toHaveLength(1);
-    await h.sql(`update submissions set email_status = 'retrying' where id = $1`, [undelivered]);
+    await updateSubmission(h, undelivered, { status: 'retrying' });
     await age(undelivered, 40);
     await age(old, 40);
 
@@ -74,8 +76,8 @@ describe('retention', () => {
     const votes = async () => (await h.sql<{ submission_id: string }>('select submission_id from spam_campaign_votes order by marked_at')).map((row) => row.submission_id);
     expect((await votes()).sort()).toEqual([...ids].sort());
 
-    await h.sql(`update spam_campaign_votes set marked_at = now() - make_interval(days => $2) where submission_id = $1`, [ids[0], CAMPAIGN_VOTE_DAYS + 1]);
-    await h.sql(`update spam_campaign_votes set marked_at = now() - make_interval(days => $2) where submission_id = $1`, [ids[1], CAMPAIGN_VOTE_DAYS - 1]);
+    await updateCampaignVote(h, ids[0]!, { markedAt: ago({ days: CAMPAIGN_VOTE_DAYS + 1 }) });
+    await updateCampaignVote(h, ids[1]!, { markedAt: ago({ days: CAMPAIGN_VOTE_DAYS - 1 }) });
     await eventually(async () => ((await votes()).includes(ids[0]!) ? undefined : true), 15_000, 'the old vote to be deleted');
     expect(await votes()).toEqual([ids[1]]);
   });

@@ -15,9 +15,9 @@ import { freePort } from '../../src/local/services.ts';
 import { createLogger } from '../../src/shared/log.ts';
 import { KEY_UNAVAILABLE } from '../../src/shared/keys.ts';
 import { checkSecret } from '../../src/shared/secret-check.ts';
-import { createKeyVault } from '../../src/shared/secrets.ts';
 import { startWorker } from '../../src/workers/worker.ts';
 import { adminClient } from '../support/client.ts';
+import { buildKey, onClient } from '../support/factories.ts';
 import { eventually, startHarness, testDatabase, TEST_SECRET, type Harness } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 
@@ -140,13 +140,9 @@ describe('a database written before the check existed', () => {
     // As a backup of an earlier version restores it: migrated, keys in it, no check value yet.
     const database = await testDatabase({ migrated: true });
     try {
-      const vault = createKeyVault(TEST_SECRET);
       const client = new pg.Client({ connectionString: database.url });
       await client.connect();
-      await client.query(`insert into verification_keys (id, key_hash, key_encrypted, email, mailbox) values (gen_random_uuid(), $1, $2, 'old@example.test', 'old@example.test')`, [
-        vault.hash('an-old-key'),
-        vault.encrypt('an-old-key'),
-      ]);
+      await buildKey(onClient(client, TEST_SECRET), { email: 'old@example.test', value: 'an-old-key' });
       await client.end();
 
       const refused = await checkSecret(database.url, OTHER_SECRET).then(() => undefined, (error: Error) => error);
@@ -174,8 +170,7 @@ describe('a key that cannot be read', () => {
   it('is listed as unavailable by the admin API and the owner console, not a 500', async () => {
     const email = 'unreadable@example.test';
     const good = await h.createKey({ email });
-    const bad = await h.createKey({ email });
-    await h.sql('update verification_keys set key_encrypted = $1 where id = $2', [createKeyVault(OTHER_SECRET).encrypt(bad.key), bad.id]);
+    const bad = await h.createKey({ email, sealedUnder: OTHER_SECRET });
 
     const listed = await admin('GET', `/admin/keys?email=${email}`);
     expect(listed.status).toBe(200);

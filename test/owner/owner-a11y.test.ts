@@ -6,6 +6,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { linkIn, signInMailsTo } from '../support/owner.ts';
 
@@ -29,8 +30,8 @@ beforeAll(async () => {
   const owner = await h.createKey();
   const settled = (id: string) =>
     eventually(async () => {
-      const [row] = await h.sql('select email_status from submissions where id = $1', [id]);
-      return ['sent', 'failed'].includes(row?.email_status) ? true : undefined;
+      const status = await emailStatusOf(h, id);
+      return status === 'sent' || status === 'failed' ? true : undefined;
     });
   const sent = (await submitJson(h, { access_key: owner.key, email: 'ana@example.org', subject: 'A quote, please', message: 'Hello!', company: 'Shop' })).json.submission_id as string;
   await settled(sent);

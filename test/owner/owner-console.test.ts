@@ -3,7 +3,9 @@
 // and the isolation between owners, the links that must not sign anyone in, and CSRF.
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, buildAllowance, expireOwnerSessions, expireSignInLinks, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf, keyStatusOf, submissionExists } from '../support/rows.ts';
 import { request } from '../support/http.ts';
 import { submitJson } from '../support/client.ts';
 import {
@@ -141,7 +143,7 @@ describe('signing in', () => {
   it('signs nobody in with a used, expired or forged link (pages and JSON)', async () => {
     const owner = await h.createKey();
     const expired = (await askForLink(h, owner.email)).searchParams.get('token')!;
-    await h.sql("update owner_sign_ins set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    await expireSignInLinks(h, owner.email);
     const used = (await askForLink(h, owner.email)).searchParams.get('token')!;
     expect((await postForm(h, '/owner/link', { token: used })).status).toBe(303);
     const forged = Buffer.alloc(32, 1).toString('base64url');
@@ -159,8 +161,8 @@ describe('signing in', () => {
     const owner = await h.createKey();
     const client = await signIn(h, owner.email);
     await askForLink(h, owner.email); // a link left unused
-    await h.sql("update owner_sessions set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
-    await h.sql("update owner_sign_ins set expires_at = now() - interval '1 second' where email = $1", [owner.email]);
+    await expireOwnerSessions(h, owner.email);
+    await expireSignInLinks(h, owner.email);
     expect((await client.api('GET', '/keys')).status).toBe(401);
     expect((await client.get('/owner/keys')).status).toBe(303);
     await eventually(async () => {
@@ -267,7 +269,7 @@ describe('the whole journey', () => {
     const oldId = await submit(owner.key, 'failed a week ago');
     await eventually(async () => (statusOn((await page()).text, oldId) === 'failed' ? true : undefined));
     // Older than the retry horizon (EMAIL_RETRY_HORIZON_MS, 5 days).
-    await h.sql(`update submissions set created_at = now() - interval '7 days' where id = $1`, [oldId]);
+    await updateSubmission(h, oldId, { createdAt: ago({ days: 7 }) });
     let refusals = 0;
     h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'greylisted, come back later' } : undefined));
     try {
@@ -299,7 +301,7 @@ describe('the whole journey', () => {
     const deleted = await client.post(`/owner/submissions/${firstId}/delete`);
     expect(deleted.status).toBe(303);
     expect(await listObjectKeys(h.storage)).not.toContain(file!.storage_key);
-    expect(await h.sql('select id from submissions where id = $1', [firstId])).toEqual([]);
+    expect(await submissionExists(h, firstId)).toBe(false);
     expect(rowOf((await page()).text, firstId)).toBe('');
     expect((await message(firstId)).status).toBe(404);
   });
@@ -318,14 +320,14 @@ describe('the whole journey', () => {
     expect(off.status).toBe(303);
     expect((await submit(owner.key, 'x').catch(() => 'refused'))).toBe('refused');
     expect((await client.post(`/owner/keys/${owner.id}`, { action: 'enable', domains: '', captcha: '' })).status).toBe(303);
-    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+    expect(await keyStatusOf(h, owner.id)).toBe('active');
 
     const unticked = await client.post(`/owner/keys/${owner.id}`, { action: 'delete' });
     expect(unticked.status).toBe(400);
     expect(unticked.text).toContain('To delete the key, tick');
-    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+    expect(await keyStatusOf(h, owner.id)).toBe('active');
     expect((await client.post(`/owner/keys/${owner.id}`, { action: 'delete', confirm_delete: 'yes' })).status).toBe(303);
-    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('deleted');
+    expect(await keyStatusOf(h, owner.id)).toBe('deleted');
     // Its messages are still there for the owner.
     expect((await page()).text).toContain(`id="s-${failedId}"`);
   });
@@ -347,9 +349,9 @@ describe('messages held for recipient consent', () => {
   it('shows how many wait, and the signed-in owner confirms the address and receives them', async () => {
     const owner = await h.createKey();
     // The address's allowance for unconfirmed mail is spent this hour: the next message is held.
-    await h.sql("insert into mailbox_allowances (mailbox, window_start, used) values ($1, date_trunc('hour', now()), 1000000)", [owner.email]);
+    await buildAllowance(h, { mailbox: owner.mailbox, used: 1_000_000 });
     const id = await submit(owner.key, 'held until confirmed');
-    expect((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status).toBe('held');
+    expect(await emailStatusOf(h, id)).toBe('held');
     const client = await signIn(h, owner.email);
     const keys = await client.get('/owner/keys');
     expect(keys.text).toContain('<strong>1</strong> waiting now');
@@ -358,7 +360,7 @@ describe('messages held for recipient consent', () => {
     const confirmed = await client.post('/owner/confirm');
     expect(confirmed.status).toBe(303);
     expect(confirmed.headers.location).toBe('/owner/keys?notice=confirmed');
-    await eventually(async () => ((await h.sql('select email_status from submissions where id = $1', [id]))[0]!.email_status === 'sent' ? true : undefined));
+    await eventually(async () => ((await emailStatusOf(h, id)) === 'sent' ? true : undefined));
     expect((await client.get('/owner/keys')).text).not.toContain('Confirm and receive them all');
     expect((await client.api('GET', '/keys')).json).toMatchObject({ mailbox_confirmed: true, held: 0 });
   });
@@ -431,7 +433,7 @@ describe('isolation between owners', () => {
     const a = await h.createKey();
     const b = await h.createKey();
     const bSubmission = await submitWithFile(b.key, 'for B only');
-    await eventually(async () => ((await h.sql('select email_status from submissions where id = $1', [bSubmission]))[0]?.email_status === 'sent' ? true : undefined));
+    await eventually(async () => ((await emailStatusOf(h, bSubmission)) === 'sent' ? true : undefined));
     const [bFile] = await h.sql('select id from attachments where submission_id = $1', [bSubmission]);
     const clientA = await signIn(h, a.email);
     const none = randomUUID();
@@ -464,8 +466,8 @@ describe('isolation between owners', () => {
     const aSubmission = await submit(a.key, 'for A');
     expect((await clientA.get(`/owner/submissions/${aSubmission}/files/${bFile!.id}`)).status).toBe(404);
     // B's key and submission are untouched, and A's list shows only A's key.
-    expect((await h.sql('select status from verification_keys where id = $1', [b.id]))[0]!.status).toBe('active');
-    expect(await h.sql('select id from submissions where id = $1', [bSubmission])).toHaveLength(1);
+    expect(await keyStatusOf(h, b.id)).toBe('active');
+    expect(await submissionExists(h, bSubmission)).toBe(true);
     const keys = await clientA.api('GET', '/keys');
     expect(keys.json.keys.map((key: { id: string }) => key.id)).toEqual([a.id]);
     expect((await clientA.get('/owner/keys')).text).not.toContain(b.key);
@@ -487,7 +489,7 @@ describe('cross-site requests', () => {
       await postForm(h, '/owner/link', { token: 'x' }, { 'sec-fetch-site': 'cross-site' }),
     ];
     for (const response of attempts) expect(response.status).toBe(403);
-    expect((await h.sql('select status from verification_keys where id = $1', [owner.id]))[0]!.status).toBe('active');
+    expect(await keyStatusOf(h, owner.id)).toBe('active');
     expect((await client.get('/owner/keys')).status).toBe(200);
     expect(csrfIn((await client.get('/owner/keys')).text)).toBe(client.csrf);
   });

@@ -2,7 +2,9 @@
 // messages with one line each, its full-text search and filters (pages, JSON API, CSV), and the
 // message page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, buildSubmissions, updateSubmission } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { signIn, type OwnerClient } from '../support/owner.ts';
 
@@ -21,8 +23,8 @@ const submit = async (fields: Record<string, unknown>) => {
 };
 const settled = (id: string) =>
   eventually(async () => {
-    const [row] = await h.sql('select email_status from submissions where id = $1', [id]);
-    return ['sent', 'failed'].includes(row?.email_status) ? row!.email_status : undefined;
+    const status = await emailStatusOf(h, id);
+    return status === 'sent' || status === 'failed' ? status : undefined;
   });
 /** The ids of the lines of a list page, in order. */
 const listed = (html: string) => [...html.matchAll(/<tr id="s-([0-9a-f-]{36})"/g)].map((match) => match[1]);
@@ -107,7 +109,7 @@ describe('the list, its search and its filters', () => {
       h.sink.behave(undefined);
     }
     // Bob wrote ten days ago.
-    await h.sql(`update submissions set created_at = now() - interval '10 days' where id = $1`, [ids.bob]);
+    await updateSubmission(h, ids.bob!, { createdAt: ago({ days: 10 }) });
   });
 
   it('shows one line per message: the subject, or the first words of one without; a status chip; a link to its page', async () => {
@@ -153,13 +155,13 @@ describe('the list, its search and its filters', () => {
     const busy = await h.createKey();
     const busyClient = await signIn(h, busy.email);
     // 1,500 messages, one a minute: the oldest mentions a rare word, every third a common one.
-    await h.sql(
-      `insert into submissions (id, key_id, email, message, subject, custom_fields, email_status, email_attempts, created_at)
-       select gen_random_uuid(), $1, 'visitor' || n || '@example.test',
-              case when n = 1500 then 'Greetings from Zanzibar' when n % 3 = 0 then 'About the invoice ' || n else 'Hello ' || n end,
-              'Message ' || n, '[]', 'sent', 1, now() - make_interval(mins => n)
-         from generate_series(1, 1500) as n`,
-      [busy.id],
+    await buildSubmissions(
+      h,
+      Array.from({ length: 1500 }, (_, i) => {
+        const n = i + 1;
+        const message = n === 1500 ? 'Greetings from Zanzibar' : n % 3 === 0 ? `About the invoice ${n}` : `Hello ${n}`;
+        return { key: busy, email: `visitor${n}@example.test`, message, subject: `Message ${n}`, status: 'sent', attempts: 1, createdAt: ago({ minutes: n }) };
+      }),
     );
     const search = (query: string) => busyClient.api('GET', `/keys/${busy.id}/submissions?${query}`);
     const rare = await search('q=zanzib');
@@ -234,8 +236,8 @@ describe('the overview', () => {
     } finally {
       h.sink.behave(undefined);
     }
-    await h.sql(`update submissions set created_at = now() - interval '3 days' where id = $1`, [sent[2]]);
-    await h.sql(`update submissions set created_at = now() - interval '40 days' where id = $1`, [sent[3]]);
+    await updateSubmission(h, sent[2]!, { createdAt: ago({ days: 3 }) });
+    await updateSubmission(h, sent[3]!, { createdAt: ago({ days: 40 }) });
     const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString().slice(0, 10);
 
     const page = await client.get(`/owner/keys/${first.id}/overview`);

@@ -3,7 +3,9 @@
 // confirms; caps count per mailbox; keys have a storage quota; unconfirmed leftovers expire.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.ts';
+import { ago, buildAllowance, buildRecipient, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { request } from '../support/http.ts';
 import { submitJson } from '../support/client.ts';
 
@@ -24,7 +26,7 @@ const newKey = async (email: string) => {
 };
 const mailTo = (mailbox: string, subject: string) =>
   h.sink.messages.filter((mail) => mail.envelope.to.some((to) => to.toLowerCase().replace(/\+[^@]*@/, '@') === mailbox) && mail.parsed.subject === subject);
-const statusOf = async (id: string) => ((await h.sql('select email_status from submissions where id = $1', [id])) as any[])[0]?.email_status;
+const statusOf = (id: string) => emailStatusOf(h, id);
 const CONFIRM_SUBJECT = 'Confirm to receive your contact form messages';
 const KEY_SUBJECT = 'Your contact form verification key';
 
@@ -130,7 +132,7 @@ describe('an address that has not confirmed', () => {
     expect(held.json.email_status).toBe('held');
     const id = held.json.submission_id as string;
     // Held for 6 days: past the 5-day retry horizon counted from its creation.
-    await h.sql(`update submissions set created_at = now() - interval '6 days' where id = $1`, [id]);
+    await updateSubmission(h, id, { createdAt: ago({ days: 6 }) });
     const link = confirmLinkIn((await eventually(async () => mailTo(mailbox, CONFIRM_SUBJECT)[0])).parsed.text!);
     h.sink.refuse('rcpt-to', { code: 451, message: '4.3.0 Try again later' });
     try {
@@ -166,7 +168,7 @@ describe('an address that has not confirmed', () => {
 describe('key storage quota', () => {
   it('refuses files past KEY_STORAGE_QUOTA_MB with 413 and no leftovers, and gives the bytes back when submissions go', async () => {
     const key = await h.createKey();
-    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where key_hash = $1`, [h.hashKey(key.key)]);
+    await buildRecipient(h, { mailbox: key.mailbox });
     const kept = await submitMultipart(multipartWith(key.key, 600 * 1024, true));
     expect(kept.status).toBe(200);
     const objectsBefore = (await listObjectKeys(h.storage)).length;
@@ -201,7 +203,7 @@ describe('key storage quota', () => {
 describe('key storage quota under concurrent uploads', () => {
   it('accepts only what fits when submissions with files arrive together; each 413 leaves nothing, each 200 is committed', async () => {
     const key = await h.createKey();
-    await h.sql(`insert into recipients (mailbox, confirmed_at) select mailbox, now() from verification_keys where key_hash = $1`, [h.hashKey(key.key)]);
+    await buildRecipient(h, { mailbox: key.mailbox });
     const objectsBefore = new Set(await listObjectKeys(h.storage));
     // 6 × 400 KB on a 1 MB quota: two fit, whichever they are.
     const results = await Promise.all(
@@ -229,21 +231,21 @@ describe('expiry of what unconfirmed addresses never asked for', () => {
     const config = loadConfig({ DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', SMTP_URL: 'smtp://x', SECRET: TEST_SECRET });
     const unconfirmed = await h.createKey({ email: 'never-confirms@example.org' });
     const confirmed = await h.createKey({ email: 'confirmed-owner@example.org' });
-    await h.sql(`insert into recipients (mailbox, confirmed_at) values ('confirmed-owner@example.org', now())`);
+    await buildRecipient(h, { mailbox: confirmed.mailbox });
 
     const skippedOld = (await submitMultipart(multipartWith(unconfirmed.key, 100, true))).json.submission_id;
     const skippedConfirmedOld = (await submitMultipart(multipartWith(confirmed.key, 100, true))).json.submission_id;
     // The hour's allowance spent: the next submissions are held for real.
-    await h.sql(`update mailbox_allowances set used = $2 where mailbox = $1`, ['never-confirms@example.org', ALLOWANCE]);
+    await buildAllowance(h, { mailbox: unconfirmed.mailbox, used: ALLOWANCE });
     const heldOld = await submitMultipart(multipartWith(unconfirmed.key, 100, false));
     const heldRecent = await submitMultipart(multipartWith(unconfirmed.key, 100, false));
     expect([heldOld.json.email_status, heldRecent.json.email_status]).toEqual(['held', 'held']);
     const objectsOf = async (id: string) => (await listObjectKeys(h.storage)).filter((objectKey) => objectKey.includes(id));
     // Its file is stored; seen before it is aged, since the job runs every 300 ms.
     expect(await objectsOf(heldOld.json.submission_id)).toHaveLength(1);
-    await h.sql(`update submissions set created_at = now() - make_interval(days => $2) where id = $1`, [heldOld.json.submission_id, config.HELD_TTL_DAYS + 1]);
+    await updateSubmission(h, heldOld.json.submission_id, { createdAt: ago({ days: config.HELD_TTL_DAYS + 1 }) });
     for (const id of [skippedOld, skippedConfirmedOld]) {
-      await h.sql(`update submissions set created_at = now() - make_interval(days => $2) where id = $1`, [id, config.UNCONFIRMED_SKIPPED_TTL_DAYS + 1]);
+      await updateSubmission(h, id, { createdAt: ago({ days: config.UNCONFIRMED_SKIPPED_TTL_DAYS + 1 }) });
     }
 
     const exists = async (id: string) => (await h.sql('select 1 from submissions where id = $1', [id])).length === 1;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signalChild } from '../../src/local/processes.ts';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { adminClient } from '../support/client.ts';
+import { backdateSpamTeachings } from '../support/factories.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
@@ -81,7 +82,7 @@ describe('the teaching allowance', () => {
     await new Promise((resolve) => setTimeout(resolve, 10 * TEACH_LATER_INTERVAL_MS));
     expect(await taughtOf(waiting)).toEqual([]);
     // An hour later (the marks taught moved back by one), the two waiting marks are taught, as marked now.
-    await h.sql(`update spam_teachings set taught_at = taught_at - interval '61 minutes' where key_id = $1`, [key.id]);
+    await backdateSpamTeachings(h, key, { minutes: 61 });
     const expected = { spam: marksBefore.spam + 1, ham: marksBefore.ham + 1 };
     await eventually(async () => (JSON.stringify(await ownerMarks(key.email)) === JSON.stringify(expected) ? true : undefined), 20_000, 'the waiting marks taught');
     expect(await taughtOf(waiting)).toEqual([...waiting].sort());

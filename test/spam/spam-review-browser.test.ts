@@ -8,6 +8,7 @@ import type { RspamdService } from '../../src/local/rspamd.ts';
 import { launchChromium } from '../support/browser.ts';
 import { submitJson } from '../support/client.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { emailStatusOf } from '../support/rows.ts';
 import { linkIn, signIn, signInMailsTo } from '../support/owner.ts';
 import { formMessage, spamFilterEnv, startSpamFilter, teachByMarks } from '../support/spam-filter.ts';
 
@@ -37,7 +38,7 @@ async function submit(key: string, message: string): Promise<string> {
   return response.json.submission_id as string;
 }
 
-const statusIn = async (id: string) => (await h.sql<{ email_status: string }>('select email_status from submissions where id = $1', [id]))[0]?.email_status;
+const statusIn = (id: string) => emailStatusOf(h, id);
 
 describe('reviewing spam in the owner console', () => {
   it('finds the held message in the Spam view, sends it with "Not spam", marks another "Spam", and sets the level', async () => {

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/shared/log.ts';
 import type { SpamMark } from '../../src/shared/db/entities.ts';
 import { createSpamFilter, type SpamFilter } from '../../src/shared/spam-filter.ts';
 import { STALE_RESERVATION_MS, teachMark, teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
+import { ago, buildSpamMark, buildSpamTeaching, NOW } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { formMessage, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 
@@ -32,10 +33,10 @@ it("a key that has spent its allowance does not hold back another key's waiting 
     await submitTo(h, other, formMessage('spam', 3)),
   ];
   // The first key taught its one mark of this hour, and has another waiting since before the other key's.
-  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '2 hours', spam_taught_at = now() where id = $1`, [taughtId]);
-  await h.sql(`insert into spam_teachings (id, key_id, submission_id, mark) values (gen_random_uuid(), $1, $2, 'spam')`, [spent.id, taughtId]);
-  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '1 hour' where id = $1`, [waitingId]);
-  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '10 minutes' where id = $1`, [otherId]);
+  await buildSpamMark(h, taughtId, { mark: 'spam', markedAt: ago({ hours: 2 }), taughtAt: NOW });
+  await buildSpamTeaching(h, { key: spent, submission: taughtId, mark: 'spam' });
+  await buildSpamMark(h, waitingId, { mark: 'spam', markedAt: ago({ hours: 1 }) });
+  await buildSpamMark(h, otherId, { mark: 'spam', markedAt: ago({ minutes: 10 }) });
 
   const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
   const settings = { mailFrom: 'forms@example.test', perKeyPerHour: 1, timeoutMs: 10_000, keysPerRun: 1 };
@@ -51,7 +52,7 @@ it("a key that has spent its allowance does not hold back another key's waiting 
 it('puts the marks it set aside back when its time is up: they wait, untaught, for the next run', async () => {
   const key = await h.createKey();
   const ids = [await submitTo(h, key, formMessage('spam', 11)), await submitTo(h, key, formMessage('ham', 12))];
-  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() where id = any($1)`, [ids]);
+  await buildSpamMark(h, ids, { mark: 'spam', markedAt: NOW });
   const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
   const log = createLogger('test', 'silent');
   const settings = { mailFrom: 'forms@example.test', perKeyPerHour: 10, timeoutMs: 10_000 };
@@ -67,12 +68,8 @@ it('teaches again a mark whose place was reserved by a process that stopped befo
   const key = await h.createKey();
   const [leftBehindId, inProgressId] = [await submitTo(h, key, formMessage('spam', 21)), await submitTo(h, key, formMessage('spam', 22))];
   // One reservation is older than any teaching takes (its process died); the other was just made.
-  await h.sql(
-    `update submissions set spam_mark = 'spam', spam_marked_at = now() - interval '1 hour', spam_teach_pending = true,
-            spam_taught_at = now() - make_interval(secs => $2) where id = $1`,
-    [leftBehindId, STALE_RESERVATION_MS / 1_000 + 60],
-  );
-  await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now(), spam_teach_pending = true, spam_taught_at = now() where id = $1`, [inProgressId]);
+  await buildSpamMark(h, leftBehindId, { mark: 'spam', markedAt: ago({ hours: 1 }), teachPending: true, taughtAt: ago({ seconds: STALE_RESERVATION_MS / 1_000 + 60 }) });
+  await buildSpamMark(h, inProgressId, { mark: 'spam', markedAt: NOW, teachPending: true, taughtAt: NOW });
   const [before] = await h.sql<{ taught: Date }>('select spam_taught_at as taught from submissions where id = $1', [inProgressId]);
 
   const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
@@ -94,14 +91,14 @@ it('teaches again a mark whose place was reserved by a process that stopped befo
 it('ends with the mark the owner left when it is reversed while the filter learns the first', async () => {
   const key = await h.createKey();
   const id = await submitTo(h, key, formMessage('ham', 31));
-  await h.sql(`update submissions set spam_mark = 'ham', spam_marked_at = now(), spam_taught_at = now(), spam_teach_pending = true where id = $1`, [id]);
+  await buildSpamMark(h, id, { mark: 'ham', markedAt: NOW, taughtAt: NOW, teachPending: true });
   // A filter that learns slowly enough for the owner to mark the message spam meanwhile.
   const learned: SpamMark[] = [];
   const slowFilter: SpamFilter = {
     check: () => Promise.reject(new Error('not used')),
     learn: async (_sample, mark) => {
       learned.push(mark);
-      if (learned.length === 1) await h.sql(`update submissions set spam_mark = 'spam', spam_marked_at = now() where id = $1`, [id]);
+      if (learned.length === 1) await buildSpamMark(h, id, { mark: 'spam', markedAt: NOW });
       return 'taught';
     },
   };

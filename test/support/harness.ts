@@ -15,6 +15,7 @@ import { createKeyVault, type KeyVault } from '../../src/shared/secrets.ts';
 import { createStorage, type Storage } from '../../src/shared/storage.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
 import { startBounceReceiver, type BounceProcess } from '../../src/bounces/process.ts';
+import { buildKey, type KeyOverrides, type KeyRow } from './factories.ts';
 import { jsonOrUndefined } from './http.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
 
@@ -32,7 +33,8 @@ export type Harness = {
   startWorker: () => Promise<WorkerProcess>;
   /** Starts a bounce receiver for the harness's BOUNCE_DOMAIN (the test sets it) on `port` (0: a free one); stopped with the rest. */
   startBounces: (port?: number) => Promise<BounceProcess>;
-  createKey: (fields?: KeyFields) => Promise<TestKey>;
+  /** A key stored as the service stores one (test/support/factories.ts buildKey). */
+  createKey: (fields?: KeyOverrides) => Promise<KeyRow>;
   /** The lookup index stored for a key value (key_hash). */
   hashKey: (value: string) => string;
   /** Runs one SQL query against this file's database. */
@@ -149,6 +151,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const vault = createKeyVault(config.SECRET);
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 2 });
+  // An idle connection lost (PostgreSQL killed or restarted by a test) is dropped; the next query opens another.
+  pool.on('error', () => undefined);
 
   const harness: Harness = {
     config,
@@ -166,7 +170,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       receivers.push(receiver);
       return receiver;
     },
-    createKey: (fields = {}) => insertKey(orm, vault, fields),
+    createKey: (fields = {}) => buildKey(harness, fields),
     hashKey: (value) => vault.hash(value),
     async sql(text, values) {
       const result = await pool.query(text, values);

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { updateWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
@@ -180,7 +181,7 @@ describe('webhooks', () => {
     // the delivery is refused with the same words, and nothing reaches the receiver.
     const hook = await addWebhook(key, receiver.url);
     const compatible = `http://[::127.0.0.2]:${new URL(receiver.url).port}/hook`;
-    await h.sql('update webhook_endpoints set url = $1 where id = $2', [compatible, hook.id]);
+    await updateWebhookEndpoint(h, hook, { url: compatible });
     const before = receiver.received.length;
     expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
     const failed = await eventually(async () => {
@@ -199,8 +200,8 @@ describe('webhooks', () => {
       const hooks = [await addWebhook(key, receiver.url), await addWebhook(key, receiver.url)];
       // As if WEBHOOK_ALLOW had listed these when they were added, and no longer does.
       const port = new URL(receiver.url).port;
-      await h.sql('update webhook_endpoints set url = $1 where id = $2', [other.url, hooks[0]!.id]);
-      await h.sql('update webhook_endpoints set url = $1 where id = $2', [`http://localhost:${port}/hook`, hooks[1]!.id]);
+      await updateWebhookEndpoint(h, hooks[0]!, { url: other.url });
+      await updateWebhookEndpoint(h, hooks[1]!, { url: `http://localhost:${port}/hook` });
       const before = receiver.received.length;
       expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
       const failed = await eventually(async () => {

@@ -1,9 +1,10 @@
 // The claims of submissions that a worker's concurrent jobs share (src/workers/submission-claims.ts,
-// claimSubmissions in src/shared/delivery-rows.ts): each job gets its own row, only if its own
+// claimSubmissions in src/shared/submissions/data/delivery-status.ts): each job gets its own row, only if its own
 // compare-and-set succeeded, and a row named twice is claimed once.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSubmissions } from '../../src/shared/submissions/data/delivery-status.ts';
+import { NOW, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 
@@ -28,8 +29,8 @@ const submit = async (message: string): Promise<string> =>
 describe('claims shared by concurrent jobs', () => {
   it('gives each id its own row, once, and nothing for a row already claimed or sent', async () => {
     const [a, b, sending, sent] = [await submit('a'), await submit('b'), await submit('c'), await submit('d')];
-    await h.sql(`update submissions set email_status = 'sending', claimed_at = now() where id = $1`, [sending]);
-    await h.sql(`update submissions set email_status = 'sent', sent_at = now() where id = $1`, [sent]);
+    await updateSubmission(h, sending, { status: 'sending', claimedAt: NOW });
+    await updateSubmission(h, sent, { status: 'sent', sentAt: NOW });
 
     const claims = await claimSubmissions(pool, [b, a, sending, a.toUpperCase(), sent, a], LEASE_MS);
 

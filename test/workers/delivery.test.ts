@@ -2,7 +2,9 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ago, updateSubmission } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submissionRow } from '../support/rows.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { Redis } from 'ioredis';
@@ -19,7 +21,7 @@ afterAll(() => h?.stop());
 
 const submit = (fields: Record<string, unknown>, base = h) =>
   submitJson(base, { access_key: key.key, email: 'visitor@example.org', message: 'Hello', ...fields });
-const statusOf = async (id: string, base = h) => (await base.sql('select * from submissions where id = $1', [id]))[0]!;
+const statusOf = async (id: string, base = h) => (await submissionRow(base, id))!;
 const untilStatus = (id: string, status: string, base = h) =>
   eventually(async () => {
     const row = await statusOf(id, base);
@@ -246,7 +248,7 @@ describe('retries and statuses', () => {
       const id = (await submit({ message: 'failed, then retried by an operator' })).json.submission_id;
       expect((await untilStatus(id, 'failed')).email_attempts).toBe(4);
       // Past the retry horizon (5 days) as well as the attempt limit (4).
-      await h.sql(`update submissions set created_at = now() - interval '6 days' where id = $1`, [id]);
+      await updateSubmission(h, id, { createdAt: ago({ days: 6 }) });
       // The server greylists the first try after the retry, as many do.
       let refusals = 0;
       h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'Greylisted, come back later' } : undefined));

@@ -2,7 +2,10 @@
 // second SIGINT stops it at once, the row then delivered by another worker.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EmailStatus } from '../../src/shared/db/entities.ts';
+import { ago, buildSubmission, buildSubmissions, fromNow, removeSubmissions } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { sentCount } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { Queue, Worker } from 'bullmq';
@@ -22,14 +25,17 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 const statusOf = async (id: string) => ((await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[])[0];
-const insertRow = async (status: string, claimedSecondsAgo: number | null) =>
-  ((await h.sql(
-    `insert into submissions (id, key_id, email, message, subject, email_status, claimed_at, created_at)
-     values (gen_random_uuid(), $1, 'a@example.org', 'lost', 'Lost', $2,
-             case when $3::int is null then null else now() - make_interval(secs => $3::int) end, now() - interval '10 seconds')
-     returning id`,
-    [keyId, status, claimedSecondsAgo],
-  )) as [{ id: string }])[0].id;
+/** A row committed 10 s ago whose job was never added (or whose worker died holding its claim). */
+const insertRow = async (status: EmailStatus, claimedSecondsAgo: number | null) =>
+  (
+    await buildSubmission(h, {
+      key: keyId,
+      message: 'lost',
+      status,
+      claimedAt: claimedSecondsAgo === null ? null : ago({ seconds: claimedSecondsAgo }),
+      createdAt: ago({ seconds: 10 }),
+    })
+  ).id;
 
 /** The emails of a submission the SMTP sink received. */
 const mailsFor = (id: string) => h.sink.messages.filter((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`);
@@ -54,12 +60,9 @@ describe('reconciler', () => {
     const queue = h.api.deps.queue;
     await queue.pause();
     try {
-      const rows = await h.sql<{ id: string }>(
-        `insert into submissions (id, key_id, email, message, subject, email_status, created_at)
-         select gen_random_uuid(), $1, 'a@example.org', 'backlog ' || n, 'Backlog', 'queued', now() - interval '60 seconds' + make_interval(secs => n / 1000.0)
-           from generate_series(1, $2::int) as n
-         returning id`,
-        [keyId, backlog],
+      const rows = await buildSubmissions(
+        h,
+        Array.from({ length: backlog }, (_, i) => ({ key: keyId, message: `backlog ${i + 1}`, createdAt: ago({ seconds: 60 - (i + 1) / 1000 }) })),
       );
       const backlogIds = rows.map((row) => row.id);
       const added = await queue.addBulk(backlogIds.map((id) => ({ name: 'submission', data: { submissionId: id }, opts: { jobId: id } })));
@@ -72,10 +75,7 @@ describe('reconciler', () => {
       expect(await queue.count()).toBe(backlog + 1);
       await queue.resume();
       const all = [...backlogIds, lone];
-      await eventually(async () => {
-        const [row] = await h.sql<{ n: number }>(`select count(*)::int as n from submissions where id = any($1) and email_status = 'sent'`, [all]);
-        return row!.n === all.length ? true : undefined;
-      }, 60_000, 'the backlog to be sent');
+      await eventually(async () => ((await sentCount(h, all)) === all.length ? true : undefined), 60_000, 'the backlog to be sent');
       const wanted = new Set(all.map((id) => `<submission-${id}@example.test>`));
       expect(h.sink.messages.filter((mail) => wanted.has(mail.parsed.messageId ?? '')).length).toBe(all.length);
     } finally {
@@ -86,12 +86,7 @@ describe('reconciler', () => {
   it("enqueues again only the rows whose job is gone: a job waiting or delayed is left as it is", async () => {
     const { orm, queue, webhookQueue } = h.api.deps;
     // Saved an hour ahead, so that the workers' own reconciler leaves them to this run.
-    const rows = await h.sql<{ id: string }>(
-      `insert into submissions (id, key_id, email, message, subject, email_status, created_at)
-       select gen_random_uuid(), $1, 'a@example.org', 'fate ' || n, 'Fate', 'queued', now() + interval '1 hour' from generate_series(1, 3) as n
-       returning id`,
-      [keyId],
-    );
+    const rows = await buildSubmissions(h, [1, 2, 3].map((n) => ({ key: keyId, message: `fate ${n}`, createdAt: fromNow({ hours: 1 }) })));
     const [waiting, delayed, gone] = rows.map((row) => row.id);
     await queue.pause();
     try {
@@ -106,7 +101,7 @@ describe('reconciler', () => {
       expect(await queue.getJobState(delayed!)).toBe('delayed');
       expect((await queue.getJob(delayed!))?.timestamp).toBe(jobs[1]!.timestamp);
     } finally {
-      await h.sql('delete from submissions where id = any($1)', [[waiting, delayed, gone]]);
+      await removeSubmissions(h, [waiting!, delayed!, gone!]);
       await Promise.all([waiting, delayed, gone].map((id) => queue.remove(id!)));
       await queue.resume();
     }
@@ -118,12 +113,7 @@ describe('reconciler', () => {
     const redis = createRedis(h.env.REDIS_URL!, 'worker');
     const queue = new Queue<DeliveryJob>('reconcile-finished', { connection: redis, prefix: h.env.QUEUE_PREFIX });
     const worker = new Worker<DeliveryJob>('reconcile-finished', null, { connection: redis, prefix: h.env.QUEUE_PREFIX, autorun: false });
-    const [row] = await h.sql<{ id: string }>(
-      `insert into submissions (id, key_id, email, message, subject, email_status, created_at)
-       values (gen_random_uuid(), $1, 'a@example.org', 'resent', 'Resent', 'queued', now() + interval '1 hour') returning id`,
-      [keyId],
-    );
-    const id = row!.id;
+    const { id } = await buildSubmission(h, { key: keyId, message: 'resent', createdAt: fromNow({ hours: 1 }) });
     try {
       await queue.add('submission', { submissionId: id }, { jobId: id, removeOnFail: false });
       const job = await worker.getNextJob('test-token');
@@ -135,7 +125,7 @@ describe('reconciler', () => {
       expect(await queue.getJobState(id)).toBe('waiting');
       expect((await queue.getJob(id))?.failedReason).toBeFalsy();
     } finally {
-      await h.sql('delete from submissions where id = $1', [id]);
+      await removeSubmissions(h, [id]);
       await worker.close();
       await queue.obliterate({ force: true });
       await queue.close();
@@ -148,7 +138,7 @@ describe('reconciler', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await statusOf(id)).email_status).toBe('sending');
     // Gone before its claim is older than the lease: queued again then, it would be in flight in the tests below.
-    await h.sql('delete from submissions where id = $1', [id]);
+    await removeSubmissions(h, [id]);
   });
 });
 

@@ -1,0 +1,32 @@
+// What the service wrote, read back: the reads that many test files make of a submission or a key
+// after the API or a worker acted on it. The factories (./factories.ts) make the rows; these check them.
+import type pg from 'pg';
+import type { EmailStatus, KeyStatus } from '../../src/shared/db/entities.ts';
+import type { Harness } from './harness.ts';
+
+type Db = Pick<Harness, 'sql'>;
+
+/** A submission's row, every column as stored (snake_case); undefined when there is none. */
+export async function submissionRow(db: Db, id: string): Promise<pg.QueryResultRow | undefined> {
+  return (await db.sql('select * from submissions where id = $1', [id]))[0];
+}
+
+export async function submissionExists(db: Db, id: string): Promise<boolean> {
+  return (await db.sql('select id from submissions where id = $1', [id])).length === 1;
+}
+
+/** Where a submission's email stands (email_status); undefined when the row is gone. */
+export async function emailStatusOf(db: Db, id: string): Promise<EmailStatus | undefined> {
+  return (await db.sql<{ email_status: EmailStatus }>('select email_status from submissions where id = $1', [id]))[0]?.email_status;
+}
+
+/** How many of these submissions are `sent`. */
+export async function sentCount(db: Db, ids: string[]): Promise<number> {
+  const [row] = await db.sql<{ n: number }>(`select count(*)::int as n from submissions where id = any($1::uuid[]) and email_status = 'sent'`, [ids]);
+  return row!.n;
+}
+
+/** A key's state (active, disabled, deleted); undefined when there is no such key. */
+export async function keyStatusOf(db: Db, keyId: string): Promise<KeyStatus | undefined> {
+  return (await db.sql<{ status: KeyStatus }>('select status from verification_keys where id = $1', [keyId]))[0]?.status;
+}
