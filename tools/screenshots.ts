@@ -29,7 +29,7 @@ async function startStack(dataDir: string): Promise<Stack> {
   const child = spawn(process.execPath, [path.join(ROOT, 'src/local/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes('Press Ctrl+C to stop.')) resolve();
     });
@@ -90,7 +90,8 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   await page.fill('#contact-message', 'Hello! Could you send me a quote for 40 units? The spec sheet is attached.');
   await page.setInputFiles('#contact-file', { name: 'spec-sheet.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.4\n% a sample file\n') });
   await page.locator('#contact-message').blur(); // no focus ring in the picture
-  await page.locator('#try-heading').evaluate((node) => node.scrollIntoView());
+  // The page's element, typed by hand: this program has no DOM types.
+  await page.locator('#try-heading').evaluate((node: { scrollIntoView(): void }) => node.scrollIntoView());
   await shoot(page, 'tour-2-form.png');
   await Promise.all([page.waitForURL(/submission_id=/), page.click('#contact-form button[type="submit"]')]);
   // A few more visitors, so that the console's list and overview show what a day of messages looks like.

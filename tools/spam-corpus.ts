@@ -90,7 +90,7 @@ function asSubmission(mail: ParsedMail): LabelledMessage | undefined {
   }
   const sender = mail.from?.value[0];
   const email = sender?.address && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(sender.address) ? sender.address.toLowerCase() : undefined;
-  const name = sender?.name?.replace(/["']/g, '').trim();
+  const name = sender?.name.replace(/["']/g, '').trim();
   return { subject: subject.trim().slice(0, LIMITS.subject), text, ...(email ? { visitor: { email, ...(name ? { name } : {}) } } : {}) };
 }
 

@@ -104,7 +104,9 @@ app.use(async (ctx) => {
   ctx.status = 404;
 });
 
-const server = createServer(app.callback());
+// Koa's handler catches its own errors: the promise it returns never rejects.
+const handleRequest = app.callback();
+const server = createServer((req, res) => void handleRequest(req, res));
 server.keepAliveTimeout = 65_000;
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`floor listening ${(server.address() as AddressInfo).port}\n`);

@@ -32,7 +32,7 @@ export async function killMidBacklog(ctx: Ctx): Promise<void> {
   let inFlight = 0;
   let generation = 1;
   let lastKillAt: Date | undefined;
-  let sent = 0;
+  let sent: number;
   /** From each kill until the next worker is ready: no live client could read an answer then. */
   const deadTimes: Array<[from: number, to: number]> = [];
   try {
@@ -92,7 +92,7 @@ export async function killMidBacklog(ctx: Ctx): Promise<void> {
 async function sentWindowFromOutside(ctx: Ctx, accepted: Arrival[]): Promise<{ p50: number; p99: number }> {
   const once = new Map<string, number | undefined>();
   for (const item of accepted) once.set(item.id, once.has(item.id) ? undefined : item.at);
-  const { rows: sent } = await ctx.sql.query<{ id: string; sent_ms: number }>(
+  const { rows: sent } = await ctx.sql.query<{ id: string; sent_ms: string }>(
     `select 'submission-' || id as id, extract(epoch from sent_at) * 1000 as sent_ms from submissions where email_status = 'sent'`,
   );
   const gaps = sent.flatMap((row) => {

@@ -127,7 +127,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   await sql.query(`create table ${FLOOR_PK_TABLE} (like submissions including defaults)`);
   await sql.query(`alter table ${FLOOR_PK_TABLE} add primary key (id)`);
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
-  track({ name: 'redis client', stop: async () => void redis.disconnect() });
+  track({ name: 'redis client', stop: async () => { redis.disconnect(); } });
   const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
   track({ name: 'queue', stop: () => queue.close() });
   const s3 = new S3Client({

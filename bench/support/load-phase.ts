@@ -30,6 +30,8 @@ export async function loadPhase(ctx: Ctx, title: string, target: Child, url: str
   });
   clearTimeout(switchTimer);
   const afterCpu = cpuSnapshot(probes);
+  // Both are set by the timer above, which the type checker does not follow.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   if (measuring && tripsBefore) {
     const trips = { before: await tripsBefore, after: await roundTrips(ctx) };
     recordCpu(ctx, title, beforeCpu, afterCpu, result.completed, busyShare(beforeMachine, machineCpu()), trips);

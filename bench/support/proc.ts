@@ -222,7 +222,7 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export function waitForMessage<T extends { type: string }>(child: Child, type: string, timeoutMs = 30_000): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => done(new Error(`${child.name}: no "${type}" message in time:\n${child.output()}`)), timeoutMs);
-    const onMessage = (message: T) => {
+    const onMessage = (message: T | null) => {
       if (message?.type === type) done(undefined, message);
     };
     const onExit = (code: number | null) => done(new Error(`${child.name} exited with ${code}:\n${child.output()}`));

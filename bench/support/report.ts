@@ -76,8 +76,8 @@ export function printReport(run: Run, machine: string, partial = false): void {
     `delivery ${S.deliveryWarmup.toLocaleString('en-US')} emails of warm-up + ${S.backlog.toLocaleString('en-US')} measured per side` +
     `${S.deliveryRepeats > 1 ? ` (${S.deliveryRepeats} repeats with 2 and more workers, medians)` : ''}, ` +
     `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${run.sinkDelayMs} ms` +
-    `${startScriptFlags('start:api').length ? `, API flags (start:api) ${startScriptFlags('start:api').join(' ')}` : ''}` +
-    `${startScriptFlags('start:worker').length ? `, worker flags (start:worker) ${startScriptFlags('start:worker').join(' ')}` : ''}` +
+    (startScriptFlags('start:api').length ? `, API flags (start:api) ${startScriptFlags('start:api').join(' ')}` : '') +
+    (startScriptFlags('start:worker').length ? `, worker flags (start:worker) ${startScriptFlags('start:worker').join(' ')}` : '') +
     `${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}${quick ? ', --quick' : ''}${partial ? ' — PARTIAL (deadline)' : ''}`, '');
   out.push(renderTable(rows), '');
   const missed = rows.filter((row) => met(row) === false);

@@ -67,7 +67,7 @@ export function formSample(message: LabelledMessage, owner: string): SpamSample 
 
 /** Each message's score for `owner`, in order; each check's time goes to `latencies` when given. */
 export async function scoresFor(filter: SpamFilter, messages: LabelledMessage[], owner: string, latencies?: number[]): Promise<number[]> {
-  const result: number[] = new Array(messages.length);
+  const result = new Array<number>(messages.length);
   let next = 0;
   await Promise.all(
     Array.from({ length: CHECKS_IN_FLIGHT }, async () => {

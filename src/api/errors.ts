@@ -40,7 +40,7 @@ function capEntries(fieldErrors: FieldErrors): FieldErrors {
   const names = Object.keys(fieldErrors).filter((name) => name !== '__all__');
   if (names.length <= MAX_ERROR_ENTRIES) return fieldErrors;
   // Null prototype: a field named __proto__ stays an entry.
-  const kept: FieldErrors = Object.create(null);
+  const kept = Object.create(null) as FieldErrors;
   kept.__all__ = [...(fieldErrors.__all__ ?? []), `And ${names.length - MAX_ERROR_ENTRIES} more fields with errors.`];
   for (const name of names.slice(0, MAX_ERROR_ENTRIES)) kept[name] = fieldErrors[name]!;
   return { ...kept };

@@ -14,6 +14,8 @@ export function queueBoard(deps: AppDeps): Middleware<AppState> {
   adapter.setBasePath(QUEUE_BOARD_PATH);
   createBullBoard({ queues: [new BullMQAdapter(deps.queue), new BullMQAdapter(deps.webhookQueue)], serverAdapter: adapter });
   const board = adapter.registerPlugin() as Middleware<AppState>;
-  return (ctx, next) =>
-    ctx.path === QUEUE_BOARD_PATH || ctx.path.startsWith(`${QUEUE_BOARD_PATH}/`) ? board(ctx, next) : next();
+  return async (ctx, next) => {
+    if (ctx.path === QUEUE_BOARD_PATH || ctx.path.startsWith(`${QUEUE_BOARD_PATH}/`)) await board(ctx, next);
+    else await next();
+  };
 }

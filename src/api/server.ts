@@ -53,6 +53,8 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     (keys) => keys.close(),
   );
   const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, spamFilter: spamFilterFromConfig(config), log };
+  // Koa's handler catches its own errors: the promise it returns never rejects.
+  const handleRequest = createApp(deps).callback();
   const server = createServer({
     headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
@@ -60,7 +62,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     // How often Node checks the two timeouts above (its default is every 30 s).
     connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.HTTP_HEADERS_TIMEOUT_MS / 4))),
-  }, createApp(deps).callback());
+  }, (req, res) => void handleRequest(req, res));
   capConnectionsPerIp(server, config.CONNECTIONS_PER_IP, (address) => rateLimitSubject(address, config.RATE_LIMIT_IPV6_PREFIX));
   server.on('request', (req: IncomingMessage) =>
     watchBodyProgress(req, {

@@ -5,7 +5,7 @@ import { errors, type FieldErrors } from './errors.ts';
 export function validate<const S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
   const result = v.safeParse(schema, input);
   if (result.success) return result.output;
-  const fieldErrors: FieldErrors = Object.create(null);
+  const fieldErrors = Object.create(null) as FieldErrors;
   for (const issue of result.issues) {
     const field = issue.path?.map((item) => String(item.key)).join('.') || '__all__';
     fieldErrors[field] ??= [issue.message];

@@ -52,8 +52,8 @@ async function main(): Promise<number> {
   const stops: Array<() => Promise<void>> = [];
   // Staged beside the archive, where its space is: the tables and files, then packed.
   const stagingParent = output ? path.dirname(output) : tmpdir();
-  const staging = await mkdtemp(path.join(stagingParent, '.contact-form-backup-')).catch((error: Error) => {
-    throw new UserError(`Cannot write in ${stagingParent} (${error.message}): name a file in a directory you can write to.`);
+  const staging = await mkdtemp(path.join(stagingParent, '.contact-form-backup-')).catch((error: unknown) => {
+    throw new UserError(`Cannot write in ${stagingParent} (${(error as Error).message}): name a file in a directory you can write to.`);
   });
   let destination: Writable | undefined;
   try {

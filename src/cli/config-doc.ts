@@ -52,7 +52,7 @@ function readable(name: string, value: string): string {
 type Setting = v.GenericSchema & { type: string; default?: unknown; wrapped?: Setting };
 
 function typeOf(schema: Setting): string {
-  const type = (v.getMetadata(schema as v.GenericSchema) as { type?: string }).type;
+  const type = (v.getMetadata(schema) as { type?: string }).type;
   if (type) return type;
   return schema.wrapped ? typeOf(schema.wrapped) : 'text';
 }
@@ -86,7 +86,7 @@ export function renderConfigurationDoc(): string {
     lines.push('', `## ${group}`, '', '| Variable | Type | Default | Description |', '| --- | --- | --- | --- |');
     for (const [name, schema] of Object.entries(settings)) {
       const setting = schema as unknown as Setting;
-      const description = v.getDescription(setting as v.GenericSchema) ?? '';
+      const description = v.getDescription(setting) ?? '';
       lines.push(`| \`${name}\` | ${cell(typeOf(setting))} | ${cell(defaultOf(name, setting))} | ${cell(description)} |`);
     }
   }

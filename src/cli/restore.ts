@@ -103,17 +103,18 @@ async function unpack(archive: string | undefined, staging: string): Promise<Man
     if (code === 'ENOENT' && archive) throw new UserError(`${archive} does not exist.`);
     throw notAnArchive((error as Error).message);
   }
-  let manifest: Manifest;
+  // What the file says, before its format and version are checked.
+  let manifest: Omit<Manifest, 'format' | 'version'> & { format: unknown; version: unknown };
   try {
-    manifest = JSON.parse(await readFile(path.join(staging, MANIFEST), 'utf8')) as Manifest;
+    manifest = JSON.parse(await readFile(path.join(staging, MANIFEST), 'utf8')) as typeof manifest;
   } catch {
     throw notAnArchive(`no readable ${MANIFEST}`);
   }
   if (manifest.format !== ARCHIVE_FORMAT) throw notAnArchive(`its ${MANIFEST} is not ours`);
   if (manifest.version !== ARCHIVE_VERSION) {
-    throw new UserError(`The archive is of format version ${manifest.version}; this version of the service reads ${ARCHIVE_VERSION}. Restore it with the version that wrote it.`);
+    throw new UserError(`The archive is of format version ${String(manifest.version)}; this version of the service reads ${ARCHIVE_VERSION}. Restore it with the version that wrote it.`);
   }
-  return manifest;
+  return manifest as Manifest;
 }
 
 /** DATABASE_URL, or npm start's PostgreSQL on DATA_DIR, started here: never while npm start runs it. */
@@ -217,8 +218,8 @@ async function migrateTo(url: string, migrations: string[]): Promise<void> {
 }
 
 async function objectKeys(storage: Storage, limit: number): Promise<string[]> {
-  const listed = await storage.client.send(new ListObjectsV2Command({ Bucket: storage.bucket, MaxKeys: limit })).catch((error: Error) => {
-    if (error.name !== 'NoSuchBucket') throw error;
+  const listed = await storage.client.send(new ListObjectsV2Command({ Bucket: storage.bucket, MaxKeys: limit })).catch((error: unknown) => {
+    if ((error as Error).name !== 'NoSuchBucket') throw error;
     throw new UserError(`The bucket ${storage.bucket} does not exist: create it (the service never does), then run the restore again.`);
   });
   return (listed.Contents ?? []).map((object) => object.Key!);

@@ -121,8 +121,8 @@ async function clusterDir(dir: string, user: Account | undefined): Promise<strin
   if (entry?.isDirectory()) {
     // A cluster kept in `dir` itself (made by an unprivileged run or an older npm start): move it.
     await rm(cluster, { recursive: true });
-    await rename(dir, cluster).catch(async (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EXDEV') throw error;
+    await rename(dir, cluster).catch(async (error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
       await cp(dir, cluster, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
       await rm(dir, { recursive: true });
     });

@@ -31,6 +31,8 @@ import { startServersInOwnProcessGroups } from './processes.ts';
 import { SECOND_PRESS_AFTER_MS } from '../shared/shutdown.ts';
 
 // Every process's JSON log lines, made readable for a person at the terminal.
+// isTTY is undefined, not false, when stdout is not a terminal, whatever Node's types say.
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-conversion
 const readable = PinoPretty({ colorize: Boolean(process.stdout.isTTY), translateTime: 'SYS:HH:MM:ss', ignore: 'pid,hostname' });
 const log = createLogger('local', process.env.LOG_LEVEL ?? 'info', readable);
 const env: NodeJS.ProcessEnv = { ...process.env };
@@ -88,7 +90,7 @@ function runChild(name: string, script: string, nodeFlags: string[] = []): Child
     env: { ...env, CFS_EXIT_WITH_PARENT: '1' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  child.stdout?.pipe(readable, { end: false });
+  child.stdout.pipe(readable, { end: false });
   children.push({ name, child, stop: () => stopChild(child, 'SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 30_000) + 5_000) });
   child.once('exit', (code, signal) => {
     if (stopping) return;

@@ -70,11 +70,16 @@ function missing(tool: SystemTool, env: NodeJS.ProcessEnv, installCause: string)
   );
 }
 
+/** A spawnSync output as text: null (whatever Node's types say) when the command could not start or the stream was not piped. */
+function textOf(output: string | Buffer | null | undefined): string {
+  return output == null ? '' : output.toString();
+}
+
 /** The cause of a failed spawnSync in the tool's own words: the spawn error code or the exit status, and its output. */
 export function spawnFailure(command: string, result: ReturnType<typeof spawnSync>): string {
-  const error = result.error as NodeJS.ErrnoException | undefined;
+  const error: NodeJS.ErrnoException | undefined = result.error;
   const how = error ? (error.code ?? error.message) : result.signal ? `killed by ${result.signal}` : `exit code ${result.status}`;
-  const output = `${result.stdout ?? ''}${result.stderr ?? ''}`.trim();
+  const output = `${textOf(result.stdout)}${textOf(result.stderr)}`.trim();
   return `${command} failed (${how})${output ? `:\n${output}` : ''}`;
 }
 

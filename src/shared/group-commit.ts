@@ -11,7 +11,7 @@ export type GroupCommit<T, R = void> = (item: T) => Promise<R>;
 type Waiting<T, R> = { item: T; since: number; resolve: (result: R) => void; reject: (error: unknown) => void };
 
 export function groupCommit<T, R = void>(
-  write: (items: T[]) => Promise<R[] | void>,
+  write: ((items: T[]) => Promise<R[]>) | ((items: T[]) => Promise<void>),
   options: { maxBatch?: number; maxInFlight?: number; lingerMs?: number } = {},
 ): GroupCommit<T, R> {
   const { maxBatch = 200, maxInFlight = 2, lingerMs = 0 } = options;

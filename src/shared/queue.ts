@@ -32,8 +32,8 @@ export type HousekeepingJob = Record<string, never>;
 export type DeliveryRequest = { [N in DeliveryJobName]: { name: N; data: DeliveryJobs[N]; rowId: string } }[DeliveryJobName];
 
 /** The job that delivers row `rowId` of kind `name`. */
-export function deliveryJob<N extends DeliveryJobName>(name: N, rowId: string, requestId?: string): DeliveryRequest {
-  const data = { [deliveryKinds[name].idField]: rowId, ...(requestId ? { requestId } : {}) } as DeliveryJobs[N];
+export function deliveryJob(name: DeliveryJobName, rowId: string, requestId?: string): DeliveryRequest {
+  const data = { [deliveryKinds[name].idField]: rowId, ...(requestId ? { requestId } : {}) } as DeliveryJobs[DeliveryJobName];
   return { name, data, rowId } as DeliveryRequest;
 }
 
@@ -85,9 +85,10 @@ export function createRedis(url: string, role: 'producer' | 'worker', cluster = 
  * Closes a Redis client at shutdown: QUIT when connected; when Redis is unreachable, QUIT would wait
  * in the offline queue for a reconnection that may never come, so the socket is just dropped.
  */
-export function closeRedis(client: RedisClient): Promise<unknown> | void {
+export function closeRedis(client: RedisClient): Promise<unknown> | undefined {
   if (client.status === 'ready') return client.quit();
   client.disconnect();
+  return undefined;
 }
 
 type QueueConfig = Pick<Config, 'QUEUE_PREFIX'>;

@@ -5,7 +5,8 @@ import type { Logger } from './log.ts';
 /** Signals closer together than this are one key press seen twice (see onSignals). */
 export const SECOND_PRESS_AFTER_MS = 500;
 
-type Closer = { name: string; close: () => Promise<unknown> | unknown };
+/** `close` may return a promise, which is awaited. */
+type Closer = { name: string; close: () => unknown };
 
 export class Shutdown {
   private readonly closers: Closer[] = [];
@@ -17,7 +18,7 @@ export class Shutdown {
   }
 
   /** Registers a resource to close at shutdown; returns the resource for chaining at its creation. */
-  add<T>(name: string, resource: T, close: (resource: T) => Promise<unknown> | unknown): T {
+  add<T>(name: string, resource: T, close: (resource: T) => unknown): T {
     this.closers.push({ name, close: () => close(resource) });
     return resource;
   }

@@ -12,6 +12,8 @@ import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalSer
 import { ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
 
 declare module 'vitest' {
+  // An interface: this declaration merges into vitest's own.
+  // eslint-disable-next-line @typescript-eslint/consistent-type-definitions
   export interface ProvidedContext {
     /** Admin URL of the PostgreSQL server; test files create their databases from the template. */
     postgresUrl: string;

@@ -7,7 +7,7 @@ import type { Reporter, TestCase, TestModule } from 'vitest/node';
 const unrun = (test: TestCase) => test.result().state === 'skipped' && (test.options.mode === 'run' || test.options.mode === 'only');
 
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>) {
+  onTestRunEnd(testModules: readonly TestModule[]) {
     const tests = testModules.flatMap((module) => [...module.children.allTests()]);
     const passed = tests.filter((test) => test.result().state === 'passed').length;
     const failed = tests.filter((test) => test.result().state === 'failed' || unrun(test)).length;

@@ -117,7 +117,7 @@ export async function startPostfix(options: PostfixOptions): Promise<PostfixInst
     await waitForGreeting(port, 20_000, () => child.exitCode !== null);
   } catch (error) {
     await stop();
-    throw new Error(`Postfix did not start: ${(error as Error).message}\n${log}`);
+    throw new Error(`Postfix did not start: ${(error as Error).message}\n${log}`, { cause: error });
   }
   return { url: `smtp://127.0.0.1:${port}`, port, log: () => log, stop };
 }

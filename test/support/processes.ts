@@ -30,7 +30,7 @@ export function descendants(rootPid: number): number[] {
 export function isAlive(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    return !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
   } catch {
     return false;
   }

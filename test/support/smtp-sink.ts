@@ -61,7 +61,7 @@ export async function startSmtpSink(port = 0, host = '127.0.0.1'): Promise<SmtpS
     onData(stream, session, callback) {
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-      stream.on('end', async () => {
+      const received = async () => {
         if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
         const refusal = behaviour?.(session);
         if (refusal) {
@@ -78,8 +78,11 @@ export async function startSmtpSink(port = 0, host = '127.0.0.1'): Promise<SmtpS
             messages.push({ envelope, parsed, raw, client: session.remoteAddress });
             callback();
           },
-          (error: Error) => callback(error),
+          (error: unknown) => callback(error as Error),
         );
+      };
+      stream.on('end', () => {
+        received().catch((error: unknown) => callback(error as Error));
       });
     },
   });

@@ -54,7 +54,12 @@ export function adminGuard(adminToken: string | undefined): Middleware<AppState>
   // Basic credentials are cached by browsers: a valid token alone does not prove intent.
   const csrf = adminCsrf();
   return async (ctx, next) => {
-    if (!isAdminPath(ctx.path)) return next();
-    await token(ctx, () => csrf(ctx, next));
+    if (!isAdminPath(ctx.path)) {
+      await next();
+      return;
+    }
+    await token(ctx, async () => {
+      await csrf(ctx, next);
+    });
   };
 }

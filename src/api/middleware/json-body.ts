@@ -61,6 +61,11 @@ export function formField(body: unknown, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** The text `readBodyText` left in ctx.request.body; '' when it read none (a method it does not parse). */
+export function bodyText(request: { body?: unknown }): string {
+  return typeof request.body === 'string' ? request.body : '';
+}
+
 /** Bounds on a JSON body, checked before it is parsed. */
 export const JSON_SHAPE_LIMITS = { values: BODY_FIELD_LIMIT, depth: 10 } as const;
 
@@ -85,7 +90,7 @@ export function jsonObjectBody(onWrongType: () => ApiError): Middleware<AppState
   return async (ctx, next) => {
     if (!ctx.is('application/json')) throw onWrongType();
     await readBodyText(ctx, async () => undefined);
-    (ctx.request as { body: unknown }).body = parseJsonObject(String(ctx.request.body ?? ''));
+    (ctx.request as { body: unknown }).body = parseJsonObject(bodyText(ctx.request));
     await next();
   };
 }
@@ -94,7 +99,10 @@ export function jsonObjectBody(onWrongType: () => ApiError): Middleware<AppState
 export function optionalJsonObjectBody(onWrongType: () => ApiError): Middleware<AppState> {
   const json = jsonObjectBody(onWrongType);
   return async (ctx, next) => {
-    if (ctx.request.length || ctx.get('transfer-encoding')) return json(ctx, next);
+    if (ctx.request.length || ctx.get('transfer-encoding')) {
+      await json(ctx, next);
+      return;
+    }
     (ctx.request as { body: unknown }).body = {};
     await next();
   };

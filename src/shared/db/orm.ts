@@ -40,6 +40,8 @@ export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {
 }
 
 export function createOrm(databaseUrl: string, poolMax?: number, waits?: PgWaits): Promise<MikroORM> {
+  // init builds an instance of the class it is called on (`new this`); only its declared type names the core class.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
   return MikroORM.init(ormOptions(databaseUrl, poolMax, waits));
 }
 
