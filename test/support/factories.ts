@@ -1,13 +1,14 @@
 // The rows tests start from, made in one call each with defaults a test overrides: keys (sealed as
 // the service seals them), submissions in any state, recipients' consent and allowances, owner
-// sessions, webhook endpoints, spam marks and teachings. Each writes one SQL statement and returns
-// the row. The update helpers put a row the service made into the state a test needs (aged,
-// claimed, expired, moved to another URL).
+// sessions, key emails, webhook endpoints and deliveries, spam marks and teachings. Each writes one
+// SQL statement, after the rows it refers to when the test gives none (a submission's key, a
+// delivery's endpoint), and returns the row. The update helpers put a row the service made into
+// the state a test needs (aged, claimed, expired, moved to another URL).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Config } from '../../src/shared/config.ts';
 import { mailboxOf } from '../../src/shared/consent.ts';
-import type { CaptchaProvider, CustomFields, EmailStatus, KeyStatus, SpamMark } from '../../src/shared/db/entities.ts';
+import type { CaptchaProvider, CustomFields, EmailStatus, KeyEmailKind, KeyStatus, SpamMark, WebhookEvent } from '../../src/shared/db/entities.ts';
 import { SESSION_TTL_DAYS, tokenHash } from '../../src/shared/owner.ts';
 import { createKeyVault } from '../../src/shared/secrets.ts';
 import type { Harness } from './harness.ts';
@@ -221,6 +222,50 @@ export async function removeSubmissions(db: Db, ids: string[]): Promise<void> {
   await db.sql('delete from submissions where id = any($1::uuid[])', [ids]);
 }
 
+// ---- key emails
+
+export type KeyEmailOverrides = {
+  /** What it says; `new-key` unless given. */
+  kind?: KeyEmailKind;
+  /** The key it is about: a row or an id; a new key unless given, none with null (as an `all-keys` email). */
+  key?: Ref | null;
+  /** Where it goes (the mailbox is derived from it): the key's address when the key is a row or new, else a new address. */
+  email?: string;
+  status?: EmailStatus;
+  attempts?: number;
+  claimedAt?: DbTime | Date | null;
+  sentAt?: DbTime | Date | null;
+  createdAt?: DbTime | Date;
+};
+
+export type KeyEmailRow = { id: string; kind: KeyEmailKind; email: string; mailbox: string; keyId: string | null; status: EmailStatus; attempts: number };
+
+/** An email to a key's owner (or to a mailbox asked to confirm) saved as a row alone: no job is enqueued. */
+export async function buildKeyEmail(db: Db, overrides: KeyEmailOverrides = {}): Promise<KeyEmailRow> {
+  const key = overrides.key === undefined ? await buildKey(db, overrides.email === undefined ? {} : { email: overrides.email }) : overrides.key;
+  const keyEmail = key !== null && typeof key !== 'string' && 'email' in key && typeof key.email === 'string' ? key.email : undefined;
+  const email = overrides.email ?? keyEmail ?? `owner-${suffix()}@example.test`;
+  const params = new Params();
+  const values: Value[] = [
+    overrides.kind ?? 'new-key',
+    email,
+    mailboxOf(email),
+    key === null ? null : idOf(key),
+    overrides.status ?? 'queued',
+    overrides.attempts ?? 0,
+    overrides.claimedAt ?? null,
+    overrides.sentAt ?? null,
+    overrides.createdAt ?? NOW,
+  ];
+  const [row] = await db.sql<{ id: string; kind: KeyEmailKind; email: string; mailbox: string; key_id: string | null; email_status: EmailStatus; email_attempts: number }>(
+    `insert into key_emails (id, kind, email, mailbox, key_id, email_status, email_attempts, claimed_at, sent_at, created_at)
+     values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
+     returning id, kind, email, mailbox, key_id, email_status, email_attempts`,
+    params.values,
+  );
+  return { id: row!.id, kind: row!.kind, email: row!.email, mailbox: row!.mailbox, keyId: row!.key_id, status: row!.email_status, attempts: row!.email_attempts };
+}
+
 // ---- spam marks and teachings
 
 /**
@@ -346,4 +391,59 @@ export async function buildWebhookEndpoint(
 /** Changes an endpoint's URL straight in PostgreSQL, past the rules the API checks it against. */
 export async function updateWebhookEndpoint(db: Db, endpoint: Ref, changes: { url: string }): Promise<void> {
   await db.sql('update webhook_endpoints set url = $1 where id = $2', [changes.url, idOf(endpoint)]);
+}
+
+export type WebhookDeliveryOverrides = {
+  /** Its endpoint: a row or an id; a new endpoint of the submission's key unless given. */
+  endpoint?: Ref;
+  /** The submission it reports: a row or an id; a new submission of the endpoint's key unless given. */
+  submission?: Ref;
+  event?: WebhookEvent;
+  status?: EmailStatus;
+  attempts?: number;
+  claimedAt?: DbTime | Date | null;
+  sentAt?: DbTime | Date | null;
+  createdAt?: DbTime | Date;
+};
+
+export type WebhookDeliveryRow = { id: string; endpointId: string; submissionId: string; event: WebhookEvent; status: EmailStatus; attempts: number };
+
+/** The key a row belongs to, when the row says (an endpoint's or a submission's row does; an id does not). */
+const keyIdOf = (ref: Ref | undefined) => (typeof ref === 'object' && 'keyId' in ref && typeof ref.keyId === 'string' ? ref.keyId : undefined);
+
+/**
+ * A delivery of a submission to a webhook endpoint saved as a row alone: no job is enqueued. A
+ * missing endpoint or submission is made for the key of the one given (a new key when neither is,
+ * or the one given is a bare id).
+ */
+export async function buildWebhookDelivery(db: Db, overrides: WebhookDeliveryOverrides = {}): Promise<WebhookDeliveryRow> {
+  let keyId = keyIdOf(overrides.endpoint) ?? keyIdOf(overrides.submission);
+  if (overrides.endpoint === undefined || overrides.submission === undefined) keyId ??= (await buildKey(db)).id;
+  const endpoint = overrides.endpoint ?? (await buildWebhookEndpoint(db, { key: keyId! }));
+  const submission = overrides.submission ?? (await buildSubmission(db, { key: keyId! }));
+  const params = new Params();
+  const values: Value[] = [
+    idOf(endpoint),
+    idOf(submission),
+    overrides.event ?? 'submission.created',
+    overrides.status ?? 'queued',
+    overrides.attempts ?? 0,
+    overrides.claimedAt ?? null,
+    overrides.sentAt ?? null,
+    overrides.createdAt ?? NOW,
+  ];
+  const [row] = await db.sql<{ id: string; endpoint_id: string; submission_id: string; event: WebhookEvent; email_status: EmailStatus; email_attempts: number }>(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id, event, email_status, email_attempts, claimed_at, sent_at, created_at)
+     values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
+     returning id, endpoint_id, submission_id, event, email_status, email_attempts`,
+    params.values,
+  );
+  return {
+    id: row!.id,
+    endpointId: row!.endpoint_id,
+    submissionId: row!.submission_id,
+    event: row!.event,
+    status: row!.email_status,
+    attempts: row!.email_attempts,
+  };
 }

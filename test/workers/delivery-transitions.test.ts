@@ -39,7 +39,18 @@ import {
   type DeliveryEvent,
   type KindFor,
 } from '../../src/shared/submissions/delivery-transitions.ts';
-import { startHarness, type Harness, type TestKey } from '../support/harness.ts';
+import {
+  ago,
+  buildKey,
+  buildKeyEmail,
+  buildSubmission,
+  buildWebhookDelivery,
+  buildWebhookEndpoint,
+  NOW,
+  type KeyRow,
+  type WebhookEndpointRow,
+} from '../support/factories.ts';
+import { startHarness, type Harness } from '../support/harness.ts';
 import { functionsWritingStatus, statusWrites } from '../support/status-writers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -51,18 +62,14 @@ const TABLES: Record<DeliveryKindName, string> = { submission: 'submissions', 'k
 
 let h: Harness;
 let pool: pg.Pool;
-let key: TestKey;
-let endpointId: string;
+let key: KeyRow;
+let endpoint: WebhookEndpointRow;
 beforeAll(async () => {
   // No worker: only the test changes the rows.
   h = await startHarness({ worker: false });
   pool = new pg.Pool({ connectionString: h.config.DATABASE_URL, max: 1 });
-  key = await h.createKey({ email: 'transitions-owner@example.test' });
-  const [endpoint] = await h.sql<{ id: string }>(
-    `insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), $1, 'http://127.0.0.1:9/hook', 'sealed') returning id`,
-    [key.id],
-  );
-  endpointId = endpoint!.id;
+  key = await buildKey(h, { email: 'transitions-owner@example.test' });
+  endpoint = await buildWebhookEndpoint(h, { key });
 });
 afterAll(async () => {
   await pool?.end();
@@ -72,34 +79,14 @@ afterAll(async () => {
 /** A row under test: its id, and for a webhook delivery its submission's. */
 type Row = { id: string; submissionId: string | undefined };
 
-async function submissionIn(status: EmailStatus, claimedAt: string | null): Promise<string> {
-  const [row] = await h.sql<{ id: string }>(
-    `insert into submissions (id, key_id, email, message, subject, email_status, claimed_at)
-     values (gen_random_uuid(), $1, 'visitor@example.org', 'hello', 'hello', $2, ${claimedAt ?? 'null'}) returning id`,
-    [key.id, status],
-  );
-  return row!.id;
-}
-
 /** A row of `kind` in `status`; a `sending` one claimed now, or an hour ago when its claim has expired. */
 async function rowIn(kind: DeliveryKindName, status: EmailStatus, claimExpired: boolean): Promise<Row> {
-  const claimedAt = status !== 'sending' ? null : claimExpired ? `now() - interval '1 hour'` : 'now()';
-  if (kind === 'submission') return { id: await submissionIn(status, claimedAt), submissionId: undefined };
-  if (kind === 'key-email') {
-    const [row] = await h.sql<{ id: string }>(
-      `insert into key_emails (id, kind, email, mailbox, key_id, email_status, claimed_at)
-       values (gen_random_uuid(), 'confirm', $1, $2, $3, $4, ${claimedAt ?? 'null'}) returning id`,
-      [key.email, mailboxOf(key.email), key.id, status],
-    );
-    return { id: row!.id, submissionId: undefined };
-  }
-  const submissionId = await submissionIn('spam', null);
-  const [row] = await h.sql<{ id: string }>(
-    `insert into webhook_deliveries (id, endpoint_id, submission_id, email_status, claimed_at)
-     values (gen_random_uuid(), $1, $2, $3, ${claimedAt ?? 'null'}) returning id`,
-    [endpointId, submissionId, status],
-  );
-  return { id: row!.id, submissionId };
+  const claimedAt = status !== 'sending' ? null : claimExpired ? ago({ hours: 1 }) : NOW;
+  if (kind === 'submission') return { id: (await buildSubmission(h, { key, status, claimedAt })).id, submissionId: undefined };
+  if (kind === 'key-email') return { id: (await buildKeyEmail(h, { kind: 'confirm', key, status, claimedAt })).id, submissionId: undefined };
+  const submission = await buildSubmission(h, { key, status: 'spam' });
+  const delivery = await buildWebhookDelivery(h, { endpoint, submission, status, claimedAt });
+  return { id: delivery.id, submissionId: delivery.submissionId };
 }
 
 const em = () => h.orm.em.fork();
