@@ -16,7 +16,7 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 COPY tsconfig.json ./
 COPY src ./src
 
-# Node's compile cache (src/shared/compile-cache.mjs) keeps its entries per user id, so the user that runs
+# Node's compile cache (src/shared/infra/compile-cache.mjs) keeps its entries per user id, so the user that runs
 # the processes fills it: each entry point loads every module it imports and stops at its configuration
 # check (exit 78, EX_CONFIG, as there is none at build time). No container then loads the TypeScript
 # stripper, which would stay in each process's memory for its whole life
@@ -24,7 +24,7 @@ COPY src ./src
 RUN mkdir -p node_modules/.cache/node-compile-cache && chown node:node node_modules/.cache/node-compile-cache
 USER node
 RUN for entry in src/api/main.ts src/workers/main.ts src/bounces/main.ts; do \
-      env -i PATH="$PATH" node --import=./src/shared/compile-cache.mjs "$entry" >/dev/null 2>&1; \
+      env -i PATH="$PATH" node --import=./src/shared/infra/compile-cache.mjs "$entry" >/dev/null 2>&1; \
       test $? -eq 78 || exit 1; \
     done
 
@@ -36,4 +36,4 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 
 # Call node directly, not npm: signals (SIGTERM on `docker stop`) reach the process, which shuts down cleanly.
-CMD ["node", "--import=./src/shared/compile-cache.mjs", "src/api/main.ts"]
+CMD ["node", "--import=./src/shared/infra/compile-cache.mjs", "src/api/main.ts"]

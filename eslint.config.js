@@ -15,7 +15,7 @@ export default defineConfig(
       globals: globals.node,
       parserOptions: {
         // The JavaScript config files, outside tsconfig.json's include, get a default program.
-        projectService: { allowDefaultProject: ['eslint.config.js', 'prettier.config.js', 'src/shared/compile-cache.mjs'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', 'prettier.config.js', 'src/shared/infra/compile-cache.mjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

@@ -1,4 +1,4 @@
-// The compile cache that the API and worker processes preload (src/shared/compile-cache.mjs): a
+// The compile cache that the API and worker processes preload (src/shared/infra/compile-cache.mjs): a
 // process started again on unchanged sources does not load the TypeScript stripper.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployedNodeFlags } from '../src/local/deployed-flags.ts';
 
 const run = promisify(execFile);
-const PRELOAD = '--import=./src/shared/compile-cache.mjs';
+const PRELOAD = '--import=./src/shared/infra/compile-cache.mjs';
 
 let dir: string;
 beforeAll(async () => {
@@ -73,7 +73,7 @@ describe('the compile cache', () => {
   });
 
   it('is preloaded by `npm start` and the benchmark too, which take the start scripts\' flags with the preload as a file URL', () => {
-    const preload = `--import=${pathToFileURL(path.resolve('src/shared/compile-cache.mjs')).href}`;
+    const preload = `--import=${pathToFileURL(path.resolve('src/shared/infra/compile-cache.mjs')).href}`;
     expect(deployedNodeFlags('start:api')).toEqual([preload]);
     expect(deployedNodeFlags('start:worker')).toEqual([preload, '--max-semi-space-size=4']);
   });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadConfig } from '../src/shared/config.ts';
+import { loadConfig } from '../src/shared/infra/config.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
@@ -118,7 +118,7 @@ describe('docker-compose.yml', () => {
     // loadConfig keeps only the variables its schema names: one missing from its output is a typo or unknown.
     for (const [name, value] of Object.entries(env)) {
       expect(value, name).not.toBe('');
-      expect(parsed, `${name} is not a variable of src/shared/config.ts`).toHaveProperty(name);
+      expect(parsed, `${name} is not a variable of src/shared/infra/config.ts`).toHaveProperty(name);
     }
     for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'SMTP_URL', 'ADMIN_TOKEN', 'PUBLIC_URL']) {
       expect(env, name).toHaveProperty(name);
@@ -169,8 +169,8 @@ describe('docker-compose.yml', () => {
       });
     }
     expect(words(service(config, 'migrate').command)).toBe('node src/cli/migrate.ts');
-    expect(words(service(config, 'api').command)).toBe('node --import=./src/shared/compile-cache.mjs src/api/main.ts');
-    expect(words(service(config, 'worker').command)).toBe('node --import=./src/shared/compile-cache.mjs --max-semi-space-size=4 src/workers/main.ts');
+    expect(words(service(config, 'api').command)).toBe('node --import=./src/shared/infra/compile-cache.mjs src/api/main.ts');
+    expect(words(service(config, 'worker').command)).toBe('node --import=./src/shared/infra/compile-cache.mjs --max-semi-space-size=4 src/workers/main.ts');
   });
 
   it('lets the worker scale: no host ports, no container name, no HTTP health check', async () => {
@@ -189,7 +189,7 @@ describe('docker-compose.yml', () => {
     const config = await resolvedCompose();
     const bounces = service(config, 'bounces');
     expect(bounces.profiles).toEqual(['bounces']);
-    expect(words(bounces.command)).toBe('node --import=./src/shared/compile-cache.mjs src/bounces/main.ts');
+    expect(words(bounces.command)).toBe('node --import=./src/shared/infra/compile-cache.mjs src/bounces/main.ts');
     expect(bounces.ports).toEqual([{ published: 25, target: 25 }]);
     expect(bounces.depends_on).toMatchObject({ migrate: { condition: 'service_completed_successfully' }, redis: { condition: 'service_healthy' } });
     // It listens where the schema's default says: 0.0.0.0:25.
@@ -242,13 +242,13 @@ describe('Dockerfile', () => {
     expect(dockerfile).toMatch(/^ENV NODE_ENV=production\s*$/m);
     expect(dockerfile).toMatch(/^EXPOSE 3000\s*$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK .*\/healthz/ms);
-    expect(dockerfile).toMatch(/^CMD \["node", "--import=\.\/src\/shared\/compile-cache\.mjs", "src\/api\/main\.ts"\]\s*$/m);
+    expect(dockerfile).toMatch(/^CMD \["node", "--import=\.\/src\/shared\/infra\/compile-cache\.mjs", "src\/api\/main\.ts"\]\s*$/m);
   });
 
   it('fills the compile cache at build time as the user that runs the processes (its entries are per user id)', async () => {
     const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
     const user = dockerfile.search(/^USER node\s*$/m);
-    const fill = dockerfile.search(/^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts src\/bounces\/main\.ts;[^]*--import=\.\/src\/shared\/compile-cache\.mjs/m);
+    const fill = dockerfile.search(/^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts src\/bounces\/main\.ts;[^]*--import=\.\/src\/shared\/infra\/compile-cache\.mjs/m);
     expect(user).toBeGreaterThan(0);
     expect(fill).toBeGreaterThan(user);
   });

@@ -2,7 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/shared/config.ts';
+import { loadConfig } from '../src/shared/infra/config.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const VALID = {

@@ -1,11 +1,11 @@
-// The one template mechanism (src/shared/templates.ts): HTML escaped by default and raw only when
+// The one template mechanism (src/shared/infra/templates.ts): HTML escaped by default and raw only when
 // asked for by name, plain text as written, and a misspelt variable an error rather than a blank.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTemplates } from '../src/shared/templates.ts';
-import { renderEmail } from '../src/workers/email-templates.ts';
+import { createTemplates } from '../src/shared/infra/templates.ts';
+import { renderEmail } from '../src/workers/delivery/email-templates.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'cfs-templates-'));
 writeFileSync(join(dir, 'misspelt.njk'), '<p>{{ mesage }}</p>');

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
-import { createReturnPaths } from '../src/shared/return-path.ts';
+import { createReturnPaths } from '../src/shared/bounces/return-path.ts';
 import { abuseReport, dsn } from './sample-reports.ts';
 
 const [id, flag] = process.argv.slice(2);

@@ -1,4 +1,4 @@
-// `npm run bench:spam-campaigns`: how the campaign fingerprints (src/shared/campaign-fingerprint.ts)
+// `npm run bench:spam-campaigns`: how the campaign fingerprints (src/shared/spam/campaign-fingerprint.ts)
 // match on the SMS Spam Collection (5,574 labelled short messages; bench/data). As if every spam
 // message had been marked spam by owners of 3 mailboxes: how much spam another message of its
 // campaign would hold, and how much ham would be held. Also what the bands cost: how many stored
@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { readSmsCollection } from '../bench/support/spam-samples.ts';
 import { startPostgres } from '../src/local/services.ts';
-import { agreement, campaignFingerprint, MATCHING, type Fingerprint } from '../src/shared/campaign-fingerprint.ts';
-import { createOrm, migrate } from '../src/shared/db/orm.ts';
-import { campaignVotes } from '../src/shared/spam-campaigns.ts';
+import { agreement, campaignFingerprint, MATCHING, type Fingerprint } from '../src/shared/spam/campaign-fingerprint.ts';
+import { createOrm, migrate } from '../src/shared/infra/db/orm.ts';
+import { campaignVotes } from '../src/shared/spam/spam-campaigns.ts';
 
 const VOTES = 100_000;
 const MAILBOXES = 5_000;

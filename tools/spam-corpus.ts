@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { FIXED_SHUFFLE, formSample, inFixedOrder, readSmsCollection, scoresFor, SPAM_LEVELS, type LabelledMessage } from '../bench/support/spam-samples.ts';
 import { startRspamd } from '../src/local/rspamd.ts';
-import { createSpamFilter } from '../src/shared/spam-filter.ts';
+import { createSpamFilter } from '../src/shared/spam/spam-filter.ts';
 
 const TAUGHT = 200;
 const TESTED = { spam: 1_000, ham: 2_000 };

@@ -13,7 +13,9 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import busboy from 'busboy';
 import Koa from 'koa';
 import pg from 'pg';
-import { createDeliveryQueue, createRedis, submissionJob, enqueueDelivery } from '../../src/shared/queue.ts';
+import { createDeliveryQueue, enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
+import { createRedis } from '../../src/shared/infra/queues/redis.ts';
+import { submissionJob } from '../../src/shared/infra/queues/jobs.ts';
 
 const env = (name: string) => {
   const value = process.env[name];

@@ -5,7 +5,7 @@
 // "go" so that several of these processes start together.
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Readable } from 'node:stream';
-import { createMailTransport } from '../../src/shared/mail.ts';
+import { createMailTransport } from '../../src/shared/infra/mail.ts';
 import { BENCH_OWNER, BENCH_SENDER, MAIL_FROM, sampleEmail } from './message.ts';
 
 const count = Number(process.env.COUNT);

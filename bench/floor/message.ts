@@ -1,8 +1,8 @@
 // The email the floors send: rendered by the service's own template from a submission like the
 // ones the benchmark posts, so that the baselines send messages of the same size.
 import { randomUUID } from 'node:crypto';
-import type { Submission } from '../../src/shared/db/entities.ts';
-import { renderSubmissionEmail } from '../../src/workers/render.ts';
+import type { Submission } from '../../src/shared/infra/db/entities.ts';
+import { renderSubmissionEmail } from '../../src/workers/delivery/render-submission.ts';
 
 export const BENCH_MESSAGE = 'Hello! I would like to know more about your product. '.repeat(8).trim();
 export const BENCH_SENDER = 'visitor@example.test';

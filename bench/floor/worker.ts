@@ -4,8 +4,10 @@
 // It sends through a pooled nodemailer transport with one connection per concurrent job. No claim,
 // no ORM, no attachments.
 import pg from 'pg';
-import { createMailTransport } from '../../src/shared/mail.ts';
-import { createDeliveryWorker, createRedis, type DeliveryJobs } from '../../src/shared/queue.ts';
+import { createMailTransport } from '../../src/shared/infra/mail.ts';
+import { createDeliveryWorker } from '../../src/shared/infra/queues/workers.ts';
+import { createRedis } from '../../src/shared/infra/queues/redis.ts';
+import { type DeliveryJobs } from '../../src/shared/infra/queues/jobs.ts';
 import { MAIL_FROM } from './message.ts';
 
 const env = (name: string) => {

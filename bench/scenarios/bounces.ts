@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { createTransport } from 'nodemailer';
 import { deployedNodeFlags } from '../../src/local/deployed-flags.ts';
-import { createReturnPaths } from '../../src/shared/return-path.ts';
+import { createReturnPaths } from '../../src/shared/bounces/return-path.ts';
 import { dsn } from '../../tools/sample-reports.ts';
 import { BENCH_MESSAGE } from '../floor/message.ts';
 import { cpuProbes, cpuSnapshot, probe, recordCpu, roundTrips } from '../support/cpu.ts';

@@ -1,13 +1,13 @@
 // Scenario 10, the reconciler behind a backlog: one run over rows that wait for delivery, each with
 // its job waiting in Redis (the queue paused, as while the SMTP circuit breaker holds the
 // deliveries), all older than RECONCILE_AFTER_MS, so that the run looks at every one. The service's
-// run (src/workers/reconcile.ts, one read of each job's hash) against the same rows asked with
+// run (src/workers/housekeeping/reconcile.ts, one read of each job's hash) against the same rows asked with
 // BullMQ's Queue.getJobState, which scans the waiting list for each job. Redis's CPU and the run's
 // time, per backlog size: the second grows with the square of the backlog.
-import { createWebhookQueue } from '../../src/shared/queue.ts';
-import { createLogger } from '../../src/shared/log.ts';
-import { createOrm } from '../../src/shared/db/orm.ts';
-import { reconcile, RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
+import { createWebhookQueue } from '../../src/shared/infra/queues/queues.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
+import { createOrm } from '../../src/shared/infra/db/orm.ts';
+import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
 import { seedBacklog } from '../support/drains.ts';
 import { cpuMs } from '../support/proc.ts';

@@ -13,7 +13,7 @@
 //     sending at most SPAM_CHECKS_IN_FLIGHT checks at a time, against the same drain with no
 //     such bound (every job's check sent as the job starts).
 import { startRspamd } from '../../src/local/rspamd.ts';
-import { createSpamFilter, type SpamFilterSettings } from '../../src/shared/spam-filter.ts';
+import { createSpamFilter, type SpamFilterSettings } from '../../src/shared/spam/spam-filter.ts';
 import { resetState, type Ctx } from '../support/context.ts';
 import type { CpuProbe } from '../support/cpu.ts';
 import { mailLoop, seedBacklog, serviceDrain, type Drain } from '../support/drains.ts';
@@ -24,7 +24,7 @@ import { spawnWorker, stopReporting } from '../support/processes.ts';
 import { CHECKS_IN_FLIGHT, formSample, inFixedOrder, readSmsCollection, scoresFor, SPAM_LEVELS } from '../support/spam-samples.ts';
 
 const TEACH_STAGES = [0, 50, 100, 200];
-/** The worker's histogram of the time an email waits for its spam check (src/shared/metrics.ts). */
+/** The worker's histogram of the time an email waits for its spam check (src/shared/infra/metrics.ts). */
 const CHECK_TIME_METRIC = 'cfs_spam_check_seconds';
 /** A drain with the filter on: with what the worker's check-time histogram counted after the warm-up. */
 type CheckedDrain = Drain & { observed?: Histogram };

@@ -2,9 +2,9 @@
 // form submissions, split in a fixed order, and scored by the filter a few at a time.
 import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { EnvSchema } from '../../src/shared/config-schema.ts';
-import type { SpamFilter, SpamSample } from '../../src/shared/spam-filter.ts';
-import { defaultSubject } from '../../src/shared/submissions.ts';
+import { EnvSchema } from '../../src/shared/infra/config-schema.ts';
+import type { SpamFilter, SpamSample } from '../../src/shared/spam/spam-filter.ts';
+import { defaultSubject } from '../../src/shared/submissions/submissions.ts';
 
 /** The scores from which a key holds a submission: the defaults of SPAM_SCORE_NORMAL and SPAM_SCORE_STRICT. */
 export const SPAM_LEVELS = {

@@ -3,7 +3,7 @@
 // choose its own address by sending the header itself.
 import { BlockList, isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import type { TrustProxy } from '../shared/config.ts';
+import type { TrustProxy } from '../shared/infra/config.ts';
 
 const unmapped = (address: string) => address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, '');
 

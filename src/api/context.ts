@@ -1,14 +1,14 @@
 // What every request handler can reach: the services built once at start.
-import type { SpamFilter } from '../shared/spam-filter.ts';
+import type { SpamFilter } from '../shared/spam/spam-filter.ts';
 import type { ParameterizedContext } from 'koa';
 import type { Queue } from 'bullmq';
-import type { RedisClient } from '../shared/queue.ts';
-import type { MikroORM } from '../shared/db/orm.ts';
-import type { Config } from '../shared/config.ts';
-import type { Logger } from '../shared/log.ts';
-import type { DeliveryJob } from '../shared/queue.ts';
-import type { KeyVault } from '../shared/secrets.ts';
-import type { Storage } from '../shared/storage.ts';
+import type { RedisClient } from '../shared/infra/queues/redis.ts';
+import type { MikroORM } from '../shared/infra/db/orm.ts';
+import type { Config } from '../shared/infra/config.ts';
+import type { Logger } from '../shared/infra/log.ts';
+import type { DeliveryJob } from '../shared/infra/queues/jobs.ts';
+import type { KeyVault } from '../shared/infra/secrets.ts';
+import type { Storage } from '../shared/infra/storage.ts';
 import type { KeyCache } from './submissions/key-cache.ts';
 
 export type AppDeps = {

@@ -1,7 +1,7 @@
 // Errors are values with a stable id and an HTTP status; `renderError` maps them to the
 // spec's two body shapes in one place.
 
-import { EmailCapError, MAX_ACTIVE_KEYS, type KeyRuleError } from '../shared/keys.ts';
+import { EmailCapError, MAX_ACTIVE_KEYS, type KeyRuleError } from '../shared/keys/keys.ts';
 
 export type FieldErrors = Record<string, string[]>;
 

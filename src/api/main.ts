@@ -1,13 +1,13 @@
 // `npm run start:api`: the HTTP API. Uses only the configured services and never starts any.
 import module from 'node:module';
-import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/config.ts';
-import { createLogger } from '../shared/log.ts';
+import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/infra/config.ts';
+import { createLogger } from '../shared/infra/log.ts';
 import { startApi } from './server.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger('api', config.LOG_LEVEL);
 const api = await exitOnConfigErrorAsync(() => startApi(config, log));
 api.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
-// Every module is loaded by now: write the compile cache (src/shared/compile-cache.mjs) at once,
+// Every module is loaded by now: write the compile cache (src/shared/infra/compile-cache.mjs) at once,
 // not only at a clean exit, so that a process killed later still leaves it for the next start.
 module.flushCompileCache();

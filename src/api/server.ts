@@ -1,18 +1,19 @@
 // Builds the API process from a config: its clients, the app and the HTTP server, each registered
 // for an ordered shutdown. Used by `start:api` and by the tests.
-import { spamFilterFromConfig } from '../shared/spam-filter.ts';
+import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Config } from '../shared/config.ts';
-import { createOrm } from '../shared/db/orm.ts';
-import type { Logger } from '../shared/log.ts';
-import { registerQueueDepth } from '../shared/metrics.ts';
-import { closeRedis, createDeliveryQueue, createRedis, createWebhookQueue } from '../shared/queue.ts';
-import { Shutdown } from '../shared/shutdown.ts';
-import { createKeyVault } from '../shared/secrets.ts';
-import { checkSecretAtStart } from '../shared/secret-check.ts';
-import { createStorage } from '../shared/storage.ts';
+import type { Config } from '../shared/infra/config.ts';
+import { createOrm } from '../shared/infra/db/orm.ts';
+import type { Logger } from '../shared/infra/log.ts';
+import { registerQueueDepth } from '../shared/infra/metrics.ts';
+import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { createDeliveryQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
+import { Shutdown } from '../shared/infra/shutdown.ts';
+import { createKeyVault } from '../shared/infra/secrets.ts';
+import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
+import { createStorage } from '../shared/infra/storage.ts';
 import { createApp } from './app.ts';
 import { watchBodyProgress } from './body-progress.ts';
 import { rateLimitSubject } from './client-ip.ts';

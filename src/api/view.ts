@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Context } from 'koa';
-import { createTemplates } from '../shared/templates.ts';
+import { createTemplates } from '../shared/infra/templates.ts';
 
 const views = createTemplates(fileURLToPath(new URL('./views/', import.meta.url)), 'html');
 

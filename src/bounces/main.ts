@@ -1,8 +1,8 @@
 // `npm run start:bounces`: the bounce receiver, an SMTP server for BOUNCE_DOMAIN. Uses only the
 // configured services and never starts any.
 import module from 'node:module';
-import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/config.ts';
-import { createLogger } from '../shared/log.ts';
+import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/infra/config.ts';
+import { createLogger } from '../shared/infra/log.ts';
 import { startBounceReceiver } from './process.ts';
 
 const config = loadConfigOrExit();

@@ -2,14 +2,16 @@
 // `submission.bounced`), the SMTP server and, when asked, its metrics, each registered for an
 // ordered shutdown. Used by `start:bounces`, `npm start` and the tests.
 import type { AddressInfo } from 'node:net';
-import type { Config } from '../shared/config.ts';
-import { createPgPool } from '../shared/db/pg-pool.ts';
-import type { Logger } from '../shared/log.ts';
-import { serveMetrics } from '../shared/metrics-server.ts';
-import { closeRedis, createRedis, createWebhookQueue, enqueueDeliveries, webhookJob } from '../shared/queue.ts';
-import { createReturnPaths } from '../shared/return-path.ts';
-import { checkSecretAtStart } from '../shared/secret-check.ts';
-import { Shutdown } from '../shared/shutdown.ts';
+import type { Config } from '../shared/infra/config.ts';
+import { createPgPool } from '../shared/infra/db/pg-pool.ts';
+import type { Logger } from '../shared/infra/log.ts';
+import { serveMetrics } from '../shared/infra/metrics-server.ts';
+import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { createWebhookQueue, enqueueDeliveries } from '../shared/infra/queues/queues.ts';
+import { webhookJob } from '../shared/infra/queues/jobs.ts';
+import { createReturnPaths } from '../shared/bounces/return-path.ts';
+import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
+import { Shutdown } from '../shared/infra/shutdown.ts';
 import { startReceiver } from './receiver.ts';
 
 /** Connections to PostgreSQL: each report holds one for its short transaction. */

@@ -1,25 +1,25 @@
 // The bounce receiver: an SMTP server for BOUNCE_DOMAIN that takes the reports relays send to the
-// return paths of our emails (./../shared/return-path.ts). What happens to a message, in order:
+// return paths of our emails (../shared/bounces/return-path.ts). What happens to a message, in order:
 //   connect     at most BOUNCE_MAX_CONNECTIONS_PER_IP open per client address (421 past it; a
 //               refused connection is not counted, so its close frees no place)
 //   MAIL FROM   at most BOUNCE_MESSAGES_PER_MINUTE_PER_IP per client address (451 past it: retry later)
 //   RCPT TO     a return path whose MAC verifies, or postmaster@BOUNCE_DOMAIN (RFC 5321 section
 //               4.5.1: a server must take mail for its postmaster); 550 otherwise, so a forged
 //               bounce changes nothing
-//   DATA        at most BOUNCE_MAX_BYTES (552 past it), read as a report (./report.ts), recorded on
-//               its return paths' rows (./record.ts) and committed before the 250; PostgreSQL
+//   DATA        at most BOUNCE_MAX_BYTES (552 past it), read as a report (../shared/bounces/report.ts), recorded on
+//               its return paths' rows (../shared/bounces/record.ts) and committed before the 250; PostgreSQL
 //               unreachable → 451. Mail to postmaster is only logged (sender, size, subject).
 // It is not a relay and takes no other mail: no AUTH, and STARTTLS only with a certificate.
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import { SMTPServer, type SMTPServerAddress, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import type { Logger } from '../shared/log.ts';
-import { bounceRefusals, bounces } from '../shared/metrics.ts';
-import type { ReturnPaths, ReturnTarget } from '../shared/return-path.ts';
-import { recordReport, type SuppressionPolicy } from './record.ts';
-import { readReport } from './report.ts';
-import { oneLine } from '../shared/display-text.ts';
+import type { Logger } from '../shared/infra/log.ts';
+import { bounceRefusals, bounces } from '../shared/infra/metrics.ts';
+import type { ReturnPaths, ReturnTarget } from '../shared/bounces/return-path.ts';
+import { recordReport, type SuppressionPolicy } from '../shared/bounces/record.ts';
+import { readReport } from '../shared/bounces/report.ts';
+import { oneLine } from '../shared/submissions/display-text.ts';
 import { ClientLimits } from './client-limits.ts';
 
 export type ReceiverSettings = {

@@ -1,13 +1,13 @@
 // `npm run admin -- <command>`: operator commands over the same key rules as the API.
 // Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it);
 // `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER as set for the workers).
-import { parseAllowList, type AddressPolicy } from '../shared/address-guard.ts';
-import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
-import type { VerificationKey } from '../shared/db/entities.ts';
-import { createOrm } from '../shared/db/orm.ts';
-import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys.ts';
-import { createKeyVault, type KeyVault } from '../shared/secrets.ts';
-import { adoptSecret, checkSecret, LOST_SECRET_DOC } from '../shared/secret-check.ts';
+import { parseAllowList, type AddressPolicy } from '../shared/webhooks/address-guard.ts';
+import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
+import type { VerificationKey } from '../shared/infra/db/entities.ts';
+import { createOrm } from '../shared/infra/db/orm.ts';
+import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
+import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
+import { adoptSecret, checkSecret, LOST_SECRET_DOC } from '../shared/infra/secret-check.ts';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -17,10 +17,11 @@ import {
   parseWebhookUrl,
   setEndpointEnabled,
   type EndpointRecord,
-} from '../shared/webhooks.ts';
+} from '../shared/webhooks/webhooks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { closeRedis, createDeliveryQueue, createRedis } from '../shared/queue.ts';
-import { flushRetries } from '../shared/retry-flush.ts';
+import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
+import { flushRetries } from '../shared/submissions/retry-flush.ts';
 
 const USAGE = `Usage: npm run admin -- <command>
   keys list <email>                 the address's keys and their states

@@ -1,9 +1,9 @@
 // What `npm run backup` writes and `npm run restore` reads, and where both find the service's data:
 // as `npm start` does, each of DATABASE_URL, S3_ENDPOINT and SECRET when set, else DATA_DIR's own.
 import path from 'node:path';
-import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
-import type { TableColumns } from '../shared/db/table-copy.ts';
-import { createStorage, type Storage } from '../shared/storage.ts';
+import { exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
+import type { TableColumns } from '../shared/infra/db/table-copy.ts';
+import { createStorage, type Storage } from '../shared/infra/storage.ts';
 
 export const ARCHIVE_FORMAT = 'contact-form-service backup';
 export const ARCHIVE_VERSION = 1;

@@ -10,7 +10,7 @@ import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import * as tar from 'tar';
-import { appliedMigrations, copyTableOut, listTables, readInSnapshot, storedObjects, type StoredObject } from '../shared/db/table-copy.ts';
+import { appliedMigrations, copyTableOut, listTables, readInSnapshot, storedObjects, type StoredObject } from '../shared/infra/db/table-copy.ts';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,

@@ -2,8 +2,8 @@
 // says exactly what the processes accept. test/docs.test.ts fails when the page and the schema differ.
 import { writeFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { CROSS_CHECKS } from '../shared/config.ts';
-import { SETTING_GROUPS } from '../shared/config-schema.ts';
+import { CROSS_CHECKS } from '../shared/infra/config.ts';
+import { SETTING_GROUPS } from '../shared/infra/config-schema.ts';
 
 export const CONFIGURATION_DOC = new URL('../../docs/configuration.md', import.meta.url);
 
@@ -79,7 +79,7 @@ export function renderConfigurationDoc(): string {
     '`SMTP_URL`, `SECRET`, `PUBLIC_URL`, `MAIL_FROM` and the `S3_*` settings (see',
     '[deploying.md](deploying.md)).',
     '',
-    'This page is generated from `src/shared/config-schema.ts` by `npm run docs:config`; `npm test` fails',
+    'This page is generated from `src/shared/infra/config-schema.ts` by `npm run docs:config`; `npm test` fails',
     'when the two differ.',
   ];
   for (const [group, settings] of Object.entries(SETTING_GROUPS)) {

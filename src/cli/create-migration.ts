@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPostgres } from '../local/services.ts';
-import { createOrm, migrate } from '../shared/db/orm.ts';
+import { createOrm, migrate } from '../shared/infra/db/orm.ts';
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9_]+$/.test(name)) {

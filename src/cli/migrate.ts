@@ -1,6 +1,6 @@
 // `npm run migrate`: applies pending migrations to DATABASE_URL (docker-compose runs it once before the API).
-import { exitOnConfigError, loadConfigSubset } from '../shared/config.ts';
-import { createOrm, migrate } from '../shared/db/orm.ts';
+import { exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
+import { createOrm, migrate } from '../shared/infra/db/orm.ts';
 
 const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL']));
 const orm = await createOrm(config.DATABASE_URL, 2);

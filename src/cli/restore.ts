@@ -11,10 +11,10 @@ import { pipeline } from 'node:stream/promises';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import * as tar from 'tar';
-import { createOrm, MIGRATIONS_PATH } from '../shared/db/orm.ts';
-import { advanceSequences, appliedMigrations, copyTableIn, dropSchemaObjects, listTables, otherSessions, tablesWithRows } from '../shared/db/table-copy.ts';
-import { inClientTransaction } from '../shared/db/transactions.ts';
-import type { Storage } from '../shared/storage.ts';
+import { createOrm, MIGRATIONS_PATH } from '../shared/infra/db/orm.ts';
+import { advanceSequences, appliedMigrations, copyTableIn, dropSchemaObjects, listTables, otherSessions, tablesWithRows } from '../shared/infra/db/table-copy.ts';
+import { inClientTransaction } from '../shared/infra/db/transactions.ts';
+import type { Storage } from '../shared/infra/storage.ts';
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,

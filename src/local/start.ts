@@ -7,15 +7,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createOrm, migrate } from '../shared/db/orm.ts';
+import { createOrm, migrate } from '../shared/infra/db/orm.ts';
 import { deployedNodeFlags } from './deployed-flags.ts';
-import { ConfigError, loadConfigOrExit } from '../shared/config.ts';
+import { ConfigError, loadConfigOrExit } from '../shared/infra/config.ts';
 import PinoPretty from 'pino-pretty';
-import { createLogger } from '../shared/log.ts';
-import { generateSecret } from '../shared/secrets.ts';
-import { checkSecret } from '../shared/secret-check.ts';
-import { relayForDisplay } from '../shared/mail.ts';
-import { spamFilterFromConfig } from '../shared/spam-filter.ts';
+import { createLogger } from '../shared/infra/log.ts';
+import { generateSecret } from '../shared/infra/secrets.ts';
+import { checkSecret } from '../shared/infra/secret-check.ts';
+import { relayForDisplay } from '../shared/infra/mail.ts';
+import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
 import {
   LOCAL_S3_CREDENTIALS,
   ServiceStartError,
@@ -28,7 +28,7 @@ import {
 import { startRspamd } from './rspamd.ts';
 import { LOCAL_DATABASE, localPaths } from './data-dir.ts';
 import { startServersInOwnProcessGroups } from './processes.ts';
-import { SECOND_PRESS_AFTER_MS } from '../shared/shutdown.ts';
+import { SECOND_PRESS_AFTER_MS } from '../shared/infra/shutdown.ts';
 
 // Every process's JSON log lines, made readable for a person at the terminal.
 // isTTY is undefined, not false, when stdout is not a terminal, whatever Node's types say.

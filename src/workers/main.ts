@@ -1,8 +1,8 @@
 // `npm run start:worker`: one delivery worker process with WORKER_CONCURRENCY parallel jobs.
 // Uses only the configured services and never starts any.
 import module from 'node:module';
-import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/config.ts';
-import { createLogger } from '../shared/log.ts';
+import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/infra/config.ts';
+import { createLogger } from '../shared/infra/log.ts';
 import { startWorker } from './worker.ts';
 
 const config = loadConfigOrExit();
@@ -12,6 +12,6 @@ worker.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
 // Only now: whoever waits for this line (a supervisor, the tests) may stop the worker at once, and
 // a SIGTERM before the handlers were installed would kill it without its shutdown.
 log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
-// Every module is loaded by now: write the compile cache (src/shared/compile-cache.mjs) at once,
+// Every module is loaded by now: write the compile cache (src/shared/infra/compile-cache.mjs) at once,
 // not only at a clean exit, so that a process killed later still leaves it for the next start.
 module.flushCompileCache();

@@ -1,43 +1,36 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
-import { spamFilterFromConfig } from '../shared/spam-filter.ts';
-import { createSpamChecker } from './spam-check.ts';
+import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
+import { createSpamChecker } from './spam/spam-check.ts';
 import { setTimeout } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
-import { serveMetrics } from '../shared/metrics-server.ts';
-import { registerBreakerState, registerQueueDepth } from '../shared/metrics.ts';
-import type { Config } from '../shared/config.ts';
-import { createOrm, type MikroORM } from '../shared/db/orm.ts';
-import type { Logger } from '../shared/log.ts';
-import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/mail.ts';
-import {
-  createDeliveryQueue,
-  createDeliveryWorker,
-  createHousekeepingQueue,
-  createHousekeepingWorker,
-  closeRedis,
-  createRedis,
-  createWebhookQueue,
-  createWebhookWorker,
-  type DeliveryJob,
-} from '../shared/queue.ts';
-import { parseAllowList } from '../shared/address-guard.ts';
-import { createWebhookProcessor } from './webhook-processor.ts';
-import { createConsentSigner } from '../shared/consent.ts';
-import { createKeyVault } from '../shared/secrets.ts';
-import { checkSecretAtStart } from '../shared/secret-check.ts';
-import { createReturnPaths } from '../shared/return-path.ts';
-import { readBreaker } from '../shared/smtp-breaker.ts';
-import { flushRetries } from '../shared/retry-flush.ts';
-import { createStorage } from '../shared/storage.ts';
-import { Shutdown } from '../shared/shutdown.ts';
-import { SmtpBreaker } from './breaker.ts';
-import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeeping.ts';
-import { createDeliveryProcessor } from './processor.ts';
-import { createSentRecorder } from './sent-recorder.ts';
-import { createSubmissionClaimer } from './submission-claims.ts';
+import { serveMetrics } from '../shared/infra/metrics-server.ts';
+import { registerBreakerState, registerQueueDepth } from '../shared/infra/metrics.ts';
+import type { Config } from '../shared/infra/config.ts';
+import { createOrm, type MikroORM } from '../shared/infra/db/orm.ts';
+import type { Logger } from '../shared/infra/log.ts';
+import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/infra/mail.ts';
+import { createDeliveryQueue, createHousekeepingQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
+import { createDeliveryWorker, createHousekeepingWorker, createWebhookWorker } from '../shared/infra/queues/workers.ts';
+import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { type DeliveryJob } from '../shared/infra/queues/jobs.ts';
+import { parseAllowList } from '../shared/webhooks/address-guard.ts';
+import { createWebhookProcessor } from './webhooks/webhook-processor.ts';
+import { createConsentSigner } from '../shared/keys/consent.ts';
+import { createKeyVault } from '../shared/infra/secrets.ts';
+import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
+import { createReturnPaths } from '../shared/bounces/return-path.ts';
+import { readBreaker } from '../shared/submissions/smtp-breaker-state.ts';
+import { flushRetries } from '../shared/submissions/retry-flush.ts';
+import { createStorage } from '../shared/infra/storage.ts';
+import { Shutdown } from '../shared/infra/shutdown.ts';
+import { SmtpBreaker } from './delivery/smtp-breaker.ts';
+import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeeping/housekeeping.ts';
+import { createDeliveryProcessor } from './delivery/email-processor.ts';
+import { createSentRecorder } from './delivery/sent-recorder.ts';
+import { createSubmissionClaimer } from './delivery/submission-claims.ts';
 import { createJobCounter } from './in-flight.ts';
 
 /** How long the job processors may take to close once no job runs (see the shutdown below). */

@@ -1,7 +1,7 @@
-// Group commit (src/shared/group-commit.ts): concurrent submissions share one INSERT and one
+// Group commit (src/shared/infra/group-commit.ts): concurrent submissions share one INSERT and one
 // addBulk, and each is answered only once the write that carried it has committed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupCommit } from '../../src/shared/group-commit.ts';
+import { groupCommit } from '../../src/shared/infra/group-commit.ts';
 import { buildRecipient } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 

@@ -1,7 +1,7 @@
 // What the bounce receiver makes of the messages relays and mailboxes send to a return path: the
 // standard reports, the prose bounces of older MTAs, and what is not a bounce at all.
 import { describe, expect, it } from 'vitest';
-import { readReport } from '../../src/bounces/report.ts';
+import { readReport } from '../../src/shared/bounces/report.ts';
 import { abuseReport, dsn } from '../../tools/sample-reports.ts';
 
 const TO = 'b-s-0123456789abcdef0123456789abcdef-0123456789abcdef@bounces.test';

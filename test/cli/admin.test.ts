@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromNow, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
-import { createDeliveryQueue, submissionJob } from '../../src/shared/queue.ts';
+import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
+import { submissionJob } from '../../src/shared/infra/queues/jobs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let h: Harness;

@@ -1,7 +1,7 @@
 // The migration that adds spam campaign votes turns the owners' marks of the last 30 days into votes
 // at once, with the fingerprints the service computes, so that an upgrade does not start from none.
 import { describe, expect, it } from 'vitest';
-import { campaignFingerprint } from '../../src/shared/campaign-fingerprint.ts';
+import { campaignFingerprint } from '../../src/shared/spam/campaign-fingerprint.ts';
 import { ormOnOwnDatabase } from '../support/migration-database.ts';
 
 const { orm } = ormOnOwnDatabase({ migrated: false });

@@ -1,6 +1,6 @@
 // The keys-at-rest migration converts keys stored in plain text by the earlier schema.
 import { describe, expect, it } from 'vitest';
-import { createKeyVault } from '../../src/shared/secrets.ts';
+import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { ormOnOwnDatabase } from '../support/migration-database.ts';
 
 const SECRET = 'migration-test-secret-0123456789abcdef';

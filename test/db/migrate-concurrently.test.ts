@@ -6,7 +6,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_PATH } from '../../src/shared/db/orm.ts';
+import { MIGRATIONS_PATH } from '../../src/shared/infra/db/orm.ts';
 import { testDatabase } from '../support/harness.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

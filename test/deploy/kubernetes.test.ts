@@ -13,9 +13,9 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { loadConfig } from '../../src/shared/config.ts';
-import { EnvSchema } from '../../src/shared/config-schema.ts';
-import { DELIVERY_QUEUE } from '../../src/shared/queue.ts';
+import { loadConfig } from '../../src/shared/infra/config.ts';
+import { EnvSchema } from '../../src/shared/infra/config-schema.ts';
+import { DELIVERY_QUEUE } from '../../src/shared/infra/queues/jobs.ts';
 import { submitJson } from '../support/client.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 
@@ -27,7 +27,7 @@ type Overlay = (typeof OVERLAYS)[number];
 /** The image the Dockerfile builds, and rspamd's (rspamd/Dockerfile), by repository name. */
 const APP_IMAGE = 'contact-form-service';
 const RSPAMD_IMAGE = 'contact-form-rspamd';
-/** A process gives itself this long past SHUTDOWN_TIMEOUT_MS before it exits (src/shared/shutdown.ts). */
+/** A process gives itself this long past SHUTDOWN_TIMEOUT_MS before it exits (src/shared/infra/shutdown.ts). */
 const SHUTDOWN_MARGIN_S = 5;
 
 type Labels = Record<string, string>;
@@ -401,7 +401,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       for (const entry of allContainers(item.spec.template.spec).filter((candidate) => isAppImage(candidate.image))) {
         const where = `${item.metadata.name}/${entry.name}`;
         const env = environment(objects, entry);
-        expect(unknownVariables(env), `${where}: variables of no setting in src/shared/config-schema.ts`).toEqual([]);
+        expect(unknownVariables(env), `${where}: variables of no setting in src/shared/infra/config-schema.ts`).toEqual([]);
         for (const [name, value] of Object.entries(env)) expect(value, `${where}: ${name}`).not.toBe('');
         // Throws a ConfigError naming each bad variable.
         const config = loadConfig(env);

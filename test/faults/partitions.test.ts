@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_PG_WAITS } from '../../src/api/unavailable.ts';
 import { waitForOutput } from '../../src/local/processes.ts';
 import { ensureRedisServer, LOCAL_S3_CREDENTIALS, startS3, stopChild, type LocalService } from '../../src/local/services.ts';
-import { createOrm, migrate } from '../../src/shared/db/orm.ts';
-import { REDIS_SOCKET_TIMEOUT_MS } from '../../src/shared/queue.ts';
-import { createKeyVault } from '../../src/shared/secrets.ts';
+import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
+import { REDIS_SOCKET_TIMEOUT_MS } from '../../src/shared/infra/queues/redis.ts';
+import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { eventually, insertKey, TEST_SECRET } from '../support/harness.ts';
 import { createNetwork, type Network } from '../support/netns.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
@@ -36,7 +36,7 @@ const CLAIM_LEASE_MS = 20_000;
 const POSTGRES_CUT_MS = 10_000;
 /** How long the test's client waits for an answer: past every bound the service sets itself. */
 const CLIENT_TIMEOUT_MS = 20_000;
-/** The API's enqueue gives up after 2 s (src/api/enqueue.ts): a request that waited for Redis took at least that. */
+/** The API's enqueue gives up after 2 s (src/api/submissions/enqueue.ts): a request that waited for Redis took at least that. */
 const ENQUEUE_WAIT_MS = 2_000;
 
 let net: Network<HostName>;

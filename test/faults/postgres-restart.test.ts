@@ -8,7 +8,7 @@ import { mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrm, migrate } from '../../src/shared/db/orm.ts';
+import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
 import { freePort, startPostgres, type LocalService } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { descendants } from '../support/processes.ts';

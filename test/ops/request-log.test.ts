@@ -2,8 +2,8 @@
 // sign-in and confirm tokens) redacted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redactPath, redactQuery } from '../../src/api/redact.ts';
-import { createConsentSigner } from '../../src/shared/consent.ts';
-import { createLogger } from '../../src/shared/log.ts';
+import { createConsentSigner } from '../../src/shared/keys/consent.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
 import { startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 import { adminClient } from '../support/client.ts';

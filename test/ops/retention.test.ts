@@ -1,7 +1,7 @@
 // RETENTION_DAYS: a scheduled job deletes old submissions, their attachment rows and their files.
 // The same job deletes spam campaign votes past their days, whatever RETENTION_DAYS says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam-campaigns.ts';
+import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam/spam-campaigns.ts';
 import { submitJson } from '../support/client.ts';
 import { ago, updateCampaignVote, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';

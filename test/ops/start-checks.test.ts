@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/shared/log.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
 import { freePort } from '../../src/local/services.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';

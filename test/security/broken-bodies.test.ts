@@ -3,7 +3,7 @@
 // it below error level, so that nobody outside can make the "API errors" alert fire at will.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/shared/log.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { CONTACT_API, submitJson } from '../support/client.ts';
 import { multipartBody } from '../support/multipart.ts';

@@ -2,7 +2,7 @@
 // has not confirmed receives a few submission emails an hour and the rest are held until it
 // confirms; caps count per mailbox; keys have a storage quota; unconfirmed leftovers expire.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/shared/config.ts';
+import { loadConfig } from '../../src/shared/infra/config.ts';
 import { ago, buildAllowance, buildRecipient, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
 import { emailStatusOf } from '../support/rows.ts';

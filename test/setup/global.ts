@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { createOrm, migrate } from '../../src/shared/db/orm.ts';
+import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalService } from '../../src/local/services.ts';
 import { ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
 

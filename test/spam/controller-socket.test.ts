@@ -4,7 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
-import { createSpamFilter } from '../../src/shared/spam-filter.ts';
+import { createSpamFilter } from '../../src/shared/spam/spam-filter.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RSPAMD_CONFIG_DIR } from '../../src/local/rspamd.ts';
-import { unixSocketUrl } from '../../src/shared/one-shot-http.ts';
-import { createSpamFilter, OWNER_MIN_LEARNS, type SpamSample } from '../../src/shared/spam-filter.ts';
-import { defaultSubject } from '../../src/shared/submissions.ts';
+import { unixSocketUrl } from '../../src/shared/infra/one-shot-http.ts';
+import { createSpamFilter, OWNER_MIN_LEARNS, type SpamSample } from '../../src/shared/spam/spam-filter.ts';
+import { defaultSubject } from '../../src/shared/submissions/submissions.ts';
 
 const sample: SpamSample = {
   mailFrom: 'forms@example.test',

@@ -4,10 +4,10 @@
 // against a learning, with a filter of its own that stands in for rspamd.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
-import { createLogger } from '../../src/shared/log.ts';
-import type { SpamMark } from '../../src/shared/db/entities.ts';
-import { createSpamFilter, type SpamFilter } from '../../src/shared/spam-filter.ts';
-import { STALE_RESERVATION_MS, teachMark, teachUntaughtMarks } from '../../src/shared/spam-teaching.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
+import type { SpamMark } from '../../src/shared/infra/db/entities.ts';
+import { createSpamFilter, type SpamFilter } from '../../src/shared/spam/spam-filter.ts';
+import { STALE_RESERVATION_MS, teachMark, teachUntaughtMarks } from '../../src/shared/spam/spam-teaching.ts';
 import { ago, buildSpamMark, buildSpamTeaching, NOW } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { formMessage, startSpamFilter, submitTo } from '../support/spam-filter.ts';

@@ -6,11 +6,11 @@
 // the state a test needs (aged, claimed, expired, moved to another URL).
 import { randomBytes, randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import type { Config } from '../../src/shared/config.ts';
-import { mailboxOf } from '../../src/shared/consent.ts';
-import type { CaptchaProvider, CustomFields, EmailStatus, KeyEmailKind, KeyStatus, SpamMark, WebhookEvent } from '../../src/shared/db/entities.ts';
-import { SESSION_TTL_DAYS, tokenHash } from '../../src/shared/owner.ts';
-import { createKeyVault } from '../../src/shared/secrets.ts';
+import type { Config } from '../../src/shared/infra/config.ts';
+import { mailboxOf } from '../../src/shared/keys/consent.ts';
+import type { CaptchaProvider, CustomFields, EmailStatus, KeyEmailKind, KeyStatus, SpamMark, WebhookEvent } from '../../src/shared/infra/db/entities.ts';
+import { SESSION_TTL_DAYS, tokenHash } from '../../src/shared/owners/owners.ts';
+import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import type { Harness } from './harness.ts';
 
 /** Where a factory writes: a harness, or a database the test opened itself (`onClient`). Keys and secrets are sealed under `config.SECRET`. */
@@ -85,7 +85,7 @@ export type KeyOverrides = {
 /** A key and its plain value (`key`), as a test submits with it. */
 export type KeyRow = { id: string; key: string; email: string; mailbox: string; status: KeyStatus };
 
-/** A verification key stored as the service stores one: found by its HMAC, its value sealed under SECRET (src/shared/secrets.ts). */
+/** A verification key stored as the service stores one: found by its HMAC, its value sealed under SECRET (src/shared/infra/secrets.ts). */
 export async function buildKey(db: Db, overrides: KeyOverrides = {}): Promise<KeyRow> {
   const vault = createKeyVault(db.config.SECRET);
   const value = overrides.value ?? randomUUID();
@@ -331,7 +331,7 @@ export async function buildRecipient(db: Db, recipient: { mailbox: string; confi
   );
 }
 
-/** This clock hour's allowance of emails to an unconfirmed mailbox, `used` of it spent (src/shared/consent.ts takeAllowance). */
+/** This clock hour's allowance of emails to an unconfirmed mailbox, `used` of it spent (src/shared/keys/consent.ts takeAllowance). */
 export async function buildAllowance(db: Db, allowance: { mailbox: string; used: number }): Promise<void> {
   await db.sql(
     `insert into mailbox_allowances (mailbox, window_start, used) values ($1, date_trunc('hour', now()), $2)

@@ -1,7 +1,7 @@
 // A database of its own for a test file that runs the migrations itself: empty (no migration
 // applied) or a copy of the migrated template, with an ORM on it; dropped after the file.
 import { afterAll, beforeAll } from 'vitest';
-import { createOrm, type MikroORM } from '../../src/shared/db/orm.ts';
+import { createOrm, type MikroORM } from '../../src/shared/infra/db/orm.ts';
 import { testDatabase } from './harness.ts';
 
 /** Registers the file's setup and teardown; call `orm()` inside tests. */

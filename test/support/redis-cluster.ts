@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Cluster } from 'ioredis';
 import { freePort, startRedis } from '../../src/local/services.ts';
-import { withTimeout } from '../../src/shared/timeout.ts';
+import { withTimeout } from '../../src/shared/infra/timeout.ts';
 
 export async function startRedisCluster(): Promise<{ url: string; stop: () => Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cfs-cluster-'));

@@ -1,9 +1,9 @@
-// The configuration is read once, at start, from the environment (src/shared/config.ts): the rules
+// The configuration is read once, at start, from the environment (src/shared/infra/config.ts): the rules
 // between variables, what an empty value means, and the values derived from others. The integration
 // tier's test/config.test.ts covers the defaults, each variable's own checks and a process that
 // exits on a bad value.
 import { describe, expect, it } from 'vitest';
-import { ConfigError, CROSS_CHECKS, loadConfig, loadConfigSubset } from '../../src/shared/config.ts';
+import { ConfigError, CROSS_CHECKS, loadConfig, loadConfigSubset } from '../../src/shared/infra/config.ts';
 
 const VALID = {
   DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db',

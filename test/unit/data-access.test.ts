@@ -121,7 +121,7 @@ describe('data access', () => {
   it('runs SQL and ORM calls only in data-access modules', () => {
     const files = sourceFiles();
     // The walk found the source: an empty list would pass for the wrong reason.
-    expect(files).toContain('src/workers/send.ts');
+    expect(files).toContain('src/workers/delivery/send.ts');
     const outside: string[] = [];
     for (const file of files) {
       if (DATA_ACCESS.some((pattern) => pattern.test(file))) continue;

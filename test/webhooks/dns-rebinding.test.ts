@@ -4,8 +4,8 @@
 // Both receivers listen on the same port, so only the address tells them apart.
 import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllowList, type ResolveAll } from '../../src/shared/address-guard.ts';
-import { postWebhook } from '../../src/workers/webhook-http.ts';
+import { parseAllowList, type ResolveAll } from '../../src/shared/webhooks/address-guard.ts';
+import { postWebhook } from '../../src/workers/webhooks/webhook-http.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
 const NAME = 'hooks.rebinding.test';

@@ -1,4 +1,4 @@
-// The claims of submissions that a worker's concurrent jobs share (src/workers/submission-claims.ts,
+// The claims of submissions that a worker's concurrent jobs share (src/workers/delivery/submission-claims.ts,
 // claimSubmissions in src/shared/submissions/data/delivery-status.ts): each job gets its own row, only if its own
 // compare-and-set succeeded, and a row named twice is claimed once.
 import pg from 'pg';

@@ -9,9 +9,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mailboxOf } from '../../src/shared/consent.ts';
-import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/db/entities.ts';
-import type { DeliveryKindName } from '../../src/shared/delivery-kinds.ts';
+import { mailboxOf } from '../../src/shared/keys/consent.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/infra/db/entities.ts';
+import type { DeliveryKindName } from '../../src/shared/submissions/delivery-kinds.ts';
 import {
   claimRow,
   claimSubmissions,
@@ -55,7 +55,7 @@ import { functionsWritingStatus, statusWrites } from '../support/status-writers.
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const OWNER = 'src/shared/submissions/data/delivery-status.ts';
-const MIGRATIONS = 'src/shared/db/migrations/';
+const MIGRATIONS = 'src/shared/infra/db/migrations/';
 const KINDS = ['submission', 'key-email', 'webhook'] as const;
 const LEASE_MS = 60_000;
 const TABLES: Record<DeliveryKindName, string> = { submission: 'submissions', 'key-email': 'key_emails', webhook: 'webhook_deliveries' };

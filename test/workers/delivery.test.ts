@@ -8,7 +8,7 @@ import { submissionRow } from '../support/rows.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { Redis } from 'ioredis';
-import { createDeliveryQueue } from '../../src/shared/queue.ts';
+import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
 
 const TOKEN = 'delivery-test-admin-token';
 let h: Harness;

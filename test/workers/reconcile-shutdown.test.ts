@@ -2,16 +2,17 @@
 // second SIGINT stops it at once, the row then delivered by another worker.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmailStatus } from '../../src/shared/db/entities.ts';
+import type { EmailStatus } from '../../src/shared/infra/db/entities.ts';
 import { ago, buildSubmission, buildSubmissions, fromNow, removeSubmissions } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { sentCount } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { Queue, Worker } from 'bullmq';
-import { createLogger } from '../../src/shared/log.ts';
-import { closeRedis, createRedis, type DeliveryJob } from '../../src/shared/queue.ts';
-import { reconcile, RECONCILE_BATCH } from '../../src/workers/reconcile.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
+import { closeRedis, createRedis } from '../../src/shared/infra/queues/redis.ts';
+import { type DeliveryJob } from '../../src/shared/infra/queues/jobs.ts';
+import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 
 let h: Harness;
 let keyId: string;

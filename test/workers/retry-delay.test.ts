@@ -1,6 +1,6 @@
 // The retry backoff: doubling from EMAIL_RETRY_BACKOFF_MS, capped at EMAIL_RETRY_MAX_BACKOFF_MS.
 import { describe, expect, it } from 'vitest';
-import { retryDelay } from '../../src/shared/queue.ts';
+import { retryDelay } from '../../src/shared/submissions/retry-policy.ts';
 
 const config = { EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000 };
 

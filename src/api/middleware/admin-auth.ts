@@ -7,7 +7,7 @@
 import { posix } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
-import { tokenCheck } from '../../shared/bearer-token.ts';
+import { tokenCheck } from '../../shared/infra/bearer-token.ts';
 import { errors } from '../errors.ts';
 import { adminCsrf } from './admin-csrf.ts';
 

@@ -1,9 +1,9 @@
-// Turns every thrown error into the spec's error body (a broken key rule from src/shared/keys.ts
+// Turns every thrown error into the spec's error body (a broken key rule from src/shared/keys/keys.ts
 // included). A body its client broke off is a 400 (broken-body.ts). PostgreSQL (or another service)
 // being unreachable is a 503 with Retry-After; unexpected errors become a 500 whose body carries
 // only the request id; the log keeps the detail.
 import type { Middleware } from 'koa';
-import { KeyRuleError } from '../../shared/keys.ts';
+import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { ApiError, errors, fromKeyRule, renderError } from '../errors.ts';
 import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import type { AppState } from '../context.ts';

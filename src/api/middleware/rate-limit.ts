@@ -2,11 +2,11 @@
 // (a fixed window: INCR, and PEXPIRE on the first hit). Over the limit: 429 with Retry-After.
 // While Redis is unreachable the limit is not enforced: losing submissions would be worse.
 import type { Middleware } from 'koa';
-import type { RedisClient } from '../../shared/queue.ts';
+import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { rateLimitSubject } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 import { errors } from '../errors.ts';
-import { withTimeout } from '../../shared/timeout.ts';
+import { withTimeout } from '../../shared/infra/timeout.ts';
 
 const HIT = `
 local count = redis.call('INCR', KEYS[1])

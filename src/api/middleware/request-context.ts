@@ -1,8 +1,8 @@
 // Gives each request an id (X-Request-Id in and out) and a logger that carries it.
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import type { Logger } from '../../shared/log.ts';
-import { httpRequestDuration } from '../../shared/metrics.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import { httpRequestDuration } from '../../shared/infra/metrics.ts';
 import type { ClientIpResolver } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 import { redactPath, redactQuery } from '../redact.ts';

@@ -1,6 +1,6 @@
 // Reads a submission body by its content type into fields in arrival order (and, for multipart,
 // the files already streamed to storage).
-import type { Storage } from '../../shared/storage.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
 import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, errors } from '../errors.ts';

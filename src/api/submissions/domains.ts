@@ -1,6 +1,6 @@
 // Domain restriction of keys: the request's domain is the host of Origin, or of Referer when
 // there is no Origin; a port is ignored; an allowed `example.com` also covers its subdomains.
-import type { ActiveKey } from '../../shared/keys.ts';
+import type { ActiveKey } from '../../shared/keys/keys.ts';
 
 export function requestDomain(origin: string, referer: string): string | undefined {
   const source = origin || referer;

@@ -13,11 +13,11 @@
 // and random keys cannot fill the memory).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
-import { PG_KEEPALIVE } from '../../shared/db/pg-pool.ts';
-import { findActiveKey, type ActiveKey } from '../../shared/keys.ts';
+import { PG_KEEPALIVE } from '../../shared/infra/db/pg-pool.ts';
+import { findActiveKey, type ActiveKey } from '../../shared/keys/keys.ts';
 import { listenForKeyChanges } from '../../shared/keys/data/key-changes.ts';
-import type { Logger } from '../../shared/log.ts';
-import type { KeyVault } from '../../shared/secrets.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import type { KeyVault } from '../../shared/infra/secrets.ts';
 import { API_PG_WAITS } from '../unavailable.ts';
 
 /** Past this many keys the cache starts afresh: a bound on memory, far above a fleet's busy keys. */

@@ -4,8 +4,8 @@
 // stops the reading, and every object stored for the request is deleted.
 import type { IncomingMessage } from 'node:http';
 import busboy from 'busboy';
-import type { Logger } from '../../shared/log.ts';
-import type { Storage } from '../../shared/storage.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
 import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import { ApiError, errors } from '../errors.ts';
 import { boundaryOf, cutAtCloseDelimiter } from './close-delimiter.ts';

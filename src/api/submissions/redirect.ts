@@ -1,6 +1,6 @@
 // Plain HTML form posts get a 303 to a page instead of JSON. Targets are checked so the service
 // cannot be used as an open redirector to arbitrary schemes or hosts.
-import type { ActiveKey } from '../../shared/keys.ts';
+import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { AppContext } from '../context.ts';
 import { isDomainAllowed } from './domains.ts';
 

@@ -3,11 +3,11 @@
 // With files, the key's storage quota is charged in the same transaction.
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../../shared/db/entities.ts';
-import type { ActiveKey } from '../../shared/keys.ts';
-import type { GroupCommit } from '../../shared/group-commit.ts';
-import { defaultSubject } from '../../shared/submissions.ts';
-import { inTransaction } from '../../shared/db/transactions.ts';
+import type { EmailStatus } from '../../shared/infra/db/entities.ts';
+import type { ActiveKey } from '../../shared/keys/keys.ts';
+import type { GroupCommit } from '../../shared/infra/group-commit.ts';
+import { defaultSubject } from '../../shared/submissions/submissions.ts';
+import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { readEmailStatus } from '../../shared/submissions/data/submissions.ts';
 import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
 import { errors } from '../errors.ts';

@@ -4,8 +4,8 @@
 // piled up whole in memory when storage was slower: docs/benchmarks.md, scenario 5.)
 import { createHash } from 'node:crypto';
 import { finished, Transform, type Readable } from 'node:stream';
-import type { Logger } from '../../shared/log.ts';
-import type { Storage } from '../../shared/storage.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
 import type { StoredFile } from './store.ts';
 
 export type ChainedFile = {

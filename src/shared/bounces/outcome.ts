@@ -1,10 +1,10 @@
 // What a report that came back does to its row, decided from the row's status and the report it
-// already carries (src/bounces/record.ts writes it): a hard bounce makes the row `bounced`, a
+// already carries (src/shared/bounces/record.ts writes it): a hard bounce makes the row `bounced`, a
 // complaint `complained`, a soft bounce or a delay is kept as its report with the status unchanged.
 // Idempotent: a report the row already carries, or a weaker one than it carries, changes nothing
 // (a relay may send a DSN twice, and a delay may arrive after the bounce).
-import type { BounceType, EmailStatus } from '../db/entities.ts';
-import { REPORTED } from '../delivery-statuses.ts';
+import type { BounceType, EmailStatus } from '../infra/db/entities.ts';
+import { REPORTED } from '../submissions/delivery-statuses.ts';
 import { transition } from '../submissions/delivery-transitions.ts';
 
 /** `unknown`: no such row (retention deleted it, say): nothing to do. `noted`: kept as the row's report, status unchanged. */

@@ -1,8 +1,8 @@
 // Whether an email is attempted at all, given what came back from its recipient before: an address
 // that bounced repeatedly is suppressed for a while (the count and the time are kept by
-// src/bounces/record.ts), and a mailbox that reported an email of this service as spam is
+// src/shared/bounces/record.ts), and a mailbox that reported an email of this service as spam is
 // suppressed until its owner signs in. No I/O: the claim loads both facts with the row.
-import type { KeyEmail } from '../db/entities.ts';
+import type { KeyEmail } from '../infra/db/entities.ts';
 
 /** The reason a suppressed row carries when its mailbox complained. */
 export const COMPLAINT_SUPPRESSION = 'not attempted: this address reported an email of this service as spam; suppressed until its owner signs in';

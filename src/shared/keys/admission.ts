@@ -1,6 +1,6 @@
 // Whether an authenticated submission's email goes out now (`queued`), waits for its recipient's
 // consent (`held`), or is not sent at all (`skipped`, not_email_sent), decided from the request, the
-// mailbox's confirmation and its hourly allowance; see src/shared/consent.ts for the rule and its
+// mailbox's confirmation and its hourly allowance; see src/shared/keys/consent.ts for the rule and its
 // figures. No I/O: src/api/submissions/admit.ts asks the allowance of PostgreSQL in between.
 
 export type AdmissionRequest = { notEmailSent: boolean; fileCount: number };

@@ -1,7 +1,7 @@
-// The sample of a claimed submission that the spam filter checks (src/shared/spam-filter.ts turns
+// The sample of a claimed submission that the spam filter checks (src/shared/spam/spam-filter.ts turns
 // it into the message rspamd reads, sampleMessage): the content of its email, its files by name.
 import type { ClaimedSubmission } from '../submissions/data/delivery-status.ts';
-import type { SpamSample } from '../spam-filter.ts';
+import type { SpamSample } from './spam-filter.ts';
 
 export type SampledSubmission = Pick<ClaimedSubmission, 'keyEmail' | 'keyMailbox' | 'email' | 'subject' | 'message' | 'customFields' | 'ownerStatistics'>;
 

@@ -1,9 +1,9 @@
-// The spam verdict on a submission before its email is sent (src/workers/spam-check.ts asks the
+// The spam verdict on a submission before its email is sent (src/workers/spam/spam-check.ts asks the
 // filter and the campaign votes): the filter's score against the key's level, or a campaign that
 // holds the message whatever the score. No I/O.
-import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../db/entities.ts';
-import type { SpamScan } from '../spam-filter.ts';
-import type { CampaignVotes } from '../spam-campaigns.ts';
+import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../infra/db/entities.ts';
+import type { SpamScan } from './spam-filter.ts';
+import type { CampaignVotes } from './spam-campaigns.ts';
 
 /** The reason of a message held as a campaign, and the points it adds (more if the filter's score is below the level's). */
 export const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
@@ -21,7 +21,7 @@ export type SpamDecision = { verdict: Extract<SpamVerdict, 'spam' | 'ham' | 'unc
 
 /**
  * `scan`: the filter's answer, undefined when it failed or was paused. `campaign`: the votes, only
- * when they hold the message (src/shared/spam-campaigns.ts isCampaign). `threshold`: the key's
+ * when they hold the message (src/shared/spam/spam-campaigns.ts isCampaign). `threshold`: the key's
  * level's score from which a message is spam. The filter never costs mail: without its answer, the
  * email goes `unchecked`.
  */

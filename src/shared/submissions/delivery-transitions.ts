@@ -4,9 +4,9 @@
 // guarded by the row's status at all (a worker's outcome, a report that came back) and say so with
 // `any`. docs/architecture.md ("Delivery statuses") lists the same rows; test/workers/delivery-transitions.test.ts
 // walks them against PostgreSQL and checks the page.
-import { EMAIL_STATUSES, type EmailStatus } from '../db/entities.ts';
-import type { DeliveryKindName } from '../delivery-kinds.ts';
-import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from '../delivery-statuses.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../infra/db/entities.ts';
+import type { DeliveryKindName } from './delivery-kinds.ts';
+import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';
 
 /** What happened to a row, in the words of the code that records it. */
 export const DELIVERY_EVENTS = [
@@ -61,9 +61,9 @@ export const TRANSITION_LINES = [
   { kinds: ['webhook'], from: [IN_FLIGHT], event: 'release-claim', to: QUEUED },
   // The owner's or the operator's re-send.
   { kinds: ['submission', 'webhook'], from: RESENDABLE, event: 'requeue-for-resend', to: QUEUED },
-  // The recipient confirmed the mailbox (src/shared/consent.ts).
+  // The recipient confirmed the mailbox (src/shared/keys/consent.ts).
   { kinds: ['submission'], from: [HELD], event: 'release-held', to: QUEUED },
-  // src/bounces/record.ts: a hard bounce, an abuse complaint.
+  // src/shared/bounces/record.ts: a hard bounce, an abuse complaint.
   { kinds: EMAILS, from: anyBut(...REPORTED), event: 'bounce', to: 'bounced' },
   { kinds: EMAILS, from: anyBut('complained'), event: 'complain', to: 'complained' },
   // The owner's "not spam": the submission is emailed, and the webhook events held back with it go out.

@@ -1,8 +1,8 @@
 // What the receiver's answer means for a webhook delivery, when it is tried again, and whether a
 // `submission.created` event goes now, waits for its spam verdict, or is not sent: the rules of
-// src/workers/webhook-deliver.ts, without I/O.
-import type { Config } from '../config.ts';
-import type { EmailStatus, SpamFilterLevel, SpamMark, SpamVerdict } from '../db/entities.ts';
+// src/workers/webhooks/deliver-webhook.ts, without I/O.
+import type { Config } from '../infra/config.ts';
+import type { EmailStatus, SpamFilterLevel, SpamMark, SpamVerdict } from '../infra/db/entities.ts';
 import { retryDelay } from '../submissions/retry-policy.ts';
 
 /** How long a `submission.created` event waits for its submission's spam verdict before it goes without one. */

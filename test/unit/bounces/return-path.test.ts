@@ -2,7 +2,7 @@
 // carries a MAC under SECRET, so that anyone can send a report to the receiver but only this
 // service can make an address it accepts.
 import { describe, expect, it } from 'vitest';
-import { createReturnPaths } from '../../../src/shared/return-path.ts';
+import { createReturnPaths } from '../../../src/shared/bounces/return-path.ts';
 
 const SECRET = 'a-server-secret-of-at-least-32-characters';
 const paths = createReturnPaths(SECRET, 'Bounces.Example.com');

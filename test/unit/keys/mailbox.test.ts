@@ -2,7 +2,7 @@
 // complaint and lock uses, so that `Victim+1@` and `victim@` share one allowance. And the signed
 // link with which that mailbox confirms it wants the service's mail.
 import { describe, expect, it } from 'vitest';
-import { createConsentSigner, mailboxOf } from '../../../src/shared/consent.ts';
+import { createConsentSigner, mailboxOf } from '../../../src/shared/keys/consent.ts';
 
 describe('the mailbox of an address', () => {
   it('is the address in lower case, without surrounding spaces', () => {

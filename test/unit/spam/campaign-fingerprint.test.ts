@@ -4,8 +4,8 @@
 // `npm run bench:spam-campaigns` measures), whose spam holds real campaigns.
 import { describe, expect, it } from 'vitest';
 import { readSmsCollection } from '../../../bench/support/spam-samples.ts';
-import { agreement, campaignFingerprint, campaignWords, HASHES, MATCHING, MIN_WORDS, type Fingerprint } from '../../../src/shared/campaign-fingerprint.ts';
-import { isCampaign } from '../../../src/shared/spam-campaigns.ts';
+import { agreement, campaignFingerprint, campaignWords, HASHES, MATCHING, MIN_WORDS, type Fingerprint } from '../../../src/shared/spam/campaign-fingerprint.ts';
+import { isCampaign } from '../../../src/shared/spam/spam-campaigns.ts';
 
 const nearIdentical = (a: string, b: string) => agreement(campaignFingerprint(a)!, campaignFingerprint(b)!) >= MATCHING;
 

@@ -2,7 +2,7 @@
 // mailbox goes in Deliver-To) must not break it into more lines, which would add a header of
 // their choosing or start the body.
 import { describe, expect, it } from 'vitest';
-import { requestHead } from '../../../src/shared/one-shot-http.ts';
+import { requestHead } from '../../../src/shared/infra/one-shot-http.ts';
 
 describe('the head of a request to the filter', () => {
   it('is the request line, the host, each header and the length, ending in a blank line', () => {

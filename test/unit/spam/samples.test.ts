@@ -2,9 +2,9 @@
 // row), and what is read of its answer.
 import { describe, expect, it } from 'vitest';
 import type { ClaimedSubmission } from '../../../src/shared/submissions/data/delivery-status.ts';
-import { readScan, sampleMessage } from '../../../src/shared/spam-filter.ts';
+import { readScan, sampleMessage } from '../../../src/shared/spam/spam-filter.ts';
 import { spamSampleOf } from '../../../src/shared/spam/samples.ts';
-import { defaultSubject } from '../../../src/shared/submissions.ts';
+import { defaultSubject } from '../../../src/shared/submissions/submissions.ts';
 
 const claimed: ClaimedSubmission = {
   id: '0f8fad5b-d9cb-469f-a165-70867728950e',

@@ -1,8 +1,8 @@
 // The spam_campaign_votes table: each marked submission's text fingerprint (MinHash values and
 // their bands, GIN-indexed), its owner's mailbox and mark.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark } from '../../db/entities.ts';
-import type { Fingerprint } from '../../campaign-fingerprint.ts';
+import type { SpamMark } from '../../infra/db/entities.ts';
+import type { Fingerprint } from '../campaign-fingerprint.ts';
 
 /** A Postgres array literal of integers (a parameter, cast where it is used). */
 const intArray = (values: number[]) => `{${values.join(',')}}`;

@@ -1,4 +1,4 @@
-// Every write of a delivery status, for every kind (../../delivery-kinds.ts), in one place: a new
+// Every write of a delivery status, for every kind (../delivery-kinds.ts), in one place: a new
 // row's first status, the claim, the outcome a worker records (sent, retrying, failed, suppressed,
 // spam, skipped), a report that came back (bounced, complained), and a row put back in the queue
 // (a re-send, the consent release, the owner's "not spam", a webhook given back untouched). Each
@@ -8,10 +8,10 @@
 // One file though past 250 lines: every status change is here, readable in one go.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { deliveryKinds, type DeliveryKindName } from '../../delivery-kinds.ts';
-import { EMAIL_STATUSES, type BounceType, type CustomFields, type EmailStatus, type SpamFilterLevel, type SpamMark, type SpamReason, type SpamVerdict } from '../../db/entities.ts';
-import { FAILED, sqlList } from '../../delivery-statuses.ts';
-import { OWNER_MIN_LEARNS } from '../../spam-filter.ts';
+import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
+import { EMAIL_STATUSES, type BounceType, type CustomFields, type EmailStatus, type SpamFilterLevel, type SpamMark, type SpamReason, type SpamVerdict } from '../../infra/db/entities.ts';
+import { FAILED, sqlList } from '../delivery-statuses.ts';
+import { OWNER_MIN_LEARNS } from '../../spam/spam-filter.ts';
 import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor } from '../delivery-transitions.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
@@ -188,7 +188,7 @@ export type SubmissionClaim = { attempt: number; submission: ClaimedSubmission }
 /** What runs a parameterised statement: a pg pool or client. */
 export type Queryable = Pick<pg.Pool, 'query'>;
 
-/** The claim of src/workers/submission-claims.ts, by name: each connection parses and plans it once. */
+/** The claim of src/workers/delivery/submission-claims.ts, by name: each connection parses and plans it once. */
 const CLAIM_SUBMISSIONS = {
   name: 'claim-submissions',
   text: `with claimed as (
@@ -216,7 +216,7 @@ const CLAIM_SUBMISSIONS = {
  * a row) and what their emails need, in one statement: the rows, their keys' addresses and how
  * many files each has. Hydrating the row and its key through the ORM was a large share of a
  * worker's CPU (docs/benchmarks.md, scenario 3); the jobs that start together share the statement
- * (src/workers/submission-claims.ts). One result per id, in order, undefined for a row that is not
+ * (src/workers/delivery/submission-claims.ts). One result per id, in order, undefined for a row that is not
  * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
  * A prepared statement with the ids as one array parameter: the same text whatever the batch's
  * size, so PostgreSQL parses and plans it once per connection instead of once per batch.
@@ -372,7 +372,7 @@ export async function recordSpamVerdict(em: EntityManager, id: string, verdict: 
 
 export type SentRow = { id: string; created_at: Date; sent_at: Date };
 
-/** A submission's spam verdict, written with its `sent` (src/workers/spam-check.ts). */
+/** A submission's spam verdict, written with its `sent` (src/workers/spam/spam-check.ts). */
 export type SpamResult = { verdict: SpamVerdict; score: number | null; reasons: SpamReason[] | null };
 
 /** `response`: the SMTP server's reply to the message (250 …), kept in a submission's history. */
@@ -380,7 +380,7 @@ export type SentItem = { id: string; messageId: string; response?: string | unde
 
 /**
  * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
- * src/workers/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
+ * src/workers/delivery/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
  * A bounce may come back before this write (the relay reports within a second, this commit can
  * wait longer): a row already `bounced` or `complained` keeps that status. `worker` names the
  * process in the submissions' delivery history.
@@ -454,9 +454,9 @@ export async function recordDelivered(em: EntityManager, id: string, responseCod
   return row;
 }
 
-// ---- What came back after the relay took the email (src/bounces/record.ts).
+// ---- What came back after the relay took the email (src/shared/bounces/record.ts).
 
-/** A report read from a bounce or an abuse complaint, as src/bounces/record.ts keeps it on the row. */
+/** A report read from a bounce or an abuse complaint, as src/shared/bounces/record.ts keeps it on the row. */
 export type ReturnedReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
 /**
@@ -525,7 +525,7 @@ export async function releaseHeld(em: EntityManager, mailbox: string): Promise<s
 }
 
 /**
- * The owner's mark on a submission (src/api/owner/spam-marks.ts), under the row's lock; `reserved`:
+ * The owner's mark on a submission (src/api/owners/spam-marks.ts), under the row's lock; `reserved`:
  * a place in the teaching allowance is taken for it (spam_taught_at pending until the filter
  * answers). "Not spam" on a submission held as spam is the `mark-not-spam` event: queued again as
  * a fresh delivery. Returns whether it was so released.

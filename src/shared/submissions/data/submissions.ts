@@ -2,9 +2,9 @@
 // and webhook deliveries in one statement), reading rows, the pages of the console and the operator,
 // the housekeeping's reads and deletions, and the counts of held messages.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SubmissionSchema, type EmailStatus, type Submission, type CustomFields } from '../../db/entities.ts';
-import { SEARCH_DOCUMENT } from '../../db/search.ts';
-import { SETTLED } from '../../delivery-statuses.ts';
+import { SubmissionSchema, type EmailStatus, type Submission, type CustomFields } from '../../infra/db/entities.ts';
+import { SEARCH_DOCUMENT } from '../../infra/db/search.ts';
+import { SETTLED } from '../delivery-statuses.ts';
 
 /** What a page of submissions is narrowed to: a key (by its lookup index), a status, a time range. */
 export type SubmissionFilter = { keyHash?: string; status?: EmailStatus; from?: Date; before?: Date };

@@ -1,8 +1,8 @@
 // The webhook_deliveries table: one row per event and endpoint, with the delivery columns. The
-// statements that change a delivery's status are in ../../delivery-rows.ts.
+// statements that change a delivery's status are in ../../submissions/data/delivery-rows.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { WebhookDeliverySchema, type EmailStatus, type WebhookEvent } from '../../db/entities.ts';
+import { WebhookDeliverySchema, type EmailStatus, type WebhookEvent } from '../../infra/db/entities.ts';
 
 export type WebhookDeliveryRecord = {
   delivery_id: string;

@@ -1,0 +1,164 @@
+// The operator API under /admin: keys, and submissions with their delivery status. The token is
+// checked by the app-level admin guard (middleware/admin-auth.ts), whatever the path's spelling.
+import type Router from '@koa/router';
+import { createRouter } from '../router.ts';
+import * as v from 'valibot';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, type Submission } from '../../shared/infra/db/entities.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions/submissions.ts';
+import { findSubmissionById } from '../../shared/submissions/data/submissions.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
+import { flushRetries } from '../../shared/submissions/retry-flush.ts';
+import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
+import type { AppDeps, AppState } from '../context.ts';
+import { errors } from '../errors.ts';
+import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
+import { validate } from '../validate.ts';
+import { resendSubmission } from '../submissions/resend.ts';
+import { submissionsCsv } from './export-routes.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const KeyPatchSchema = v.strictObject(
+  {
+    status: v.optional(v.picklist(KEY_STATUSES, `Must be one of ${KEY_STATUSES.join(', ')}.`)),
+    use_domain: v.optional(v.boolean('Must be true or false.')),
+    domains: v.optional(v.array(v.unknown(), 'Must be a list of host names.')),
+    captcha: v.optional(v.nullable(v.picklist(CAPTCHA_PROVIDERS, `Must be null or one of ${CAPTCHA_PROVIDERS.join(', ')}.`))),
+    spam_filter: v.optional(v.picklist(SPAM_FILTER_LEVELS, `Must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`)),
+    spam_to_webhooks: v.optional(v.boolean('Must be true or false.')),
+    label: v.optional(
+      v.pipe(
+        v.nullable(v.string('Must be a string or null.')),
+        v.description(`The owner's name for the key, one line of at most ${KEY_LABEL_MAX} characters; null or "" removes it`),
+      ),
+    ),
+    subject_prefix: v.optional(v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"'))),
+  },
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label and subject_prefix can be changed.',
+);
+
+const SubmissionListQuerySchema = v.object({
+  key: v.optional(v.pipe(v.string('Give one key.'), v.minLength(1))),
+  status: v.optional(v.picklist(EMAIL_STATUSES, `Must be one of ${EMAIL_STATUSES.join(', ')}.`)),
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
+    '50',
+  ),
+  cursor: v.optional(v.string('Give one cursor.')),
+});
+
+const CsvQuerySchema = v.object({ key: v.pipe(v.string('Give ?key=<key>.'), v.minLength(1, 'Give ?key=<key>.')) });
+
+const DeliveryLogQuerySchema = v.object({
+  limit: v.optional(
+    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
+    '50',
+  ),
+});
+
+export const FlushRequestSchema = v.strictObject(
+  {
+    per_second: v.optional(
+      v.pipe(
+        v.number('Must be a whole number.'),
+        v.integer('Must be a whole number.'),
+        v.minValue(1, 'At least 1.'),
+        v.maxValue(10_000, 'At most 10000.'),
+        v.description('The pace: at most this many emails tried a second (default RETRY_FLUSH_PER_SECOND)'),
+      ),
+    ),
+  },
+  'Only per_second can be given.',
+);
+
+const KeyListQuerySchema = v.object({
+  email: v.pipe(v.string('Give ?email=<address>.'), v.trim(), v.email('Enter a valid email address.')),
+});
+
+export function adminRoutes(deps: AppDeps): Router<AppState> {
+  const router = createRouter('/admin');
+  const view = { vault: deps.vault, mailFrom: deps.config.MAIL_FROM };
+  const optionalJson = optionalJsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
+
+  router.get('/keys', async (ctx) => {
+    const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
+    const keys = await listKeys(deps.orm.em.fork(), email);
+    ctx.body = { email: email.toLowerCase(), keys: keys.map((key) => keyRecord(key, deps.vault)) };
+  });
+
+  router.get('/submissions.csv', async (ctx) => {
+    const { key } = validate(CsvQuerySchema, { key: ctx.query.key });
+    ctx.type = 'text/csv; charset=utf-8';
+    ctx.attachment('submissions.csv');
+    ctx.body = await submissionsCsv(deps.orm.em.fork(), deps.vault.hash(key));
+  });
+
+  router.get('/submissions/:id', async (ctx) => {
+    const em = deps.orm.em.fork();
+    ctx.body = await submissionRecord(em, view, await submissionOr404(em, ctx.params.id));
+  });
+
+  router.get('/submissions/:id/webhook-deliveries', async (ctx) => {
+    const { limit } = validate(DeliveryLogQuerySchema, { ...ctx.query });
+    const em = deps.orm.em.fork();
+    const submission = await submissionOr404(em, ctx.params.id);
+    ctx.body = { deliveries: await listWebhookDeliveries(em, { submissionId: submission.id, limit }) };
+  });
+
+  // The emails waiting on a retry timer, tried now at the pace asked (src/shared/submissions/retry-flush.ts).
+  router.post('/deliveries/flush', optionalJson, async (ctx) => {
+    const { per_second: perSecond } = validate(FlushRequestSchema, ctx.request.body);
+    if (deps.redis.status !== 'ready') throw errors.unavailable('The queue (Redis) cannot be reached: nothing was flushed. Try again once it is back.');
+    const flushed = await flushRetries({ queue: deps.queue, redis: deps.redis, em: deps.orm.em.fork() }, perSecond ?? deps.config.RETRY_FLUSH_PER_SECOND);
+    ctx.state.log.info(flushed, 'operator flushed the retry timers');
+    ctx.body = flushed;
+  });
+
+  router.post('/submissions/:id/resend', async (ctx) => {
+    const em = deps.orm.em.fork();
+    const submission = await submissionOr404(em, ctx.params.id);
+    await resendSubmission(ctx, deps, em, submission);
+    ctx.state.log.info({ submissionId: submission.id }, 'operator re-sent a failed email');
+    // As it now stands: queued again, its attempts and report reset.
+    const fresh = deps.orm.em.fork();
+    ctx.body = await submissionRecord(fresh, view, await submissionOr404(fresh, submission.id));
+  });
+
+  router.get('/submissions', async (ctx) => {
+    const query = validate(SubmissionListQuerySchema, { ...ctx.query });
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    if (query.cursor !== undefined && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
+    const em = deps.orm.em.fork();
+    const { page, nextCursor } = await listSubmissions(
+      em,
+      { keyHash: query.key === undefined ? undefined : deps.vault.hash(query.key), status: query.status, limit: query.limit },
+      after,
+    );
+    ctx.body = { submissions: await submissionRecords(em, view, page), next_cursor: nextCursor };
+  });
+
+  router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
+    const patch = validate(KeyPatchSchema, ctx.request.body);
+    const key = await updateKey(deps.orm.em.fork(), deps.vault.hash(ctx.params.key ?? ''), {
+      status: patch.status,
+      useDomain: patch.use_domain,
+      domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
+      captcha: patch.captcha,
+      spamFilter: patch.spam_filter,
+      spamToWebhooks: patch.spam_to_webhooks,
+      label: patch.label,
+      subjectPrefix: patch.subject_prefix,
+    });
+    deps.keys.forgetAll();
+    ctx.body = keyRecord(key, deps.vault);
+  });
+
+  return router;
+}
+
+async function submissionOr404(em: EntityManager, id: string | undefined): Promise<Submission> {
+  const submission = id !== undefined && UUID.test(id) ? await findSubmissionById(em, id) : null;
+  if (!submission) throw errors.notFound('Unknown submission.');
+  return submission;
+}

@@ -1,0 +1,67 @@
+// GET /admin/submissions.csv?key=… — a key's submissions as CSV, streamed page by page, with one
+// column per custom field name; the owner console's download adds its list's filters.
+import { PassThrough } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Submission } from '../../shared/infra/db/entities.ts';
+import { listSubmissions, type SubmissionPageQuery } from '../../shared/submissions/submissions.ts';
+import { customFieldNames } from '../../shared/submissions/data/submission-export.ts';
+
+const PAGE = 500;
+const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark'] as const;
+
+/** RFC 4180 quoting, and a leading ' on values a spreadsheet would run as a formula. */
+export function csvCell(value: string): string {
+  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+const csvRow = (cells: string[]) => `${cells.map(csvCell).join(',')}\r\n`;
+
+/** The filters of the owner console's list, so that the download holds what the list shows. */
+export type CsvFilters = Omit<SubmissionPageQuery, 'keyHash' | 'limit'>;
+
+export async function submissionsCsv(em: EntityManager, keyHash: string, filters: CsvFilters = {}): Promise<PassThrough> {
+  const names = await customFieldNames(em, keyHash);
+  const out = new PassThrough();
+  out.write(csvRow([...FIXED, ...names]));
+  const write = (submission: Submission) => {
+    const values = new Map<string, string[]>();
+    for (const [name, value] of submission.customFields) values.set(name, [...(values.get(name) ?? []), value]);
+    return out.write(
+      csvRow([
+        submission.id,
+        submission.createdAt.toISOString(),
+        submission.email,
+        submission.subject,
+        submission.message,
+        submission.emailStatus,
+        submission.sentAt?.toISOString() ?? '',
+        submission.bounceType ?? '',
+        submission.bounceStatus ?? '',
+        submission.bounceDiagnostic ?? '',
+        submission.bouncedAt?.toISOString() ?? '',
+        submission.spamVerdict ?? '',
+        submission.spamScore === null || submission.spamScore === undefined ? '' : String(submission.spamScore),
+        (submission.spamReasons ?? []).map((reason) => `${reason.symbol} ${reason.score}`).join('; '),
+        submission.spamMark ?? '',
+        // A repeated field keeps all its values in its one column.
+        ...names.map((name) => (values.get(name) ?? []).join('\n')),
+      ]),
+    );
+  };
+  void (async () => {
+    let after: { createdAt: Date; id: string } | undefined;
+    for (;;) {
+      const { page } = await listSubmissions(em, { ...filters, keyHash, limit: PAGE }, after);
+      for (const submission of page) {
+        if (!write(submission)) await new Promise((resolve) => out.once('drain', resolve));
+      }
+      em.clear(); // pages are written out; the identity map need not keep them
+      if (page.length < PAGE) break;
+      const last = page[page.length - 1]!;
+      after = { createdAt: last.createdAt, id: last.id };
+    }
+    out.end();
+  })().catch((error: unknown) => out.destroy(error as Error));
+  return out;
+}

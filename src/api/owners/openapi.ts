@@ -1,0 +1,209 @@
+// The owner console's part of the OpenAPI document (src/api/site/openapi.ts spreads it into its paths):
+// the pages briefly, the JSON API under /owner/api with its request and response schemas.
+import * as v from 'valibot';
+import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../../shared/infra/db/entities.ts';
+import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
+import { BounceReport, deliveryFields, SpamVerdictDetail, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../site/openapi-parts.ts';
+import { KeyPatchSchema } from '../admin/admin-routes.ts';
+import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { OwnerSignInSchema } from './owner-page-routes.ts';
+import { SessionRequestSchema, SpamMarkSchema } from './owner-api-routes.ts';
+
+const Session = v.object({
+  email: v.pipe(v.string(), v.description('The address whose keys the session reaches')),
+  expires_at: v.pipe(v.string(), v.isoTimestamp()),
+  csrf_token: v.pipe(v.string(), v.description('Send it as X-CSRF-Token with every write')),
+});
+const Key = v.object({
+  id: v.pipe(v.string(), v.uuid()),
+  key: v.pipe(v.nullable(v.string()), v.description('null when the service cannot read it (sealed under another SECRET, or damaged); key_unavailable then says so')),
+  key_unavailable: v.optional(v.string()),
+  label: v.pipe(v.nullable(v.string()), v.description(`The owner's name for the key (one line, at most ${KEY_LABEL_MAX} characters), or null`)),
+  subject_prefix: v.pipe(v.boolean(), v.description('Whether the key\'s emails carry the label before their subject')),
+  status: v.picklist(KEY_STATUSES),
+  email: v.string(),
+  use_domain: v.boolean(),
+  domains: v.array(v.string()),
+  captcha: v.nullable(v.picklist(CAPTCHA_PROVIDERS)),
+  spam_filter: v.pipe(v.picklist(SPAM_FILTER_LEVELS), v.description('off: every message is emailed; strict holds from a lower score than normal')),
+  spam_to_webhooks: v.pipe(v.boolean(), v.description('Whether the webhooks also get the messages held as spam')),
+  created_at: v.string(),
+  updated_at: v.string(),
+});
+export const Submission = v.object({
+  submission_id: v.pipe(v.string(), v.uuid()),
+  key_id: v.pipe(v.string(), v.uuid()),
+  created_at: v.string(),
+  email_status: v.picklist(EMAIL_STATUSES),
+  ...deliveryFields,
+  bounce: BounceReport,
+  spam: SpamVerdictDetail,
+  sent_at: v.nullable(v.string()),
+  email: v.string(),
+  subject: v.string(),
+  message: v.string(),
+  custom_fields: v.pipe(v.array(v.object({ name: v.string(), value: v.string() })), v.description('In the order the form sent them')),
+  attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
+});
+/** The list filters (src/api/owners/filters.ts) as query parameters. */
+const filterParams = [
+  { name: 'q', in: 'query', description: "Full-text search: words that must all begin a word of the visitor's address, the subject, the message or a field's value", schema: { type: 'string', maxLength: 200 } },
+  { name: 'status', in: 'query', description: "Only the messages whose email has this status", schema: { type: 'string', enum: [...EMAIL_STATUSES] } },
+  { name: 'from', in: 'query', description: 'Received on or after this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
+  { name: 'to', in: 'query', description: 'Received on or before this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
+];
+const SubmissionPage = v.object({ submissions: v.array(Submission), next_cursor: v.nullable(v.string()) });
+
+const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Not signed in: to /owner' } } });
+const form = (summary: string) => ({
+  summary,
+  requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } } },
+  responses: { 303: { description: 'Done: to the page that shows it' }, 403: forbidden, 404: { description: 'HTML: not among your keys' } },
+});
+const crossSite = error('Cross-site request');
+const rateLimited = error('Rate limited');
+
+export const ownerSecuritySchemes = {
+  ownerSession: { type: 'apiKey', in: 'cookie', name: 'owner_session', description: `The owner console's session (${SESSION_TTL_DAYS} days)` },
+  ownerCsrf: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'csrf_token of GET /owner/api/session' },
+};
+
+export const ownerPaths = {
+  '/owner': { get: { summary: 'Owner console: the sign-in page (to /owner/keys when signed in)', responses: { 200: { description: 'HTML' } } } },
+  '/owner/sign-in': {
+    post: {
+      summary: `Email a sign-in link (single use, ${SIGN_IN_LINK_TTL_MINUTES} minutes) to an address that holds keys`,
+      description: 'The answer is the same whether or not the address holds keys, and past its hourly email cap. Rate-limited per client IP.',
+      requestBody: { required: true, content: { ...json(OwnerSignInSchema), 'application/x-www-form-urlencoded': { schema: jsonSchema(OwnerSignInSchema) } } },
+      responses: {
+        200: { description: 'HTML page for a form; JSON {success: true, message}', content: json(v.object({ success: v.literal(true), message: v.string() })) },
+        400: error('Not an email address'),
+        403: crossSite,
+        429: rateLimited,
+      },
+    },
+  },
+  '/owner/link': {
+    get: { summary: 'The page behind the emailed link: a button that signs in (the GET uses nothing)', parameters: [{ name: 'token', in: 'query', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'HTML' }, 400: { description: 'HTML: no token' } } },
+    post: {
+      summary: 'Use the link: sets the session cookie, then to /owner/keys',
+      requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: jsonSchema(SessionRequestSchema) } } },
+      responses: { 303: { description: 'Signed in' }, 400: { description: 'HTML: used, expired or forged link' }, 403: crossSite, 429: rateLimited },
+    },
+  },
+  '/owner/confirm': { post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: ownerWriteSecurity } },
+  '/owner/sign-out': { post: { ...form('End the session on the server'), security: ownerWriteSecurity } },
+  '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
+  '/owner/keys/{keyId}': {
+    post: { ...form('Change a key: action=save (label, subject_prefix=yes, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
+  },
+  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages as a list, newest first, paged (?cursor=): received, from, subject, status; searched and filtered"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
+  '/owner/keys/{keyId}/spam': { get: { ...page("A key's Spam view: the messages held as spam, newest first"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
+  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
+  '/owner/submissions/{id}': { get: { ...page('One message: the whole record, its delivery history, files, and its actions'), security: ownerSecurity, parameters: [idParam('id')] } },
+  '/owner/overview': { get: { ...page("All your keys' overview: messages per day over 30 days by outcome (an SVG chart), totals, a line per key"), security: ownerSecurity } },
+  '/owner/keys/{keyId}/overview': { get: { ...page("A key's overview: messages per day over 30 days by outcome (an SVG chart), totals, the last message's time"), security: ownerSecurity, parameters: [idParam('keyId')] } },
+  '/owner/submissions/{id}/files/{fileId}': {
+    get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
+  },
+  '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
+  '/owner/submissions/{id}/spam-mark': {
+    post: { ...form('Mark a message: mark=ham (not spam: a held message is sent) or mark=spam; taught to the filter now within the hourly allowance, later past it'), security: ownerWriteSecurity, parameters: [idParam('id')] },
+  },
+  '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
+
+  '/owner/api/session': {
+    post: {
+      summary: "Use a sign-in link's token: sets the session cookie",
+      requestBody: { required: true, content: json(SessionRequestSchema) },
+      responses: { 200: { description: 'The session', content: json(Session) }, 400: error('Used, expired or forged link'), 403: crossSite, 429: rateLimited },
+    },
+    get: { summary: 'The session: address, expiry, CSRF token', security: ownerSecurity, responses: { 200: { description: 'The session', content: json(Session) }, 401: unauthorized } },
+    delete: { summary: 'Sign out: ends the session on the server', security: ownerWriteSecurity, responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: forbidden } },
+  },
+  '/owner/api/keys': {
+    get: {
+      summary: "The session's keys, and whether the address confirmed it wants its messages",
+      security: ownerSecurity,
+      responses: {
+        200: { description: 'Keys', content: json(v.object({ email: v.string(), mailbox_confirmed: v.boolean(), held: v.pipe(v.number(), v.description('Messages waiting for the confirmation')), keys: v.array(Key) })) },
+        401: unauthorized,
+      },
+    },
+  },
+  '/owner/api/confirm': {
+    post: {
+      summary: "Confirm the address's mailbox (recipient consent) and release its held messages",
+      security: ownerWriteSecurity,
+      responses: { 200: { description: 'How many were released', content: json(v.object({ released: v.number() })) }, 401: unauthorized, 403: forbidden },
+    },
+  },
+  '/owner/api/keys/{keyId}': {
+    patch: {
+      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, label and subject prefix',
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+      requestBody: { required: true, content: json(KeyPatchSchema) },
+      responses: { 200: { description: 'The key', content: json(Key) }, 400: error('Invalid change'), 401: unauthorized, 403: forbidden, 404: notOwned },
+    },
+  },
+  '/owner/api/keys/{keyId}/submissions': {
+    get: {
+      summary: "A key's submissions, newest first, paged by cursor",
+      security: ownerSecurity,
+      parameters: [
+        idParam('keyId'),
+        { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 25 } },
+        { name: 'cursor', in: 'query', schema: { type: 'string' } },
+        { name: 'view', in: 'query', description: 'spam: only the messages held as spam', schema: { type: 'string', enum: ['all', 'spam'], default: 'all' } },
+        ...filterParams,
+      ],
+      responses: { 200: { description: 'A page', content: json(SubmissionPage) }, 400: error('Invalid filter'), 401: unauthorized, 404: notOwned },
+    },
+  },
+  '/owner/api/keys/{keyId}/submissions.csv': {
+    get: { summary: "A key's submissions as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 400: error('Invalid filter'), 401: unauthorized, 404: notOwned } },
+  },
+  '/owner/api/submissions/{id}': {
+    get: { summary: 'One submission with its delivery status', security: ownerSecurity, parameters: [idParam('id')], responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notOwned } },
+    delete: { summary: 'Delete a submission with its files', security: ownerWriteSecurity, parameters: [idParam('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
+  },
+  '/owner/api/submissions/{id}/files/{fileId}': {
+    get: { summary: 'A file, as a download', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notOwned } },
+  },
+  '/owner/api/submissions/{id}/resend': {
+    post: {
+      summary: 'Re-send a failed email through the queue',
+      security: ownerWriteSecurity,
+      parameters: [idParam('id')],
+      responses: { 200: { description: 'The submission, queued again', content: json(Submission) }, 401: unauthorized, 403: forbidden, 404: notOwned, 409: error('The email has not failed') },
+    },
+  },
+  '/owner/api/submissions/{id}/spam-mark': {
+    post: {
+      summary: 'Mark a submission spam or not spam (ham): a held one marked ham is queued and emailed; taught to the filter now within the hourly allowance, later past it',
+      security: ownerWriteSecurity,
+      parameters: [idParam('id')],
+      requestBody: { required: true, content: json(SpamMarkSchema) },
+      responses: {
+        200: {
+          description: 'What the mark did',
+          content: json(
+            v.object({
+              teaching: v.pipe(
+                v.picklist(['taught', 'known', 'capped', 'failed', 'off']),
+                v.description('taught; known: nothing to learn (learned before, or too short); capped: past the key\'s hourly allowance, taught later; failed: filter unavailable, taught later; off: no filter'),
+              ),
+              released: v.pipe(v.boolean(), v.description('A message held as spam is now queued to be emailed')),
+              submission: Submission,
+            }),
+          ),
+        },
+        400: error('Invalid mark'),
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+      },
+    },
+  },
+};

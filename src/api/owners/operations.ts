@@ -1,0 +1,208 @@
+// The owner console's operations, shared by its pages and its JSON API: each takes the session's
+// address and answers undefined for anything that is not that address's (the routes make it a 404).
+import type { Context } from 'koa';
+import { type CaptchaProvider, type EmailStatus, type KeyStatus, type SpamFilterLevel, type Submission, type VerificationKey } from '../../shared/infra/db/entities.ts';
+import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
+import { decodeCursor, deleteSubmissions, deliveryHistories, listSubmissions, submissionFields, submissionFiles, type DeliveryHistory } from '../../shared/submissions/submissions.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AppContext, AppDeps } from '../context.ts';
+import { enqueueCommitted } from '../submissions/enqueue.ts';
+import { errors } from '../errors.ts';
+import { submissionsCsv } from '../admin/export-routes.ts';
+import { confirmMailbox, isConfirmed, mailboxOf } from '../../shared/keys/consent.ts';
+import { heldCount } from '../../shared/owners/owners.ts';
+import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
+import { submissionJob } from '../../shared/infra/queues/jobs.ts';
+import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
+import { loadSubmissionKey } from '../../shared/submissions/data/submissions.ts';
+import { resendSubmission } from '../submissions/resend.ts';
+import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
+
+export const PAGE_SIZE = 25;
+export const MAX_PAGE_SIZE = 100;
+
+export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'>) => ({ id: key.id, ...keyRecord(key, deps.vault) });
+
+/** `history`: given when a page loaded its rows' histories together; read here otherwise. */
+export async function ownerSubmissionRecord(em: EntityManager, submission: Submission, history?: DeliveryHistory) {
+  const files = await submissionFiles(em, submission);
+  return {
+    ...submissionFields(submission, history ?? (await deliveryHistories(em, [submission.id])).get(submission.id)),
+    key_id: submission.key.id,
+    attachments: files.map((file) => ({
+      id: file.id,
+      filename: file.filename,
+      size: file.size,
+      content_type: file.contentType,
+      download: `/owner/submissions/${submission.id}/files/${file.id}`,
+    })),
+  };
+}
+export type OwnerSubmissionRecord = Awaited<ReturnType<typeof ownerSubmissionRecord>>;
+
+export const notFound = () => errors.notFound('Not found.');
+
+export async function listOwnerKeys(deps: AppDeps, email: string) {
+  const em = deps.orm.em.fork();
+  const keys = await listKeys(em, email);
+  return keys.map((key) => ownerKeyRecord(key, deps));
+}
+
+export type OwnerKeyChanges = {
+  status?: KeyStatus;
+  useDomain?: boolean;
+  domains?: unknown[];
+  captcha?: CaptchaProvider | null;
+  spamFilter?: SpamFilterLevel;
+  spamToWebhooks?: boolean;
+  label?: string | null;
+  subjectPrefix?: boolean;
+};
+
+/** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
+export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
+  const em = deps.orm.em.fork();
+  const key = await ownedKey(em, email, keyId);
+  if (!key) return undefined;
+  const updated = await updateKey(em, key.keyHash, {
+    status: changes.status,
+    useDomain: changes.useDomain,
+    domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
+    captcha: changes.captcha,
+    spamFilter: changes.spamFilter,
+    spamToWebhooks: changes.spamToWebhooks,
+    label: changes.label,
+    subjectPrefix: changes.subjectPrefix,
+  });
+  deps.keys.forgetAll();
+  return ownerKeyRecord(updated, deps);
+}
+
+/** A page of the key's submissions, newest first, that pass the filters; `status`: only those (the Spam view: `spam`). */
+export async function ownerSubmissionsPage(
+  deps: AppDeps,
+  email: string,
+  keyId: string,
+  options: { cursor?: string; limit?: number; status?: EmailStatus; filters?: ListFilters },
+) {
+  const em = deps.orm.em.fork();
+  const key = await ownedKey(em, email, keyId);
+  if (!key) return undefined;
+  const after = options.cursor ? decodeCursor(options.cursor) : undefined;
+  if (options.cursor && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
+  const filters = pageQueryOf(options.filters ?? NO_FILTERS);
+  const query = { ...filters, keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status ?? filters.status };
+  const { page, nextCursor } = await listSubmissions(em, query, after);
+  const histories = await deliveryHistories(em, page.map((row) => row.id));
+  const submissions = [];
+  for (const row of page) submissions.push(await ownerSubmissionRecord(em, row, histories.get(row.id) ?? { attempts: [], total: 0 }));
+  return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
+}
+
+export async function getOwnerSubmission(deps: AppDeps, email: string, id: string) {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  return submission ? ownerSubmissionRecord(em, submission) : undefined;
+}
+
+/**
+ * The overview of one of the address's keys (`keyId`), or of all of them with a line per key;
+ * undefined when `keyId` is not the address's.
+ */
+export async function ownerOverview(deps: AppDeps, email: string, keyId?: string) {
+  const em = deps.orm.em.fork();
+  if (keyId !== undefined) {
+    const key = await ownedKey(em, email, keyId);
+    if (!key) return undefined;
+    return { key: ownerKeyRecord(key, deps), keys: [], overview: await overviewOf(em, [key.id]) };
+  }
+  const keys = await listKeys(em, email);
+  const ids = keys.map((key) => key.id);
+  const overview = await overviewOf(em, ids);
+  const lastAt = await lastMessageTimes(em, ids);
+  return {
+    key: null,
+    keys: keys.map((key) => {
+      const counts = overview.perKey.get(key.id);
+      return { ...ownerKeyRecord(key, deps), recent: counts?.recent ?? 0, failed: counts?.failed ?? 0, last_at: lastAt.get(key.id) ?? null };
+    }),
+    overview,
+  };
+}
+
+/** A message of the owner's with its key, for the message's page. */
+export async function ownerSubmissionWithKey(deps: AppDeps, email: string, id: string) {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission) return undefined;
+  await loadSubmissionKey(em, submission);
+  return { key: ownerKeyRecord(submission.key, deps), submission: await ownerSubmissionRecord(em, submission) };
+}
+
+/** Re-sends a failed, bounced or suppressed email through the queue; 409 for any other. */
+export async function resendOwnerSubmission(ctx: AppContext, deps: AppDeps, email: string, id: string) {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission) return undefined;
+  await resendSubmission(ctx, deps, em, submission);
+  ctx.state.log.info({ submissionId: id }, 'owner re-sent a failed email');
+  return getOwnerSubmission(deps, email, id);
+}
+
+/** Deletes the submission's files and row; returns its key's id, or undefined when not the owner's. */
+export async function deleteOwnerSubmission(deps: AppDeps, email: string, id: string): Promise<string | undefined> {
+  const em = deps.orm.em.fork();
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission) return undefined;
+  await deleteSubmissions(em, deps.storage, [id]);
+  return submission.key.id;
+}
+
+/**
+ * Sends a stored file as a download: its stored type, attachment disposition, nosniff and a
+ * sandboxing CSP, so nothing uploaded by a form's visitor ever runs in this origin.
+ */
+export async function sendOwnerFile(ctx: Context, deps: AppDeps, email: string, submissionId: string, fileId: string): Promise<boolean> {
+  const file = await ownedFile(deps.orm.em.fork(), email, submissionId, fileId);
+  if (!file) return false;
+  const body = await deps.storage.download(file.storageKey);
+  ctx.set({ 'Content-Security-Policy': "default-src 'none'; sandbox", 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
+  ctx.attachment(file.filename, { type: 'attachment' }); // sets a type from the name: the stored one follows
+  ctx.set('Content-Type', file.contentType || 'application/octet-stream');
+  ctx.body = body;
+  ctx.length = file.size;
+  return true;
+}
+
+/** The key's messages as CSV: those that pass the list's filters, all without any. */
+export async function sendOwnerCsv(ctx: Context, deps: AppDeps, email: string, keyId: string, filters: ListFilters = NO_FILTERS): Promise<boolean> {
+  const em = deps.orm.em.fork();
+  const key = await ownedKey(em, email, keyId);
+  if (!key) return false;
+  ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
+  ctx.type = 'text/csv; charset=utf-8';
+  ctx.attachment('submissions.csv');
+  ctx.body = await submissionsCsv(em, key.keyHash, pageQueryOf(filters));
+  return true;
+}
+
+/** Whether the address's mailbox confirmed it wants its messages, and how many wait until it does. */
+export async function ownerConsent(deps: AppDeps, email: string) {
+  const em = deps.orm.em.fork();
+  return { mailbox_confirmed: await isConfirmed(em, mailboxOf(email)), held: await heldCount(em, email) };
+}
+
+const ENQUEUE_IN_REQUEST = 200;
+
+/**
+ * Recipient consent from the console: the owner signed in through a link emailed to this address,
+ * the same proof as the confirm link of the key emails. Confirms the mailbox and releases its held
+ * messages (a bounded first part enqueued here; the reconciler enqueues the rest).
+ */
+export async function confirmOwnerMailbox(ctx: AppContext, deps: AppDeps, email: string): Promise<number> {
+  const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(email));
+  deps.keys.forgetAll();
+  for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
+  ctx.state.log.info({ released: released.length }, 'owner confirmed the mailbox');
+  return released.length;
+}

@@ -1,0 +1,85 @@
+// Pieces the OpenAPI document's three parts share (src/api/site/openapi.ts, src/api/owners/openapi.ts,
+// src/api/webhooks/webhooks-openapi.ts): one way to turn a valibot schema into JSON Schema, the error body,
+// the common error responses, path parameters and security requirements.
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { ATTEMPT_OUTCOMES, BOUNCE_TYPES, SPAM_MARKS, SPAM_VERDICTS } from '../../shared/infra/db/entities.ts';
+import { ATTEMPTS_SHOWN } from '../../shared/submissions/submissions.ts';
+
+/** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
+export const jsonSchema = (schema: v.GenericSchema) =>
+  toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
+
+/** A JSON body of this schema, as a request body's or a response's `content`. */
+export const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
+
+/** The error body every JSON refusal carries. */
+export const ErrorBody = v.object({ success: v.literal(false), message: v.string(), errors: v.record(v.string(), v.array(v.string())) });
+export const error = (description: string) => ({ description, content: json(ErrorBody) });
+
+export const unauthorized = error('Not signed in');
+export const forbidden = error('Cross-site, or no or wrong CSRF token');
+/** Another owner's record and one that does not exist get the same answer. */
+export const notOwned = error('Not among your keys (the same for what does not exist)');
+
+/** A uuid in the path, e.g. `{id}`, `{keyId}`. */
+export const idParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', format: 'uuid' } });
+/** A verification key's value in the path: `{key}`. */
+export const keyParam = { name: 'key', in: 'path', required: true, schema: { type: 'string' } };
+
+export const adminSecurity = [{ adminToken: [] }];
+export const ownerSecurity = [{ ownerSession: [] }];
+/** Writes of the owner console: the session cookie and its CSRF token. */
+export const ownerWriteSecurity = [{ ownerSession: [], ownerCsrf: [] }];
+
+/** What came back for an email after the relay took it (src/shared/submissions/submissions.ts bounceRecord). */
+export const BounceDetail = v.object({
+  type: v.pipe(v.picklist(BOUNCE_TYPES), v.description('hard and complaint are final (status bounced, complained); soft and delayed are not')),
+  status: v.pipe(v.nullable(v.string()), v.description('Enhanced status code, e.g. 5.1.1')),
+  diagnostic: v.pipe(v.nullable(v.string()), v.description("The receiving server's words, as the report gives them")),
+  reporting_mta: v.nullable(v.string()),
+  at: v.pipe(v.string(), v.isoTimestamp()),
+});
+export const BounceReport = v.pipe(v.nullable(BounceDetail), v.description('The last report that came back to the return path for this email (null: none)'));
+
+/** The spam filter's verdict and the owner's mark (src/shared/submissions/submissions.ts spamRecord). */
+export const SpamDetail = v.object({
+  verdict: v.pipe(
+    v.nullable(v.picklist(SPAM_VERDICTS)),
+    v.description('spam: held, not emailed (status spam); ham: emailed; unchecked: the filter was down or slow, and the email went out; null: not checked'),
+  ),
+  score: v.pipe(v.nullable(v.number()), v.description("rspamd's score; the key's level sets the score from which it is spam")),
+  reasons: v.pipe(
+    v.array(v.object({ symbol: v.string(), score: v.number(), description: v.optional(v.string()) })),
+    v.description('The rules that raised the score most, strongest first'),
+  ),
+  checked_at: v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+  mark: v.pipe(v.nullable(v.picklist(SPAM_MARKS)), v.description("The owner's mark, taught to the filter")),
+  marked_at: v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+});
+export const SpamVerdictDetail = v.pipe(v.nullable(SpamDetail), v.description('The spam check of this submission (null: never checked nor marked)'));
+
+/** One attempt to send a submission's email (src/shared/submissions/submissions.ts AttemptRecord). */
+export const AttemptDetail = v.object({
+  attempt: v.pipe(v.number(), v.description('Its number within its delivery: from 1 again after a re-send')),
+  at: v.pipe(v.string(), v.isoTimestamp(), v.description('When its outcome was recorded')),
+  outcome: v.pipe(v.picklist(ATTEMPT_OUTCOMES), v.description('sent: the SMTP server accepted it; retrying: refused for now, tried again; failed: refused for good, or retried past the horizon')),
+  response: v.pipe(v.nullable(v.string()), v.description("The SMTP server's reply (250 … when accepted), or the error when none came")),
+  worker: v.pipe(v.string(), v.description('The worker process that made it: host name and process id')),
+});
+
+/** The delivery fields of every submission record, operator's or owner's (src/shared/submissions/submissions.ts submissionFields). */
+export const deliveryFields = {
+  email_attempts: v.pipe(v.number(), v.description('Attempts of the current delivery, counted from its last re-send')),
+  last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, as it replied (null once sent)")),
+  last_attempt_at: v.pipe(v.nullable(v.pipe(v.string(), v.isoTimestamp())), v.description('When the email was last tried (null: not yet)')),
+  next_attempt_at: v.pipe(
+    v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+    v.description('While retrying: when its retry timer ends and it is tried again; a flush brings it forward (null otherwise)'),
+  ),
+  delivery_attempts: v.pipe(
+    v.array(AttemptDetail),
+    v.description(`The delivery history, newest first: every attempt, across re-sends; the latest ${ATTEMPTS_SHOWN} are listed`),
+  ),
+  delivery_attempts_total: v.pipe(v.number(), v.description('How many attempts the history keeps in all')),
+};

@@ -1,0 +1,35 @@
+// Enqueueing from a request, after its row is committed: never holds the request on a Redis outage,
+// and never fails it either. A row left without a job is enqueued later by the reconciler.
+// Concurrent requests share one addBulk per queue (one pipelined round trip); each waits for its own.
+import type { Queue } from 'bullmq';
+import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
+import { groupCommit, type GroupCommit } from '../../shared/infra/group-commit.ts';
+import { enqueueDeliveries } from '../../shared/infra/queues/queues.ts';
+import { RedisUnavailableError } from '../../shared/infra/queues/redis.ts';
+import { type DeliveryJob, type DeliveryRequest } from '../../shared/infra/queues/jobs.ts';
+import { withTimeout } from '../../shared/infra/timeout.ts';
+import type { AppContext, AppDeps } from '../context.ts';
+
+const TIMEOUT_MS = 2_000;
+const batchers = new WeakMap<Queue<DeliveryJob>, GroupCommit<DeliveryRequest>>();
+
+type EnqueueDeps = Pick<AppDeps, 'queue' | 'webhookQueue' | 'redis'>;
+
+function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): GroupCommit<DeliveryRequest> {
+  let batcher = batchers.get(queue);
+  if (!batcher) {
+    batcher = groupCommit<DeliveryRequest>(async (jobs) => {
+      if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
+      await withTimeout(enqueueDeliveries(queue, jobs), TIMEOUT_MS, `enqueue timed out after ${TIMEOUT_MS} ms`);
+    });
+    batchers.set(queue, batcher);
+  }
+  return batcher;
+}
+
+export async function enqueueCommitted(ctx: AppContext, deps: EnqueueDeps, job: DeliveryRequest): Promise<void> {
+  const queue = deliveryKinds[job.name].queue === 'webhook' ? deps.webhookQueue : deps.queue;
+  await batcherFor(queue, deps.redis)(job).catch((error: unknown) =>
+    ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'),
+  );
+}

@@ -1,0 +1,175 @@
+// POST /api/contact-api/ — what happens to a submission, in order:
+// rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
+// → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
+import { v7 as uuidv7 } from 'uuid';
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { createRouter } from '../router.ts';
+import type { ActiveKey } from '../../shared/keys/keys.ts';
+import { keyEmailJob, submissionJob, webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { enqueueCommitted } from './enqueue.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { ApiError } from '../errors.ts';
+import { formCors, preflight } from '../middleware/form-cors.ts';
+import { rateLimit } from '../middleware/rate-limit.ts';
+import { submissionsAccepted, submissionsRejected } from '../../shared/infra/metrics.ts';
+import { admitSubmission, knownAdmission } from './admit.ts';
+import { createConsentMemory } from './consent-memory.ts';
+import { authenticateKey, vouchingKey } from './authenticate.ts';
+import { CAPTCHA_FIELDS, verifyCaptcha } from './captcha.ts';
+import { readSubmissionBody, type SubmissionBody } from './body.ts';
+import { requestDomain } from './domains.ts';
+import { parseSubmissionFields } from './input.ts';
+import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
+import { groupCommit } from '../../shared/infra/group-commit.ts';
+import { saveSubmission, waitForDelivery } from './store.ts';
+import { insertSubmissionRows, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
+
+export const SUBMISSION_PATH = '/api/contact-api/';
+
+export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>): Router<AppState> {
+  const router = createRouter();
+
+  router.options(SUBMISSION_PATH, formCors, preflight);
+
+  const { HONEYPOT_FIELD } = deps.config;
+  const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
+  // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
+  const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
+  // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
+  const consent = createConsentMemory();
+
+  router.post(SUBMISSION_PATH, formCors, countRefusals(limiter), async (ctx) => {
+    // Time-ordered (UUID v7): new rows land at the right edge of the primary-key index instead of
+    // on a random page of it, which keeps inserts cheap as the table grows (npm run bench, 6).
+    const submissionId = uuidv7();
+    let body: SubmissionBody | undefined;
+    let key: ActiveKey | undefined;
+    let saved = false;
+    try {
+      body = await readSubmissionBody(ctx, deps.storage, submissionId);
+      if (isHoneypotFilled(body.fields, HONEYPOT_FIELD)) {
+        // A bot: answer as if accepted, so it learns nothing; keep nothing, send nothing.
+        await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
+        submissionsRejected.inc({ reason: 'honeypot' });
+        respondAccepted(ctx, { id: submissionId, attachments: body.files.length, emailStatus: 'queued' }, undefined);
+        return;
+      }
+      const input = parseSubmissionFields(body.fields, ignoredFields);
+      const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
+      const em = deps.orm.em.fork();
+      key = await authenticateKey(em, deps.keys, input.accessKey, domain);
+      if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
+      const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
+      const activeKey = key;
+      const known = knownAdmission(key, delivery, consent);
+
+      const submission = await saveSubmission(em, {
+        id: submissionId,
+        key,
+        input,
+        files: body.files,
+        clientIp: ctx.state.clientIp,
+        // Kept for the owner's information; the column holds 2,048 characters.
+        origin: (ctx.get('Origin') || ctx.get('Referer') || undefined)?.slice(0, 2048),
+        storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
+        admit: known
+          ? { run: async () => known, writes: false }
+          : { run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR), writes: true },
+        insertRow,
+      });
+      saved = true;
+      if (!known && submission.emailStatus === 'held') consent.rememberHeld(key.mailbox);
+
+      if (submission.emailStatus === 'queued') await enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
+      if (submission.confirmEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
+      for (const id of submission.webhookDeliveryIds) await enqueueCommitted(ctx, deps, webhookJob(id, ctx.state.requestId));
+
+      // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
+      const emailStatus =
+        submission.emailStatus === 'queued' && deps.config.EMAIL_STATUS_WAIT_MS > 0
+          ? await waitForDelivery(em, submission.id, deps.config.EMAIL_STATUS_WAIT_MS)
+          : submission.emailStatus;
+
+      submissionsAccepted.inc();
+      respondAccepted(ctx, { id: submission.id, attachments: body.files.length, emailStatus }, { successUrl: input.successUrl, key });
+    } catch (error) {
+      submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
+      // A refused request leaves nothing behind: the files stored while reading it go too.
+      if (!saved && body?.files.length) await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
+      if (error instanceof ApiError && isBrowserFormPost(ctx)) {
+        const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
+        // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.
+        const voucher = key ?? (await errorUrlVoucher(ctx, deps, body));
+        const target = voucher ? redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, voucher) : DEFAULT_ERROR_PATH;
+        redirect(ctx, withQuery(target, 'error', error.message));
+        return;
+      }
+      throw error;
+    }
+  });
+
+  return router;
+}
+
+/** The shared limiter, its refusals of submissions counted with the other rejected submissions. */
+function countRefusals(limiter: Middleware<AppState>): Middleware<AppState> {
+  return async (ctx, next) => {
+    let admitted = false;
+    try {
+      await limiter(ctx, () => {
+        admitted = true;
+        return next();
+      });
+    } catch (error) {
+      // What the handler threw after the limiter let the request in is counted there.
+      if (!admitted) submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
+      throw error;
+    }
+  };
+}
+
+/** The success answer: JSON, or for a plain HTML form a 303 to its success page. */
+function respondAccepted(
+  ctx: AppContext,
+  accepted: { id: string; attachments: number; emailStatus: string },
+  redirectTo: { successUrl: string | undefined; key: ActiveKey } | undefined,
+): void {
+  if (isBrowserFormPost(ctx)) {
+    const target = redirectTarget(redirectTo?.successUrl, DEFAULT_SUCCESS_PATH, redirectTo?.key);
+    redirect(ctx, withQuery(target, 'submission_id', accepted.id));
+    return;
+  }
+  ctx.body = {
+    success: true,
+    message: 'Message sent successfully.',
+    submission_id: accepted.id,
+    attachments: accepted.attachments,
+    email_status: accepted.emailStatus,
+  };
+}
+
+const isHoneypotFilled = (fields: SubmissionBody['fields'], name: string) =>
+  fields.some(([field, value]) => field === name && value !== undefined && value !== null && value !== '' && value !== false);
+
+/** 303 See Other: the browser follows with a GET. */
+function redirect(ctx: AppContext, location: string): void {
+  ctx.redirect(location);
+  ctx.status = 303;
+}
+
+/** The error came before the key was checked: check it now, for the redirect only. */
+async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
+  const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
+  if (accessKey === undefined) return undefined;
+  return vouchingKey(deps.orm.em.fork(), deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+    ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
+    return undefined;
+  });
+}
+
+async function removeFiles(ctx: AppContext, deps: AppDeps, keys: string[]): Promise<void> {
+  await deps.storage.remove(keys).catch((error: unknown) =>
+    ctx.state.log.error({ err: error, keys }, 'could not delete the files of a refused submission'),
+  );
+}

@@ -1,0 +1,178 @@
+// The webhooks' part of the OpenAPI document (src/api/site/openapi.ts spreads it in): the admin API's,
+// the owner console pages' and the owner JSON API's routes for endpoints and deliveries, and under `webhooks` the request this service
+// POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhooks/webhook-payload.ts builds it).
+import * as v from 'valibot';
+import { EMAIL_STATUSES, WEBHOOK_EVENTS } from '../../shared/infra/db/entities.ts';
+import { MAX_WEBHOOKS } from '../../shared/webhooks/webhooks.ts';
+import { adminSecurity, BounceDetail, SpamDetail, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../site/openapi-parts.ts';
+
+const described = <T extends v.GenericSchema>(schema: T, text: string) => v.pipe(schema, v.description(text));
+
+export const SubmissionCreatedSchema = v.object({
+  type: v.literal('submission.created'),
+  timestamp: described(v.pipe(v.string(), v.isoTimestamp()), 'When this attempt was made'),
+  data: v.object({
+    id: described(v.pipe(v.string(), v.uuid()), 'The submission id (as in the email and the admin API)'),
+    created_at: described(v.pipe(v.string(), v.isoTimestamp()), 'When the submission was accepted'),
+    email: v.string(),
+    subject: v.string(),
+    message: v.string(),
+    fields: described(v.array(v.object({ name: v.string(), value: v.string() })), 'Custom fields, in the order the form sent them'),
+    files: v.array(
+      v.object({
+        name: v.string(),
+        type: described(v.string(), 'The content type the sender declared'),
+        size: described(v.number(), 'Bytes'),
+        sha256: described(v.string(), 'Hex SHA-256 of the stored bytes'),
+        url: described(v.pipe(v.string(), v.url()), 'Presigned download link, valid for LINK_TTL_SECONDS'),
+        url_expires_at: v.pipe(v.string(), v.isoTimestamp()),
+      }),
+    ),
+    spam: described(
+      v.nullable(SpamDetail),
+      "The spam filter's verdict. The event waits up to 60 s for it; null: not checked (the key's filter is off, or the check had not run by then). Held spam reaches a key's webhooks only if the key asks for it (spam_to_webhooks), or once its owner marks it not spam.",
+    ),
+  }),
+});
+
+export const SubmissionBouncedSchema = v.object({
+  type: v.literal('submission.bounced'),
+  timestamp: described(v.pipe(v.string(), v.isoTimestamp()), 'When this attempt was made'),
+  data: v.object({
+    id: described(v.pipe(v.string(), v.uuid()), 'The submission id, as in its submission.created'),
+    created_at: described(v.pipe(v.string(), v.isoTimestamp()), 'When the submission was accepted'),
+    email: v.string(),
+    subject: v.string(),
+    bounce: v.pipe(BounceDetail, v.description('The hard bounce that came back for its notification email')),
+  }),
+});
+
+const Endpoint = v.object({
+  id: v.pipe(v.string(), v.uuid()),
+  url: v.string(),
+  enabled: v.boolean(),
+  consecutive_failures: v.number(),
+  disabled_at: v.nullable(v.string()),
+  created_at: v.string(),
+});
+export const Delivery = v.object({
+  delivery_id: v.pipe(v.string(), v.uuid()),
+  endpoint_id: v.pipe(v.string(), v.uuid()),
+  url: v.string(),
+  submission_id: v.pipe(v.string(), v.uuid()),
+  event: v.picklist(WEBHOOK_EVENTS),
+  status: v.picklist(EMAIL_STATUSES),
+  attempts: v.number(),
+  last_response_code: described(v.nullable(v.number()), 'HTTP status of the last answer; null when none came'),
+  last_error: v.nullable(v.string()),
+  delivered_at: v.nullable(v.string()),
+  created_at: v.string(),
+});
+
+const NewWebhook = { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } }, additionalProperties: false } } };
+const WebhookPatch = { 'application/json': { schema: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } }, additionalProperties: false } } };
+const deliveryQuery = [
+  { name: 'submission', in: 'query', schema: { type: 'string', format: 'uuid' } },
+  { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
+];
+const Resent = v.object({ success: v.literal(true), delivery_id: v.pipe(v.string(), v.uuid()), status: v.literal('queued') });
+const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Redirect to the page' }, 404: { description: 'HTML: not this owner’s' } } });
+
+export const webhookPaths = {
+  '/admin/keys/{key}/webhooks': {
+    get: { summary: "A key's webhook endpoints", security: adminSecurity, parameters: [keyParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } } },
+    post: {
+      summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
+      security: adminSecurity,
+      parameters: [keyParam],
+      requestBody: { required: true, content: NewWebhook },
+      responses: { 201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) }, 400: { description: 'Bad URL, or the key has its maximum' }, 404: { description: 'Unknown key' } },
+    },
+  },
+  '/admin/keys/{key}/webhooks/{id}': {
+    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', security: adminSecurity, parameters: [keyParam, idParam('id')], requestBody: { required: true, content: WebhookPatch }, responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
+    delete: { summary: 'Delete an endpoint and its delivery log', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } } },
+  },
+  '/admin/keys/{key}/webhook-deliveries': {
+    get: {
+      summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
+      security: adminSecurity,
+      parameters: [keyParam],
+      responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) } },
+    },
+  },
+  '/admin/keys/{key}/webhook-deliveries/{id}/resend': {
+    post: { summary: 'Queue a failed delivery again', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 202: { description: 'Queued' }, 404: { description: 'No failed delivery of this key with that id' } } },
+  },
+  '/owner/keys/{keyId}/webhooks': {
+    get: { ...page("Owner console: a key's webhooks and delivery log"), parameters: [idParam('keyId')] },
+    post: { ...page('Owner console: add a webhook (form: url); the answer shows the secret once'), parameters: [idParam('keyId')] },
+  },
+  '/owner/keys/{keyId}/webhooks/{id}': { post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [idParam('keyId'), idParam('id')] } },
+  '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': { post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] } },
+  '/owner/api/keys/{keyId}/webhooks': {
+    get: { summary: "A key's webhook endpoints", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned } },
+    post: {
+      summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+      requestBody: { required: true, content: NewWebhook },
+      responses: {
+        201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) },
+        400: error('Bad URL, or the key has its maximum'),
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+      },
+    },
+  },
+  '/owner/api/keys/{keyId}/webhooks/{id}': {
+    patch: {
+      summary: 'Enable (count of failures reset) or disable an endpoint',
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
+      requestBody: { required: true, content: WebhookPatch },
+      responses: { 200: { description: '{webhook}', content: json(v.object({ webhook: Endpoint })) }, 400: error('Not {enabled: boolean}'), 401: unauthorized, 403: forbidden, 404: notOwned },
+    },
+    delete: { summary: 'Delete an endpoint and its delivery log', security: ownerWriteSecurity, parameters: [idParam('keyId'), idParam('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
+  },
+  '/owner/api/keys/{keyId}/webhook-deliveries': {
+    get: {
+      summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
+      security: ownerSecurity,
+      parameters: [idParam('keyId'), ...deliveryQuery],
+      responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) }, 400: error('Bad query'), 401: unauthorized, 404: notOwned },
+    },
+  },
+  '/owner/api/keys/{keyId}/webhook-deliveries/{id}/resend': {
+    post: {
+      summary: 'Queue a failed delivery again',
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
+      responses: { 202: { description: 'Queued', content: json(Resent) }, 401: unauthorized, 403: forbidden, 404: error('No failed delivery of your key with that id') },
+    },
+  },
+};
+
+/** OpenAPI 3.1 `webhooks`: what an endpoint receives. */
+export const webhookEvents = {
+  'submission.created': {
+    post: {
+      summary: 'A submission was accepted (one request per enabled endpoint of its key)',
+      description:
+        'Signed per Standard Webhooks: webhook-id (the same on every retry of a delivery), webhook-timestamp (Unix seconds) and webhook-signature = "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the base64 part of the endpoint secret (whsec_…). Verify it (e.g. the standardwebhooks package), reject timestamps older than a few minutes, drop repeated webhook-ids. Answer 2xx within 10 s; 408, 429 (Retry-After honoured) and 5xx are retried with exponential backoff for about a day; any other answer fails the delivery. Redirects are not followed.',
+      parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+      requestBody: { required: true, content: json(SubmissionCreatedSchema) },
+      responses: { '2XX': { description: 'Delivered' } },
+    },
+  },
+  'submission.bounced': {
+    post: {
+      summary: "A submission's notification email came back as a hard bounce after the relay took it (one request per enabled endpoint of its key)",
+      description: 'Signed, retried and answered like submission.created.',
+      parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+      requestBody: { required: true, content: json(SubmissionBouncedSchema) },
+      responses: { '2XX': { description: 'Delivered' } },
+    },
+  },
+};

@@ -1,0 +1,68 @@
+// The BullMQ workers of the three queues: their concurrency, locks and retry delays.
+import { Worker, type BackoffStrategy, type Processor, type WorkerOptions } from 'bullmq';
+import type { Config } from '../config.ts';
+import { retryDelay } from '../../submissions/retry-policy.ts';
+import { webhookRetryDelay } from '../../webhooks/delivery-policy.ts';
+import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type DeliveryJob, type HousekeepingJob } from './jobs.ts';
+import { type RedisClient } from './redis.ts';
+
+/** A failed attempt that chose its retry's delay itself, so that its row can say when the retry comes. */
+export type ScheduledRetryError = Error & { retryDelayMs?: number };
+
+/**
+ * A manual rate limit (Queue.rateLimit, used by the SMTP circuit breaker) only holds when the worker
+ * has a limiter: this one is out of reach, so it never limits by itself.
+ */
+const NO_LIMIT = { max: 1_000_000_000_000, duration: 1_000 };
+
+export function createDeliveryWorker(
+  connection: RedisClient,
+  config: Pick<Config, 'QUEUE_PREFIX' | 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>,
+  processor: Processor<DeliveryJob>,
+  options: Omit<WorkerOptions, 'connection' | 'prefix' | 'settings' | 'limiter'>,
+): Worker<DeliveryJob> {
+  // The delay the failed attempt chose and wrote on its row (next_attempt_at), when it chose one.
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error: ScheduledRetryError | undefined) =>
+    error?.retryDelayMs ?? retryDelay(attemptsMade, config);
+  return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    limiter: NO_LIMIT,
+    settings: { backoffStrategy },
+    ...options,
+  });
+}
+
+/** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
+export type RetryAfterError = Error & { retryAfterMs?: number };
+
+export function createWebhookWorker(
+  connection: RedisClient,
+  config: Pick<Config, 'QUEUE_PREFIX' | 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS' | 'WEBHOOK_CONCURRENCY' | 'JOB_LOCK_MS'>,
+  processor: Processor<DeliveryJob>,
+): Worker<DeliveryJob> {
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error) => webhookRetryDelay(attemptsMade, error, config);
+  return new Worker<DeliveryJob>(WEBHOOK_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    settings: { backoffStrategy },
+    concurrency: config.WEBHOOK_CONCURRENCY,
+    lockDuration: config.JOB_LOCK_MS,
+    stalledInterval: config.JOB_LOCK_MS,
+  });
+}
+
+/**
+ * One job at a time per process; the queue's global concurrency of 1 makes it one for the fleet. So
+ * a run held by a dead worker blocks every periodic job until its lock expires and a live worker
+ * takes it back: the lock is JOB_LOCK_MS, as for deliveries, not BullMQ's fixed 30 s.
+ */
+export function createHousekeepingWorker(connection: RedisClient, config: Pick<Config, 'QUEUE_PREFIX' | 'JOB_LOCK_MS'>, processor: Processor<HousekeepingJob>): Worker<HousekeepingJob> {
+  return new Worker<HousekeepingJob>(HOUSEKEEPING_QUEUE, processor, {
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    concurrency: 1,
+    lockDuration: config.JOB_LOCK_MS,
+    stalledInterval: config.JOB_LOCK_MS,
+  });
+}

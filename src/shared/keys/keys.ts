@@ -1,0 +1,228 @@
+// Verification-key rules shared by the API and the operator CLI: creation under the per-address
+// limit, the state transitions, domain lists and the key record shown to operators.
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { CaptchaProvider, KeyEmail, KeyStatus, SpamFilterLevel, VerificationKey } from '../infra/db/entities.ts';
+import type { KeyVault } from '../infra/secrets.ts';
+import { mailboxOf } from './consent.ts';
+import { inTransaction } from '../infra/db/transactions.ts';
+import {
+  countActiveKeys,
+  countUndeletedKeys,
+  findActiveKeyByHash,
+  findKeyByHash,
+  findKeysOfAddress,
+  insertKeyWithEmail,
+  lockMailbox,
+  type ActiveKey,
+} from './data/verification-keys.ts';
+import { insertAllKeysEmail, keyEmailsLastHour, type EmailAllowance } from './data/key-emails.ts';
+
+export const MAX_ACTIVE_KEYS = 10;
+export const MAX_DOMAINS = 20;
+
+/** A rule was broken; `field` names the input it is about. */
+export class KeyRuleError extends Error {
+  override name = 'KeyRuleError';
+  readonly field: string;
+  readonly code: 'limit' | 'invalid' | 'not_found' | 'email_cap';
+  constructor(code: KeyRuleError['code'], field: string, message: string) {
+    super(message);
+    this.code = code;
+    this.field = field;
+  }
+}
+
+/** Addresses compare case-insensitively, so they are stored normalised. */
+export const normaliseEmail = (email: string) => email.trim().toLowerCase();
+
+const HOST_LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** A host name such as `example.com`: no scheme, path, port or wildcard. Returns it lower-cased. */
+export function parseDomain(input: string): string | undefined {
+  const domain = input.trim().toLowerCase().replace(/\.$/, '');
+  if (domain.length === 0 || domain.length > 253) return undefined;
+  return domain.split('.').every((label) => HOST_LABEL.test(label)) ? domain : undefined;
+}
+
+export function parseDomains(inputs: unknown[]): string[] {
+  if (inputs.length > MAX_DOMAINS) throw new KeyRuleError('invalid', 'domains', `At most ${MAX_DOMAINS} domains.`);
+  const domains = inputs.map((input) => {
+    const domain = typeof input === 'string' ? parseDomain(input) : undefined;
+    if (!domain) {
+      throw new KeyRuleError('invalid', 'domains', `Not a host name: ${JSON.stringify(input)?.slice(0, 100)}. Give names such as example.com, without scheme, path or port.`);
+    }
+    return domain;
+  });
+  return [...new Set(domains)];
+}
+
+export { lockMailbox, type ActiveKey, type EmailAllowance };
+
+/** The key that may authenticate a submission: known and active (one indexed query, on every submission). */
+export const findActiveKey = (em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> => findActiveKeyByHash(em, vault.hash(key));
+
+/**
+ * At most `perHour` emails of one allowance to one mailbox per hour, whatever spelling of the
+ * address asked (checked under the mailbox's lock).
+ */
+export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour: number, allowance: EmailAllowance): Promise<void> {
+  const row = await keyEmailsLastHour(tx, mailbox, allowance);
+  if (row && row.sent >= perHour) {
+    throw new EmailCapError(Math.max(1, row.retry_after ?? 3600));
+  }
+}
+
+export class EmailCapError extends KeyRuleError {
+  readonly retryAfterSeconds: number;
+  constructor(retryAfterSeconds: number) {
+    super('email_cap', 'email', 'Too many emails to this address. Please try again later.');
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+/**
+ * Creates a key and the row of its email in one transaction. The limit counts every key of the
+ * address that is not deleted (a disabled key can be enabled again), and is checked before the
+ * email cap, so the 11th key gets the spec's limit error; the mailbox's advisory lock makes the
+ * count-then-insert safe under concurrency.
+ */
+export async function generateKey(
+  em: EntityManager,
+  vault: KeyVault,
+  request: { email: string; domains?: string[]; emailsPerHour: number },
+): Promise<{ key: VerificationKey; keyValue: string; activeKeys: number; keyEmail: KeyEmail }> {
+  const email = normaliseEmail(request.email);
+  const mailbox = mailboxOf(email);
+  const domains = request.domains ?? [];
+  return inTransaction(em, async (tx) => {
+    await lockMailbox(tx, mailbox);
+    const held = await countUndeletedKeys(tx, email);
+    if (held >= MAX_ACTIVE_KEYS) {
+      throw new KeyRuleError('limit', 'email', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`);
+    }
+    await checkEmailCap(tx, mailbox, request.emailsPerHour, 'key-emails');
+    const keyValue = randomUUID();
+    const { key, keyEmail } = await insertKeyWithEmail(tx, {
+      keyHash: vault.hash(keyValue),
+      keyEncrypted: vault.encrypt(keyValue),
+      email,
+      mailbox,
+      useDomain: domains.length > 0,
+      domains,
+    });
+    const activeKeys = await countActiveKeys(tx, email);
+    return { key, keyValue, activeKeys, keyEmail };
+  });
+}
+
+/** Records an email listing every active key of the address; none when it has no active key. */
+export async function requestAllKeysEmail(
+  em: EntityManager,
+  request: { email: string; emailsPerHour: number },
+): Promise<{ activeKeys: number; keyEmail: KeyEmail | undefined }> {
+  const email = normaliseEmail(request.email);
+  const mailbox = mailboxOf(email);
+  return inTransaction(em, async (tx) => {
+    await lockMailbox(tx, mailbox);
+    await checkEmailCap(tx, mailbox, request.emailsPerHour, 'key-emails');
+    const activeKeys = await countActiveKeys(tx, email);
+    if (activeKeys === 0) return { activeKeys, keyEmail: undefined };
+    const keyEmail = await insertAllKeysEmail(tx, email, mailbox);
+    return { activeKeys, keyEmail };
+  });
+}
+
+export const listKeys = (em: EntityManager, email: string) => findKeysOfAddress(em, normaliseEmail(email));
+
+/** Which state may follow which: active ↔ disabled; either → deleted, which is final. */
+const TRANSITIONS: Record<KeyStatus, KeyStatus[]> = {
+  active: ['disabled', 'deleted'],
+  disabled: ['active', 'deleted'],
+  deleted: [],
+};
+
+export type KeyChanges = {
+  status?: KeyStatus;
+  useDomain?: boolean;
+  domains?: string[];
+  captcha?: CaptchaProvider | null;
+  spamFilter?: SpamFilterLevel;
+  spamToWebhooks?: boolean;
+  /** The owner's name for the key; null or blank removes it. */
+  label?: string | null;
+  subjectPrefix?: boolean;
+};
+
+/** A key label's longest length, in characters: a page title's or a subject prefix's worth. */
+export const KEY_LABEL_MAX = 100;
+
+/** A label as stored: trimmed, null when blank; one line of at most KEY_LABEL_MAX characters, or a KeyRuleError. */
+export function parseLabel(label: string | null): string | null {
+  const trimmed = (label ?? '').trim();
+  if (trimmed === '') return null;
+  // One line: it goes into page titles and, if the owner asks, into email subjects (a header).
+  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(trimmed)) throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
+  if ([...trimmed].length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
+  return trimmed;
+}
+
+/** Changes the key whose lookup index is `keyHash` (KeyVault.hash of its value). */
+export async function updateKey(em: EntityManager, keyHash: string, changes: KeyChanges): Promise<VerificationKey> {
+  return inTransaction(em, async (tx) => {
+    const key = await findKeyByHash(tx, keyHash);
+    if (!key) throw new KeyRuleError('not_found', 'key', 'Unknown key.');
+    const current: KeyStatus = key.status;
+    if (changes.status && changes.status !== current) {
+      if (!TRANSITIONS[current].includes(changes.status)) {
+        throw new KeyRuleError('invalid', 'status', `A ${current} key cannot become ${changes.status}.`);
+      }
+      key.status = changes.status;
+    } else if (
+      current === 'deleted' &&
+      (changes.useDomain !== undefined || changes.domains !== undefined || changes.captcha !== undefined ||
+        changes.spamFilter !== undefined || changes.spamToWebhooks !== undefined || changes.label !== undefined || changes.subjectPrefix !== undefined)
+    ) {
+      throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
+    }
+    if (changes.captcha !== undefined) key.captcha = changes.captcha;
+    if (changes.label !== undefined) key.label = parseLabel(changes.label);
+    if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
+    if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
+    if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
+    if (changes.domains !== undefined) key.domains = changes.domains;
+    if (changes.useDomain !== undefined) key.useDomain = changes.useDomain;
+    else if (changes.domains !== undefined) key.useDomain = changes.domains.length > 0;
+    if (key.useDomain && key.domains.length === 0) {
+      throw new KeyRuleError('invalid', 'domains', 'A key restricted to domains needs at least one domain.');
+    }
+    return key;
+  });
+}
+
+/**
+ * Why a key's value is missing from its record: its sealed copy does not open under this SECRET.
+ * Every process refuses to start with another SECRET than the data's (secret-check.ts), so this is
+ * one damaged or foreign row, shown as such rather than failing the whole list.
+ */
+export const KEY_UNAVAILABLE = 'key unavailable: its stored copy does not open under this SECRET (sealed under another one, or damaged), so it cannot be shown';
+
+/** The key record as operators see it (API and CLI); `key` is null, and `key_unavailable` says why, when it cannot be read. */
+export function keyRecord(key: VerificationKey, vault: KeyVault) {
+  const value = vault.tryDecrypt(key.keyEncrypted);
+  return {
+    key: value ?? null,
+    label: key.label ?? null,
+    subject_prefix: key.subjectPrefix,
+    ...(value === undefined ? { key_unavailable: KEY_UNAVAILABLE } : {}),
+    status: key.status,
+    email: key.email,
+    use_domain: key.useDomain,
+    domains: key.domains,
+    captcha: key.captcha ?? null,
+    spam_filter: key.spamFilter,
+    spam_to_webhooks: key.spamToWebhooks,
+    created_at: key.createdAt.toISOString(),
+    updated_at: key.updatedAt.toISOString(),
+  };
+}

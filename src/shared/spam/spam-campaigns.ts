@@ -1,0 +1,54 @@
+// Spam campaigns across owners: one spam text sent to many forms. Each owner's mark stores the
+// message's fingerprint (./campaign-fingerprint.ts) with the owner's mailbox: a vote. A message
+// near-identical to what the owners of CAMPAIGN_MAILBOXES different mailboxes marked spam is held for
+// every other key too (src/workers/spam/spam-check.ts), unless its own owner marked such a message not
+// spam. Votes count by mailbox, so one owner (all their keys, every spelling of their address) is
+// one vote however often they mark; a mark reversed to not spam is no longer a spam vote. Votes are
+// kept CAMPAIGN_VOTE_DAYS (deleted by the retention job): campaigns come and go within days.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { SpamMark } from '../infra/db/entities.ts';
+import { campaignFingerprint, MATCHING, type Fingerprint } from './campaign-fingerprint.ts';
+import { deleteVotesOlderThan, upsertVote, votesOnText } from './data/spam-campaign-votes.ts';
+
+/** Different mailboxes whose owners marked a text spam before it is held for everyone. */
+export const CAMPAIGN_MAILBOXES = 3;
+/** How long a mark counts as a vote. */
+export const CAMPAIGN_VOTE_DAYS = 30;
+
+/** The votes on a checked message's text. */
+export type CampaignVotes = {
+  /** Other mailboxes whose owners marked a near-identical message spam. */
+  otherMailboxes: number;
+  /** The checked key's own mailbox marked one spam, or not spam. */
+  ownSpam: boolean;
+  ownHam: boolean;
+};
+
+/**
+ * Records (or, on a reversal, turns over) the vote of the owner's mark on a submission: one row per
+ * submission, refreshed by each mark. A message too short for a fingerprint has no vote.
+ */
+export async function recordCampaignVote(tx: EntityManager, vote: { submissionId: string; mailbox: string; mark: SpamMark; message: string }): Promise<void> {
+  const fingerprint = campaignFingerprint(vote.message);
+  if (!fingerprint) return;
+  await upsertVote(tx, { submissionId: vote.submissionId, mailbox: vote.mailbox, mark: vote.mark, fingerprint });
+}
+
+/**
+ * The votes on messages near-identical to `fingerprint` (MATCHING of its values agree, position by
+ * position), for a key of `mailbox`: one indexed statement.
+ */
+export async function campaignVotes(em: EntityManager, mailbox: string, fingerprint: Fingerprint): Promise<CampaignVotes> {
+  const row = await votesOnText(em, mailbox, fingerprint, CAMPAIGN_VOTE_DAYS, MATCHING);
+  return { otherMailboxes: row?.others ?? 0, ownSpam: row?.own_spam ?? false, ownHam: row?.own_ham ?? false };
+}
+
+/** Whether the votes hold the message: enough mailboxes marked it spam, and its own owner never said not spam. */
+export function isCampaign(votes: CampaignVotes): boolean {
+  return !votes.ownHam && votes.otherMailboxes + (votes.ownSpam ? 1 : 0) >= CAMPAIGN_MAILBOXES;
+}
+
+/** Retention: votes older than CAMPAIGN_VOTE_DAYS no longer count. */
+export async function deleteOldCampaignVotes(em: EntityManager): Promise<void> {
+  await deleteVotesOlderThan(em, CAMPAIGN_VOTE_DAYS);
+}

@@ -1,0 +1,46 @@
+// The notification email for a submission: a plain-text and an HTML part, from
+// src/workers/delivery/templates/submission.*.njk (the HTML part escapes everything by default).
+// The sender chooses field names and values: a field called `From`, or a value with line breaks,
+// must not pass for a line of ours. Our lines sit at the left margin, above everything the sender
+// wrote; in the text part the sender's text is indented (every line) and names kept on one line.
+import type { Submission } from '../../shared/infra/db/entities.ts';
+import { oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
+import type { FileInEmail } from './attachments.ts';
+import { renderEmail, type RenderedEmail } from './email-templates.ts';
+
+export type { RenderedEmail } from './email-templates.ts';
+
+/** What the email shows of a submission. */
+export type SubmissionForEmail = Pick<Submission, 'id' | 'email' | 'message' | 'subject' | 'customFields' | 'createdAt'>;
+
+export function renderSubmissionEmail(submission: SubmissionForEmail, files: FileInEmail[], linkTtlSeconds = 0): RenderedEmail {
+  const fields = submission.customFields.map(([rawName, rawValue]) => {
+    const [name, value] = [oneLine(rawName), withoutBidiControls(rawValue)];
+    return { name, value, text: indented(`${name}: ${value}`) };
+  });
+  const message = withoutBidiControls(submission.message);
+  const label = ({ file }: FileInEmail) => `${oneLine(file.filename)} (${file.contentType}, ${file.size} bytes)`;
+  return renderEmail('submission', withoutBidiControls(submission.subject), {
+    from: submission.email,
+    id: submission.id,
+    received: submission.createdAt.toISOString(),
+    fields,
+    message,
+    message_text: indented(message),
+    files: files.map((entry) => ({
+      label: label(entry),
+      link: entry.link ?? '',
+      text: indented(`- ${label(entry)}${entry.link ? `\n  ${entry.link}` : ''}`),
+    })),
+    link_note: files.some((entry) => entry.link)
+      ? `The files are too large to attach; the links stay valid for ${Math.round((linkTtlSeconds / 86400) * 10) / 10} days.`
+      : '',
+  });
+}
+
+/** Every line two spaces in: the sender's text, set apart from the lines of the service. */
+const indented = (value: string) =>
+  value
+    .split(/\r\n|[\n\r\u2028\u2029]/)
+    .map((line) => `  ${line}`)
+    .join('\n');

@@ -1,0 +1,154 @@
+// Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
+// claim the row, send, record the outcome (../../shared/submissions/data/delivery-status.ts). Both tables share the delivery columns.
+import { UnrecoverableError, type Job } from 'bullmq';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type Mail from 'nodemailer/lib/mailer/index.js';
+import type { Logger } from '../../shared/infra/log.ts';
+import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
+import type { MailTransport } from '../../shared/infra/mail.ts';
+import type { SentRecorder } from './sent-recorder.ts';
+import { deliveryKinds, type DeliveryKindName, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
+import type { ScheduledRetryError } from '../../shared/infra/queues/workers.ts';
+import { COMPLAINT_SUPPRESSION } from '../../shared/bounces/suppression.ts';
+import {
+  describeSendError,
+  isFinalFailure,
+  isPermanentSmtpFailure,
+  isSmtpServerFailure,
+  retryDelay,
+  type RetryBackoff,
+} from '../../shared/submissions/retry-policy.ts';
+import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import type { ReturnPaths } from '../../shared/bounces/return-path.ts';
+import { HeldAsSpamError } from '../spam/spam-check.ts';
+
+export type SendOutcome = 'sent' | 'not-claimable' | 'suppressed' | 'spam';
+
+/** What the send step needs of the configuration. */
+export type SendSettings = {
+  /** A claim older than this belongs to a worker that died mid-send; the row may be claimed again. */
+  claimLeaseMs: number;
+  /** Unset: no limit; the horizon alone ends the retries. */
+  maxAttempts: number | undefined;
+  /** A temporary failure of a row older than this makes it `failed`. */
+  retryHorizonMs: number;
+  /** With BOUNCE_DOMAIN: each email's own envelope sender (VERP), so what comes back finds its row. */
+  returnPaths: ReturnPaths | undefined;
+  /** The retry timer after a temporary failure, chosen here so that the row can say when it ends. */
+  backoff: RetryBackoff;
+  /** This process in the delivery history. */
+  worker: string;
+};
+
+export type SendContext = SendSettings & {
+  em: EntityManager;
+  transport: MailTransport;
+  recorder: SentRecorder;
+  log: Logger;
+};
+
+/**
+ * A failure that will be retried. `smtp`: the SMTP server refused or could not be reached (not
+ * storage, not the database). `retryDelayMs`: the timer its job gets (the row's next_attempt_at).
+ */
+export class TemporaryDeliveryError extends Error implements ScheduledRetryError {
+  override name = 'TemporaryDeliveryError';
+  readonly smtp: boolean;
+  readonly retryDelayMs: number;
+  constructor(reason: string, smtp: boolean, retryDelayMs: number) {
+    super(reason);
+    this.smtp = smtp;
+    this.retryDelayMs = retryDelayMs;
+  }
+}
+
+/** Thrown while building a message that must not be attempted: the row becomes `suppressed`. */
+export class SuppressedError extends Error {
+  override name = 'SuppressedError';
+}
+
+/** The row's mailbox complained: nothing more is sent to it until its owner signs in. */
+export const suppressedByComplaint = () => new SuppressedError(COMPLAINT_SUPPRESSION);
+
+/** A claimed row: its attempt number and what the claim loaded with it. */
+export type Claimed<Row> = { attempt: number; row: Row };
+
+/** The plain claim (claimRow), for emails that load their row themselves. */
+export function claimOnly(context: SendContext, kind: KindsIn<'email'>, id: string): () => Promise<Claimed<undefined> | undefined> {
+  return async () => {
+    const attempt = await claimRow(context.em, kind, id, context.claimLeaseMs);
+    return attempt === undefined ? undefined : { attempt, row: undefined };
+  };
+}
+
+export async function sendTracked<Row>(
+  context: SendContext,
+  kind: KindsIn<'email'>,
+  id: string,
+  job: Job,
+  claim: () => Promise<Claimed<Row> | undefined>,
+  /** `spam`: a submission's verdict, recorded with its `sent`. */
+  buildMessage: (row: Row) => Promise<{ message: Mail.Options; release?: () => void; spam?: SpamResult | undefined }>,
+): Promise<SendOutcome> {
+  const label = { kind: deliveryKinds[kind].metricLabel };
+  // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
+  // claimable too: its job only runs again when an operator retries it on the queue dashboard
+  // (nothing was sent for it, so nothing is sent twice).
+  const claimed = await claim();
+  if (claimed === undefined) {
+    deliveries.inc({ ...label, outcome: 'not-claimable' });
+    return 'not-claimable';
+  }
+  const { attempt } = claimed;
+
+  let release: (() => void) | undefined;
+  let spam: SpamResult | undefined;
+  let accepted: { messageId: string; response: string };
+  try {
+    const built = await buildMessage(claimed.row);
+    release = built.release;
+    spam = built.spam;
+    accepted = await context.transport.sendMail(withReturnPath(context, kind, id, built.message));
+  } catch (error) {
+    if (error instanceof SuppressedError) {
+      await recordSuppressed(context.em, kind, id, error.message);
+      deliveries.inc({ ...label, outcome: 'suppressed' });
+      context.log.info({ table: deliveryKinds[kind].table, id, reason: error.message }, 'not attempted: the mailbox is suppressed');
+      return 'suppressed';
+    }
+    if (error instanceof HeldAsSpamError) {
+      // Its status is written with the verdict (../spam/spam-check.ts).
+      deliveries.inc({ ...label, outcome: 'spam' });
+      return 'spam';
+    }
+    const reason = describeSendError(error);
+    // The delay BullMQ's backoff would pick for this retry (it takes this one, see createDeliveryWorker).
+    const retryDelayMs = retryDelay(job.attemptsMade + 1, context.backoff);
+    const status = await recordFailure(context.em, kind, id, {
+      final: isFinalFailure(isPermanentSmtpFailure(error), job),
+      retryHorizonMs: context.retryHorizonMs,
+      maxAttempts: context.maxAttempts,
+      reason,
+      retry: { delayMs: retryDelayMs, worker: context.worker },
+    });
+    const finalAttempt = status !== 'retrying';
+    deliveries.inc({ ...label, outcome: finalAttempt ? 'failed' : 'retry' });
+    if (!finalAttempt) deliveryRetries.inc(label);
+    context.log.warn({ table: deliveryKinds[kind].table, id, attempt, finalAttempt, reason }, 'delivery failed');
+    throw finalAttempt ? new UnrecoverableError(reason) : new TemporaryDeliveryError(reason, isSmtpServerFailure(error), retryDelayMs);
+  } finally {
+    release?.();
+  }
+  // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
+  // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
+  const sent = await context.recorder.markSent(kind, id, { messageId: accepted.messageId, response: accepted.response, spam });
+  deliveries.inc({ ...label, outcome: 'sent' });
+  if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
+  return 'sent';
+}
+
+/** The row's own envelope sender when BOUNCE_DOMAIN is set; From and Reply-To stay as they are. */
+function withReturnPath(context: SendContext, kind: DeliveryKindName, id: string, message: Mail.Options): Mail.Options {
+  if (!context.returnPaths || kind === 'webhook' || typeof message.to !== 'string') return message;
+  return { ...message, envelope: { from: context.returnPaths.address(kind, id), to: message.to } };
+}

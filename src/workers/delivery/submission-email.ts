@@ -1,0 +1,57 @@
+// The submission job: the notification email to the key's owner.
+import type { Job } from 'bullmq';
+import type { Attachment } from '../../shared/infra/db/entities.ts';
+import { findAttachments } from '../../shared/submissions/data/attachments.ts';
+import type { DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
+import { prepareFiles } from './attachments.ts';
+import { renderSubmissionEmail } from './render-submission.ts';
+import type { SubmissionClaimer } from './submission-claims.ts';
+import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
+import { submissionSuppression } from '../../shared/bounces/suppression.ts';
+import { sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
+import type { SpamChecker } from '../spam/spam-check.ts';
+
+/** What the submission email needs of the configuration. */
+export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
+
+export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker };
+
+export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
+  const { submissionId } = job.data;
+  const claim = async () => {
+    const claimed = await context.claimSubmission(submissionId);
+    return claimed && { attempt: claimed.attempt, row: claimed.submission };
+  };
+  return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
+    if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
+    const suppressed = submissionSuppression(submission);
+    if (suppressed) throw new SuppressedError(suppressed);
+    // Most submissions carry no file: their email skips the attachments query.
+    const stored: Attachment[] =
+      submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submissionId);
+    // Held as spam: throws, and nothing is sent.
+    const spam = await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
+    const files = await prepareFiles(stored, context.storage, {
+      attachMaxBytes: context.attachMaxBytes,
+      linkTtlSeconds: context.linkTtlSeconds,
+    });
+    // The key's label first, if its owner asked: one inbox, several forms told apart at a glance.
+    const subject = submission.subjectLabel ? `[${submission.subjectLabel}] ${submission.subject}` : submission.subject;
+    const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds);
+    return {
+      message: {
+        from: context.mailFrom,
+        to: submission.keyEmail,
+        replyTo: submission.email,
+        subject: email.subject,
+        text: email.text,
+        html: email.html,
+        attachments: files.attachments,
+        messageId: messageIdFor('submission', submissionId, context.mailFrom),
+      },
+      release: files.release,
+      spam,
+    };
+  });
+}

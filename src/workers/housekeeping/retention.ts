@@ -1,0 +1,55 @@
+// Housekeeping of stored submissions, run by one scheduled job: submissions past their time go, in
+// batches, with their attachment rows and stored files, and their bytes come off their key's
+// storage quota. What is past its time:
+// - with RETENTION_DAYS, every delivered (or finished) submission older than that;
+// - always, held submissions older than HELD_TTL_DAYS (their address never confirmed), and skipped
+//   submissions of unconfirmed mailboxes older than UNCONFIRMED_SKIPPED_TTL_DAYS (recipient consent);
+// - always, the consent allowance counters of past hours;
+// - always, expired owner console sessions and sign-in links;
+// - always, spam campaign votes older than CAMPAIGN_VOTE_DAYS.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Logger } from '../../shared/infra/log.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
+import { deleteSubmissions } from '../../shared/submissions/submissions.ts';
+import { deleteExpiredOwnerTokens } from '../../shared/owners/owners.ts';
+import { deleteOldCampaignVotes } from '../../shared/spam/spam-campaigns.ts';
+import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
+import { deleteOldAllowances } from '../../shared/keys/data/mailbox-consent.ts';
+import { findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/data/submissions.ts';
+
+const BATCH = 500;
+/** One run deletes at most this many batches of each kind; the next run continues. */
+const MAX_BATCHES = 100;
+
+export type RetentionPolicy = { retentionDays: number | undefined; heldTtlDays: number; unconfirmedSkippedTtlDays: number };
+
+export async function applyRetention(em: EntityManager, storage: Storage, log: Logger, policy: RetentionPolicy): Promise<number> {
+  const rules: Array<{ reason: string; which: ExpiringSubmissions; days: number | undefined }> = [
+    { reason: 'retention', which: 'settled', days: policy.retentionDays },
+    { reason: 'held expired', which: 'held', days: policy.heldTtlDays },
+    { reason: 'unconfirmed skipped expired', which: 'unconfirmed skipped', days: policy.unconfirmedSkippedTtlDays },
+  ];
+  let deleted = 0;
+  for (const rule of rules) {
+    if (rule.days === undefined) continue;
+    const count = await deleteOlderThan(em, storage, rule.which, rule.days);
+    if (count) log.info({ deleted: count, days: rule.days, reason: rule.reason }, 'deleted old submissions');
+    deleted += count;
+  }
+  await deleteOldAllowances(em);
+  await deleteOldTeachings(em);
+  await deleteOldCampaignVotes(em);
+  await deleteExpiredOwnerTokens(em);
+  return deleted;
+}
+
+async function deleteOlderThan(em: EntityManager, storage: Storage, which: ExpiringSubmissions, days: number): Promise<number> {
+  let deleted = 0;
+  for (let batch = 0; batch < MAX_BATCHES; batch++) {
+    const ids = await findExpiredIds(em, which, days, BATCH);
+    if (ids.length === 0) break;
+    await deleteSubmissions(em, storage, ids);
+    deleted += ids.length;
+  }
+  return deleted;
+}

@@ -1,0 +1,116 @@
+// The spam check of a submission before its email is sent: the filter's score against the key's
+// level decides whether the email is sent or the submission is held as `spam` (kept, shown in the
+// owner's Spam view, sent when the owner says it is not spam). A held one is written at once; any
+// other verdict rides on the `sent` write (recordSent), so an attempt that fails is checked again
+// on the next one.
+// The filter never costs mail: down, slow (SPAM_CHECK_TIMEOUT_MS) or answering nonsense, the
+// email is sent and the submission marked `unchecked`. After FAILURES_TO_PAUSE failures in a row,
+// checks pause for PAUSE_MS, so that a filter that hangs does not add its timeout to every email.
+// A filter that is alive but busy must not count as slow: a burst would then go out unchecked.
+// So each worker sends at most SPAM_CHECKS_IN_FLIGHT checks at once, the rest wait their turn here
+// (delivery slows down, nothing skips the check), and the timeout runs from when a check is sent.
+// Alongside the filter's check, one indexed query asks whether owners of CAMPAIGN_MAILBOXES
+// mailboxes marked a near-identical message spam (../../shared/spam/spam-campaigns.ts): such a campaign is
+// held whatever the filter's score, with the reason FORM_CAMPAIGN. That query failing costs nothing
+// but the campaign's verdict: the filter's stands.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import pLimit from 'p-limit';
+import { campaignFingerprint } from '../../shared/spam/campaign-fingerprint.ts';
+import type { SpamFilterLevel } from '../../shared/infra/db/entities.ts';
+import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
+import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
+import type { SpamFilter, SpamSample, SpamScan } from '../../shared/spam/spam-filter.ts';
+import { spamSampleOf } from '../../shared/spam/samples.ts';
+import { awaitsSpamCheck, decideSpam } from '../../shared/spam/verdict.ts';
+
+const FAILURES_TO_PAUSE = 5;
+const PAUSE_MS = 30_000;
+
+export type SpamCheckSettings = {
+  /** Unset: no filter configured (or SPAM_FILTER=off): nothing is checked. */
+  filter: SpamFilter | undefined;
+  timeoutMs: number;
+  /** Checks this worker has sent and not had answered, at most; more wait their turn. */
+  inFlight: number;
+  /** The score from which a submission is spam, by key level. */
+  thresholds: Record<Exclude<SpamFilterLevel, 'off'>, number>;
+  mailFrom: string;
+};
+
+/** Thrown instead of sending: the submission is now `spam`. */
+export class HeldAsSpamError extends Error {
+  override name = 'HeldAsSpamError';
+}
+
+/** Throws HeldAsSpamError, or answers the verdict to record with `sent` (undefined: not checked, the filter is off). */
+export type SpamChecker = (em: EntityManager, submission: ClaimedSubmission, filenames: string[], log: Logger) => Promise<SpamResult | undefined>;
+
+export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
+  let failuresInARow = 0;
+  let pausedUntil = 0;
+  const turn = pLimit(settings.inFlight);
+
+  /** Sends one check (unless checks were paused while it waited its turn), counting failures in a row. */
+  async function checkNow(filter: SpamFilter, sample: SpamSample, log: Logger): Promise<SpamScan | undefined> {
+    if (Date.now() < pausedUntil) return undefined;
+    try {
+      const answer = await filter.check(sample, settings.timeoutMs);
+      failuresInARow = 0;
+      return answer;
+    } catch (error) {
+      failuresInARow += 1;
+      if (failuresInARow >= FAILURES_TO_PAUSE) {
+        pausedUntil = Date.now() + PAUSE_MS;
+        failuresInARow = 0;
+        log.warn({ pauseMs: PAUSE_MS }, 'the spam filter failed repeatedly: emails go out unchecked for a while');
+      }
+      throw error;
+    }
+  }
+
+  return async (em, submission, filenames, log) => {
+    const { filter } = settings;
+    const level = submission.spamFilter;
+    // A verdict already recorded (a re-send) stands; the owner's "not spam" is final.
+    if (!filter || level === 'off' || !awaitsSpamCheck(submission)) return undefined;
+    // Asked at once, answered while the filter checks: no wait of its own.
+    const campaign = campaignCheck(em, submission, log);
+    let scan: SpamScan | undefined;
+    if (Date.now() >= pausedUntil) {
+      const started = performance.now();
+      try {
+        scan = await turn(() => checkNow(filter, spamSampleOf(submission, filenames, settings.mailFrom), log));
+      } catch (error) {
+        log.warn({ err: error, submissionId: submission.id }, 'spam check failed: the email is sent unchecked');
+      } finally {
+        // The email's wait for its verdict, its turn included.
+        spamCheckDuration.observe((performance.now() - started) / 1000);
+      }
+    }
+    const votes = await campaign;
+    const decided = decideSpam(scan, votes !== undefined && isCampaign(votes) ? votes : undefined, settings.thresholds[level]);
+    const { verdict, campaign: held } = decided;
+    scan = decided.scan;
+    spamChecks.inc({ verdict });
+    if (verdict === 'spam') {
+      await recordSpamVerdict(em, submission.id, verdict, scan);
+      log.info({ submissionId: submission.id, score: scan?.score, level, campaign: held }, 'held as spam');
+      throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
+    }
+    return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };
+  };
+}
+
+/** The campaign votes on the submission's text; undefined when it is too short to tell, or the query failed. */
+async function campaignCheck(em: EntityManager, submission: ClaimedSubmission, log: Logger): Promise<CampaignVotes | undefined> {
+  const fingerprint = campaignFingerprint(submission.message);
+  if (!fingerprint || !submission.keyMailbox) return undefined;
+  try {
+    return await campaignVotes(em, submission.keyMailbox, fingerprint);
+  } catch (error) {
+    log.warn({ err: error, submissionId: submission.id }, "spam campaign check failed: the filter's verdict stands");
+    return undefined;
+  }
+}

@@ -1,0 +1,152 @@
+// The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks. Claimed and
+// recorded like an email (../../shared/submissions/data/delivery-status.ts); the receiver's answer decides: 2xx delivered; 408,
+// 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
+// else, a refused address among it, fails at once. A failure counts against the endpoint, which is
+// disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
+import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { Webhook } from 'standardwebhooks';
+import { AddressRefusedError, type AddressPolicy } from '../../shared/webhooks/address-guard.ts';
+import type { Submission } from '../../shared/infra/db/entities.ts';
+import { findDeliveryToSend } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
+import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
+import { keyEmailJob, type DeliveryJob, type DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import { type RetryAfterError } from '../../shared/infra/queues/workers.ts';
+import type { KeyVault } from '../../shared/infra/secrets.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
+import { recordEndpointOutcome } from '../../shared/webhooks/webhooks.ts';
+import { isFinalFailure } from '../../shared/submissions/retry-policy.ts';
+import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../../shared/webhooks/delivery-policy.ts';
+import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/submissions/data/delivery-status.ts';
+import type { SendOutcome } from '../delivery/send.ts';
+import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
+import { buildPayload, StaleEventError } from './webhook-payload.ts';
+
+/** What webhook delivery needs of the configuration. */
+export type WebhookSettings = {
+  timeoutMs: number;
+  retryHorizonMs: number;
+  disableAfter: number;
+  claimLeaseMs: number;
+  linkTtlSeconds: number;
+  policy: AddressPolicy;
+  /** Whether the workers check submissions for spam: a `submission.created` event then waits for the verdict it carries. */
+  spamFilterOn: boolean;
+};
+
+export { SPAM_VERDICT_WAIT_MS } from '../../shared/webhooks/delivery-policy.ts';
+const SPAM_VERDICT_POLL_MS = 2_000;
+
+export type WebhookContext = WebhookSettings & {
+  em: EntityManager;
+  storage: Storage;
+  vault: KeyVault;
+  /** The email queue, for the owner's "webhook switched off" email. */
+  emailQueue: Queue<DeliveryJob>;
+  log: Logger;
+  /** The job's lock token: a job that waits for its submission's spam verdict is moved back to delayed with it. */
+  token: string | undefined;
+};
+
+const label = { kind: deliveryKinds.webhook.metricLabel };
+
+export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJobs['webhook']>): Promise<SendOutcome> {
+  const { em } = context;
+  const id = job.data.deliveryId;
+  const attempt = await claimRow(em, 'webhook', id, context.claimLeaseMs);
+  if (attempt === undefined) {
+    deliveries.inc({ ...label, outcome: 'not-claimable' });
+    return 'not-claimable';
+  }
+  const delivery = await findDeliveryToSend(em, id);
+  const { endpoint } = delivery;
+  let answer: WebhookAnswer | undefined;
+  let failure: WebhookFailure;
+  try {
+    if (!endpoint.enabled) throw new DisabledEndpointError('the webhook is disabled; enable it and re-send');
+    if (delivery.event === 'submission.created') {
+      const { submission } = delivery;
+      const spam = webhookSpamGate(
+        context.spamFilterOn,
+        {
+          keyFilter: submission.key.spamFilter,
+          spamToWebhooks: submission.key.spamToWebhooks,
+          spamVerdict: submission.spamVerdict,
+          spamMark: submission.spamMark,
+          emailStatus: submission.emailStatus,
+          createdAt: submission.createdAt,
+        },
+        Date.now(),
+      );
+      if (spam === 'wait' && context.token) {
+        // Not an attempt: the row goes back to `queued`, the job runs again shortly.
+        await releaseClaim(em, 'webhook', id);
+        await job.moveToDelayed(Date.now() + SPAM_VERDICT_POLL_MS, context.token);
+        throw new DelayedError();
+      }
+      if (spam === 'skip') {
+        await recordSkipped(em, id, 'held as spam: this key sends no spam to its webhooks (marking it not spam sends it)');
+        deliveries.inc({ ...label, outcome: 'spam' });
+        return 'spam';
+      }
+    }
+    const body = JSON.stringify(await buildPayload(em, context.storage, delivery.event, delivery.submission, context.linkTtlSeconds));
+    const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${id}`;
+    const now = new Date();
+    const headers = {
+      'webhook-id': webhookId,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': new Webhook(context.vault.decrypt(endpoint.secretSealed)).sign(webhookId, now, body),
+    };
+    answer = await postWebhook(endpoint.url, body, headers, { timeoutMs: context.timeoutMs, policy: context.policy });
+    if (answer.status >= 200 && answer.status < 300) {
+      const sent = await recordDelivered(em, id, answer.status);
+      await recordEndpointOutcome(em, endpoint.id, true, context.disableAfter);
+      deliveries.inc({ ...label, outcome: 'sent' });
+      if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
+      return 'sent';
+    }
+    failure = judgeWebhookAnswer(answer);
+  } catch (error) {
+    if (error instanceof DelayedError) throw error;
+    failure = {
+      reason: String((error as Error).message ?? error).slice(0, 2000),
+      // A refused address or a disabled endpoint will not change by waiting.
+      permanent: error instanceof AddressRefusedError || error instanceof DisabledEndpointError || error instanceof StaleEventError,
+      counts: !(error instanceof DisabledEndpointError || error instanceof StaleEventError),
+    };
+  }
+  const status = await recordFailure(em, 'webhook', id, {
+    final: isFinalFailure(failure.permanent, job),
+    retryHorizonMs: context.retryHorizonMs,
+    maxAttempts: undefined,
+    reason: failure.reason,
+    responseCode: answer?.status ?? null,
+  });
+  context.log.warn({ id, attempt, status, reason: failure.reason }, 'webhook delivery failed');
+  if (status === 'failed') {
+    deliveries.inc({ ...label, outcome: 'failed' });
+    if (failure.counts) await countFailure(context, endpoint.id);
+    throw new UnrecoverableError(failure.reason);
+  }
+  deliveries.inc({ ...label, outcome: 'retry' });
+  deliveryRetries.inc(label);
+  const retry: RetryAfterError = new Error(failure.reason);
+  if (failure.retryAfterMs !== undefined) retry.retryAfterMs = failure.retryAfterMs;
+  throw retry;
+}
+
+class DisabledEndpointError extends Error {}
+
+/** The endpoint's failure count; when this failure disables it, the owner's email goes out (or the reconciler sends it). */
+async function countFailure(context: WebhookContext, endpointId: string): Promise<void> {
+  const { disabledEmailId } = await recordEndpointOutcome(context.em, endpointId, false, context.disableAfter);
+  if (!disabledEmailId) return;
+  context.log.warn({ endpointId }, 'webhook disabled after consecutive failures');
+  await enqueueDelivery(context.emailQueue, keyEmailJob(disabledEmailId)).catch((error: unknown) =>
+    context.log.warn({ err: error }, 'enqueue failed; left for the reconciler'),
+  );
+}

@@ -1,0 +1,37 @@
+// Runs each job of the webhook queue. Like the email processor, a map from job name to a handler
+// typed by its payload; no SMTP breaker here: one receiver's outage is that endpoint's own.
+import type { Job, Queue } from 'bullmq';
+import type { MikroORM } from '../../shared/infra/db/orm.ts';
+import { deliveryKinds, isDeliveryKind, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import type { DeliveryJob, DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import type { KeyVault } from '../../shared/infra/secrets.ts';
+import type { Storage } from '../../shared/infra/storage.ts';
+import type { SendOutcome } from '../delivery/send.ts';
+import { deliverWebhook, type WebhookContext, type WebhookSettings } from './deliver-webhook.ts';
+
+type WebhookJobName = KindsIn<'webhook'>;
+
+export type WebhookProcessorDeps = {
+  orm: MikroORM;
+  storage: Storage;
+  vault: KeyVault;
+  emailQueue: Queue<DeliveryJob>;
+  settings: WebhookSettings;
+  log: Logger;
+};
+
+const handlers: { [N in WebhookJobName]: (context: WebhookContext, job: Job<DeliveryJobs[N]>) => Promise<SendOutcome> } = {
+  webhook: deliverWebhook,
+};
+
+const isWebhookJob = (name: string): name is WebhookJobName => isDeliveryKind(name) && deliveryKinds[name].queue === 'webhook';
+
+export function createWebhookProcessor(deps: WebhookProcessorDeps) {
+  return async (job: Job<DeliveryJob>, token?: string): Promise<SendOutcome> => {
+    if (!isWebhookJob(job.name)) throw new Error(`unknown job ${job.name}`);
+    const log = deps.log.child({ job: job.name, jobId: job.id, requestId: job.data.requestId });
+    const context: WebhookContext = { ...deps.settings, em: deps.orm.em.fork(), storage: deps.storage, vault: deps.vault, emailQueue: deps.emailQueue, log, token };
+    return handlers[job.name](context, job as Job<DeliveryJobs[WebhookJobName]>);
+  };
+}
