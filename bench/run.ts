@@ -42,8 +42,36 @@ const nodeFlags = option('node-flags')?.split(/\s+/).filter(Boolean) ?? [];
 const runs = (scenario: number) => !only || only.includes(scenario);
 
 const S: Settings = quick
-  ? { warmupMs: 1_000, measureMs: 3_000, repeats: 1, backlog: 1_000, deliveryWarmup: 1_000, deliveryRepeats: 1, workerCounts: [1, 2], uploadClients: 5, bigEmails: 100, growthRows: 100_000, drainCapMs: 60_000, kills: 4, dsns: 2_000 }
-  : { warmupMs: 3_000, measureMs: 6_000, repeats: 2, backlog: 5_000, deliveryWarmup: 5_000, deliveryRepeats: 3, workerCounts: [1, 2, 4], uploadClients: 20, bigEmails: 1_000, growthRows: 1_000_000, drainCapMs: 90_000, kills: 12, dsns: 10_000 };
+  ? {
+      warmupMs: 1_000,
+      measureMs: 3_000,
+      repeats: 1,
+      backlog: 1_000,
+      deliveryWarmup: 1_000,
+      deliveryRepeats: 1,
+      workerCounts: [1, 2],
+      uploadClients: 5,
+      bigEmails: 100,
+      growthRows: 100_000,
+      drainCapMs: 60_000,
+      kills: 4,
+      dsns: 2_000,
+    }
+  : {
+      warmupMs: 3_000,
+      measureMs: 6_000,
+      repeats: 2,
+      backlog: 5_000,
+      deliveryWarmup: 5_000,
+      deliveryRepeats: 3,
+      workerCounts: [1, 2, 4],
+      uploadClients: 20,
+      bigEmails: 1_000,
+      growthRows: 1_000_000,
+      drainCapMs: 90_000,
+      kills: 12,
+      dsns: 10_000,
+    };
 if (workerCounts) S.workerCounts = workerCounts;
 const deliveryRepeats = option('delivery-repeats');
 if (deliveryRepeats) S.deliveryRepeats = Math.max(1, Number(deliveryRepeats) || 1);
@@ -119,7 +147,7 @@ try {
   }
 } catch (error) {
   exitCode = 1;
-  notes.push(`run failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+  notes.push(`run failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
 } finally {
   printReport(run, machine, exitCode !== 0);
 }

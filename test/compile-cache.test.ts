@@ -72,7 +72,7 @@ describe('the compile cache', () => {
     expect(scripts['start:worker']).toMatch(new RegExp(`node ${PRELOAD} (--\\S+ )*src/workers/main.ts`));
   });
 
-  it('is preloaded by `npm start` and the benchmark too, which take the start scripts\' flags with the preload as a file URL', () => {
+  it("is preloaded by `npm start` and the benchmark too, which take the start scripts' flags with the preload as a file URL", () => {
     const preload = `--import=${pathToFileURL(path.resolve('src/shared/infra/compile-cache.mjs')).href}`;
     expect(deployedNodeFlags('start:api')).toEqual([preload]);
     expect(deployedNodeFlags('start:worker')).toEqual([preload, '--max-semi-space-size=4']);

@@ -120,7 +120,17 @@ describe('docker-compose.yml', () => {
       expect(value, name).not.toBe('');
       expect(parsed, `${name} is not a variable of src/shared/infra/config.ts`).toHaveProperty(name);
     }
-    for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'SMTP_URL', 'ADMIN_TOKEN', 'PUBLIC_URL']) {
+    for (const name of [
+      'DATABASE_URL',
+      'REDIS_URL',
+      'S3_ENDPOINT',
+      'S3_BUCKET',
+      'S3_ACCESS_KEY_ID',
+      'S3_SECRET_ACCESS_KEY',
+      'SMTP_URL',
+      'ADMIN_TOKEN',
+      'PUBLIC_URL',
+    ]) {
       expect(env, name).toHaveProperty(name);
     }
     expect(parsed).toMatchObject({ PORT: 3000, HOST: '0.0.0.0', S3_FORCE_PATH_STYLE: true, PUBLIC_URL: 'http://localhost:3000' });
@@ -248,7 +258,9 @@ describe('Dockerfile', () => {
   it('fills the compile cache at build time as the user that runs the processes (its entries are per user id)', async () => {
     const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
     const user = dockerfile.search(/^USER node\s*$/m);
-    const fill = dockerfile.search(/^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts src\/bounces\/main\.ts;[^]*--import=\.\/src\/shared\/infra\/compile-cache\.mjs/m);
+    const fill = dockerfile.search(
+      /^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts src\/bounces\/main\.ts;[^]*--import=\.\/src\/shared\/infra\/compile-cache\.mjs/m,
+    );
     expect(user).toBeGreaterThan(0);
     expect(fill).toBeGreaterThan(user);
   });

@@ -59,10 +59,10 @@ describe('loadConfig', () => {
     ['RATE_LIMIT_IPV6_PREFIX', '129', 'must be at most 128'],
     ['RATE_LIMIT_IPV6_PREFIX', '0', 'must be at least 1'],
     ['SPAM_FILTER_URL', 'ftp://127.0.0.1:11333', 'must start with http://, https:// or unix:/'],
-    ['SPAM_FILTER_URL', 'unix:run/rspamd.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
-    ['SPAM_FILTER_URL', 'unix://run/rspamd.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
-    ['SPAM_FILTER_URL', `unix:/${'a'.repeat(107)}`, 'unix: takes a socket\'s absolute path of at most 107 bytes'],
-    ['SPAM_FILTER_URL', 'unix:/run/50%zz.sock', 'unix: takes a socket\'s absolute path of at most 107 bytes'],
+    ['SPAM_FILTER_URL', 'unix:run/rspamd.sock', "unix: takes a socket's absolute path of at most 107 bytes"],
+    ['SPAM_FILTER_URL', 'unix://run/rspamd.sock', "unix: takes a socket's absolute path of at most 107 bytes"],
+    ['SPAM_FILTER_URL', `unix:/${'a'.repeat(107)}`, "unix: takes a socket's absolute path of at most 107 bytes"],
+    ['SPAM_FILTER_URL', 'unix:/run/50%zz.sock', "unix: takes a socket's absolute path of at most 107 bytes"],
   ])('names %s when it is %j', (name, value, reason) => {
     expect(() => loadConfig({ ...VALID, [name]: value })).toThrow(`${name}: ${reason}`);
   });

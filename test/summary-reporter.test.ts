@@ -15,7 +15,10 @@ afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true 
  * Runs vitest in a directory of its own with the given test files (globals on, so they import
  * nothing); `projects`, when given, splits them into projects as vitest.config.ts does.
  */
-function runVitest(files: Record<string, string>, projects?: Array<{ name: string; include: string[]; exclude?: string[] }>): Promise<{ code: number | null; output: string }> {
+function runVitest(
+  files: Record<string, string>,
+  projects?: Array<{ name: string; include: string[]; exclude?: string[] }>,
+): Promise<{ code: number | null; output: string }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'cfs-reporter-'));
   dirs.push(dir);
   for (const [name, source] of Object.entries(files)) {
@@ -27,11 +30,15 @@ function runVitest(files: Record<string, string>, projects?: Array<{ name: strin
   const selection = projects ? `projects: ${JSON.stringify(projects.map((test) => ({ extends: true, test })))}` : `include: ['test/**/*.test.ts']`;
   writeFileSync(path.join(dir, 'vitest.config.mjs'), `export default { test: { ${selection}, globals: true, reporters: [${JSON.stringify(reporter)}] } };\n`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--root', dir, '--config', path.join(dir, 'vitest.config.mjs')], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(VITEST|TINYPOOL)/.test(name))),
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', '--root', dir, '--config', path.join(dir, 'vitest.config.mjs')],
+      {
+        cwd: dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(VITEST|TINYPOOL)/.test(name))),
+      },
+    );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -24,7 +24,14 @@ async function startStack(dataDir: string): Promise<Stack> {
   const port = await freePort();
   // The tour posts faster than a person would; the default limit is one POST per 3 s per address.
   // WEBHOOK_ALLOW as the tour in docs/getting-started.md has it: its webhook receiver runs on this machine.
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100', WEBHOOK_ALLOW: '127.0.0.1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_MAX: '100',
+    WEBHOOK_ALLOW: '127.0.0.1',
+  };
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'SMTP_URL', 'PUBLIC_URL']) delete env[name];
   const child = spawn(process.execPath, [path.join(ROOT, 'src/local/start.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
@@ -67,7 +74,12 @@ async function mailWith(stack: Stack, subject: RegExp): Promise<Mail> {
 
 /** Visitors who write after the tour's own message. */
 const VISITORS = [
-  { email: 'bruno.costa@example.net', subject: 'Quote for 40 units', message: 'Hello, could you quote 40 units delivered to Porto before March?', company: 'Costa & Filhos' },
+  {
+    email: 'bruno.costa@example.net',
+    subject: 'Quote for 40 units',
+    message: 'Hello, could you quote 40 units delivered to Porto before March?',
+    company: 'Costa & Filhos',
+  },
   { email: 'chen.wei@example.org', message: 'Is the large size back in stock? I would order two.' },
   { email: 'dalia@example.com', subject: 'Opening hours on Saturday', message: 'Are you open this Saturday afternoon?' },
 ];

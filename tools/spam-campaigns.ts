@@ -98,7 +98,9 @@ try {
     const text = n % 2 ? `${messages[n % messages.length]!.text} ${word()}` : Array.from({ length: 30 }, word).join(' ');
     const fingerprint = campaignFingerprint(text);
     if (!fingerprint) continue;
-    rows.push(`(gen_random_uuid(), 'owner${n % MAILBOXES}@example.test', 'spam', '{${fingerprint.hashes.join(',')}}', '{${fingerprint.bands.join(',')}}', now() - random() * interval '30 days')`);
+    rows.push(
+      `(gen_random_uuid(), 'owner${n % MAILBOXES}@example.test', 'spam', '{${fingerprint.hashes.join(',')}}', '{${fingerprint.bands.join(',')}}', now() - random() * interval '30 days')`,
+    );
     stored += 1;
     if (rows.length === 5_000 || stored === VOTES) await em.execute(`insert into spam_campaign_votes values ${rows.splice(0).join(',')}`);
   }

@@ -83,7 +83,7 @@ function asSubmission(mail: ParsedMail): LabelledMessage | undefined {
   const list = mail.headers.get('list') as Record<string, unknown> | undefined;
   const fromList = Boolean(list?.id || list?.post) || mail.headers.has('mailing-list') || mail.headers.has('x-mailing-list');
   let subject = (mail.subject ?? '').replace(/[\r\n]+/g, ' ');
-  for (let before = ''; before !== subject; ) {
+  for (let before = ''; before !== subject;) {
     before = subject;
     subject = subject.replace(/^\s*(re|fwd?|aw)\s*(\[\d+\])?\s*:\s*/i, '');
     if (fromList) subject = subject.replace(/^\s*\[[^\]]{1,40}\]\s*/, '');
@@ -105,13 +105,18 @@ function withoutQuotes(text: string): string {
     if (/(wrote|writes|said)\s*:\s*$/i.test(line)) return !(quoted(lines[index + 1]) || (!lines[index + 1]?.trim() && quoted(lines[index + 2])));
     return true;
   });
-  return kept.join('\n').replace(/\n{3,}/g, '\n\n').trim();
+  return kept
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 }
 
 /** The text up to a mailing list's footer, looked for in its last 2,000 characters. */
 function withoutListFooter(text: string): string {
   const tailStart = Math.max(0, text.length - 2_000);
-  const footer = text.slice(tailStart).search(/^.*(sf\.net email is sponsored|mailing list|Yahoo! Groups|unsubscribe|listinfo|Irish Linux Users|xent\.com).*$/im);
+  const footer = text
+    .slice(tailStart)
+    .search(/^.*(sf\.net email is sponsored|mailing list|Yahoo! Groups|unsubscribe|listinfo|Irish Linux Users|xent\.com).*$/im);
   return (footer < 0 ? text : text.slice(0, tailStart + footer)).replace(/[-_=\s]+$/, '').trim();
 }
 
@@ -151,7 +156,11 @@ async function evaluate(seed: number): Promise<{ scores: Scores; hardTaught: num
     };
     const scores: Scores = new Map();
     for (const [who, owner] of WHO) {
-      scores.set(who, { spam: await scoresFor(filter, tested.spam, owner), ham: await scoresFor(filter, tested.ham, owner), hard: await scoresFor(filter, tested.hard, owner) });
+      scores.set(who, {
+        spam: await scoresFor(filter, tested.spam, owner),
+        ham: await scoresFor(filter, tested.ham, owner),
+        hard: await scoresFor(filter, tested.hard, owner),
+      });
     }
     return { scores, hardTaught: ham.slice(0, TAUGHT).filter((message) => message.kind === 'hard').length };
   } finally {
@@ -182,7 +191,11 @@ console.log(
   `${TAUGHT} + ${TAUGHT} marks taught by one owner${count('hard') ? ` (hard ham among the ham taught: ${hardTaught.toFixed(0)} on average)` : ''}; never taught and checked: ` +
     `${kinds.map((kind) => `${first[kind].length} ${KIND_NAMES[kind]}`).join(', ')}; ${SHUFFLES.length} shuffles.`,
 );
-console.log(`\nHeld at the default levels (${Object.entries(SPAM_LEVELS).map(([level, from]) => `${level} from ${from}`).join(', ')}), ${kinds.map((kind) => KIND_NAMES[kind]).join(' / ')}: the mean, then each shuffle`);
+console.log(
+  `\nHeld at the default levels (${Object.entries(SPAM_LEVELS)
+    .map(([level, from]) => `${level} from ${from}`)
+    .join(', ')}), ${kinds.map((kind) => KIND_NAMES[kind]).join(' / ')}: the mean, then each shuffle`,
+);
 for (const [who] of WHO) {
   for (const [level, from] of Object.entries(SPAM_LEVELS)) {
     const each = runs.map((run) => kinds.map((kind) => shown(kind, held(run.scores.get(who)![kind], from))).join(' / '));
@@ -192,6 +205,12 @@ for (const [who] of WHO) {
 console.log(`\nThe curve: held from each score, means of the shuffles (${kinds.map((kind) => KIND_NAMES[kind]).join(' / ')})`);
 console.log(`  ${'from'.padEnd(5)} ${WHO.map(([who]) => who.padEnd(32)).join(' ')}`);
 for (const from of CURVE) {
-  console.log(`  ${String(from).padEnd(5)} ${WHO.map(([who]) => kinds.map((kind) => shown(kind, meanHeld(who, kind, from))).join(' / ').padEnd(32)).join(' ')}`);
+  console.log(
+    `  ${String(from).padEnd(5)} ${WHO.map(([who]) =>
+      kinds
+        .map((kind) => shown(kind, meanHeld(who, kind, from)))
+        .join(' / ')
+        .padEnd(32),
+    ).join(' ')}`,
+  );
 }
-

@@ -15,7 +15,10 @@ export function sampleEmail(id = randomUUID()) {
     email: BENCH_SENDER,
     message: BENCH_MESSAGE,
     subject: `New contact form submission from ${BENCH_SENDER}`,
-    customFields: [['name', 'Ada Lovelace'], ['company', 'Analytical Engines Ltd']],
+    customFields: [
+      ['name', 'Ada Lovelace'],
+      ['company', 'Analytical Engines Ltd'],
+    ],
     createdAt: new Date(),
   } as unknown as Submission;
   return renderSubmissionEmail(submission, []);

@@ -21,7 +21,15 @@ type Sent = { count: number; seconds: number; p50: number; p99: number; refused:
 
 /** Sends each report over a pool of CONNECTIONS connections, one message in flight on each. */
 async function sendReports(port: number, reports: Array<{ to: string; raw: string }>): Promise<Omit<Sent, 'busy'>> {
-  const transport = createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity });
+  const transport = createTransport({
+    host: '127.0.0.1',
+    port,
+    secure: false,
+    ignoreTLS: true,
+    pool: true,
+    maxConnections: CONNECTIONS,
+    maxMessages: Infinity,
+  });
   const latencies: number[] = [];
   let refused = 0;
   let next = 0;
@@ -79,11 +87,20 @@ export async function bounces(ctx: Ctx): Promise<void> {
   const scenario = `8 Bounces (${S.dsns.toLocaleString('en-US')} DSNs over ${CONNECTIONS} connections)`;
   await resetState(ctx);
 
-  const floor = await spawnNode({ name: 'floor-receiver', script: 'bench/floor/smtp-receiver.ts', env: {}, readyPattern: /floor smtp listening \d+/, nodeArgs: flagsFor(ctx, 'floor-receiver') });
+  const floor = await spawnNode({
+    name: 'floor-receiver',
+    script: 'bench/floor/smtp-receiver.ts',
+    env: {},
+    readyPattern: /floor smtp listening \d+/,
+    nodeArgs: flagsFor(ctx, 'floor-receiver'),
+  });
   let baseline: Sent;
   try {
     const port = Number(/floor smtp listening (\d+)/.exec(floor.output())![1]);
-    const reports = Array.from({ length: warmup + S.dsns }, (_, index) => ({ to: `r${index}@${BOUNCE_DOMAIN}`, raw: dsn({ to: `r${index}@${BOUNCE_DOMAIN}` }) }));
+    const reports = Array.from({ length: warmup + S.dsns }, (_, index) => ({
+      to: `r${index}@${BOUNCE_DOMAIN}`,
+      raw: dsn({ to: `r${index}@${BOUNCE_DOMAIN}` }),
+    }));
     baseline = await measure(floor, port, reports, warmup, ctx, 'floor receiver');
     log(`bounces floor: ${(baseline.count / baseline.seconds).toFixed(0)} DSNs/s`);
   } finally {
@@ -116,11 +133,21 @@ export async function bounces(ctx: Ctx): Promise<void> {
   const { rows: counted } = await ctx.sql.query<{ n: string }>(`select count(*) as n from submissions where email_status = 'bounced'`);
   const bounced = Number(counted[0]!.n);
   if (bounced !== reports.length) notes.push(`bounces: ${bounced} of ${reports.length} submissions ended bounced`);
-  for (const [side, sent] of [['service', service], ['floor', baseline]] as const) {
+  for (const [side, sent] of [
+    ['service', service],
+    ['floor', baseline],
+  ] as const) {
     if (sent.refused) notes.push(`bounces ${side}: ${sent.refused} DSNs refused`);
   }
   rows.push(
-    { scenario, metric: 'DSNs/s', service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'DSNs/s', target: { kind: '>=', value: 500 } },
+    {
+      scenario,
+      metric: 'DSNs/s',
+      service: service.count / service.seconds,
+      baseline: baseline.count / baseline.seconds,
+      unit: 'DSNs/s',
+      target: { kind: '>=', value: 500 },
+    },
     { scenario, metric: 'reply to a DSN p50', service: service.p50, baseline: baseline.p50, unit: 'ms' },
     { scenario, metric: 'reply to a DSN p99', service: service.p99, baseline: baseline.p99, unit: 'ms' },
     { scenario, metric: 'CPU busy', service: service.busy * 100, baseline: baseline.busy * 100, unit: '%' },

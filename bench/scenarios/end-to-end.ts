@@ -47,7 +47,9 @@ export async function endToEnd(ctx: Ctx): Promise<void> {
         const missing = answered.size - delays.length;
         const waited = now() - Math.min(...answered.values());
         for (let n = 0; n < missing; n += 1) delays.push(waited);
-        notes.push(`${title}: ${missing} of ${answered.size} emails had not arrived after ${S.drainCapMs / 1000} s; counted at that age, so its figures are lower bounds`);
+        notes.push(
+          `${title}: ${missing} of ${answered.size} emails had not arrived after ${S.drainCapMs / 1000} s; counted at that age, so its figures are lower bounds`,
+        );
       }
       delays.sort((a, b) => a - b);
       return { p50: percentile(delays, 0.5), p99: percentile(delays, 0.99), rps: load.rps };

@@ -21,8 +21,22 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
   intakeRows(ctx, scenario, service!, floor!);
   ctx.rows.push(
     // The confirmed path is the baseline: a new key's first hour must not be a cliff.
-    { scenario: '1 Intake JSON, unconfirmed mailbox', metric: 'throughput', service: unconfirmed!.rps, baseline: service!.rps, unit: 'req/s', target: { kind: 'ratio>=', value: 0.8 } },
-    { scenario: '1 Intake JSON, unconfirmed mailbox', metric: 'latency p99', service: unconfirmed!.p99, baseline: service!.p99, unit: 'ms', target: { kind: 'ratio<=', value: 2 } },
+    {
+      scenario: '1 Intake JSON, unconfirmed mailbox',
+      metric: 'throughput',
+      service: unconfirmed!.rps,
+      baseline: service!.rps,
+      unit: 'req/s',
+      target: { kind: 'ratio>=', value: 0.8 },
+    },
+    {
+      scenario: '1 Intake JSON, unconfirmed mailbox',
+      metric: 'latency p99',
+      service: unconfirmed!.p99,
+      baseline: service!.p99,
+      unit: 'ms',
+      target: { kind: 'ratio<=', value: 2 },
+    },
     { scenario: '1 Intake JSON vs PK-only floor', metric: 'throughput', service: service!.rps, baseline: pkOnlyFloor!.rps, unit: 'req/s' },
     { scenario: '1 Intake JSON vs PK-only floor', metric: 'latency p99', service: service!.p99, baseline: pkOnlyFloor!.p99, unit: 'ms' },
     // Machine time per accepted row at saturation (all cores): the schema's indexes, trigger and

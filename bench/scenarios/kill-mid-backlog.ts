@@ -47,7 +47,9 @@ export async function killMidBacklog(ctx: Ctx): Promise<void> {
       await exited;
       await stopReporting(ctx, worker, scenario);
       // Rows claimed by this worker (after the previous kill) and never recorded; no worker runs now.
-      const { rows: [held] } = await ctx.sql.query<{ n: number; at: Date }>(
+      const {
+        rows: [held],
+      } = await ctx.sql.query<{ n: number; at: Date }>(
         `select count(*)::int as n, now() as at from submissions where email_status = 'sending' and claimed_at > coalesce($1::timestamptz, '-infinity')`,
         [lastKillAt],
       );
@@ -71,7 +73,9 @@ export async function killMidBacklog(ctx: Ctx): Promise<void> {
     const { rows: left } = await ctx.sql.query<{ email_status: string; n: number }>(
       `select email_status, count(*)::int as n from submissions where email_status <> 'sent' group by 1`,
     );
-    notes.push(`7: only ${sent} of ${count} rows sent within ${S.drainCapMs / 1000} s; the rest: ${left.map((row) => `${row.n} ${row.email_status}`).join(', ')}`);
+    notes.push(
+      `7: only ${sent} of ${count} rows sent within ${S.drainCapMs / 1000} s; the rest: ${left.map((row) => `${row.n} ${row.email_status}`).join(', ')}`,
+    );
   }
   // The window itself, seen from outside the worker: from the sink's 250 to the row's `sent_at`
   // (the start of the UPDATE's transaction in PostgreSQL), for the messages accepted once.
@@ -95,17 +99,21 @@ async function sentWindowFromOutside(ctx: Ctx, accepted: Arrival[]): Promise<{ p
   const { rows: sent } = await ctx.sql.query<{ id: string; sent_ms: string }>(
     `select 'submission-' || id as id, extract(epoch from sent_at) * 1000 as sent_ms from submissions where email_status = 'sent'`,
   );
-  const gaps = sent.flatMap((row) => {
-    const at = once.get(row.id);
-    return at === undefined ? [] : [Number(row.sent_ms) - at];
-  }).sort((a, b) => a - b);
+  const gaps = sent
+    .flatMap((row) => {
+      const at = once.get(row.id);
+      return at === undefined ? [] : [Number(row.sent_ms) - at];
+    })
+    .sort((a, b) => a - b);
   return { p50: percentile(gaps, 0.5), p99: percentile(gaps, 0.99) };
 }
 
 /** Polls until `count` rows are `sent` or the deadline passes; returns how many are. */
 async function waitForAllSent(ctx: Ctx, count: number, deadline: number): Promise<number> {
   for (;;) {
-    const { rows: [row] } = await ctx.sql.query<{ n: number }>(`select count(*)::int as n from submissions where email_status = 'sent'`);
+    const {
+      rows: [row],
+    } = await ctx.sql.query<{ n: number }>(`select count(*)::int as n from submissions where email_status = 'sent'`);
     if (row!.n >= count || Date.now() >= deadline) return row!.n;
     await sleep(200);
   }

@@ -50,10 +50,19 @@ export async function memory(ctx: Ctx): Promise<void> {
   const baseline = await mailLoop(ctx, '5 baseline loop, 5 MB attached', 1, count, { extraEnv: { ATTACH_KEY: key }, watchRss: true });
   log(`memory baseline loop: peak RSS ${(baseline.peakRss / MB).toFixed(0)} MB, ${(baseline.count / baseline.seconds).toFixed(0)} emails/s`);
   const service = await serviceDrain(ctx, '5 worker, 5 MB attached', 1, count, { attachment: { key, size }, watchRss: true });
-  log(`memory worker: idle ${(service.idleRss / MB).toFixed(0)} MB, peak RSS ${(service.peakRss / MB).toFixed(0)} MB, ${(service.count / service.seconds).toFixed(0)} emails/s`);
+  log(
+    `memory worker: idle ${(service.idleRss / MB).toFixed(0)} MB, peak RSS ${(service.peakRss / MB).toFixed(0)} MB, ${(service.count / service.seconds).toFixed(0)} emails/s`,
+  );
   if (!service.drained) notes.push(`5 worker: only ${service.count} of ${count} emails within ${S.drainCapMs / 1000} s`);
   rows.push(
-    { scenario: workerScenario, metric: 'peak RSS', service: service.peakRss / MB, baseline: baseline.peakRss / MB, unit: 'MB', target: { kind: '<=', value: 300 } },
+    {
+      scenario: workerScenario,
+      metric: 'peak RSS',
+      service: service.peakRss / MB,
+      baseline: baseline.peakRss / MB,
+      unit: 'MB',
+      target: { kind: '<=', value: 300 },
+    },
     { scenario: workerScenario, metric: 'emails/s', service: service.count / service.seconds, baseline: baseline.count / baseline.seconds, unit: 'emails/s' },
   );
 }

@@ -39,10 +39,18 @@ export async function reconcileBacklog(ctx: Ctx): Promise<void> {
           await Promise.all(ids.slice(start, start + RECONCILE_BATCH).map((row) => ctx.queue.getJobState(row.id)));
         }
       });
-      log(`reconciler behind ${backlog} waiting jobs: ${service.seconds.toFixed(2)} s (Redis ${service.redisMs.toFixed(0)} ms) against ${baseline.seconds.toFixed(2)} s with getJobState (Redis ${baseline.redisMs.toFixed(0)} ms)`);
+      log(
+        `reconciler behind ${backlog} waiting jobs: ${service.seconds.toFixed(2)} s (Redis ${service.redisMs.toFixed(0)} ms) against ${baseline.seconds.toFixed(2)} s with getJobState (Redis ${baseline.redisMs.toFixed(0)} ms)`,
+      );
       const scenario = `10 Reconciler, one run behind ${backlog.toLocaleString('en-US')} waiting jobs`;
       rows.push(
-        { scenario, metric: 'Redis CPU per row, vs Queue.getJobState', service: (service.redisMs * 1000) / backlog, baseline: (baseline.redisMs * 1000) / backlog, unit: 'µs' },
+        {
+          scenario,
+          metric: 'Redis CPU per row, vs Queue.getJobState',
+          service: (service.redisMs * 1000) / backlog,
+          baseline: (baseline.redisMs * 1000) / backlog,
+          unit: 'µs',
+        },
         { scenario, metric: 'time of the run, vs Queue.getJobState', service: service.seconds * 1000, baseline: baseline.seconds * 1000, unit: 'ms' },
       );
     }

@@ -69,7 +69,9 @@ async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes:
   const sides = { off: [] as Drain[], on: [] as CheckedDrain[], taught: [] as CheckedDrain[] };
   const verdicts = new Map<string, number>();
   const countVerdicts = async () => {
-    const { rows: counted } = await ctx.sql.query<{ verdict: string | null; n: string }>('select spam_verdict as verdict, count(*) as n from submissions group by 1');
+    const { rows: counted } = await ctx.sql.query<{ verdict: string | null; n: string }>(
+      'select spam_verdict as verdict, count(*) as n from submissions group by 1',
+    );
     for (const row of counted) verdicts.set(String(row.verdict), (verdicts.get(String(row.verdict)) ?? 0) + Number(row.n));
   };
   const rate = (drains: Drain[]) => drains.reduce((sum, drain) => sum + drain.count / drain.seconds, 0) / drains.length;
@@ -110,17 +112,53 @@ async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes:
   const halfRate = `emails arriving at ${Math.round(PACED_SHARE * 100)} % of its rate`;
   const each = (drains: Drain[]) => drains.map((drain) => (drain.count / drain.seconds).toFixed(0)).join(' and ');
   const [offAroundOn, offAroundTaught] = [sides.off.slice(0, 2), sides.off.slice(1, 3)];
-  log(`spam filter delivery: on ${each(sides.on)} vs off ${each(offAroundOn)} emails/s; the owner's own marks: on ${each(sides.taught)} vs off ${each(offAroundTaught)}`);
+  log(
+    `spam filter delivery: on ${each(sides.on)} vs off ${each(offAroundOn)} emails/s; the owner's own marks: on ${each(sides.taught)} vs off ${each(offAroundTaught)}`,
+  );
   const baseline = await mailLoop(ctx, '9 baseline loop', 1, S.backlog, { warmup: S.deliveryWarmup });
   rows.push(
-    { scenario, metric: 'emails/s, filter on vs off', service: rate(sides.on), baseline: rate(offAroundOn), unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
+    {
+      scenario,
+      metric: 'emails/s, filter on vs off',
+      service: rate(sides.on),
+      baseline: rate(offAroundOn),
+      unit: 'emails/s',
+      target: { kind: 'ratio>=', value: 0.8 },
+    },
     { scenario, metric: 'emails/s, filter on vs the loop', service: rate(sides.on), baseline: baseline.count / baseline.seconds, unit: 'emails/s' },
     { scenario, metric: 'CPU ms per email (+ pg, redis, rspamd and its redis)', service: cpu(sides.on), baseline: cpu(offAroundOn), unit: 'ms' },
-    { scenario, metric: `emails/s, filter on vs off, an owner with ${ownMarks} + ${ownMarks} marks of their own`, service: rate(sides.taught), baseline: rate(offAroundTaught), unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
-    { scenario, metric: `CPU ms per email, an owner with ${ownMarks} + ${ownMarks} marks of their own`, service: cpu(sides.taught), baseline: cpu(offAroundTaught), unit: 'ms' },
+    {
+      scenario,
+      metric: `emails/s, filter on vs off, an owner with ${ownMarks} + ${ownMarks} marks of their own`,
+      service: rate(sides.taught),
+      baseline: rate(offAroundTaught),
+      unit: 'emails/s',
+      target: { kind: 'ratio>=', value: 0.8 },
+    },
+    {
+      scenario,
+      metric: `CPU ms per email, an owner with ${ownMarks} + ${ownMarks} marks of their own`,
+      service: cpu(sides.taught),
+      baseline: cpu(offAroundTaught),
+      unit: 'ms',
+    },
     { scenario, metric: `check time in the worker, ${halfRate}: p50`, service: pacedTime(paced.on, 0.5), baseline: Number.NaN, unit: 'ms' },
-    { scenario, metric: `check time in the worker, ${halfRate}: p99`, service: pacedTime(paced.on, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
-    { scenario, metric: `check time in the worker, ${halfRate}, an owner with ${ownMarks} + ${ownMarks} marks of their own: p99`, service: pacedTime(paced.taught, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
+    {
+      scenario,
+      metric: `check time in the worker, ${halfRate}: p99`,
+      service: pacedTime(paced.on, 0.99),
+      baseline: Number.NaN,
+      unit: 'ms',
+      target: { kind: '<=', value: 50 },
+    },
+    {
+      scenario,
+      metric: `check time in the worker, ${halfRate}, an owner with ${ownMarks} + ${ownMarks} marks of their own: p99`,
+      service: pacedTime(paced.taught, 0.99),
+      baseline: Number.NaN,
+      unit: 'ms',
+      target: { kind: '<=', value: 50 },
+    },
     {
       scenario,
       metric: `emails unchecked, the backlog there at once (the filter-on drains), vs the same backlog with no bound on the checks in flight (${unbounded.count.toLocaleString('en-US')} emails, the owner with marks of their own)`,
@@ -131,7 +169,13 @@ async function deliveryCost(ctx: Ctx, env: Record<string, string>, rspamdProbes:
     },
     { scenario, metric: 'check time in the worker at full speed (the drains above): p50', service: checkTime(sides.on, 0.5), baseline: Number.NaN, unit: 'ms' },
     { scenario, metric: 'check time in the worker at full speed: p99', service: checkTime(sides.on, 0.99), baseline: Number.NaN, unit: 'ms' },
-    { scenario, metric: `check time in the worker at full speed, an owner with ${ownMarks} + ${ownMarks} marks of their own: p99`, service: checkTime(sides.taught, 0.99), baseline: Number.NaN, unit: 'ms' },
+    {
+      scenario,
+      metric: `check time in the worker at full speed, an owner with ${ownMarks} + ${ownMarks} marks of their own: p99`,
+      service: checkTime(sides.taught, 0.99),
+      baseline: Number.NaN,
+      unit: 'ms',
+    },
   );
 }
 
@@ -175,7 +219,8 @@ async function pacedCheckTime(ctx: Ctx, env: Record<string, string>, rate: numbe
       arrived = due;
       await sleep(Math.max(0, started + tick * PACE_TICK_MS - Date.now()));
     }
-    if (!(await ctx.sink.waitFor(S.deliveryWarmup + count, deadline))) ctx.notes.push(`spam filter, paced delivery: not all ${count} emails arrived within ${S.drainCapMs / 1000} s`);
+    if (!(await ctx.sink.waitFor(S.deliveryWarmup + count, deadline)))
+      ctx.notes.push(`spam filter, paced delivery: not all ${count} emails arrived within ${S.drainCapMs / 1000} s`);
     // Let the last checks be counted.
     await sleep(300);
     return histogramSince(await scrapeHistogram(metrics, ctx.adminToken, CHECK_TIME_METRIC), before);
@@ -191,7 +236,9 @@ async function pacedCheckTime(ctx: Ctx, env: Record<string, string>, rate: numbe
  */
 async function teachBenchOwner(ctx: Ctx, settings: SpamFilterSettings, marks: number): Promise<void> {
   const filter = createSpamFilter(settings);
-  const { rows: [key] } = await ctx.sql.query<{ mailbox: string }>('select mailbox from verification_keys where id = $1', [ctx.keyId]);
+  const {
+    rows: [key],
+  } = await ctx.sql.query<{ mailbox: string }>('select mailbox from verification_keys where id = $1', [ctx.keyId]);
   const all = inFixedOrder(readSmsCollection());
   const [spam, ham] = [all.filter((message) => message.spam), all.filter((message) => !message.spam)];
   for (let index = 0; index < marks; index += 1) {
@@ -226,21 +273,43 @@ async function teachingCurve(ctx: Ctx, settings: SpamFilterSettings): Promise<vo
       await filter.learn(formSample(teachSpam[taught]!, TEACHER), 'spam', 10_000);
       await filter.learn(formSample(teachHam[taught]!, TEACHER), 'ham', 10_000);
     }
-    for (const [who, owner] of [['the teaching owner', TEACHER], ['another owner', NEWCOMER]] as const) {
+    for (const [who, owner] of [
+      ['the teaching owner', TEACHER],
+      ['another owner', NEWCOMER],
+    ] as const) {
       const spamScores = await scoresFor(filter, testSpam, owner, latencies);
       const hamScores = await scoresFor(filter, testHam, owner, latencies);
       for (const level of ['normal', 'strict'] as const) {
-        const [spamHeld, hamHeld] = [spamScores.filter((score) => score >= SPAM_LEVELS[level]).length, hamScores.filter((score) => score >= SPAM_LEVELS[level]).length];
+        const [spamHeld, hamHeld] = [
+          spamScores.filter((score) => score >= SPAM_LEVELS[level]).length,
+          hamScores.filter((score) => score >= SPAM_LEVELS[level]).length,
+        ];
         const caught = spamHeld / spamScores.length;
         const flagged = hamHeld / hamScores.length;
         // Of what was held, how much was spam (none held: no precision to speak of).
         const precision = spamHeld + hamHeld ? spamHeld / (spamHeld + hamHeld) : Number.NaN;
-        log(`spam filter after ${stage}+${stage} marks, ${who}, ${level}: spam caught ${(caught * 100).toFixed(1)} %, ham flagged ${(flagged * 100).toFixed(2)} %, precision ${Number.isFinite(precision) ? `${(precision * 100).toFixed(1)} %` : 'n/a'}`);
+        log(
+          `spam filter after ${stage}+${stage} marks, ${who}, ${level}: spam caught ${(caught * 100).toFixed(1)} %, ham flagged ${(flagged * 100).toFixed(2)} %, precision ${Number.isFinite(precision) ? `${(precision * 100).toFixed(1)} %` : 'n/a'}`,
+        );
         const final = stage === taughtMost && who === 'the teaching owner' && level === 'normal';
         const label = `after ${stage} + ${stage} marks, ${who}, ${level}`;
         rows.push(
-          { scenario, metric: `${label}: spam caught`, service: caught * 100, baseline: Number.NaN, unit: '%', ...(final && !quick ? { target: { kind: '>=', value: 90 } as const } : {}) },
-          { scenario, metric: `${label}: ham marked spam`, service: flagged * 100, baseline: Number.NaN, unit: '%', ...(final && !quick ? { target: { kind: '<=', value: 1 } as const } : {}) },
+          {
+            scenario,
+            metric: `${label}: spam caught`,
+            service: caught * 100,
+            baseline: Number.NaN,
+            unit: '%',
+            ...(final && !quick ? { target: { kind: '>=', value: 90 } as const } : {}),
+          },
+          {
+            scenario,
+            metric: `${label}: ham marked spam`,
+            service: flagged * 100,
+            baseline: Number.NaN,
+            unit: '%',
+            ...(final && !quick ? { target: { kind: '<=', value: 1 } as const } : {}),
+          },
           { scenario, metric: `${label}: precision (spam of all held)`, service: precision * 100, baseline: Number.NaN, unit: '%' },
         );
       }
@@ -248,7 +317,20 @@ async function teachingCurve(ctx: Ctx, settings: SpamFilterSettings): Promise<vo
   }
   latencies.sort((a, b) => a - b);
   rows.push(
-    { scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`, metric: 'time p50', service: percentile(latencies, 0.5), baseline: Number.NaN, unit: 'ms' },
-    { scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`, metric: 'time p99', service: percentile(latencies, 0.99), baseline: Number.NaN, unit: 'ms', target: { kind: '<=', value: 50 } },
+    {
+      scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`,
+      metric: 'time p50',
+      service: percentile(latencies, 0.5),
+      baseline: Number.NaN,
+      unit: 'ms',
+    },
+    {
+      scenario: `9 Spam filter: one check, ${CHECKS_IN_FLIGHT} in flight`,
+      metric: 'time p99',
+      service: percentile(latencies, 0.99),
+      baseline: Number.NaN,
+      unit: 'ms',
+      target: { kind: '<=', value: 50 },
+    },
   );
 }

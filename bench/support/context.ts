@@ -121,14 +121,16 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   // The usual case: a mailbox that confirmed it wants the mail (docs/api.md "Recipient consent"). An
   // unconfirmed one pays an allowance upsert in a transaction per request and, past
   // UNCONFIRMED_EMAILS_PER_HOUR, holds the submissions without enqueueing them.
-  await sql.query(
-    `insert into recipients (mailbox, confirmed_at) values ((select mailbox from verification_keys where id = $1), now())`,
-    [keyId],
-  );
+  await sql.query(`insert into recipients (mailbox, confirmed_at) values ((select mailbox from verification_keys where id = $1), now())`, [keyId]);
   await sql.query(`create table ${FLOOR_PK_TABLE} (like submissions including defaults)`);
   await sql.query(`alter table ${FLOOR_PK_TABLE} add primary key (id)`);
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
-  track({ name: 'redis client', stop: async () => { redis.disconnect(); } });
+  track({
+    name: 'redis client',
+    stop: async () => {
+      redis.disconnect();
+    },
+  });
   const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
   track({ name: 'queue', stop: () => queue.close() });
   const s3 = new S3Client({

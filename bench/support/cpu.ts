@@ -33,23 +33,25 @@ export function cpuSnapshot(probes: CpuProbe[]): Map<string, number> {
 
 /** Transactions committed in PostgreSQL (each autocommit statement is one) and Redis commands run. */
 export async function roundTrips(ctx: Ctx): Promise<{ pg: number; redis: number }> {
-  const { rows: stat } = await ctx.sql.query<{ n: string }>(
-    `select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()`,
-  );
+  const { rows: stat } = await ctx.sql.query<{ n: string }>(`select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()`);
   const info = await ctx.redis.info('stats');
   return { pg: Number(stat[0]?.n ?? 0), redis: Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0) };
 }
 
 /** Records a CPU line for the table below the results; returns the CPU ms per unit by process label. */
-export function recordCpu(ctx: Ctx, title: string, before: Map<string, number>, after: Map<string, number>, units: number, busy: number, trips?: { before: { pg: number; redis: number }; after: { pg: number; redis: number } }): Map<string, number> {
+export function recordCpu(
+  ctx: Ctx,
+  title: string,
+  before: Map<string, number>,
+  after: Map<string, number>,
+  units: number,
+  busy: number,
+  trips?: { before: { pg: number; redis: number }; after: { pg: number; redis: number } },
+): Map<string, number> {
   const perUnitByLabel = new Map([...after].map(([label, ms]) => [label, (ms - (before.get(label) ?? 0)) / Math.max(1, units)] as const));
-  const parts = [...perUnitByLabel]
-    .filter(([, perUnit]) => perUnit >= 0.005)
-    .map(([label, perUnit]) => `${label} ${perUnit.toFixed(2)}`);
+  const parts = [...perUnitByLabel].filter(([, perUnit]) => perUnit >= 0.005).map(([label, perUnit]) => `${label} ${perUnit.toFixed(2)}`);
   const perUnit = (value: number) => (value / Math.max(1, units)).toFixed(1);
-  const tripText = trips
-    ? `; pg xacts ${perUnit(trips.after.pg - trips.before.pg)}, redis cmds ${perUnit(trips.after.redis - trips.before.redis)}`
-    : '';
+  const tripText = trips ? `; pg xacts ${perUnit(trips.after.pg - trips.before.pg)}, redis cmds ${perUnit(trips.after.redis - trips.before.redis)}` : '';
   ctx.cpuTable.push(`${title.padEnd(42)} ${parts.join(', ')}  (all cores ${(busy * 100).toFixed(0)}% busy${tripText})`);
   return perUnitByLabel;
 }

@@ -15,7 +15,17 @@ export async function seedBacklog(ctx: Ctx, count: number, attachmentKey?: { key
     `insert into submissions (id, key_id, email, message, subject, custom_fields, client_ip)
      select gen_random_uuid(), $1, $2, $3, $4, $5, '127.0.0.1' from generate_series(1, $6::int)
      returning id`,
-    [ctx.keyId, BENCH_SENDER, BENCH_MESSAGE, `New contact form submission from ${BENCH_SENDER}`, JSON.stringify([['name', 'Ada Lovelace'], ['company', 'Analytical Engines Ltd']]), count],
+    [
+      ctx.keyId,
+      BENCH_SENDER,
+      BENCH_MESSAGE,
+      `New contact form submission from ${BENCH_SENDER}`,
+      JSON.stringify([
+        ['name', 'Ada Lovelace'],
+        ['company', 'Analytical Engines Ltd'],
+      ]),
+      count,
+    ],
   );
   const ids = seeded.map((row) => row.id);
   if (attachmentKey) {
@@ -27,10 +37,12 @@ export async function seedBacklog(ctx: Ctx, count: number, attachmentKey?: { key
     );
   }
   for (let start = 0; start < ids.length; start += 1_000) {
-    await ctx.queue.addBulk(ids.slice(start, start + 1_000).map((id) => {
-      const job = submissionJob(id);
-      return { name: job.name, data: job.data, opts: { jobId: id } };
-    }));
+    await ctx.queue.addBulk(
+      ids.slice(start, start + 1_000).map((id) => {
+        const job = submissionJob(id);
+        return { name: job.name, data: job.data, opts: { jobId: id } };
+      }),
+    );
   }
   return ids;
 }
@@ -69,7 +81,10 @@ async function measureDrain(
     await ctx.sink.waitFor(warmup, deadline);
     warm = await mark(ctx, probes);
     await onWarm?.();
-    coldCpu = recordCpu(ctx, `${title}, warm-up`, cold.cpu, warm.cpu, warm.arrived - cold.arrived, busyShare(cold.machine, warm.machine), { before: cold.trips, after: warm.trips });
+    coldCpu = recordCpu(ctx, `${title}, warm-up`, cold.cpu, warm.cpu, warm.arrived - cold.arrived, busyShare(cold.machine, warm.machine), {
+      before: cold.trips,
+      after: warm.trips,
+    });
   }
   const drained = await ctx.sink.waitFor(warmup + count, deadline);
   const end = await mark(ctx, probes);
@@ -111,7 +126,8 @@ export async function mailLoop(
     });
     const peakRss = Math.max(0, ...samplers.map((sampler, index) => Math.max(sampler.stop(), peakRssBytes(children[index]!.pid))));
     for (const result of await Promise.allSettled(done)) {
-      if (result.status === 'fulfilled' && result.value.failed) ctx.notes.push(`baseline loop: ${result.value.failed} sends failed (${result.value.firstError})`);
+      if (result.status === 'fulfilled' && result.value.failed)
+        ctx.notes.push(`baseline loop: ${result.value.failed} sends failed (${result.value.firstError})`);
     }
     return {
       ...elapsed(ctx.sink, drain.t0, drain.from, drain.measured),
@@ -212,7 +228,8 @@ export async function serviceDrain(
       ? { p50: quantileMs(sentWindow, 0.5), p99: quantileMs(sentWindow, 0.99), share: sentWindow.sum / (workers * WORKER_CONCURRENCY * result.seconds) }
       : undefined;
     const { rows: sent } = await ctx.sql.query<{ n: string }>(`select count(*) as n from submissions where email_status = 'sent'`);
-    if (Number(sent[0]!.n) < warmup + result.count) ctx.notes.push(`delivery ${workers}w: ${warmup + result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
+    if (Number(sent[0]!.n) < warmup + result.count)
+      ctx.notes.push(`delivery ${workers}w: ${warmup + result.count} emails at the sink but ${sent[0]!.n} rows marked sent`);
     return { ...result, window, ...(observed ? { observed } : {}) };
   } finally {
     for (const child of children) await stopReporting(ctx, child, title);

@@ -6,7 +6,16 @@ import { cpuProbes, cpuSnapshot, probe, recordCpu, roundTrips, type CpuProbe } f
 import { percentile, runLoad, type LoadResult, type RequestSpec } from './load.ts';
 import { busyShare, machineCpu, type Child } from './proc.ts';
 
-export async function loadPhase(ctx: Ctx, title: string, target: Child, url: string, request: RequestSpec, onMeasured?: (body: string, at: number) => void, extra: CpuProbe[] = [], maxRps?: number): Promise<LoadResult> {
+export async function loadPhase(
+  ctx: Ctx,
+  title: string,
+  target: Child,
+  url: string,
+  request: RequestSpec,
+  onMeasured?: (body: string, at: number) => void,
+  extra: CpuProbe[] = [],
+  maxRps?: number,
+): Promise<LoadResult> {
   const { S } = ctx;
   const probes = cpuProbes(ctx, [probe(target.name === 'floor' ? 'floor' : 'api', [target]), ...extra]);
   const beforeMachine = machineCpu();
@@ -56,6 +65,4 @@ export function combine(phases: LoadResult[]): Summary {
 }
 
 export const jsonBody = (accessKey: string) =>
-  Buffer.from(
-    JSON.stringify({ access_key: accessKey, email: BENCH_SENDER, message: BENCH_MESSAGE, name: 'Ada Lovelace', company: 'Analytical Engines Ltd' }),
-  );
+  Buffer.from(JSON.stringify({ access_key: accessKey, email: BENCH_SENDER, message: BENCH_MESSAGE, name: 'Ada Lovelace', company: 'Analytical Engines Ltd' }));

@@ -165,7 +165,10 @@ const TICK_MS = 10; // USER_HZ is 100 on Linux
 export function cpuMs(pid: number, { exitedChildren = false } = {}): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
     // After the command: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
     const own = fields[11]! + fields[12]!;
     return (exitedChildren ? own + fields[13]! + fields[14]! : own) * TICK_MS;

@@ -23,7 +23,12 @@ export async function spawnApi(ctx: Ctx, name = 'api'): Promise<{ child: Child; 
   const url = `http://127.0.0.1:${port}`;
   // Listening comes before Redis is connected: wait until every dependency answers.
   const until = Date.now() + 20_000;
-  while (!(await fetch(`${url}/readyz`).then((response) => response.ok, () => false))) {
+  while (
+    !(await fetch(`${url}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    ))
+  ) {
     if (Date.now() > until) throw new Error(`${name} never became ready:\n${child.output()}`);
     await sleep(100);
   }

@@ -71,18 +71,24 @@ export function printReport(run: Run, machine: string, partial = false): void {
   printed = true;
   const { S, rows, notes, cpuTable, nodeFlags, quick, started } = run;
   const out: string[] = [];
-  out.push('', machine, `Settings: ${CLIENTS} keep-alive clients from ${clientAddress(0)}…${clientAddress(CLIENTS - 1)}, ` +
-    `intake ${S.repeats}×(${S.warmupMs / 1000} s warm-up + ${S.measureMs / 1000} s measured) per side, rate limit on (RATE_LIMIT_MAX=1000000), ` +
-    `delivery ${S.deliveryWarmup.toLocaleString('en-US')} emails of warm-up + ${S.backlog.toLocaleString('en-US')} measured per side` +
-    `${S.deliveryRepeats > 1 ? ` (${S.deliveryRepeats} repeats with 2 and more workers, medians)` : ''}, ` +
-    `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${run.sinkDelayMs} ms` +
-    (startScriptFlags('start:api').length ? `, API flags (start:api) ${startScriptFlags('start:api').join(' ')}` : '') +
-    (startScriptFlags('start:worker').length ? `, worker flags (start:worker) ${startScriptFlags('start:worker').join(' ')}` : '') +
-    `${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}${quick ? ', --quick' : ''}${partial ? ' — PARTIAL (deadline)' : ''}`, '');
+  out.push(
+    '',
+    machine,
+    `Settings: ${CLIENTS} keep-alive clients from ${clientAddress(0)}…${clientAddress(CLIENTS - 1)}, ` +
+      `intake ${S.repeats}×(${S.warmupMs / 1000} s warm-up + ${S.measureMs / 1000} s measured) per side, rate limit on (RATE_LIMIT_MAX=1000000), ` +
+      `delivery ${S.deliveryWarmup.toLocaleString('en-US')} emails of warm-up + ${S.backlog.toLocaleString('en-US')} measured per side` +
+      `${S.deliveryRepeats > 1 ? ` (${S.deliveryRepeats} repeats with 2 and more workers, medians)` : ''}, ` +
+      `WORKER_CONCURRENCY=${WORKER_CONCURRENCY}, SMTP sink answers after ${run.sinkDelayMs} ms` +
+      (startScriptFlags('start:api').length ? `, API flags (start:api) ${startScriptFlags('start:api').join(' ')}` : '') +
+      (startScriptFlags('start:worker').length ? `, worker flags (start:worker) ${startScriptFlags('start:worker').join(' ')}` : '') +
+      `${nodeFlags.length ? `, node flags ${nodeFlags.join(' ')}` : ''}${quick ? ', --quick' : ''}${partial ? ' — PARTIAL (deadline)' : ''}`,
+    '',
+  );
   out.push(renderTable(rows), '');
   const missed = rows.filter((row) => met(row) === false);
   out.push(missed.length ? `Targets missed: ${missed.map((row) => `${row.scenario} / ${row.metric}`).join('; ')}` : 'All targets met.');
-  if (cpuTable.length) out.push('', 'CPU ms per request (intake) or per email (delivery), by process, in the measured windows:', ...cpuTable.map((line) => `  ${line}`));
+  if (cpuTable.length)
+    out.push('', 'CPU ms per request (intake) or per email (delivery), by process, in the measured windows:', ...cpuTable.map((line) => `  ${line}`));
   if (notes.length) out.push('', 'Notes:', ...notes.map((note) => `  - ${note}`));
   out.push('', `Total time ${((Date.now() - started) / 1000).toFixed(0)} s; load average ${os.loadavg()[0]!.toFixed(2)} at the end.`);
   process.stdout.write(`${out.join('\n')}\n`);

@@ -13,7 +13,10 @@ export function clientIpResolver(trust: TrustProxy | undefined): ClientIpResolve
   if (!trust) return (socketAddress) => unmapped(socketAddress);
 
   const forwarded = (header: string | undefined) =>
-    (header ?? '').split(',').map((entry) => unmapped(entry.trim())).filter((entry) => isIP(entry) !== 0);
+    (header ?? '')
+      .split(',')
+      .map((entry) => unmapped(entry.trim()))
+      .filter((entry) => isIP(entry) !== 0);
 
   if ('hops' in trust) {
     return (socketAddress, header) => {

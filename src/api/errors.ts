@@ -69,18 +69,29 @@ export const errors = {
       access_key: ['Verification key domain mismatch.'],
       __all__: ['Domain does not match.'],
     }),
-  keyLimit: () =>
-    new ApiError(400, 'key_limit', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`, {}, { shape: 'key-limit' }),
+  keyLimit: () => new ApiError(400, 'key_limit', `You have reached the maximum of ${MAX_ACTIVE_KEYS} active keys.`, {}, { shape: 'key-limit' }),
   rateLimited: (retryAfterSeconds: number) => {
     const message = `Too many requests. Please wait ${retryAfterSeconds} seconds before trying again.`;
-    return new ApiError(429, 'rate_limited', message, { __all__: [message] }, {
-      headers: { 'Retry-After': String(retryAfterSeconds) },
-    });
+    return new ApiError(
+      429,
+      'rate_limited',
+      message,
+      { __all__: [message] },
+      {
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+      },
+    );
   },
   emailCap: (message: string, retryAfterSeconds: number) =>
-    new ApiError(429, 'email_cap', message, { email: [message], __all__: [message] }, {
-      headers: { 'Retry-After': String(retryAfterSeconds) },
-    }),
+    new ApiError(
+      429,
+      'email_cap',
+      message,
+      { email: [message], __all__: [message] },
+      {
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+      },
+    ),
   unsupportedMediaType: (allowed: string[]) => {
     const message = `Unsupported content type. Use ${allowed.join(', ')}.`;
     return new ApiError(415, 'unsupported_media_type', message, { __all__: [message] });
@@ -104,31 +115,47 @@ export const errors = {
   },
   unconfirmedFiles: (retryAfterSeconds: number) => {
     const message =
-      'Too many submissions with files for an address that has not confirmed it wants them. ' +
-      'Its owner can confirm through the link in the key email.';
-    return new ApiError(429, 'unconfirmed_files', message, { __all__: [message] }, {
-      headers: { 'Retry-After': String(retryAfterSeconds) },
-    });
+      'Too many submissions with files for an address that has not confirmed it wants them. ' + 'Its owner can confirm through the link in the key email.';
+    return new ApiError(
+      429,
+      'unconfirmed_files',
+      message,
+      { __all__: [message] },
+      {
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+      },
+    );
   },
   storageFailed: () =>
     new ApiError(500, 'storage_failed', 'The files could not be stored. Please try again.', {
       __all__: ['The files could not be stored. Please try again.'],
     }),
   unauthorized: () =>
-    new ApiError(401, 'unauthorized', 'Authentication required.', { __all__: ['Authentication required.'] }, {
-      // Basic lets a browser prompt for the token on the queue dashboard; API clients use Bearer.
-      headers: { 'WWW-Authenticate': 'Bearer, Basic realm="Contact form admin"' },
-    }),
+    new ApiError(
+      401,
+      'unauthorized',
+      'Authentication required.',
+      { __all__: ['Authentication required.'] },
+      {
+        // Basic lets a browser prompt for the token on the queue dashboard; API clients use Bearer.
+        headers: { 'WWW-Authenticate': 'Bearer, Basic realm="Contact form admin"' },
+      },
+    ),
   notFound: (what = 'Not found.') => new ApiError(404, 'not_found', what, { __all__: [what] }),
   unavailable: (detail: string) => new ApiError(503, 'unavailable', detail, { __all__: [detail] }),
   serviceUnavailable: () => {
     const message = `The service is unavailable for a moment. Please try again in ${UNAVAILABLE_RETRY_AFTER_SECONDS} seconds.`;
-    return new ApiError(503, 'unavailable', message, { __all__: [message] }, {
-      headers: { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
-    });
+    return new ApiError(
+      503,
+      'unavailable',
+      message,
+      { __all__: [message] },
+      {
+        headers: { 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) },
+      },
+    );
   },
-  internal: () =>
-    new ApiError(500, 'internal', 'Internal server error.', { __all__: ['Internal server error.'] }),
+  internal: () => new ApiError(500, 'internal', 'Internal server error.', { __all__: ['Internal server error.'] }),
 };
 
 /** Maps a broken key rule to its HTTP error: the limit has a body of its own. */

@@ -41,29 +41,26 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
   registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
-  const storage = shutdown.add(
-    'storage',
-    createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }),
-    (storage) => storage.close(),
-  );
+  const storage = shutdown.add('storage', createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }), (storage) => storage.close());
 
   const vault = createKeyVault(config.SECRET);
-  const keys = shutdown.add(
-    'key cache',
-    createKeyCache({ databaseUrl: config.DATABASE_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }),
-    (keys) => keys.close(),
+  const keys = shutdown.add('key cache', createKeyCache({ databaseUrl: config.DATABASE_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }), (keys) =>
+    keys.close(),
   );
   const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, spamFilter: spamFilterFromConfig(config), log };
   // Koa's handler catches its own errors: the promise it returns never rejects.
   const handleRequest = createApp(deps).callback();
-  const server = createServer({
-    headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
-    requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
-    // Behind a load balancer this must outlast its idle timeout (60 s on AWS ALB).
-    keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
-    // How often Node checks the two timeouts above (its default is every 30 s).
-    connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.HTTP_HEADERS_TIMEOUT_MS / 4))),
-  }, (req, res) => void handleRequest(req, res));
+  const server = createServer(
+    {
+      headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeout: config.HTTP_REQUEST_TIMEOUT_MS,
+      // Behind a load balancer this must outlast its idle timeout (60 s on AWS ALB).
+      keepAliveTimeout: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      // How often Node checks the two timeouts above (its default is every 30 s).
+      connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.HTTP_HEADERS_TIMEOUT_MS / 4))),
+    },
+    (req, res) => void handleRequest(req, res),
+  );
   capConnectionsPerIp(server, config.CONNECTIONS_PER_IP, (address) => rateLimitSubject(address, config.RATE_LIMIT_IPV6_PREFIX));
   server.on('request', (req: IncomingMessage) =>
     watchBodyProgress(req, {
@@ -74,10 +71,15 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     }),
   );
   // Registered last, so closed first: no new request reaches clients that are closing.
-  shutdown.add('http', server, (server) => new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  }));
+  shutdown.add(
+    'http',
+    server,
+    (server) =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  );
   server.listen(config.PORT, config.HOST);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;

@@ -19,7 +19,9 @@ try {
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== 'EACCES' && code !== 'EADDRINUSE') throw error;
   const why = code === 'EACCES' ? 'a port below 1024 needs root or CAP_NET_BIND_SERVICE' : 'another program listens there';
-  process.stderr.write(`The bounce receiver cannot listen on ${config.BOUNCE_SMTP_HOST}:${config.BOUNCE_SMTP_PORT}: ${why}. Set BOUNCE_SMTP_PORT (e.g. 2525) or BOUNCE_SMTP_HOST.\n`);
+  process.stderr.write(
+    `The bounce receiver cannot listen on ${config.BOUNCE_SMTP_HOST}:${config.BOUNCE_SMTP_PORT}: ${why}. Set BOUNCE_SMTP_PORT (e.g. 2525) or BOUNCE_SMTP_HOST.\n`,
+  );
   process.exit(78);
 }
 // Every module is loaded by now: write the compile cache at once (see src/api/main.ts).

@@ -54,7 +54,11 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
     {
       pool,
       returnPaths: createReturnPaths(config.SECRET, config.BOUNCE_DOMAIN),
-      enqueueWebhooks: (ids) => enqueueDeliveries(webhooks, ids.map((id) => webhookJob(id))),
+      enqueueWebhooks: (ids) =>
+        enqueueDeliveries(
+          webhooks,
+          ids.map((id) => webhookJob(id)),
+        ),
       log,
     },
   );

@@ -40,11 +40,20 @@ const USAGE = `Usage: npm run admin -- <command>
                                     the database takes this SECRET from now on (${LOST_SECRET_DOC})`;
 
 const describe = (key: VerificationKey, vault: KeyVault) =>
-  [vault.tryDecrypt(key.keyEncrypted) ?? `(${KEY_UNAVAILABLE})`, key.status.padEnd(8), key.useDomain ? key.domains.join(',') : '(any domain)', key.createdAt.toISOString()].join('  ');
+  [
+    vault.tryDecrypt(key.keyEncrypted) ?? `(${KEY_UNAVAILABLE})`,
+    key.status.padEnd(8),
+    key.useDomain ? key.domains.join(',') : '(any domain)',
+    key.createdAt.toISOString(),
+  ].join('  ');
 
 async function run(args: string[]): Promise<number> {
   const [group, command, target, ...rest] = args;
-  if (group === 'deliveries') return deliveries(command, [target, ...rest].filter((arg) => arg !== undefined));
+  if (group === 'deliveries')
+    return deliveries(
+      command,
+      [target, ...rest].filter((arg) => arg !== undefined),
+    );
   if (group === 'secret' && command === 'adopt' && !target) return adopt();
   if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {
     process.stderr.write(`${USAGE}\n`);
@@ -115,7 +124,8 @@ async function webhooks(em: EntityManager, vault: KeyVault, webhookPolicy: Addre
     case 'disable':
     case 'delete': {
       const id = argument ?? '';
-      const done = /^[0-9a-f-]{36}$/i.test(id) &&
+      const done =
+        /^[0-9a-f-]{36}$/i.test(id) &&
         (command === 'delete' ? await deleteEndpoint(em, keyId, id) : await setEndpointEnabled(em, keyId, id, command === 'enable'));
       if (!done) throw new KeyRuleError('not_found', 'id', 'Unknown webhook.');
       process.stdout.write(`${command}d ${id}\n`);
@@ -123,7 +133,9 @@ async function webhooks(em: EntityManager, vault: KeyVault, webhookPolicy: Addre
     }
     case 'deliveries': {
       const deliveries = await listWebhookDeliveries(em, { keyId, limit: 50 });
-      const text = deliveries.map((d) => [d.created_at, d.status.padEnd(8), `attempts=${d.attempts}`, `code=${d.last_response_code ?? '-'}`, d.url, d.last_error ?? ''].join('  '));
+      const text = deliveries.map((d) =>
+        [d.created_at, d.status.padEnd(8), `attempts=${d.attempts}`, `code=${d.last_response_code ?? '-'}`, d.url, d.last_error ?? ''].join('  '),
+      );
       process.stdout.write(text.length ? `${text.join('\n')}\n` : 'No deliveries.\n');
       return 0;
     }

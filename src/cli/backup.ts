@@ -43,7 +43,9 @@ async function main(): Promise<number> {
   }
   const settings = readSettings();
   const toStdout = args[0] === '-';
-  const output = toStdout ? undefined : userPath(args[0] ?? `contact-form-backup-${new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-')}.tar.gz`);
+  const output = toStdout
+    ? undefined
+    : userPath(args[0] ?? `contact-form-backup-${new Date().toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-')}.tar.gz`);
   // The summary goes where it does not mix with the archive.
   const say = (line: string) => (toStdout ? process.stderr : process.stdout).write(`${line}\n`);
 

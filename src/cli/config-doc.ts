@@ -19,17 +19,43 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
     readBy: 'API and worker processes',
     description: '`npm start` sets it to `1` for the processes it starts, so that they stop when it dies. Not for operators.',
   },
-  { name: 'CHROMIUM_PATH', readBy: '`npm test`', description: 'The Chromium the browser tests drive. Unset: `chromium` on `PATH` (installed by apt when missing, as root).' },
-  { name: 'DOCKER_COMPOSE', readBy: '`npm test`', description: 'The `docker-compose` that validates docker-compose.yml. Unset: found on `PATH`, installed the same way.' },
-  { name: 'RSPAMD_PATH', readBy: '`npm start`, `npm test`', description: 'The `rspamd` that `npm start` and the spam filter tests run. Unset: `rspamd` on `PATH`, installed the same way.' },
-  { name: 'XDG_CACHE_HOME', readBy: '`npm start`, `npm test`', description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`." },
+  {
+    name: 'CHROMIUM_PATH',
+    readBy: '`npm test`',
+    description: 'The Chromium the browser tests drive. Unset: `chromium` on `PATH` (installed by apt when missing, as root).',
+  },
+  {
+    name: 'DOCKER_COMPOSE',
+    readBy: '`npm test`',
+    description: 'The `docker-compose` that validates docker-compose.yml. Unset: found on `PATH`, installed the same way.',
+  },
+  {
+    name: 'RSPAMD_PATH',
+    readBy: '`npm start`, `npm test`',
+    description: 'The `rspamd` that `npm start` and the spam filter tests run. Unset: `rspamd` on `PATH`, installed the same way.',
+  },
+  {
+    name: 'XDG_CACHE_HOME',
+    readBy: '`npm start`, `npm test`',
+    description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`.",
+  },
   {
     name: 'INIT_CWD',
     readBy: '`npm run backup`, `npm run restore`',
     description: 'Set by npm to the directory it was run in: a relative archive path is taken from there. Not for operators.',
   },
-  { name: 'POSTFIX_PATH', readBy: '`npm test`', description: 'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.' },
-  { name: 'KUBECTL_PATH', readBy: '`npm test`', description: 'The `kubectl` (1.27 or later) that renders the Kubernetes manifests for their check. Unset: `kubectl` on `PATH`, installed the same way (Debian 12\'s is too old).' },
+  {
+    name: 'POSTFIX_PATH',
+    readBy: '`npm test`',
+    description:
+      'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.',
+  },
+  {
+    name: 'KUBECTL_PATH',
+    readBy: '`npm test`',
+    description:
+      "The `kubectl` (1.27 or later) that renders the Kubernetes manifests for their check. Unset: `kubectl` on `PATH`, installed the same way (Debian 12's is too old).",
+  },
 ];
 
 const UNITS: Array<[suffix: string, toMs: number]> = [
@@ -43,7 +69,12 @@ function readable(name: string, value: string): string {
   const number = Number(value);
   if (!unit || !Number.isFinite(number) || number * unit[1] < 1_000) return '';
   const ms = number * unit[1];
-  const sizes: Array<[ms: number, label: string]> = [[86_400_000, ' days'], [3_600_000, ' h'], [60_000, ' min'], [1_000, ' s']];
+  const sizes: Array<[ms: number, label: string]> = [
+    [86_400_000, ' days'],
+    [3_600_000, ' h'],
+    [60_000, ' min'],
+    [1_000, ' s'],
+  ];
   const [size, label] = sizes.find(([each]) => ms % each === 0) ?? [];
   if (!size) return '';
   return ` (${ms / size}${ms === 86_400_000 ? ' day' : label})`;

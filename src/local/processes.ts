@@ -120,7 +120,12 @@ export function startServersInOwnProcessGroups(): void {
 }
 
 /** `ownGroup`: the child leads a process group of its own, and every signal goes to the group (its forked workers too). */
-export function spawnTracked(stopSignal: NodeJS.Signals, command: string, args: readonly string[], options: SpawnOptions & { ownGroup?: boolean }): ChildProcess {
+export function spawnTracked(
+  stopSignal: NodeJS.Signals,
+  command: string,
+  args: readonly string[],
+  options: SpawnOptions & { ownGroup?: boolean },
+): ChildProcess {
   const { ownGroup = false, ...spawnOptions } = options;
   const child = spawn(command, args, { ...spawnOptions, detached: ownProcessGroups || ownGroup });
   running.set(child, stopSignal);

@@ -62,7 +62,8 @@ export function ensureRspamd(): string {
 
 export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdService> {
   const binary = ensureRspamd();
-  const remedy = "read rspamd's output above; to use an rspamd of your own instead, set SPAM_FILTER_URL (and SPAM_FILTER_CONTROLLER_URL), or turn the filter off with SPAM_FILTER=off.";
+  const remedy =
+    "read rspamd's output above; to use an rspamd of your own instead, set SPAM_FILTER_URL (and SPAM_FILTER_CONTROLLER_URL), or turn the filter off with SPAM_FILTER=off.";
   const asRoot = process.getuid?.() === 0;
   const work = await starting('rspamd', remedy, () => workingDirectory(options.dir));
   // Under /var/lib (as root) or in a temporary directory it is only this start's copy of the
@@ -161,8 +162,14 @@ function unixSocketFor(socketPath: string): string | undefined {
 async function workingDirectory(dataDir: string | undefined): Promise<string> {
   const asRoot = process.getuid?.() === 0;
   const base = asRoot
-    ? path.join(ROOT_POSTGRES_HOME, 'rspamd', dataDir ? createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16) : `run-${process.pid}-${Date.now()}`)
-    : dataDir ? path.join(path.resolve(dataDir), 'rspamd') : await mkdtemp(path.join(tmpdir(), 'cfs-rspamd-'));
+    ? path.join(
+        ROOT_POSTGRES_HOME,
+        'rspamd',
+        dataDir ? createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16) : `run-${process.pid}-${Date.now()}`,
+      )
+    : dataDir
+      ? path.join(path.resolve(dataDir), 'rspamd')
+      : await mkdtemp(path.join(tmpdir(), 'cfs-rspamd-'));
   if (asRoot) {
     await mkdir(path.join(ROOT_POSTGRES_HOME, 'rspamd'), { recursive: true });
     await chmod(ROOT_POSTGRES_HOME, 0o755);
@@ -197,7 +204,10 @@ async function waitForPing(url: string, child: ChildProcess, output: () => strin
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`rspamd exited (${child.exitCode ?? child.signalCode}):\n${output()}`);
-    const pong = await postOnce(new URL(url), '/ping', {}, Buffer.alloc(0), 1_000).then((answer) => answer.status === 200, () => false);
+    const pong = await postOnce(new URL(url), '/ping', {}, Buffer.alloc(0), 1_000).then(
+      (answer) => answer.status === 200,
+      () => false,
+    );
     if (pong) return;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

@@ -44,10 +44,17 @@ export async function startRedis(options: RedisOptions = {}): Promise<LocalServi
     : ['--appendonly', 'no', '--save', ''];
   const remedy = `read redis-server's output above${options.dir ? ` (its data is in ${path.resolve(options.dir)})` : ''}; to use a Redis of your own instead, set REDIS_URL.`;
   if (options.dir) await starting('Redis', remedy, () => mkdir(options.dir!, { recursive: true }));
-  const child = spawnTracked('SIGTERM',
+  const child = spawnTracked(
+    'SIGTERM',
     binary,
     [
-      '--port', String(port), '--bind', LOOPBACK, '--maxmemory-policy', 'noeviction', ...persistence,
+      '--port',
+      String(port),
+      '--bind',
+      LOOPBACK,
+      '--maxmemory-policy',
+      'noeviction',
+      ...persistence,
       ...(options.unixSocket ? ['--unixsocket', options.unixSocket, '--unixsocketperm', '700'] : []),
       ...(options.extraArgs ?? []),
     ],

@@ -16,15 +16,7 @@ import { generateSecret } from '../shared/infra/secrets.ts';
 import { checkSecret } from '../shared/infra/secret-check.ts';
 import { relayForDisplay } from '../shared/infra/mail.ts';
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
-import {
-  LOCAL_S3_CREDENTIALS,
-  ServiceStartError,
-  startMailCatcher,
-  startPostgres,
-  startRedis,
-  startS3,
-  stopChild,
-} from './services.ts';
+import { LOCAL_S3_CREDENTIALS, ServiceStartError, startMailCatcher, startPostgres, startRedis, startS3, stopChild } from './services.ts';
 import { startRspamd } from './rspamd.ts';
 import { LOCAL_DATABASE, localPaths } from './data-dir.ts';
 import { startServersInOwnProcessGroups } from './processes.ts';
@@ -206,7 +198,13 @@ async function keptSecret(file: string): Promise<string> {
 async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await fetch(url).then((response) => response.ok, () => false)) return;
+    if (
+      await fetch(url).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`${url} did not answer within ${timeoutMs} ms`);

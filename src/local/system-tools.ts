@@ -57,9 +57,7 @@ function find(tool: SystemTool, env: NodeJS.ProcessEnv): string | undefined {
 
 function missing(tool: SystemTool, env: NodeJS.ProcessEnv, installCause: string): MissingToolError {
   const chosen = tool.pathVariable ? env[tool.pathVariable] : undefined;
-  const what = chosen
-    ? `${tool.pathVariable}=${chosen} is not an executable file`
-    : `${tool.binary} is not installed (not found on PATH)`;
+  const what = chosen ? `${tool.pathVariable}=${chosen} is not an executable file` : `${tool.binary} is not installed (not found on PATH)`;
   const sudo = process.getuid?.() === 0 ? '' : 'sudo ';
   return new MissingToolError(
     `${what}; it is needed for ${tool.neededFor}.${installCause ? ` ${installCause}` : ''}`,
@@ -104,9 +102,10 @@ function findOrInstall(tools: SystemTool[], env: NodeJS.ProcessEnv): Map<SystemT
       const update = spawnSync('apt-get', ['update', '-qq'], options);
       const install = spawnSync('apt-get', ['install', '-y', '-qq', '--no-upgrade', '--no-install-recommends', ...packages], options);
       for (const tool of installable) found.set(tool, find(tool, env));
-      cause = install.status !== 0
-        ? `The automatic install did not work: ${spawnFailure('apt-get install', install)}`
-        : `apt-get installed ${packages.join(', ')}, but the program is still not on PATH.`;
+      cause =
+        install.status !== 0
+          ? `The automatic install did not work: ${spawnFailure('apt-get install', install)}`
+          : `apt-get installed ${packages.join(', ')}, but the program is still not on PATH.`;
       if (update.status !== 0) cause += `\n(${spawnFailure('apt-get update', update)})`;
     }
   }

@@ -193,7 +193,10 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   shutdown.add('job processors', [worker, webhooks, housekeeping], async (processors) => {
     if (jobs.active > 0) {
       const seconds = Math.round(config.SHUTDOWN_TIMEOUT_MS / 1000);
-      log.info({ jobs: jobs.active }, `finishing ${jobs.active} job(s) in flight before stopping, at most ${seconds} s; a second Ctrl+C (SIGINT) stops at once`);
+      log.info(
+        { jobs: jobs.active },
+        `finishing ${jobs.active} job(s) in flight before stopping, at most ${seconds} s; a second Ctrl+C (SIGINT) stops at once`,
+      );
     }
     const closed = Promise.all(processors.map((processor) => processor.close()));
     await jobs.idle();

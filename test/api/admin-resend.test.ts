@@ -71,7 +71,8 @@ describe('GET /admin/submissions/:id', () => {
     const key = await h.createKey();
     h.sink.behave(() => ({ code: 451, message: 'not yet' }));
     try {
-      const id = (await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'not yet accepted' })).json.submission_id as string;
+      const id = (await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'not yet accepted' })).json
+        .submission_id as string;
       await eventually(async () => ((await statusOf(id)) === 'retrying' ? true : undefined), 20_000, '`retrying`');
       expect((await admin('GET', `/admin/submissions/${id}`)).json).toMatchObject({ recipient: key.email, message_id: `<submission-${id}@example.test>` });
     } finally {
@@ -94,11 +95,15 @@ describe('GET /admin/submissions/:id/webhook-deliveries', () => {
     const id = await submit('with two webhooks');
     const other = await submit('another one');
 
-    const listed = await eventually(async () => {
-      const answer = await admin('GET', `/admin/submissions/${id}/webhook-deliveries`);
-      const deliveries = answer.json.deliveries as Array<{ status: string }>;
-      return deliveries.length === 2 && deliveries.every((delivery) => delivery.status === 'sent') ? deliveries : undefined;
-    }, 20_000, 'both deliveries sent');
+    const listed = await eventually(
+      async () => {
+        const answer = await admin('GET', `/admin/submissions/${id}/webhook-deliveries`);
+        const deliveries = answer.json.deliveries as Array<{ status: string }>;
+        return deliveries.length === 2 && deliveries.every((delivery) => delivery.status === 'sent') ? deliveries : undefined;
+      },
+      20_000,
+      'both deliveries sent',
+    );
     expect(listed.map((delivery: any) => delivery.submission_id)).toEqual([id, id]);
     expect(listed.map((delivery: any) => delivery.endpoint_id).sort()).toEqual([...endpoints].sort());
     expect(listed.map((delivery: any) => delivery.event)).toEqual(['submission.created', 'submission.created']);

@@ -10,11 +10,14 @@ describe('groupCommit', () => {
     const writes: number[][] = [];
     const written = new Set<number>();
     let release: () => void = () => undefined;
-    const write = groupCommit<number>(async (items) => {
-      writes.push(items);
-      await new Promise<void>((resolve) => (release = resolve));
-      for (const item of items) written.add(item);
-    }, { maxInFlight: 1 });
+    const write = groupCommit<number>(
+      async (items) => {
+        writes.push(items);
+        await new Promise<void>((resolve) => (release = resolve));
+        for (const item of items) written.add(item);
+      },
+      { maxInFlight: 1 },
+    );
     const seenAtResolve: boolean[] = [];
     const calls = Array.from({ length: 6 }, (_, i) => write(i).then(() => seenAtResolve.push(written.has(i))));
     await new Promise((resolve) => setImmediate(resolve));
@@ -29,12 +32,15 @@ describe('groupCommit', () => {
 
   it('hands each caller the result of its own item, also when a shared write is retried item by item', async () => {
     let writes = 0;
-    const double = groupCommit<number, number>(async (items) => {
-      writes += 1;
-      // The second write (the first shared one) fails: its items are written again one by one.
-      if (writes === 2) throw new Error('shared write failed');
-      return items.map((item) => item * 2);
-    }, { maxInFlight: 1 });
+    const double = groupCommit<number, number>(
+      async (items) => {
+        writes += 1;
+        // The second write (the first shared one) fails: its items are written again one by one.
+        if (writes === 2) throw new Error('shared write failed');
+        return items.map((item) => item * 2);
+      },
+      { maxInFlight: 1 },
+    );
     expect(await Promise.all([1, 2, 3, 4].map((item) => double(item)))).toEqual([2, 4, 6, 8]);
   });
 
@@ -56,18 +62,24 @@ describe('groupCommit', () => {
     expect(writes[0]!.afterMs).toBeGreaterThanOrEqual(298);
     const full = performance.now();
     await Promise.all([3, 4, 5].map((item) => write(item)));
-    expect(writes.map((entry) => entry.items)).toEqual([[1, 2], [3, 4, 5]]);
+    expect(writes.map((entry) => entry.items)).toEqual([
+      [1, 2],
+      [3, 4, 5],
+    ]);
     expect(performance.now() - full).toBeLessThan(250);
   });
 
   it('fails only the caller whose item fails, when a shared write fails', async () => {
     let hold: Promise<void> | undefined = new Promise((resolve) => setTimeout(resolve, 20));
-    const write = groupCommit<string>(async (items) => {
-      const first = hold;
-      hold = undefined;
-      await first;
-      if (items.includes('bad')) throw new Error('bad item');
-    }, { maxInFlight: 1 });
+    const write = groupCommit<string>(
+      async (items) => {
+        const first = hold;
+        hold = undefined;
+        await first;
+        if (items.includes('bad')) throw new Error('bad item');
+      },
+      { maxInFlight: 1 },
+    );
     const results = await Promise.allSettled(['first', 'a', 'bad', 'b'].map((item) => write(item)));
     expect(results.map((result) => result.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
   });

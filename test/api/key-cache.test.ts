@@ -29,7 +29,17 @@ async function startSecondApi(env: Record<string, string>): Promise<{ child: Chi
     child.on('exit', (code) => reject(new Error(`second API exited (${code}):\n${output}`)));
   });
   const url = `http://127.0.0.1:${port}`;
-  await eventually(async () => ((await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) ? true : undefined), 20_000, 'second API ready');
+  await eventually(
+    async () =>
+      (await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+        ? true
+        : undefined,
+    20_000,
+    'second API ready',
+  );
   return { child, url };
 }
 
@@ -103,13 +113,17 @@ describe('cached keys', () => {
     await acceptedByBoth(key);
     const endpoint = await buildWebhookEndpoint(h, { key, url: 'https://hooks.example.org/in' });
     for (const url of [other.url, h.url]) {
-      await eventually(async () => {
-        const response = await submit(url, key.key);
-        expect(response.status).toBe(200);
-        const id = response.json.submission_id as string;
-        const rows = await h.sql('select 1 from webhook_deliveries where submission_id = $1 and endpoint_id = $2', [id, endpoint.id]);
-        return rows.length === 1 ? true : undefined;
-      }, 20_000, `a webhook delivery from ${url}`);
+      await eventually(
+        async () => {
+          const response = await submit(url, key.key);
+          expect(response.status).toBe(200);
+          const id = response.json.submission_id as string;
+          const rows = await h.sql('select 1 from webhook_deliveries where submission_id = $1 and endpoint_id = $2', [id, endpoint.id]);
+          return rows.length === 1 ? true : undefined;
+        },
+        20_000,
+        `a webhook delivery from ${url}`,
+      );
     }
   });
 

@@ -94,7 +94,12 @@ describe('generateKey', () => {
     expect(responses.filter((r) => r.status === 400)).toHaveLength(10);
     const [{ n }] = (await h.sql(`select count(*)::int as n from verification_keys where email = $1 and status = 'active'`, [email])) as [{ n: number }];
     expect(n).toBe(10);
-    expect(responses.map((r) => r.json.keys_count).filter(Boolean).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(
+      responses
+        .map((r) => r.json.keys_count)
+        .filter(Boolean)
+        .sort((a, b) => a - b),
+    ).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   });
 });
 

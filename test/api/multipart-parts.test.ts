@@ -61,7 +61,12 @@ describe('close delimiter cut', () => {
       for (let offset = 0; offset < Math.min(size, 40); offset += 3) {
         const chunks = [body.slice(0, offset)];
         for (let at = offset; at < body.length; at += size) chunks.push(body.slice(at, at + size));
-        expect(await through(boundary, chunks.filter((chunk) => chunk.length > 0))).toBe(kept);
+        expect(
+          await through(
+            boundary,
+            chunks.filter((chunk) => chunk.length > 0),
+          ),
+        ).toBe(kept);
       }
     }
     expect(await through(boundary, [part.repeat(3), part.repeat(2)])).toBe(part.repeat(5));
@@ -205,7 +210,7 @@ describe('upload chain', () => {
     expect(head).toMatchObject({ ContentType: 'application/octet-stream', ContentDisposition: 'attachment', ContentLength: 11 });
   });
 
-  it("sends a file that ends within its first part through the S3 client (its middleware stack, retries and settings apply)", async () => {
+  it('sends a file that ends within its first part through the S3 client (its middleware stack, retries and settings apply)', async () => {
     const commands: string[] = [];
     h.storage.client.middlewareStack.add(
       (next, context) => (args) => {

@@ -18,7 +18,10 @@ let limited: Harness;
 let behindProxy: Harness;
 let key: string;
 beforeAll(async () => {
-  limited = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', SIGN_IN_LINK_USES_PER_MINUTE: '3', ADMIN_TOKEN: TOKEN }, worker: false });
+  limited = await startHarness({
+    env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', SIGN_IN_LINK_USES_PER_MINUTE: '3', ADMIN_TOKEN: TOKEN },
+    worker: false,
+  });
   behindProxy = await startHarness({ env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '3000', TRUST_PROXY: '127.0.0.0/8' }, worker: false });
   key = (await limited.createKey()).key;
 });

@@ -69,12 +69,19 @@ describe('redirects for plain HTML forms', () => {
     expect(location.pathname).toBe('/contact/error/');
     expect(location.searchParams.get('error')).toBe('Missing required fields.');
 
-    const custom = await browserPost([['access_key', openKey], ['error_url', '/oops/'], ['email', 'visitor@example.org']]);
+    const custom = await browserPost([
+      ['access_key', openKey],
+      ['error_url', '/oops/'],
+      ['email', 'visitor@example.org'],
+    ]);
     expect(custom.headers.location).toMatch(/^\/oops\/\?error=/);
   });
 
   it('follows error_url only when a valid key vouches for it', async () => {
-    const noKey = await browserPost([['error_url', 'https://evil.test/'], ['email', 'visitor@example.org']]);
+    const noKey = await browserPost([
+      ['error_url', 'https://evil.test/'],
+      ['email', 'visitor@example.org'],
+    ]);
     const unknownKey = await browserPost([...valid('00000000-0000-4000-8000-000000000000'), ['error_url', 'https://evil.test/']]);
     const wrongDomain = await browserPost([...valid(restrictedKey), ['error_url', 'https://evil.test/']], { origin: 'https://evil.test' });
     const unknownKeyPath = await browserPost([...valid('00000000-0000-4000-8000-000000000000'), ['error_url', '/oops/']]);
@@ -83,9 +90,16 @@ describe('redirects for plain HTML forms', () => {
       expect(response.headers.location).toMatch(/^\/contact\/error\/\?error=/);
     }
     // A valid key vouches even when the error comes before the key is checked (a missing field).
-    const vouched = await browserPost([['access_key', restrictedKey], ['error_url', 'https://example.com/oops'], ['email', 'visitor@example.org']], {
-      origin: 'https://example.com',
-    });
+    const vouched = await browserPost(
+      [
+        ['access_key', restrictedKey],
+        ['error_url', 'https://example.com/oops'],
+        ['email', 'visitor@example.org'],
+      ],
+      {
+        origin: 'https://example.com',
+      },
+    );
     expect(vouched.headers.location).toMatch(/^https:\/\/example\.com\/oops\?error=/);
     const normalised = await browserPost([...valid(openKey), ['message', ''], ['error_url', '/.//evil.test']]);
     expect(normalised.headers.location).toMatch(/^\/contact\/error\/\?error=/);
@@ -133,9 +147,18 @@ describe('CORS', () => {
       body: JSON.stringify({ access_key: openKey, email: 'a@example.org', message: 'hi' }),
     });
     const missing = await request(`${h.url}/api/contact-api/`, { method: 'POST', headers, body: '{}' });
-    const badType = await request(`${h.url}/api/contact-api/`, { method: 'POST', headers: { origin: 'https://site.test', 'content-type': 'text/plain' }, body: 'x' });
+    const badType = await request(`${h.url}/api/contact-api/`, {
+      method: 'POST',
+      headers: { origin: 'https://site.test', 'content-type': 'text/plain' },
+      body: 'x',
+    });
     const keyError = await request(`${h.url}/`, { method: 'POST', headers, body: '{"email": 1}' });
-    for (const [response, status] of [[ok, 200], [missing, 400], [badType, 415], [keyError, 400]] as const) {
+    for (const [response, status] of [
+      [ok, 200],
+      [missing, 400],
+      [badType, 415],
+      [keyError, 400],
+    ] as const) {
       expect(response.status).toBe(status);
       expect(response.headers['access-control-allow-origin']).toBe('*');
     }

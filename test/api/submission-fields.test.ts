@@ -14,7 +14,10 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const submit = submitter(() => h, () => ({ access_key: accessKey, email: 'visitor@example.org', message: 'Hello' }));
+const submit = submitter(
+  () => h,
+  () => ({ access_key: accessKey, email: 'visitor@example.org', message: 'Hello' }),
+);
 const countRows = () => count(h, 'submissions');
 const rowOf = async (id: string) => (await submissionRow(h, id))!;
 
@@ -63,7 +66,11 @@ describe('body types', () => {
     const urlencoded = await request(endpoint(), {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: form([['access_key', accessKey], ['email', 'a@example.org'], ['message', big]]),
+      body: form([
+        ['access_key', accessKey],
+        ['email', 'a@example.org'],
+        ['message', big],
+      ]),
     });
     expect(urlencoded.status).toBe(413);
     expect(urlencoded.json.success).toBe(false);
@@ -126,7 +133,10 @@ describe('fields', () => {
   });
 
   it('keeps names such as __proto__, constructor and toString as plain data', async () => {
-    const body = '{"access_key":"KEY","email":"a@example.org","message":"m","__proto__":"p","constructor":"c","toString":"t","hasOwnProperty":"h"}'.replace('KEY', accessKey);
+    const body = '{"access_key":"KEY","email":"a@example.org","message":"m","__proto__":"p","constructor":"c","toString":"t","hasOwnProperty":"h"}'.replace(
+      'KEY',
+      accessKey,
+    );
     const response = await submitJson(h, body);
     expect(response.status).toBe(200);
     expect((await rowOf(response.json.submission_id)).custom_fields).toEqual([

@@ -68,7 +68,11 @@ async function attachmentsOf(id: string): Promise<AttachmentRow[]> {
 type Snapshot = { submissions: number; attachments: number; objects: string[] };
 
 async function snapshot(harness: Harness = h): Promise<Snapshot> {
-  return { submissions: await count(harness, 'submissions'), attachments: await count(harness, 'attachments'), objects: (await listObjectKeys(harness.storage)).sort() };
+  return {
+    submissions: await count(harness, 'submissions'),
+    attachments: await count(harness, 'attachments'),
+    objects: (await listObjectKeys(harness.storage)).sort(),
+  };
 }
 
 /** Nothing of a refused request stays: no submission with its token, no new row, no new object, no email. */
@@ -92,10 +96,14 @@ function expectFormError(json: any, status: number, options: { otherErrors?: boo
 
 /** Resolves once the bucket holds an object that `before` did not. */
 async function waitForNewObject(before: Snapshot): Promise<void> {
-  await eventually(async () => {
-    const objects = await listObjectKeys(h.storage);
-    return objects.some((object) => !before.objects.includes(object)) ? true : undefined;
-  }, 10_000, 'a new object in the bucket');
+  await eventually(
+    async () => {
+      const objects = await listObjectKeys(h.storage);
+      return objects.some((object) => !before.objects.includes(object)) ? true : undefined;
+    },
+    10_000,
+    'a new object in the bucket',
+  );
 }
 
 const token = () => `token-${randomBytes(6).toString('hex')}`;
@@ -252,15 +260,24 @@ describe('multipart submissions with files', () => {
     // Hold the body back in the 11th file's part headers until the first ten are in the bucket.
     const pauseAfter = body.indexOf('filename="file-11.txt"');
 
-    const response = await postRaw(`${h.url}/api/contact-api/`, body, { 'content-type': contentType }, {
-      pauseAfter,
-      whilePaused: async () => {
-        await eventually(async () => {
-          const added = (await listObjectKeys(h.storage)).filter((object) => !before.objects.includes(object));
-          return added.length === 10 ? true : undefined;
-        }, 10_000, 'ten objects in the bucket');
+    const response = await postRaw(
+      `${h.url}/api/contact-api/`,
+      body,
+      { 'content-type': contentType },
+      {
+        pauseAfter,
+        whilePaused: async () => {
+          await eventually(
+            async () => {
+              const added = (await listObjectKeys(h.storage)).filter((object) => !before.objects.includes(object));
+              return added.length === 10 ? true : undefined;
+            },
+            10_000,
+            'ten objects in the bucket',
+          );
+        },
       },
-    });
+    );
 
     expect(response.status).toBe(400);
     expectFormError(response.json, 400);
@@ -400,10 +417,15 @@ describe('malformed multipart bodies', () => {
     // so that the refusal has an object to delete.
     const pauseAfter = body.indexOf(complete.data) + complete.data.length + 200;
 
-    const response = await postRaw(`${h.url}/api/contact-api/`, truncated, { 'content-type': contentType }, {
-      pauseAfter,
-      whilePaused: () => waitForNewObject(before),
-    });
+    const response = await postRaw(
+      `${h.url}/api/contact-api/`,
+      truncated,
+      { 'content-type': contentType },
+      {
+        pauseAfter,
+        whilePaused: () => waitForNewObject(before),
+      },
+    );
 
     expect(response.status).toBe(400);
     expectFormError(response.json, 400);
@@ -431,7 +453,11 @@ describe('malformed multipart bodies', () => {
     });
 
     // The object stored for the dropped request goes, and nothing is saved.
-    await eventually(async () => ((await listObjectKeys(h.storage)).sort().join() === before.objects.join() ? true : undefined), 10_000, 'the clean-up of the dropped request');
+    await eventually(
+      async () => ((await listObjectKeys(h.storage)).sort().join() === before.objects.join() ? true : undefined),
+      10_000,
+      'the clean-up of the dropped request',
+    );
     await expectNothingLeft(before, marker);
 
     expect((await fetch(`${h.url}/healthz`)).status).toBe(200);
@@ -486,7 +512,9 @@ describe('file field names', () => {
     const before = await snapshot();
     const fieldName = `upload_${'n'.repeat(293)}`;
 
-    const response = await submit(submissionFields(key.key, marker, [{ name: fieldName, filename: 'a.txt', contentType: 'text/plain', data: patterned(1_000, 'long-field') }]));
+    const response = await submit(
+      submissionFields(key.key, marker, [{ name: fieldName, filename: 'a.txt', contentType: 'text/plain', data: patterned(1_000, 'long-field') }]),
+    );
 
     expect(response.status, response.text).toBeLessThan(500);
     if (response.status === 200) {
@@ -527,9 +555,13 @@ describe('storage failure', () => {
     const marker = token();
     const before = await brokenSnapshot();
 
-    const response = await submitMultipart(broken, submissionFields(key.key, marker, [{ name: 'f', filename: 'doomed.bin', data: patterned(size, 'doomed') }]), {
-      timeoutMs: 15_000,
-    });
+    const response = await submitMultipart(
+      broken,
+      submissionFields(key.key, marker, [{ name: 'f', filename: 'doomed.bin', data: patterned(size, 'doomed') }]),
+      {
+        timeoutMs: 15_000,
+      },
+    );
 
     expect(response.status).toBe(500);
     expectFormError(response.json, 500);

@@ -40,10 +40,12 @@ async function consoleSession(email: string): Promise<(path: string) => Promise<
 }
 
 const statusOf = async (id: string) =>
-  (await h.sql<{ email_status: string; bounce_status: string | null; bounce_diagnostic: string | null }>(
-    'select email_status, bounce_status, bounce_diagnostic from submissions where id = $1',
-    [id],
-  ))[0]!;
+  (
+    await h.sql<{ email_status: string; bounce_status: string | null; bounce_diagnostic: string | null }>(
+      'select email_status, bounce_status, bounce_diagnostic from submissions where id = $1',
+      [id],
+    )
+  )[0]!;
 
 describe('bounces through a real Postfix relay', () => {
   it('ends a submission to an unknown user `bounced` with the relay’s diagnostic, in the console and on the webhook', async () => {
@@ -55,10 +57,14 @@ describe('bounces through a real Postfix relay', () => {
     const id = submitted.json.submission_id as string;
 
     // Postfix took it (250), then its DSN came back to the return path within seconds.
-    const bounced = await eventually(async () => {
-      const row = await statusOf(id);
-      return row.email_status === 'bounced' ? row : undefined;
-    }, 30_000, `the bounce (Postfix log:\n${postfix.log()})`);
+    const bounced = await eventually(
+      async () => {
+        const row = await statusOf(id);
+        return row.email_status === 'bounced' ? row : undefined;
+      },
+      30_000,
+      `the bounce (Postfix log:\n${postfix.log()})`,
+    );
     expect(bounced.bounce_status).toBe('5.1.1');
     expect(bounced.bounce_diagnostic).toMatch(/unknown user/i);
     expect(bounced.bounce_diagnostic).toContain(user);

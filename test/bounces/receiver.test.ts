@@ -50,7 +50,8 @@ afterAll(async () => {
 });
 
 type Row = { email_status: string; bounce_type: string | null; bounce_status: string | null; bounce_diagnostic: string | null; bounce_mta: string | null };
-const row = async (id: string) => (await h.sql<Row>('select email_status, bounce_type, bounce_status, bounce_diagnostic, bounce_mta from submissions where id = $1', [id]))[0]!;
+const row = async (id: string) =>
+  (await h.sql<Row>('select email_status, bounce_type, bounce_status, bounce_diagnostic, bounce_mta from submissions where id = $1', [id]))[0]!;
 
 /** A submission emailed to its key's owner: its id and the return path its email carried. */
 async function delivered(key: TestKey, message = 'hello'): Promise<{ id: string; returnPath: string }> {
@@ -66,7 +67,7 @@ const bounceTo = (returnPath: string, fields: Omit<DsnFields, 'to'> = {}) =>
   sendRaw(receiver.port, { from: '', to: [returnPath] }, dsn({ ...fields, to: returnPath }));
 
 describe('return paths', () => {
-  it("gives each email an envelope sender of its own at BOUNCE_DOMAIN; From and Reply-To do not change", async () => {
+  it('gives each email an envelope sender of its own at BOUNCE_DOMAIN; From and Reply-To do not change', async () => {
     const key = await h.createKey();
     const { id, returnPath } = await delivered(key);
     expect(returnPath).toBe(paths.address('submission', id));
@@ -85,7 +86,11 @@ describe('the bounce receiver', () => {
     expect(added.status).toBe(201);
     const { id, returnPath } = await delivered(key);
 
-    const reply = await bounceTo(returnPath, { status: '5.1.1', diagnostic: 'smtp; 550 5.1.1 <owner@example.test>: User unknown', reportingMta: 'mx.example.net' });
+    const reply = await bounceTo(returnPath, {
+      status: '5.1.1',
+      diagnostic: 'smtp; 550 5.1.1 <owner@example.test>: User unknown',
+      reportingMta: 'mx.example.net',
+    });
     expect(reply.rcpt[0]!.code).toBe(250);
     expect(reply.data?.code).toBe(250);
     // Committed before the 250: no waiting needed.
@@ -101,14 +106,21 @@ describe('the bounce receiver', () => {
     const page = await owner.get(`/owner/submissions/${id}`);
     expect(page.text).toContain('User unknown');
     const operator = await request(`${h.url}/admin/submissions/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect(operator.json).toMatchObject({ email_status: 'bounced', bounce: { type: 'hard', status: '5.1.1', diagnostic: '550 5.1.1 <owner@example.test>: User unknown' } });
+    expect(operator.json).toMatchObject({
+      email_status: 'bounced',
+      bounce: { type: 'hard', status: '5.1.1', diagnostic: '550 5.1.1 <owner@example.test>: User unknown' },
+    });
     const csv = await request(`${h.url}/admin/submissions.csv?key=${key.key}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(csv.text).toContain(',bounced,');
     expect(csv.text).toContain(',hard,5.1.1,550 5.1.1 <owner@example.test>: User unknown,');
     const metrics = await request(`http://127.0.0.1:${receiver.metricsPort}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(metrics.text).toMatch(/cfs_bounces_total\{kind="submissions",type="hard"\} [1-9]/);
 
-    const event = await eventually(async () => hooks.received.map((r) => JSON.parse(r.body)).find((body) => body.type === 'submission.bounced' && body.data.id === id), 20_000, 'the webhook');
+    const event = await eventually(
+      async () => hooks.received.map((r) => JSON.parse(r.body)).find((body) => body.type === 'submission.bounced' && body.data.id === id),
+      20_000,
+      'the webhook',
+    );
     expect(event.data.bounce).toMatchObject({ type: 'hard', status: '5.1.1' });
   });
 
@@ -211,7 +223,15 @@ describe('the bounce receiver', () => {
   it('answers 250 to what is not a report (an auto-reply, garbage) and changes nothing', async () => {
     const key = await h.createKey();
     const { id, returnPath } = await delivered(key);
-    const autoReply = ['From: owner@example.test', `To: ${returnPath}`, 'Subject: Out of office', 'Auto-Submitted: auto-replied', '', 'I am away until Monday.', ''].join('\r\n');
+    const autoReply = [
+      'From: owner@example.test',
+      `To: ${returnPath}`,
+      'Subject: Out of office',
+      'Auto-Submitted: auto-replied',
+      '',
+      'I am away until Monday.',
+      '',
+    ].join('\r\n');
     expect((await sendRaw(receiver.port, { from: 'owner@example.test', to: [returnPath] }, autoReply)).data?.code).toBe(250);
     const garbage = Buffer.from(Array.from({ length: 4000 }, (_, i) => (i * 7919) % 256)).toString('latin1');
     expect((await sendRaw(receiver.port, { from: '', to: [returnPath] }, garbage)).data?.code).toBe(250);
@@ -232,7 +252,13 @@ describe('the bounce receiver', () => {
     const { id, returnPath } = await delivered(key);
     // A receiver whose database is down: nothing listens where its DATABASE_URL points.
     const down = await startBounceReceiver(
-      { ...h.config, BOUNCE_DOMAIN: DOMAIN, BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_SMTP_PORT: 0, DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none` },
+      {
+        ...h.config,
+        BOUNCE_DOMAIN: DOMAIN,
+        BOUNCE_SMTP_HOST: '127.0.0.1',
+        BOUNCE_SMTP_PORT: 0,
+        DATABASE_URL: `postgres://nobody@127.0.0.1:${await freePort()}/none`,
+      },
       createLogger('test', 'silent'),
     );
     try {
@@ -258,10 +284,16 @@ describe('suppression', () => {
     }
     const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'not attempted' });
     const id = submitted.json.submission_id as string;
-    const suppressed = await eventually(async () => {
-      const current = await h.sql<{ email_status: string; last_error: string | null }>('select email_status, last_error from submissions where id = $1', [id]);
-      return current[0]!.email_status === 'suppressed' ? current[0] : undefined;
-    }, 20_000, '`suppressed`');
+    const suppressed = await eventually(
+      async () => {
+        const current = await h.sql<{ email_status: string; last_error: string | null }>('select email_status, last_error from submissions where id = $1', [
+          id,
+        ]);
+        return current[0]!.email_status === 'suppressed' ? current[0] : undefined;
+      },
+      20_000,
+      '`suppressed`',
+    );
     expect(suppressed.last_error).toMatch(/bounced repeatedly; suppressed until .+ or until its owner signs in/);
     expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
 
@@ -275,7 +307,7 @@ describe('suppression', () => {
     await eventually(async () => h.sink.messages.find((m) => m.parsed.messageId?.includes(id)), 20_000, 'the re-sent email');
   });
 
-  it("counts a bounce for the address exactly as mailed: keys a stranger asks for `owner+tag@` that bounce stop no mail to `owner@`", async () => {
+  it('counts a bounce for the address exactly as mailed: keys a stranger asks for `owner+tag@` that bounce stop no mail to `owner@`', async () => {
     const owner = await h.createKey({ email: 'carol@plus-less.test' });
     const tagged = 'carol+x@plus-less.test';
     // The stranger's key requests; the owner's server knows no +tags, so each key email bounces.
@@ -292,7 +324,11 @@ describe('suppression', () => {
     // The owner's own address still gets its mail.
     await delivered(owner, 'after the stranger');
     // The address that bounced is the one suppressed.
-    const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: strangersKeys[0], email: 'visitor@example.org', message: 'to the tagged address' });
+    const submitted = await postJson(`${h.url}/api/contact-api/`, {
+      access_key: strangersKeys[0],
+      email: 'visitor@example.org',
+      message: 'to the tagged address',
+    });
     expect(submitted.status).toBe(200);
     const id = submitted.json.submission_id as string;
     await eventually(async () => ((await emailStatusOf(h, id)) === 'suppressed' ? true : undefined), 20_000, '`suppressed` for the address that bounced');
@@ -301,7 +337,7 @@ describe('suppression', () => {
 });
 
 describe('complaints', () => {
-  it("suppresses the mailbox at once, for every key of its owner and for keys others create for it, until the owner signs in", async () => {
+  it('suppresses the mailbox at once, for every key of its owner and for keys others create for it, until the owner signs in', async () => {
     const key = await h.createKey({ email: 'complaining-owner@example.test' });
     const otherKey = await h.createKey({ email: 'complaining-owner@example.test' });
     const { returnPath } = await delivered(key, 'the email reported');
@@ -314,10 +350,16 @@ describe('complaints', () => {
       notSent.push(submitted.json.submission_id as string);
     }
     for (const id of notSent) {
-      const suppressed = await eventually(async () => {
-        const current = await h.sql<{ email_status: string; last_error: string | null }>('select email_status, last_error from submissions where id = $1', [id]);
-        return current[0]!.email_status === 'suppressed' ? current[0] : undefined;
-      }, 20_000, '`suppressed`');
+      const suppressed = await eventually(
+        async () => {
+          const current = await h.sql<{ email_status: string; last_error: string | null }>('select email_status, last_error from submissions where id = $1', [
+            id,
+          ]);
+          return current[0]!.email_status === 'suppressed' ? current[0] : undefined;
+        },
+        20_000,
+        '`suppressed`',
+      );
       expect(suppressed.last_error).toBe('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
       expect(h.sink.messages.some((m) => m.parsed.messageId?.includes(id))).toBe(false);
     }
@@ -325,13 +367,17 @@ describe('complaints', () => {
     // Anyone can create a key for the address: its email is not sent either.
     const created = await postJson(`${h.url}/`, { email: key.email });
     expect(created.status).toBe(200);
-    const newKeyEmail = await eventually(async () => {
-      const rows = await h.sql<{ email_status: string; last_error: string | null }>(
-        "select email_status, last_error from key_emails where mailbox = $1 and kind = 'new-key'",
-        [key.email],
-      );
-      return rows[0]?.email_status === 'suppressed' ? rows[0] : undefined;
-    }, 20_000, "the new key's email `suppressed`");
+    const newKeyEmail = await eventually(
+      async () => {
+        const rows = await h.sql<{ email_status: string; last_error: string | null }>(
+          "select email_status, last_error from key_emails where mailbox = $1 and kind = 'new-key'",
+          [key.email],
+        );
+        return rows[0]?.email_status === 'suppressed' ? rows[0] : undefined;
+      },
+      20_000,
+      "the new key's email `suppressed`",
+    );
     expect(newKeyEmail.last_error).toBe('not attempted: this address reported an email of this service as spam; suppressed until its owner signs in');
     expect(h.sink.messages.some((m) => m.parsed.text?.includes(created.json.key as string))).toBe(false);
 
@@ -350,7 +396,11 @@ describe('STARTTLS and key emails', () => {
     if (openssl.problem !== undefined) throw new Error(openssl.problem);
     const dir = await mkdtemp(path.join(tmpdir(), 'cfs-tls-'));
     const [certFile, keyFile] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
-    execFileSync(openssl.path, ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${DOMAIN}`, '-days', '1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' });
+    execFileSync(
+      openssl.path,
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${DOMAIN}`, '-days', '1', '-keyout', keyFile, '-out', certFile],
+      { stdio: 'ignore' },
+    );
     const secured = await startHarness({ env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_TLS_CERT: certFile, BOUNCE_TLS_KEY: keyFile } });
     try {
       const { port } = await secured.startBounces();
@@ -361,10 +411,14 @@ describe('STARTTLS and key emails', () => {
       // A key email (the new key's) carries a return path of its kind.
       const created = await postJson(`${secured.url}/`, { email: 'tls-owner@example.test' });
       expect(created.status).toBe(200);
-      const [keyEmail] = await eventually(async () => {
-        const rows = await secured.sql<{ id: string }>("select id from key_emails where email = 'tls-owner@example.test' and email_status = 'sent'");
-        return rows.length ? rows : undefined;
-      }, 20_000, 'the key email');
+      const [keyEmail] = await eventually(
+        async () => {
+          const rows = await secured.sql<{ id: string }>("select id from key_emails where email = 'tls-owner@example.test' and email_status = 'sent'");
+          return rows.length ? rows : undefined;
+        },
+        20_000,
+        'the key email',
+      );
       const returnPath = paths.address('key-email', keyEmail!.id);
       expect(secured.sink.messages.some((m) => m.envelope.from === returnPath)).toBe(true);
 
@@ -375,7 +429,9 @@ describe('STARTTLS and key emails', () => {
       } finally {
         relay.close();
       }
-      const [row] = await secured.sql<{ email_status: string; bounce_status: string }>('select email_status, bounce_status from key_emails where id = $1', [keyEmail!.id]);
+      const [row] = await secured.sql<{ email_status: string; bounce_status: string }>('select email_status, bounce_status from key_emails where id = $1', [
+        keyEmail!.id,
+      ]);
       expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
     } finally {
       await secured.stop();
@@ -386,7 +442,10 @@ describe('STARTTLS and key emails', () => {
 
 describe('limits per client address', () => {
   it('refuses a connection past BOUNCE_MAX_CONNECTIONS_PER_IP (421) and a message past the minute allowance (451)', async () => {
-    const limited = await startHarness({ worker: false, env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_MAX_CONNECTIONS_PER_IP: '2', BOUNCE_MESSAGES_PER_MINUTE_PER_IP: '3' } });
+    const limited = await startHarness({
+      worker: false,
+      env: { BOUNCE_DOMAIN: DOMAIN, BOUNCE_MAX_CONNECTIONS_PER_IP: '2', BOUNCE_MESSAGES_PER_MINUTE_PER_IP: '3' },
+    });
     try {
       const { port } = await limited.startBounces();
       const first = await openSmtp(port);

@@ -90,7 +90,10 @@ describe('reading reports', () => {
     );
     expect(several).toMatchObject({ type: 'hard', status: '5.7.1', recipient: 'c@example.com', diagnostic: '550 5.7.1 Message rejected as spam' });
     const global = await readReport(
-      report(['Reporting-MTA: dns; mx.example.jp', '', 'Final-Recipient: utf-8; 用户@example.jp', 'Action: failed', 'Status: 5.1.1'].join('\r\n'), 'message/global-delivery-status'),
+      report(
+        ['Reporting-MTA: dns; mx.example.jp', '', 'Final-Recipient: utf-8; 用户@example.jp', 'Action: failed', 'Status: 5.1.1'].join('\r\n'),
+        'message/global-delivery-status',
+      ),
       { sender: '' },
     );
     expect(global).toMatchObject({ type: 'hard', status: '5.1.1', recipient: '用户@example.jp' });
@@ -127,7 +130,10 @@ describe('reading reports', () => {
   });
 
   it('reads an ARF abuse report as a complaint, and ignores other feedback types', async () => {
-    expect(await readReport(message(abuseReport(TO)), { sender: 'fbl@isp.example' })).toMatchObject({ type: 'complaint', diagnostic: 'abuse report from ExampleFBL/1.0' });
+    expect(await readReport(message(abuseReport(TO)), { sender: 'fbl@isp.example' })).toMatchObject({
+      type: 'complaint',
+      diagnostic: 'abuse report from ExampleFBL/1.0',
+    });
     expect(await readReport(message(abuseReport(TO, 'not-spam')), { sender: 'fbl@isp.example' })).toMatchObject({ type: 'ignored' });
   });
 
@@ -139,7 +145,7 @@ describe('reading reports', () => {
       '',
       'Hi. This is the qmail-send program at mail.example.com.',
       "I'm afraid I wasn't able to deliver your message to the following addresses.",
-      'This is a permanent error; I\'ve given up. Sorry it didn\'t work out.',
+      "This is a permanent error; I've given up. Sorry it didn't work out.",
       '',
       '<owner@example.com>:',
       '192.0.2.25 does not like recipient.',
@@ -147,13 +153,33 @@ describe('reading reports', () => {
       'Giving up on 192.0.2.25.',
       '',
     );
-    expect(await readReport(qmail, { sender: '' })).toMatchObject({ type: 'hard', status: '5.1.1', diagnostic: 'Remote host said: 550 5.1.1 <owner@example.com>... User unknown' });
-    const basicOnly = message('From: postmaster@old.example', `To: ${TO}`, 'Subject: Returned mail', '', 'The following address failed:', '550 No such user here', '');
+    expect(await readReport(qmail, { sender: '' })).toMatchObject({
+      type: 'hard',
+      status: '5.1.1',
+      diagnostic: 'Remote host said: 550 5.1.1 <owner@example.com>... User unknown',
+    });
+    const basicOnly = message(
+      'From: postmaster@old.example',
+      `To: ${TO}`,
+      'Subject: Returned mail',
+      '',
+      'The following address failed:',
+      '550 No such user here',
+      '',
+    );
     expect(await readReport(basicOnly, { sender: '' })).toMatchObject({ type: 'hard', status: null, diagnostic: '550 No such user here' });
   });
 
   it('ignores what is not a bounce: an auto-reply, a person, garbage, an empty message', async () => {
-    const outOfOffice = message('From: owner@example.com', `To: ${TO}`, 'Subject: Out of office', 'Auto-Submitted: auto-replied', '', 'Back on Monday. 550 reasons to wait.', '');
+    const outOfOffice = message(
+      'From: owner@example.com',
+      `To: ${TO}`,
+      'Subject: Out of office',
+      'Auto-Submitted: auto-replied',
+      '',
+      'Back on Monday. 550 reasons to wait.',
+      '',
+    );
     expect(await readReport(outOfOffice, { sender: '' })).toEqual({ type: 'ignored', reason: 'an auto-reply' });
     const person = message('From: owner@example.com', `To: ${TO}`, 'Subject: Re: New submission', '', 'Thanks, got it: 5.1.1 is my favourite number.', '');
     expect(await readReport(person, { sender: 'owner@example.com' })).toMatchObject({ type: 'ignored' });

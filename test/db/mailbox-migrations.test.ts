@@ -9,8 +9,7 @@ describe('address bounces and canonical mailboxes', () => {
   it('keeps suppressions and complaints, and merges the rows of every spelling of a Gmail inbox', async () => {
     await orm().migrator.up({ to: 'Migration20261126100000_complaints' });
     const em = orm().em.fork();
-    const key = (n: number, email: string) =>
-      `(gen_random_uuid(), '${'h'.repeat(63)}${n}', 'sealed', '${email}', '${email.replace(/\+[^@]*@/, '@')}')`;
+    const key = (n: number, email: string) => `(gen_random_uuid(), '${'h'.repeat(63)}${n}', 'sealed', '${email}', '${email.replace(/\+[^@]*@/, '@')}')`;
     await em.execute(`insert into verification_keys (id, key_hash, key_encrypted, email, mailbox) values
       ${key(1, 'e.rin@gmail.com')}, ${key(2, 'erin+forms@googlemail.com')}, ${key(3, 'bounced@example.test')}, ${key(4, 'd.ots@example.test')}`);
     await em.execute(`insert into recipients (mailbox, confirmed_at, confirm_requested_at) values
@@ -42,7 +41,10 @@ describe('address bounces and canonical mailboxes', () => {
       { address: 'bounced@example.test', hard_bounces: 3 },
       { address: 'd.ots@example.test', hard_bounces: 1 },
     ]);
-    expect(await em.execute('select mailbox from mailbox_complaints order by mailbox')).toEqual([{ mailbox: 'd.ots@example.test' }, { mailbox: 'erin@gmail.com' }]);
+    expect(await em.execute('select mailbox from mailbox_complaints order by mailbox')).toEqual([
+      { mailbox: 'd.ots@example.test' },
+      { mailbox: 'erin@gmail.com' },
+    ]);
     expect(await em.execute('select mailbox, used from mailbox_allowances')).toEqual([{ mailbox: 'erin@gmail.com', used: 7 }]);
     // The filter keeps an owner's statistics under the mailbox's name: a renamed one starts anew.
     expect(await em.execute('select mailbox from owner_spam_marks')).toEqual([{ mailbox: 'd.ots@example.test' }]);

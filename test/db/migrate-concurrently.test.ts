@@ -45,10 +45,19 @@ describe('npm run migrate, several at once', () => {
     const runs = await Promise.all(Array.from({ length: RUNS }, () => migrate(database.url)));
     for (const run of runs) expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
 
-    const expected = (await readdir(MIGRATIONS_PATH)).filter((file) => /^Migration\d+_.*\.ts$/.test(file)).map((file) => file.replace(/\.ts$/, '')).sort();
+    const expected = (await readdir(MIGRATIONS_PATH))
+      .filter((file) => /^Migration\d+_.*\.ts$/.test(file))
+      .map((file) => file.replace(/\.ts$/, ''))
+      .sort();
     const applying = runs.filter((run) => run.stdout.startsWith('Applied: '));
     expect(applying).toHaveLength(1);
-    expect(applying[0]!.stdout.trim().replace(/^Applied: /, '').split(', ').sort()).toEqual(expected);
+    expect(
+      applying[0]!.stdout
+        .trim()
+        .replace(/^Applied: /, '')
+        .split(', ')
+        .sort(),
+    ).toEqual(expected);
     expect(runs.filter((run) => run.stdout === 'No pending migrations.\n')).toHaveLength(RUNS - 1);
 
     const client = new pg.Client({ connectionString: database.url });

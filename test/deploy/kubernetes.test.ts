@@ -140,7 +140,8 @@ function render(overlay: Overlay): Promise<K8sObject[]> {
       return parseAllDocuments(result.stdout).map((document) => {
         const object = document.toJS() as K8sObject;
         // kustomize folds long base64 values over lines, which the API server's decoder skips.
-        if (object.kind === 'Secret' && object.data) object.data = Object.fromEntries(Object.entries(object.data).map(([key, value]) => [key, value.replace(/\n/g, '')]));
+        if (object.kind === 'Secret' && object.data)
+          object.data = Object.fromEntries(Object.entries(object.data).map(([key, value]) => [key, value.replace(/\n/g, '')]));
         return object;
       });
     });
@@ -177,8 +178,7 @@ function find(objects: K8sObject[], kind: string, name: string): K8sObject {
   return found;
 }
 
-const workloads = (objects: K8sObject[]) =>
-  objects.filter((object): object is Workload => ['Deployment', 'StatefulSet', 'Job'].includes(object.kind));
+const workloads = (objects: K8sObject[]) => objects.filter((object): object is Workload => ['Deployment', 'StatefulSet', 'Job'].includes(object.kind));
 const workload = (objects: K8sObject[], kind: 'Deployment' | 'StatefulSet', name: string) => find(objects, kind, name) as Workload;
 const allContainers = (spec: PodSpec) => [...(spec.initContainers ?? []), ...spec.containers];
 const isAppImage = (image: string) => image.split('/').pop()!.split(':')[0] === APP_IMAGE;
@@ -237,7 +237,9 @@ function serviceTarget(objects: K8sObject[], serviceName: string, port: number):
   const service = find(objects, 'Service', serviceName);
   const entry = (service.spec.ports as { port: number; targetPort?: PortRef }[]).find((candidate) => candidate.port === port);
   if (!entry) throw new Error(`Service ${serviceName} has no port ${port}`);
-  const selected = workloads(objects).filter((candidate) => matches({ matchLabels: service.spec.selector as Labels }, candidate.spec.template.metadata?.labels));
+  const selected = workloads(objects).filter((candidate) =>
+    matches({ matchLabels: service.spec.selector as Labels }, candidate.spec.template.metadata?.labels),
+  );
   expect(selected, `Service ${serviceName} selects one workload`).toHaveLength(1);
   const target = selected[0]!;
   const targetPort = entry.targetPort ?? entry.port;
@@ -305,7 +307,13 @@ type Rule = { from?: object[]; to?: object[]; ports?: { port?: PortRef; protocol
 
 function portMatches(rule: Rule, target: Container | undefined, port: number): boolean {
   if (!rule.ports?.length) return true;
-  return rule.ports.some((entry) => entry.port === undefined || (typeof entry.port === 'number' ? entry.port === port : target !== undefined && target.ports?.some((candidate) => candidate.name === entry.port && candidate.containerPort === port)));
+  return rule.ports.some(
+    (entry) =>
+      entry.port === undefined ||
+      (typeof entry.port === 'number'
+        ? entry.port === port
+        : target !== undefined && target.ports?.some((candidate) => candidate.name === entry.port && candidate.containerPort === port)),
+  );
 }
 
 /** Whether the NetworkPolicies let `source` open a connection to port `port` of `target`'s pods. */
@@ -314,7 +322,12 @@ function allowed(objects: K8sObject[], source: Source & { workload?: Workload },
   const namespace = target.metadata.namespace ?? 'default';
   const targetLabels = target.spec.template.metadata?.labels;
   const targetContainer = target.spec.template.spec.containers.find((item) => item.ports?.some((candidate) => candidate.containerPort === port));
-  const ingress = policies.filter((policy) => policy.metadata.namespace === target.metadata.namespace && (policy.spec.policyTypes as string[]).includes('Ingress') && matches(policy.spec.podSelector as Selector, targetLabels));
+  const ingress = policies.filter(
+    (policy) =>
+      policy.metadata.namespace === target.metadata.namespace &&
+      (policy.spec.policyTypes as string[]).includes('Ingress') &&
+      matches(policy.spec.podSelector as Selector, targetLabels),
+  );
   const ingressOk =
     ingress.length === 0 ||
     ingress.some((policy) =>
@@ -323,12 +336,16 @@ function allowed(objects: K8sObject[], source: Source & { workload?: Workload },
       ),
     );
   if (!ingressOk || !source.workload) return ingressOk;
-  const egress = policies.filter((policy) => (policy.spec.policyTypes as string[]).includes('Egress') && matches(policy.spec.podSelector as Selector, source.labels));
+  const egress = policies.filter(
+    (policy) => (policy.spec.policyTypes as string[]).includes('Egress') && matches(policy.spec.podSelector as Selector, source.labels),
+  );
   return (
     egress.length === 0 ||
     egress.some((policy) =>
       ((policy.spec.egress ?? []) as Rule[]).some(
-        (rule) => (!rule.to?.length || rule.to.some((peer) => peerMatches(peer, { namespace, labels: targetLabels ?? {} }, namespace))) && portMatches(rule, targetContainer, port),
+        (rule) =>
+          (!rule.to?.length || rule.to.some((peer) => peerMatches(peer, { namespace, labels: targetLabels ?? {} }, namespace))) &&
+          portMatches(rule, targetContainer, port),
       ),
     )
   );
@@ -358,7 +375,8 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     find(objects, 'HorizontalPodAutoscaler', 'api');
     find(objects, 'ScaledObject', 'worker');
     expect(objects.filter((object) => object.kind === 'NetworkPolicy').length).toBeGreaterThan(0);
-    for (const object of objects.filter((item) => item.kind !== 'Namespace')) expect(object.metadata.namespace, `${object.kind} ${object.metadata.name}`).toBe('contact-form');
+    for (const object of objects.filter((item) => item.kind !== 'Namespace'))
+      expect(object.metadata.namespace, `${object.kind} ${object.metadata.name}`).toBe('contact-form');
   });
 
   it('validates every object against the Kubernetes and KEDA schemas', async () => {
@@ -377,7 +395,10 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       const main = container(spec, name);
       expect([...(main.command ?? []), ...(main.args ?? [])], name).toEqual(scripts[script]);
       // Each new pod migrates first, with `npm run migrate`'s command.
-      expect(spec.initContainers?.map((item) => item.name), name).toEqual(['migrate']);
+      expect(
+        spec.initContainers?.map((item) => item.name),
+        name,
+      ).toEqual(['migrate']);
       const migrate = container(spec, 'migrate');
       expect([...(migrate.command ?? []), ...(migrate.args ?? [])], `${name} migrate`).toEqual(scripts.migrate);
       for (const item of [main, migrate]) {
@@ -390,9 +411,15 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       }
     }
     // Nothing else runs the app's image.
-    const appContainers = workloads(objects).flatMap((item) => allContainers(item.spec.template.spec).filter((candidate) => isAppImage(candidate.image)).map((candidate) => `${item.metadata.name}/${candidate.name}`));
+    const appContainers = workloads(objects).flatMap((item) =>
+      allContainers(item.spec.template.spec)
+        .filter((candidate) => isAppImage(candidate.image))
+        .map((candidate) => `${item.metadata.name}/${candidate.name}`),
+    );
     expect(appContainers.sort()).toEqual(['api/api', 'api/migrate', 'bounces/bounces', 'bounces/migrate', 'worker/migrate', 'worker/worker']);
-    expect(container(workload(objects, 'Deployment', 'rspamd').spec.template.spec, 'rspamd').image).toMatch(new RegExp(`(^|/)${RSPAMD_IMAGE}:${version.replaceAll('.', '\\.')}$`));
+    expect(container(workload(objects, 'Deployment', 'rspamd').spec.template.spec, 'rspamd').image).toMatch(
+      new RegExp(`(^|/)${RSPAMD_IMAGE}:${version.replaceAll('.', '\\.')}$`),
+    );
   });
 
   it('sets only variables the config schema knows, with values it accepts', async () => {
@@ -406,7 +433,8 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
         // Throws a ConfigError naming each bad variable.
         const config = loadConfig(env);
         expect(config.BOUNCE_DOMAIN, `${where}: the bounce receiver needs BOUNCE_DOMAIN`).toBeDefined();
-        for (const name of ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'SECRET', 'ADMIN_TOKEN', 'PUBLIC_URL']) expect(env, `${where}: ${name}`).toHaveProperty(name);
+        for (const name of ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'SECRET', 'ADMIN_TOKEN', 'PUBLIC_URL'])
+          expect(env, `${where}: ${name}`).toHaveProperty(name);
       }
     }
   });
@@ -495,7 +523,8 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       expect(spec.terminationGracePeriodSeconds, name).toBeGreaterThan(preStopSeconds(main) + drain);
     }
     // The API and the bounce receiver keep serving while their endpoints are removed.
-    for (const name of ['api', 'bounces']) expect(preStopSeconds(container(workload(objects, 'Deployment', name).spec.template.spec, name)), name).toBeGreaterThan(0);
+    for (const name of ['api', 'bounces'])
+      expect(preStopSeconds(container(workload(objects, 'Deployment', name).spec.template.spec, name)), name).toBeGreaterThan(0);
   });
 
   it("scales the workers on the email queue's waiting jobs, and the API on CPU, within stated bounds", async () => {
@@ -520,7 +549,10 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     // KEDA reaches the workers' Redis with its password.
     const auth = find(objects, 'TriggerAuthentication', trigger!.authenticationRef.name);
     const parameters = Object.fromEntries(
-      (auth.spec.secretTargetRef as { parameter: string; name: string; key: string }[]).map((ref) => [ref.parameter, dataOf(find(objects, 'Secret', ref.name))[ref.key]]),
+      (auth.spec.secretTargetRef as { parameter: string; name: string; key: string }[]).map((ref) => [
+        ref.parameter,
+        dataOf(find(objects, 'Secret', ref.name))[ref.key],
+      ]),
     );
     const redis = new URL(config.REDIS_URL);
     const [host, port] = parameters.address!.split(':');
@@ -530,7 +562,9 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
 
     const hpa = find(objects, 'HorizontalPodAutoscaler', 'api');
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: 'api' });
-    expect(hpa.spec.metrics).toEqual([{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } } }]);
+    expect(hpa.spec.metrics).toEqual([
+      { type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: expect.any(Number) } } },
+    ]);
     expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(1);
     expect(hpa.spec.maxReplicas).toBeGreaterThan(hpa.spec.minReplicas);
     expect(hpa.spec.behavior.scaleDown.stabilizationWindowSeconds).toBeGreaterThanOrEqual(120);
@@ -578,7 +612,10 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     const budgets = objects.filter((object) => object.kind === 'PodDisruptionBudget');
     for (const item of workloads(objects).filter((candidate) => candidate.kind !== 'Job')) {
       const covering = budgets.filter((budget) => matches(budget.spec.selector as Selector, item.spec.template.metadata?.labels));
-      expect(covering.map((budget) => budget.spec), `${item.kind} ${item.metadata.name}`).toEqual([{ maxUnavailable: 1, selector: expect.anything() }]);
+      expect(
+        covering.map((budget) => budget.spec),
+        `${item.kind} ${item.metadata.name}`,
+      ).toEqual([{ maxUnavailable: 1, selector: expect.anything() }]);
     }
   });
 
@@ -591,13 +628,20 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       return found;
     };
     const portsOf = (item: Workload) => item.spec.template.spec.containers.flatMap((entry) => (entry.ports ?? []).map((port) => port.containerPort));
-    const open = all.flatMap((item) => portsOf(item).filter((port) => allowed(objects, OUTSIDE, item, port)).map((port) => `${componentOf(item.spec.template.metadata?.labels)}:${port}`));
+    const open = all.flatMap((item) =>
+      portsOf(item)
+        .filter((port) => allowed(objects, OUTSIDE, item, port))
+        .map((port) => `${componentOf(item.spec.template.metadata?.labels)}:${port}`),
+    );
     const config = loadConfig(environment(objects, container(byComponent('bounces').spec.template.spec, 'bounces')));
     expect(open.sort()).toEqual([`api:${config.PORT}`, `bounces:${config.BOUNCE_SMTP_PORT}`]);
 
     // Who reaches rspamd and its Redis, among every pod of the render.
     const reaching = (target: Workload, port: number) =>
-      all.filter((item) => item !== target && allowed(objects, fromWorkload(item), target, port)).map((item) => componentOf(item.spec.template.metadata?.labels)).sort();
+      all
+        .filter((item) => item !== target && allowed(objects, fromWorkload(item), target, port))
+        .map((item) => componentOf(item.spec.template.metadata?.labels))
+        .sort();
     const rspamd = byComponent('rspamd');
     expect(reaching(rspamd, 11333)).toEqual(['api', 'worker']);
     expect(reaching(rspamd, 11334)).toEqual(['api', 'worker']);
@@ -626,7 +670,8 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
           ] as [string, string, number][])
         : []),
     ];
-    for (const [from, to, port] of needs) expect(allowed(objects, fromWorkload(byComponent(from)), byComponent(to), port), `${from} → ${to}:${port}`).toBe(true);
+    for (const [from, to, port] of needs)
+      expect(allowed(objects, fromWorkload(byComponent(from)), byComponent(to), port), `${from} → ${to}:${port}`).toBe(true);
     if (trial) expect(allowed(objects, { namespace: 'keda', labels: {} }, byComponent('redis'), 6379), 'KEDA → redis').toBe(true);
   });
 });
@@ -683,7 +728,9 @@ describe('the check itself', () => {
     const scaled = structuredClone(find(objects, 'ScaledObject', 'worker'));
     delete scaled.spec.scaleTargetRef;
     await expect(validateObject(scaled)).rejects.toThrow(/scaleTargetRef/);
-    await expect(validateObject({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).rejects.toThrow(/no schema for example.com\/v1 Widget/);
+    await expect(validateObject({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).rejects.toThrow(
+      /no schema for example.com\/v1 Widget/,
+    );
   });
 
   it('names a variable the config schema does not know', async () => {
@@ -756,7 +803,9 @@ describe('the large overlay', () => {
     const config = loadConfig(environment(objects, container(workload(objects, 'Deployment', 'api').spec.template.spec, 'api')));
     const ingress = find(objects, 'Ingress', 'api');
     const host = new URL(config.PUBLIC_URL).hostname;
-    expect(ingress.spec.rules).toEqual([{ host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'api', port: { name: 'http' } } } }] } }]);
+    expect(ingress.spec.rules).toEqual([
+      { host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'api', port: { name: 'http' } } } }] } },
+    ]);
     expect(ingress.spec.tls[0].hosts).toEqual([host]);
     expect(config.TRUST_PROXY).toEqual({ hops: 1 });
   });

@@ -47,11 +47,7 @@ async function openPage(): Promise<{ page: Page; problems: string[] }> {
 
 /** The delivered email of a submission: its Message-ID names the submission. */
 const submissionMail = (id: string) =>
-  eventually(
-    async () => h.sink.messages.find((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`),
-    20_000,
-    `the email of submission ${id}`,
-  );
+  eventually(async () => h.sink.messages.find((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`), 20_000, `the email of submission ${id}`);
 
 const screenshot = async (page: Page, name: string) => {
   const dir = process.env.BROWSER_SCREENSHOT_DIR;
@@ -93,11 +89,7 @@ describe('the start page in a browser', () => {
     await screenshot(page, 'home.png');
 
     // The key email reached its owner too.
-    await eventually(
-      async () => h.sink.messages.find((mail) => mail.envelope.to.includes(owner) && mail.parsed.text?.includes(key)),
-      20_000,
-      'the key email',
-    );
+    await eventually(async () => h.sink.messages.find((mail) => mail.envelope.to.includes(owner) && mail.parsed.text?.includes(key)), 20_000, 'the key email');
 
     // getKeys: the other button, same live region.
     await page.getByRole('button', { name: 'Email me my keys' }).click();
@@ -139,10 +131,7 @@ describe('the start page in a browser', () => {
     expect(Buffer.compare(mail.parsed.attachments[0]!.content, file)).toBe(0);
 
     // The success page leads back to the start page.
-    await Promise.all([
-      page.waitForURL((url) => url.pathname === '/'),
-      page.getByRole('link', { name: 'Back to the start page' }).click(),
-    ]);
+    await Promise.all([page.waitForURL((url) => url.pathname === '/'), page.getByRole('link', { name: 'Back to the start page' }).click()]);
     expect(problems).toEqual([]);
   });
 

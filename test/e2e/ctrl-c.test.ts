@@ -67,10 +67,14 @@ async function npmStart(): Promise<Running> {
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const running: Running = { child, pids: [], output: () => output, databaseUrl: '', api: `http://localhost:${port}` };
   started.push(running);
-  await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
-    return output.includes('Press Ctrl+C to stop.') ? true : undefined;
-  }, NPM_START_BANNER_WAIT_MS, 'the npm start banner');
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+      return output.includes('Press Ctrl+C to stop.') ? true : undefined;
+    },
+    NPM_START_BANNER_WAIT_MS,
+    'the npm start banner',
+  );
   running.databaseUrl = /^ {2}PostgreSQL\s+(\S+)$/m.exec(output)![1]!;
   running.pids = descendants(child.pid!);
   return running;
@@ -115,70 +119,86 @@ async function submit(running: Running, message: string): Promise<string> {
 }
 
 describe('Ctrl+C on npm start', () => {
-  it(`stops everything it started within ${IDLE_STOP_LIMIT_MS / 1000} s when idle`, async () => {
-    const running = await npmStart();
-    expect(running.pids.length).toBeGreaterThanOrEqual(4); // the launcher, API, worker, PostgreSQL, redis-server …
-    const t0 = Date.now();
-    ctrlC(running);
-    const stoppedInMs = await allGone(running, t0, 30_000);
-    expect(stoppedInMs).toBeLessThan(IDLE_STOP_LIMIT_MS);
-  }, npmStartTestTimeout(1));
-
-  it(`stops within ${IDLE_STOP_LIMIT_MS / 1000} s also when Redis went away first`, async () => {
-    const running = await npmStart();
-    // The queues' Redis (the banner's; redis-server titles itself with its address), not the spam filter's own.
-    const port = new URL(/^ {2}Redis\s+(\S+)$/m.exec(running.output())![1]!).port;
-    const redis = running.pids.filter((pid) => commandOf(pid).includes('redis-server') && commandOf(pid).includes(`:${port}`));
-    expect(redis).toHaveLength(1);
-    process.kill(redis[0]!, 'SIGKILL');
-    await eventually(async () => (isAlive(redis[0]!) ? undefined : true), 5_000, 'redis-server to end');
-    const t0 = Date.now();
-    ctrlC(running);
-    expect(await allGone(running, t0, 60_000)).toBeLessThan(IDLE_STOP_LIMIT_MS);
-  }, npmStartTestTimeout(1));
-
-  it('lets the worker finish a job in flight, saying so in one line, before the services stop', async () => {
-    const running = await npmStart();
-    sink.delay(3_000);
-    try {
-      const id = await submit(running, 'in flight at Ctrl+C');
-      const before = sink.messages.length;
-      await eventually(async () => ((await statusOf(running.databaseUrl, id)) === 'sending' ? true : undefined), 10_000, 'the row being sent');
-      ctrlC(running);
-      await allGone(running, Date.now(), 30_000);
-      // The key email and the submission, and a housekeeping job when one happens to run.
-      expect(running.output()).toMatch(/finishing [2-9] job\(s\) in flight before stopping, at most 30 s; a second Ctrl\+C \(SIGINT\) stops at once/);
-      expect(running.output().match(/in flight before stopping/g)).toHaveLength(1);
-      expect(sink.messages.slice(before).some((mail) => mail.parsed.text?.includes('in flight at Ctrl+C'))).toBe(true);
-      // Committed before PostgreSQL stopped: the next start finds it sent.
-      const again = await npmStart();
-      expect(await statusOf(again.databaseUrl, id)).toBe('sent');
-      ctrlC(again);
-      await allGone(again, Date.now(), 30_000);
-    } finally {
-      sink.delay(0);
-    }
-  }, npmStartTestTimeout(2));
-
-  it('stops at once on a second Ctrl+C; the row cut short is delivered after the next start', async () => {
-    const running = await npmStart();
-    sink.delay(60_000);
-    let id: string;
-    try {
-      id = await submit(running, 'cut short by a second Ctrl+C');
-      await eventually(async () => ((await statusOf(running.databaseUrl, id)) === 'sending' ? true : undefined), 10_000, 'the row being sent');
-      ctrlC(running);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+  it(
+    `stops everything it started within ${IDLE_STOP_LIMIT_MS / 1000} s when idle`,
+    async () => {
+      const running = await npmStart();
+      expect(running.pids.length).toBeGreaterThanOrEqual(4); // the launcher, API, worker, PostgreSQL, redis-server …
       const t0 = Date.now();
       ctrlC(running);
-      expect(await allGone(running, t0, 30_000)).toBeLessThan(IDLE_STOP_LIMIT_MS);
-    } finally {
-      sink.delay(0);
-    }
-    const again = await npmStart();
-    // Left `sending` by the killed worker: the reconciler takes it over once the claim lease is over.
-    await eventually(async () => ((await statusOf(again.databaseUrl, id)) === 'sent' ? true : undefined), 30_000, 'the recovered row to be sent');
-    ctrlC(again);
-    await allGone(again, Date.now(), 30_000);
-  }, npmStartTestTimeout(2));
+      const stoppedInMs = await allGone(running, t0, 30_000);
+      expect(stoppedInMs).toBeLessThan(IDLE_STOP_LIMIT_MS);
+    },
+    npmStartTestTimeout(1),
+  );
+
+  it(
+    `stops within ${IDLE_STOP_LIMIT_MS / 1000} s also when Redis went away first`,
+    async () => {
+      const running = await npmStart();
+      // The queues' Redis (the banner's; redis-server titles itself with its address), not the spam filter's own.
+      const port = new URL(/^ {2}Redis\s+(\S+)$/m.exec(running.output())![1]!).port;
+      const redis = running.pids.filter((pid) => commandOf(pid).includes('redis-server') && commandOf(pid).includes(`:${port}`));
+      expect(redis).toHaveLength(1);
+      process.kill(redis[0]!, 'SIGKILL');
+      await eventually(async () => (isAlive(redis[0]!) ? undefined : true), 5_000, 'redis-server to end');
+      const t0 = Date.now();
+      ctrlC(running);
+      expect(await allGone(running, t0, 60_000)).toBeLessThan(IDLE_STOP_LIMIT_MS);
+    },
+    npmStartTestTimeout(1),
+  );
+
+  it(
+    'lets the worker finish a job in flight, saying so in one line, before the services stop',
+    async () => {
+      const running = await npmStart();
+      sink.delay(3_000);
+      try {
+        const id = await submit(running, 'in flight at Ctrl+C');
+        const before = sink.messages.length;
+        await eventually(async () => ((await statusOf(running.databaseUrl, id)) === 'sending' ? true : undefined), 10_000, 'the row being sent');
+        ctrlC(running);
+        await allGone(running, Date.now(), 30_000);
+        // The key email and the submission, and a housekeeping job when one happens to run.
+        expect(running.output()).toMatch(/finishing [2-9] job\(s\) in flight before stopping, at most 30 s; a second Ctrl\+C \(SIGINT\) stops at once/);
+        expect(running.output().match(/in flight before stopping/g)).toHaveLength(1);
+        expect(sink.messages.slice(before).some((mail) => mail.parsed.text?.includes('in flight at Ctrl+C'))).toBe(true);
+        // Committed before PostgreSQL stopped: the next start finds it sent.
+        const again = await npmStart();
+        expect(await statusOf(again.databaseUrl, id)).toBe('sent');
+        ctrlC(again);
+        await allGone(again, Date.now(), 30_000);
+      } finally {
+        sink.delay(0);
+      }
+    },
+    npmStartTestTimeout(2),
+  );
+
+  it(
+    'stops at once on a second Ctrl+C; the row cut short is delivered after the next start',
+    async () => {
+      const running = await npmStart();
+      sink.delay(60_000);
+      let id: string;
+      try {
+        id = await submit(running, 'cut short by a second Ctrl+C');
+        await eventually(async () => ((await statusOf(running.databaseUrl, id)) === 'sending' ? true : undefined), 10_000, 'the row being sent');
+        ctrlC(running);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        const t0 = Date.now();
+        ctrlC(running);
+        expect(await allGone(running, t0, 30_000)).toBeLessThan(IDLE_STOP_LIMIT_MS);
+      } finally {
+        sink.delay(0);
+      }
+      const again = await npmStart();
+      // Left `sending` by the killed worker: the reconciler takes it over once the claim lease is over.
+      await eventually(async () => ((await statusOf(again.databaseUrl, id)) === 'sent' ? true : undefined), 30_000, 'the recovered row to be sent');
+      ctrlC(again);
+      await allGone(again, Date.now(), 30_000);
+    },
+    npmStartTestTimeout(2),
+  );
 });

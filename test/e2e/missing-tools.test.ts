@@ -38,5 +38,4 @@ describe('the test command without a program the tests need', () => {
     expect(Number(summary![2])).toBeGreaterThanOrEqual(10);
     expect(summary![3]).toBe(''); // nothing skipped
   });
-
 });

@@ -58,7 +58,10 @@ async function copyProject(owner?: Account): Promise<{ base: string; project: st
 
 /** The environment of a login shell: no npm or vitest variables of this run, no node_modules on PATH. */
 function newcomerEnv(home: string, account: Account | undefined, port: number): NodeJS.ProcessEnv {
-  const PATH = (process.env.PATH ?? '').split(':').filter((dir) => !dir.includes('node_modules')).join(':');
+  const PATH = (process.env.PATH ?? '')
+    .split(':')
+    .filter((dir) => !dir.includes('node_modules'))
+    .join(':');
   const user = account?.name ?? process.env.USER ?? 'root';
   return { PATH, HOME: home, USER: user, LOGNAME: user, LANG: 'C.UTF-8', PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '100' };
 }
@@ -128,7 +131,14 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
   });
 
   function spawnNpmStart(startEnv = env): ChildProcess {
-    const child = spawn('npm', ['start'], { cwd: project, env: startEnv, uid: account?.uid, gid: account?.gid, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['start'], {
+      cwd: project,
+      env: startEnv,
+      uid: account?.uid,
+      gid: account?.gid,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     spawned.push(child);
     return child;
   }
@@ -138,10 +148,14 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await eventually(async () => {
-      if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
-      return output.includes('Press Ctrl+C to stop.') ? true : undefined;
-    }, NPM_START_BANNER_WAIT_MS, `npm start banner:\n${output}`);
+    await eventually(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+        return output.includes('Press Ctrl+C to stop.') ? true : undefined;
+      },
+      NPM_START_BANNER_WAIT_MS,
+      `npm start banner:\n${output}`,
+    );
     startedPids.push(...descendants(child.pid!));
     const banner = Object.fromEntries(
       [...output.matchAll(/^ {2}(API|Mail UI|Bounces|Spam filter|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
@@ -166,10 +180,14 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     const t0 = Date.now();
     running.child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    const left = await eventually(async () => {
-      const alive = pids.filter(isAlive);
-      return alive.length === 0 ? alive : undefined;
-    }, 15_000, 'every process of npm start to end').catch(() => pids.filter(isAlive));
+    const left = await eventually(
+      async () => {
+        const alive = pids.filter(isAlive);
+        return alive.length === 0 ? alive : undefined;
+      },
+      15_000,
+      'every process of npm start to end',
+    ).catch(() => pids.filter(isAlive));
     expect(left).toEqual([]);
     // Idle, as here, everything is gone within 5 s.
     expect(Date.now() - t0).toBeLessThan(5_000);
@@ -177,105 +195,142 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     expect((await stat(base)).mode & 0o777).toBe(0o700);
   }
 
-  it('runs the whole service, delivers to the mail catcher and stops cleanly', async () => {
-    expect((await stat(base)).mode & 0o777).toBe(0o700);
-    const running = await npmStart();
-    const api = `http://localhost:${port}`;
-    expect(running.banner.API).toBe(api);
-    expect(running.banner['Mail UI']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(running.banner.Data).toBe(path.join(project, '.data'));
-    expectPostgresNotRoot(running);
-
-    const ready = await fetch(`${api}/readyz`);
-    expect(ready.status).toBe(200);
-
-    const generated = await postJson(`${api}/`, { email: 'owner@example.test' });
-    expect(generated.status).toBe(200);
-    const key = generated.json as { key: string };
-    accessKey = key.key;
-    const response = await postJson(`${api}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'Hi from npm start' });
-    expect(response.status).toBe(200);
-    submissionId = response.json.submission_id;
-
-    const mail = await eventually(async () => (await listMail(running.banner['Mail UI']!)).find((m) => m.text.includes(submissionId)));
-    expect(mail.to[0]?.address).toBe('owner@example.test');
-    expect(mail.text).toContain('Hi from npm start');
-
-    await stopAndCheckNothingLeft(running);
-  }, npmStartTestTimeout(1));
-
-  it('finds the earlier data after a restart', async () => {
-    const running = await npmStart();
-    const [row] = await query<{ email_status: string }>(running.banner.PostgreSQL!, 'select email_status from submissions where id = $1', [submissionId]);
-    expect(row?.email_status).toBe('sent');
-    const mails = await listMail(running.banner['Mail UI']!);
-    expect(mails.some((m) => m.text.includes(submissionId))).toBe(true);
-    // The key still works: the server secret it is stored under was kept in DATA_DIR.
-    const again = await postJson(`http://localhost:${port}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'after restart' });
-    expect(again.status).toBe(200);
-    await stopAndCheckNothingLeft(running);
-  }, npmStartTestTimeout(1));
-
-  it('runs the bounce receiver when BOUNCE_DOMAIN is set: a sample bounce turns a message `bounced`', async () => {
-    const bouncePort = await freePort();
-    const bounceEnv = { ...env, BOUNCE_DOMAIN: 'bounces.localhost', BOUNCE_SMTP_PORT: String(bouncePort) };
-    const running = await npmStart(bounceEnv);
-    expect(running.banner.Bounces).toBe(`smtp://0.0.0.0:${bouncePort} for bounces.localhost`);
-    const sample = spawnSync('npm', ['run', 'bounce:sample', '--', submissionId], { cwd: project, env: bounceEnv, uid: account?.uid, gid: account?.gid, encoding: 'utf8' });
-    expect(sample.status, `${sample.stdout}${sample.stderr}`).toBe(0);
-    expect(sample.stdout).toMatch(/^Sent to b-s-[0-9a-f]{32}-[0-9a-f]{16}@bounces\.localhost: 250 /m);
-    const [row] = await query<{ email_status: string; bounce_status: string }>(running.banner.PostgreSQL!, 'select email_status, bounce_status from submissions where id = $1', [submissionId]);
-    expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
-    await stopAndCheckNothingLeft(running);
-  }, npmStartTestTimeout(1));
-
-  it('runs rspamd unless told not to: each message is checked with the form rules, and sent', async () => {
-    // A verdict is judged: the first check of a fresh rspamd on a busy machine may take longer than
-    // the 500 ms after which the email would go out unchecked.
-    const running = await npmStart({ ...env, SPAM_CHECK_TIMEOUT_MS: '10000' });
-    const runFiles = createHash('sha256').update(path.join(project, '.data', 'rspamd')).digest('hex').slice(0, 16);
-    // Stopped whatever happens: a start left running would fail the tests after this one.
-    try {
-      // Its scanner on a Unix socket where the path can hold one: under /var/lib as root; otherwise in
-      // the project's data directory, whose path here has a space (rspamd would cut it there): TCP.
-      const [scanner, learning] = running.banner['Spam filter']!.split(' (rspamd; learning at ');
-      expect(scanner).toEqual(asRoot ? `unix:${path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'normal.sock')}` : expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/));
-      expect(learning).toMatch(/^http:\/\/127\.0\.0\.1:\d+\)$/);
-      if (asRoot) {
-        // Its statistics Redis on a socket beside the scanner's, which only rspamd's user may use.
-        const redisSocket = await stat(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'redis.sock'));
-        expect(redisSocket.isSocket()).toBe(true);
-        expect(redisSocket.mode & 0o777).toBe(0o700);
-        expect(redisSocket.uid).toBe(Number(spawnSync('id', ['-u', '_rspamd'], { encoding: 'utf8' }).stdout.trim()));
-      }
+  it(
+    'runs the whole service, delivers to the mail catcher and stops cleanly',
+    async () => {
+      expect((await stat(base)).mode & 0o777).toBe(0o700);
+      const running = await npmStart();
       const api = `http://localhost:${port}`;
-      const links = Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/`).join(' ');
-      const linkFarm = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: `Rankings! ${links}` });
-      const plain = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'A plain question' });
-      type Checked = { email_status: string; spam_verdict: string | null; spam_reasons: { symbol: string }[] | null };
-      const sentRow = (id: string) =>
-        eventually(async () => {
-          const [row] = await query<Checked>(running.banner.PostgreSQL!, 'select email_status, spam_verdict, spam_reasons from submissions where id = $1', [id]);
-          return row?.email_status === 'sent' ? row : undefined;
-        });
-      // Before any owner has marked anything, links alone hold nothing: the link farm is checked
-      // (rspamd answered, with the service's own rule) and sent.
-      const farm = await sentRow(linkFarm.json.submission_id);
-      expect(farm.spam_verdict).toBe('ham');
-      expect(farm.spam_reasons?.map((reason) => reason.symbol)).toContain('FORM_LINK_FARM');
-      expect((await sentRow(plain.json.submission_id)).spam_verdict).toBe('ham');
-    } finally {
-      await stopAndCheckNothingLeft(running);
-    }
-    // As root rspamd's run files live under /var/lib (its user cannot reach a 0700 home): gone with it.
-    expect(lstatSync(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles), { throwIfNoEntry: false })).toBeUndefined();
-    // rspamd reads some paths only up to their first space: nothing is left where this one's cuts off.
-    expect(lstatSync(base.slice(0, base.indexOf(' ')), { throwIfNoEntry: false })).toBeUndefined();
+      expect(running.banner.API).toBe(api);
+      expect(running.banner['Mail UI']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(running.banner.Data).toBe(path.join(project, '.data'));
+      expectPostgresNotRoot(running);
 
-    const off = await npmStart({ ...env, SPAM_FILTER: 'off' });
-    expect(off.banner['Spam filter']).toBe('off (SPAM_FILTER=off)');
-    await stopAndCheckNothingLeft(off);
-  }, npmStartTestTimeout(2));
+      const ready = await fetch(`${api}/readyz`);
+      expect(ready.status).toBe(200);
+
+      const generated = await postJson(`${api}/`, { email: 'owner@example.test' });
+      expect(generated.status).toBe(200);
+      const key = generated.json as { key: string };
+      accessKey = key.key;
+      const response = await postJson(`${api}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message: 'Hi from npm start' });
+      expect(response.status).toBe(200);
+      submissionId = response.json.submission_id;
+
+      const mail = await eventually(async () => (await listMail(running.banner['Mail UI']!)).find((m) => m.text.includes(submissionId)));
+      expect(mail.to[0]?.address).toBe('owner@example.test');
+      expect(mail.text).toContain('Hi from npm start');
+
+      await stopAndCheckNothingLeft(running);
+    },
+    npmStartTestTimeout(1),
+  );
+
+  it(
+    'finds the earlier data after a restart',
+    async () => {
+      const running = await npmStart();
+      const [row] = await query<{ email_status: string }>(running.banner.PostgreSQL!, 'select email_status from submissions where id = $1', [submissionId]);
+      expect(row?.email_status).toBe('sent');
+      const mails = await listMail(running.banner['Mail UI']!);
+      expect(mails.some((m) => m.text.includes(submissionId))).toBe(true);
+      // The key still works: the server secret it is stored under was kept in DATA_DIR.
+      const again = await postJson(`http://localhost:${port}/api/contact-api/`, {
+        access_key: accessKey,
+        email: 'visitor@example.org',
+        message: 'after restart',
+      });
+      expect(again.status).toBe(200);
+      await stopAndCheckNothingLeft(running);
+    },
+    npmStartTestTimeout(1),
+  );
+
+  it(
+    'runs the bounce receiver when BOUNCE_DOMAIN is set: a sample bounce turns a message `bounced`',
+    async () => {
+      const bouncePort = await freePort();
+      const bounceEnv = { ...env, BOUNCE_DOMAIN: 'bounces.localhost', BOUNCE_SMTP_PORT: String(bouncePort) };
+      const running = await npmStart(bounceEnv);
+      expect(running.banner.Bounces).toBe(`smtp://0.0.0.0:${bouncePort} for bounces.localhost`);
+      const sample = spawnSync('npm', ['run', 'bounce:sample', '--', submissionId], {
+        cwd: project,
+        env: bounceEnv,
+        uid: account?.uid,
+        gid: account?.gid,
+        encoding: 'utf8',
+      });
+      expect(sample.status, `${sample.stdout}${sample.stderr}`).toBe(0);
+      expect(sample.stdout).toMatch(/^Sent to b-s-[0-9a-f]{32}-[0-9a-f]{16}@bounces\.localhost: 250 /m);
+      const [row] = await query<{ email_status: string; bounce_status: string }>(
+        running.banner.PostgreSQL!,
+        'select email_status, bounce_status from submissions where id = $1',
+        [submissionId],
+      );
+      expect(row).toEqual({ email_status: 'bounced', bounce_status: '5.1.1' });
+      await stopAndCheckNothingLeft(running);
+    },
+    npmStartTestTimeout(1),
+  );
+
+  it(
+    'runs rspamd unless told not to: each message is checked with the form rules, and sent',
+    async () => {
+      // A verdict is judged: the first check of a fresh rspamd on a busy machine may take longer than
+      // the 500 ms after which the email would go out unchecked.
+      const running = await npmStart({ ...env, SPAM_CHECK_TIMEOUT_MS: '10000' });
+      const runFiles = createHash('sha256')
+        .update(path.join(project, '.data', 'rspamd'))
+        .digest('hex')
+        .slice(0, 16);
+      // Stopped whatever happens: a start left running would fail the tests after this one.
+      try {
+        // Its scanner on a Unix socket where the path can hold one: under /var/lib as root; otherwise in
+        // the project's data directory, whose path here has a space (rspamd would cut it there): TCP.
+        const [scanner, learning] = running.banner['Spam filter']!.split(' (rspamd; learning at ');
+        expect(scanner).toEqual(
+          asRoot ? `unix:${path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'normal.sock')}` : expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+        );
+        expect(learning).toMatch(/^http:\/\/127\.0\.0\.1:\d+\)$/);
+        if (asRoot) {
+          // Its statistics Redis on a socket beside the scanner's, which only rspamd's user may use.
+          const redisSocket = await stat(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles, 'run', 'redis.sock'));
+          expect(redisSocket.isSocket()).toBe(true);
+          expect(redisSocket.mode & 0o777).toBe(0o700);
+          expect(redisSocket.uid).toBe(Number(spawnSync('id', ['-u', '_rspamd'], { encoding: 'utf8' }).stdout.trim()));
+        }
+        const api = `http://localhost:${port}`;
+        const links = Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/`).join(' ');
+        const linkFarm = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: `Rankings! ${links}` });
+        const plain = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'A plain question' });
+        type Checked = { email_status: string; spam_verdict: string | null; spam_reasons: { symbol: string }[] | null };
+        const sentRow = (id: string) =>
+          eventually(async () => {
+            const [row] = await query<Checked>(running.banner.PostgreSQL!, 'select email_status, spam_verdict, spam_reasons from submissions where id = $1', [
+              id,
+            ]);
+            return row?.email_status === 'sent' ? row : undefined;
+          });
+        // Before any owner has marked anything, links alone hold nothing: the link farm is checked
+        // (rspamd answered, with the service's own rule) and sent.
+        const farm = await sentRow(linkFarm.json.submission_id);
+        expect(farm.spam_verdict).toBe('ham');
+        expect(farm.spam_reasons?.map((reason) => reason.symbol)).toContain('FORM_LINK_FARM');
+        expect((await sentRow(plain.json.submission_id)).spam_verdict).toBe('ham');
+      } finally {
+        await stopAndCheckNothingLeft(running);
+      }
+      // As root rspamd's run files live under /var/lib (its user cannot reach a 0700 home): gone with it.
+      expect(lstatSync(path.join(ROOT_POSTGRES_HOME, 'rspamd', runFiles), { throwIfNoEntry: false })).toBeUndefined();
+      // rspamd reads some paths only up to their first space: nothing is left where this one's cuts off.
+      expect(lstatSync(base.slice(0, base.indexOf(' ')), { throwIfNoEntry: false })).toBeUndefined();
+
+      const off = await npmStart({ ...env, SPAM_FILTER: 'off' });
+      expect(off.banner['Spam filter']).toBe('off (SPAM_FILTER=off)');
+      await stopAndCheckNothingLeft(off);
+    },
+    npmStartTestTimeout(2),
+  );
 
   // Only root may install packages: anyone else is told the package and the command.
   if (unprivileged || !AS_ROOT) {

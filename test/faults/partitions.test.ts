@@ -59,14 +59,30 @@ beforeAll(async () => {
   // First: without root this says why nothing can run.
   net = createNetwork(OCTETS);
   dir = await mkdtemp(path.join(tmpdir(), 'cfs-partitions-'));
-  const on = (host: HostName): Launcher => (command, args, options) => net.spawn(host, command, args, options);
+  const on =
+    (host: HostName): Launcher =>
+    (command, args, options) =>
+      net.spawn(host, command, args, options);
 
   postgres = await startOn('postgres', 'PostgreSQL', /^ready /m, process.execPath, [
-    path.join(ROOT, 'test/support/postgres-host.ts'), path.join(dir, 'postgres'), net.hosts.postgres.address,
+    path.join(ROOT, 'test/support/postgres-host.ts'),
+    path.join(dir, 'postgres'),
+    net.hosts.postgres.address,
   ]);
   const databaseUrl = `postgres://postgres:postgres@${net.hosts.postgres.address}:5432/contact_form`;
   const redisServer = await startOn('redis', 'redis-server', /Ready to accept connections/, ensureRedisServer(), [
-    '--port', '6379', '--bind', net.hosts.redis.address, '--protected-mode', 'no', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction',
+    '--port',
+    '6379',
+    '--bind',
+    net.hosts.redis.address,
+    '--protected-mode',
+    'no',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--maxmemory-policy',
+    'noeviction',
   ]);
   redis = { name: 'redis', url: `redis://${net.hosts.redis.address}:6379`, stop: redisServer.stop };
   queueRedis = new Redis(redis.url, { maxRetriesPerRequest: 1 });
@@ -204,10 +220,14 @@ async function statuses(ids: string[]): Promise<Map<string, string>> {
 }
 
 async function allSent(ids: string[], timeoutMs = 90_000): Promise<void> {
-  await eventually(async () => {
-    const found = await statuses(ids);
-    return ids.every((id) => found.get(id) === 'sent') ? true : undefined;
-  }, timeoutMs, `all ${ids.length} accepted submissions to be sent`);
+  await eventually(
+    async () => {
+      const found = await statuses(ids);
+      return ids.every((id) => found.get(id) === 'sent') ? true : undefined;
+    },
+    timeoutMs,
+    `all ${ids.length} accepted submissions to be sent`,
+  );
 }
 
 /** The rows a worker was sending when its host was cut at `cutAt`: claimed before, still `sending` now. */
@@ -268,7 +288,13 @@ async function feedUntilWorker1Delivers(label: string): Promise<string[]> {
   const ids: string[] = [];
   for (let round = 0; round < 30; round++) {
     ids.push(...(await backlog(50, `${label} ${round}`)));
-    if (await worker1Delivers(ids, 10, 1_000).then(() => true, () => false)) return ids;
+    if (
+      await worker1Delivers(ids, 10, 1_000).then(
+        () => true,
+        () => false,
+      )
+    )
+      return ids;
   }
   await worker1Delivers(ids, 10);
   return ids;
@@ -288,13 +314,19 @@ describe('a worker host cut off mid-delivery', () => {
     expect(Date.now() - cutAt).toBeGreaterThan(JOB_LOCK_MS);
     expect(Date.now() - cutAt).toBeLessThan(CLAIM_LEASE_MS);
     const whileCut = await statuses(held);
-    expect([...whileCut.values()].every((status) => status === 'sending'), "no row worker1 held was sent by another while it was cut off").toBe(true);
+    expect(
+      [...whileCut.values()].every((status) => status === 'sending'),
+      'no row worker1 held was sent by another while it was cut off',
+    ).toBe(true);
     net.heal('worker1');
 
     // Worker1's sends complete when the link is back (or, had one failed, its retry is sent): once each.
     await allSent(ids);
     const counts = deliveries(ids);
-    expect([...counts.values()].every((n) => n === 1), 'each accepted submission delivered exactly once').toBe(true);
+    expect(
+      [...counts.values()].every((n) => n === 1),
+      'each accepted submission delivered exactly once',
+    ).toBe(true);
     expectNoRestart();
   }, 120_000);
 
@@ -310,7 +342,10 @@ describe('a worker host cut off mid-delivery', () => {
     expect(Date.now() - cutAt).toBeGreaterThanOrEqual(CLAIM_LEASE_MS);
     for (const id of held) {
       const copies = sink.messages.filter((mail) => mail.parsed.messageId === messageId(id));
-      expect(copies.some((mail) => mail.client === net.hosts.worker2.address), id).toBe(true);
+      expect(
+        copies.some((mail) => mail.client === net.hosts.worker2.address),
+        id,
+      ).toBe(true);
     }
     net.heal('worker1');
     const cutForS = Math.round((Date.now() - cutAt) / 1000);
@@ -320,12 +355,18 @@ describe('a worker host cut off mid-delivery', () => {
     const accepted = [...ids, ...more];
     await allSent(accepted);
     const counts = deliveries(accepted);
-    expect([...counts.values()].every((n) => n >= 1), 'every accepted submission delivered').toBe(true);
+    expect(
+      [...counts.values()].every((n) => n >= 1),
+      'every accepted submission delivered',
+    ).toBe(true);
     // The at-least-once window: an email worker1 had handed to the SMTP server before the cut is
     // accepted when the link is back, after worker2 sent it. Only those, so at most its concurrency.
     const duplicated = [...counts].filter(([, n]) => n > 1).map(([id]) => id);
     console.info(`worker host cut for ${cutForS} s: ${duplicated.length} duplicate deliveries of ${accepted.length}, ${held.length} emails in its hands`);
-    expect(duplicated.every((id) => held.includes(id)), 'only emails worker1 had in hand are delivered twice').toBe(true);
+    expect(
+      duplicated.every((id) => held.includes(id)),
+      'only emails worker1 had in hand are delivered twice',
+    ).toBe(true);
     expect(duplicated.length).toBeLessThanOrEqual(CONCURRENCY);
     expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
     expectNoRestart();
@@ -349,7 +390,10 @@ describe('the API cut off from Redis', () => {
 
     const answers = load.answers();
     expect(answers.length).toBe(load.outcomes.length);
-    expect(answers.every((answer) => answer.status === 200 && answer.body.email_status === 'queued'), 'every submission answered 200, queued').toBe(true);
+    expect(
+      answers.every((answer) => answer.status === 200 && answer.body.email_status === 'queued'),
+      'every submission answered 200, queued',
+    ).toBe(true);
     // Noticed: from then on a submission is saved and answered without waiting for Redis.
     const afterNoticed = answers.filter((answer) => answer.startedAt >= noticedBy && answer.startedAt + answer.ms < healedAt);
     expect(Math.max(...afterNoticed.map((answer) => answer.ms)), 'the longest answer once the dead connection was noticed').toBeLessThan(ENQUEUE_WAIT_MS);
@@ -359,7 +403,10 @@ describe('the API cut off from Redis', () => {
     await allSent(accepted);
     const counts = deliveries(accepted);
     // The workers never lost Redis or PostgreSQL: nothing is sent twice.
-    expect([...counts.values()].every((n) => n === 1), 'each accepted submission delivered exactly once').toBe(true);
+    expect(
+      [...counts.values()].every((n) => n === 1),
+      'each accepted submission delivered exactly once',
+    ).toBe(true);
     expectNoRestart();
   }, 120_000);
 });
@@ -373,21 +420,31 @@ describe('the PostgreSQL host cut off for 10 s', () => {
     await sleep(POSTGRES_CUT_MS);
     net.heal('postgres');
     const healedAt = Date.now();
-    await eventually(async () => {
-      const outcome = await submitOnce('after the cut');
-      return 'status' in outcome && outcome.status === 200 ? true : undefined;
-    }, 20_000, 'a 200 once PostgreSQL is reachable again');
+    await eventually(
+      async () => {
+        const outcome = await submitOnce('after the cut');
+        return 'status' in outcome && outcome.status === 200 ? true : undefined;
+      },
+      20_000,
+      'a 200 once PostgreSQL is reachable again',
+    );
     await load.stop();
 
     const answers = load.answers();
-    expect(load.outcomes.filter((outcome) => 'error' in outcome), 'no request hangs past the client timeout').toEqual([]);
+    expect(
+      load.outcomes.filter((outcome) => 'error' in outcome),
+      'no request hangs past the client timeout',
+    ).toEqual([]);
     expect(new Set(answers.map((answer) => answer.status))).toEqual(new Set([200, 503]));
     for (const answer of answers.filter((answer) => answer.status === 503)) {
       expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
       expect(answer.body).toMatchObject({ success: false, errors: { __all__: ['The service is unavailable for a moment. Please try again in 5 seconds.'] } });
     }
     const duringCut = answers.filter((answer) => answer.startedAt >= cutAt && answer.startedAt < healedAt);
-    expect(duringCut.some((answer) => answer.status === 503), 'a 503 while PostgreSQL cannot be reached').toBe(true);
+    expect(
+      duringCut.some((answer) => answer.status === 503),
+      'a 503 while PostgreSQL cannot be reached',
+    ).toBe(true);
     // Noticed: no request waits longer than a connection and a statement may take (API_PG_WAITS).
     const stated = API_PG_WAITS.connectMs + API_PG_WAITS.queryMs;
     expect(Math.max(...answers.map((answer) => answer.ms)), 'the longest answer, in ms').toBeLessThan(stated + 1_000);
@@ -398,7 +455,10 @@ describe('the PostgreSQL host cut off for 10 s', () => {
     await allSent(accepted);
     const counts = deliveries(accepted);
     // Their `sent` writes waited for PostgreSQL rather than fail: nothing is sent twice.
-    expect([...counts.values()].every((n) => n === 1), 'each accepted submission delivered exactly once').toBe(true);
+    expect(
+      [...counts.values()].every((n) => n === 1),
+      'each accepted submission delivered exactly once',
+    ).toBe(true);
     expect(await ready()).toBe(true);
     expectNoRestart();
   }, 120_000);

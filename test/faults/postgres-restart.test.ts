@@ -100,10 +100,14 @@ describe('PostgreSQL restart under load', () => {
     const restartedAt = Date.now();
 
     // The API recovers without a restart: a submission succeeds within seconds.
-    await eventually(async () => {
-      const outcome = await submitOnce('after the restart');
-      return 'status' in outcome && outcome.status === 200 ? true : undefined;
-    }, 15_000, 'a 200 after PostgreSQL is back');
+    await eventually(
+      async () => {
+        const outcome = await submitOnce('after the restart');
+        return 'status' in outcome && outcome.status === 200 ? true : undefined;
+      },
+      15_000,
+      'a 200 after PostgreSQL is back',
+    );
     const recoveredInMs = Date.now() - restartedAt;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     running = false;
@@ -129,7 +133,9 @@ describe('PostgreSQL restart under load', () => {
     expect(rows.length).toBe(accepted.length);
     await eventually(
       async () => {
-        const [row] = await h.sql<{ n: number }>("select count(*)::int as n from submissions where id = any($1::uuid[]) and email_status <> 'sent'", [accepted]);
+        const [row] = await h.sql<{ n: number }>("select count(*)::int as n from submissions where id = any($1::uuid[]) and email_status <> 'sent'", [
+          accepted,
+        ]);
         return row!.n === 0 ? true : undefined;
       },
       60_000,

@@ -25,10 +25,14 @@ describe('on a 3-node Redis Cluster', () => {
       expect(response.status).toBe(200);
       ids.push(response.json.submission_id);
     }
-    await eventually(async () => {
-      const [row] = (await h.sql(`select count(*)::int as n from submissions where email_status = 'sent'`)) as [{ n: number }];
-      return row.n === ids.length ? true : undefined;
-    }, 30_000, 'all submissions sent over the cluster');
+    await eventually(
+      async () => {
+        const [row] = (await h.sql(`select count(*)::int as n from submissions where email_status = 'sent'`)) as [{ n: number }];
+        return row.n === ids.length ? true : undefined;
+      },
+      30_000,
+      'all submissions sent over the cluster',
+    );
     await h.sink.waitFor(21);
     // The 22nd request of this client within the window is over RATE_LIMIT_MAX.
     const limited = await submitJson(h, { access_key: generated.json.key, email: 'a@example.org', message: 'one too many' });

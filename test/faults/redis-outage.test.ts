@@ -21,7 +21,10 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const submit = submitter(() => h, () => ({ access_key: key, email: 'a@example.org' }));
+const submit = submitter(
+  () => h,
+  () => ({ access_key: key, email: 'a@example.org' }),
+);
 const statusOf = (id: string) => emailStatusOf(h, id);
 
 describe('Redis outage', () => {

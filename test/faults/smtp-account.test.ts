@@ -61,11 +61,15 @@ async function outlastsRefusal(step: SinkStep, reply: { code: number; message: s
   } finally {
     h.sink.refuse(step, undefined);
   }
-  await eventually(async () => {
-    const rows = await rowsOf(ids);
-    expect(rows.filter((row) => row.email_status === 'failed')).toEqual([]);
-    return rows.every((row) => row.email_status === 'sent') ? true : undefined;
-  }, 30_000, `every ${label} row to be sent once the account works`);
+  await eventually(
+    async () => {
+      const rows = await rowsOf(ids);
+      expect(rows.filter((row) => row.email_status === 'failed')).toEqual([]);
+      return rows.every((row) => row.email_status === 'sent') ? true : undefined;
+    },
+    30_000,
+    `every ${label} row to be sent once the account works`,
+  );
   const arrived = new Set(h.sink.messages.map((mail) => mail.parsed.messageId));
   expect(ids.filter((id) => !arrived.has(`<submission-${id}@example.test>`))).toEqual([]);
 }
@@ -86,10 +90,14 @@ describe('an SMTP relay that refuses the message', () => {
     h.sink.refuse('rcpt-to', { code: 550, message: '5.1.1 No such user' });
     try {
       const [id] = await submitSome(1, 'recipient');
-      const row = await eventually(async () => {
-        const [current] = await rowsOf([id!]);
-        return current?.email_status === 'failed' ? current : undefined;
-      }, 20_000, 'the row to fail');
+      const row = await eventually(
+        async () => {
+          const [current] = await rowsOf([id!]);
+          return current?.email_status === 'failed' ? current : undefined;
+        },
+        20_000,
+        'the row to fail',
+      );
       expect(row.email_attempts).toBe(1);
       expect(row.last_error).toContain('No such user');
     } finally {

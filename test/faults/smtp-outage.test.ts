@@ -54,7 +54,7 @@ async function submitDuring(label: string): Promise<string[]> {
 
 async function readiness() {
   const response = await fetch(`${h.url}/readyz`);
-  return ((await response.json()) as { status: string; delivery: { smtp: { breaker: string; reason?: string } } });
+  return (await response.json()) as { status: string; delivery: { smtp: { breaker: string; reason?: string } } };
 }
 
 async function breakerGauge(): Promise<string | undefined> {
@@ -64,15 +64,19 @@ async function breakerGauge(): Promise<string | undefined> {
 
 /** Every id `sent`, none `failed`; returns the attempts each took. */
 async function settle(ids: string[]): Promise<number[]> {
-  await eventually(async () => {
-    const [row] = await h.sql<{ sent: number; failed: number }>(
-      `select count(*) filter (where email_status = 'sent')::int as sent, count(*) filter (where email_status = 'failed')::int as failed
+  await eventually(
+    async () => {
+      const [row] = await h.sql<{ sent: number; failed: number }>(
+        `select count(*) filter (where email_status = 'sent')::int as sent, count(*) filter (where email_status = 'failed')::int as failed
          from submissions where id = any($1)`,
-      [ids],
-    );
-    expect(row!.failed).toBe(0);
-    return row!.sent === ids.length ? true : undefined;
-  }, 90_000, `all ${ids.length} submissions to be sent`);
+        [ids],
+      );
+      expect(row!.failed).toBe(0);
+      return row!.sent === ids.length ? true : undefined;
+    },
+    90_000,
+    `all ${ids.length} submissions to be sent`,
+  );
   const rows = await h.sql<{ email_attempts: number }>('select email_attempts from submissions where id = any($1)', [ids]);
   return rows.map((row) => row.email_attempts);
 }
@@ -90,7 +94,9 @@ function expectFewAttempts(attempts: number[]) {
 function report(label: string, attempts: number[]) {
   const total = attempts.reduce((sum, n) => sum + n, 0);
   const histogram = attempts.reduce<Record<number, number>>((counts, n) => ({ ...counts, [n]: (counts[n] ?? 0) + 1 }), {});
-  console.info(`${label}: ${attempts.length} submissions, ${total} attempts, at most ${Math.max(...attempts)} for one; attempts: submissions ${JSON.stringify(histogram)}`);
+  console.info(
+    `${label}: ${attempts.length} submissions, ${total} attempts, at most ${Math.max(...attempts)} for one; attempts: submissions ${JSON.stringify(histogram)}`,
+  );
 }
 
 describe('an SMTP outage longer than the old attempt budget', () => {

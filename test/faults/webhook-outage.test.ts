@@ -49,10 +49,14 @@ describe('a webhook receiver down, then Redis restarted empty', () => {
 
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await submit(`receiver down ${i}`)).json.submission_id);
-    await eventually(async () => {
-      const rows = await h.sql<{ n: number }>(`select count(*)::int as n from webhook_deliveries where email_status = 'retrying'`);
-      return rows[0]!.n > 0 ? true : undefined;
-    }, 20_000, 'deliveries retrying');
+    await eventually(
+      async () => {
+        const rows = await h.sql<{ n: number }>(`select count(*)::int as n from webhook_deliveries where email_status = 'retrying'`);
+        return rows[0]!.n > 0 ? true : undefined;
+      },
+      20_000,
+      'deliveries retrying',
+    );
 
     await redis.stop();
     for (let i = 0; i < 5; i++) {
@@ -63,10 +67,14 @@ describe('a webhook receiver down, then Redis restarted empty', () => {
     redis = await startRedis({ port: redis.port });
     receiver = await startReceiver(HOST, Number(new URL(url).port));
 
-    await eventually(async () => {
-      const rows = await h.sql<{ n: number }>(`select count(*)::int as n from webhook_deliveries where email_status <> 'sent'`);
-      return rows[0]!.n === 0 ? true : undefined;
-    }, 40_000, 'every webhook delivered');
+    await eventually(
+      async () => {
+        const rows = await h.sql<{ n: number }>(`select count(*)::int as n from webhook_deliveries where email_status <> 'sent'`);
+        return rows[0]!.n === 0 ? true : undefined;
+      },
+      40_000,
+      'every webhook delivered',
+    );
     const received = new Set(receiver.received.map((call) => JSON.parse(call.body).data.id));
     for (const id of ids) expect(received.has(id), id).toBe(true);
     const rows = await h.sql<{ n: number }>('select count(*)::int as n from webhook_deliveries');

@@ -113,13 +113,17 @@ describe('a worker killed while it runs the reconciler', () => {
       await locker.query('lock table submissions in access exclusive mode');
       // Inside the locking transaction, so that only the commit shows it.
       id = (await buildSubmission(onClient(locker, h.config.SECRET), { key: keyId, message: 'jobless', createdAt: ago({ seconds: 10 }) })).id;
-      await eventually(async () => {
-        const [row] = await h.sql<{ n: number }>(
-          `select count(*)::int as n from pg_stat_activity
+      await eventually(
+        async () => {
+          const [row] = await h.sql<{ n: number }>(
+            `select count(*)::int as n from pg_stat_activity
             where datname = current_database() and wait_event_type = 'Lock' and query ilike '%from submissions%'`,
-        );
-        return row!.n > 0 ? true : undefined;
-      }, 15_000, 'the reconciler to wait for the table lock');
+          );
+          return row!.n > 0 ? true : undefined;
+        },
+        15_000,
+        'the reconciler to wait for the table lock',
+      );
       await doomed.kill();
       await worker();
       await locker.query('commit');
@@ -128,6 +132,10 @@ describe('a worker killed while it runs the reconciler', () => {
     }
     // BullMQ's own lock would keep the dead run "active" (and, at a global concurrency of 1, every
     // periodic job waiting) for 30 s plus a 30 s stalled check.
-    await eventually(async () => ((await emailStatusOf(h, id)) === 'sent' ? true : undefined), 15_000, 'the jobless row to be found and sent by the other worker');
+    await eventually(
+      async () => ((await emailStatusOf(h, id)) === 'sent' ? true : undefined),
+      15_000,
+      'the jobless row to be found and sent by the other worker',
+    );
   });
 });

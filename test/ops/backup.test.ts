@@ -52,7 +52,17 @@ function collect(child: ChildProcess): Promise<Run> {
 /** This test run's environment without the services it set: the tools must find npm start's own. */
 function localEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...extra };
-  for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'S3_BUCKET', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'SMTP_URL', 'PUBLIC_URL', 'SECRET']) {
+  for (const name of [
+    'DATABASE_URL',
+    'REDIS_URL',
+    'S3_ENDPOINT',
+    'S3_BUCKET',
+    'S3_ACCESS_KEY_ID',
+    'S3_SECRET_ACCESS_KEY',
+    'SMTP_URL',
+    'PUBLIC_URL',
+    'SECRET',
+  ]) {
     if (!(name in extra)) delete env[name];
   }
   return env;
@@ -76,10 +86,14 @@ async function npmStart(env: NodeJS.ProcessEnv): Promise<Running> {
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
-    return output.includes('Press Ctrl+C to stop.') ? true : undefined;
-  }, NPM_START_BANNER_WAIT_MS, `npm start banner:\n${output}`);
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
+      return output.includes('Press Ctrl+C to stop.') ? true : undefined;
+    },
+    NPM_START_BANNER_WAIT_MS,
+    `npm start banner:\n${output}`,
+  );
   startedPids.push(...descendants(child.pid!));
   const banner = Object.fromEntries([...output.matchAll(/^ {2}(API|PostgreSQL|S3)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]));
   return { child, banner };
@@ -130,103 +144,123 @@ describe('backup and restore under npm start', () => {
     await sink.close();
   });
 
-  it('backs up a running service, restores it into a fresh DATA_DIR, and the next npm start serves it and delivers what waited', async () => {
-    // Every email is refused for now: the new key's email and the submissions' stay waiting.
-    sink.behave(refuseEverything);
-    const port = await freePort();
-    const env = localEnv(dataDir, { PORT: String(port), SMTP_URL: sink.url, SPAM_FILTER: 'off', RATE_LIMIT_MAX: '1000' });
-    const running = await npmStart(env);
-    const api = { url: `http://localhost:${port}` };
+  it(
+    'backs up a running service, restores it into a fresh DATA_DIR, and the next npm start serves it and delivers what waited',
+    async () => {
+      // Every email is refused for now: the new key's email and the submissions' stay waiting.
+      sink.behave(refuseEverything);
+      const port = await freePort();
+      const env = localEnv(dataDir, { PORT: String(port), SMTP_URL: sink.url, SPAM_FILTER: 'off', RATE_LIMIT_MAX: '1000' });
+      const running = await npmStart(env);
+      const api = { url: `http://localhost:${port}` };
 
-    const generated = await postJson(`${api.url}/`, { email: 'owner@example.test' });
-    expect(generated.status).toBe(200);
-    const key = (generated.json as { key: string }).key;
-    const withFiles = await submitMultipart(api, [
-      { name: 'access_key', value: key },
-      { name: 'email', value: 'visitor@example.org' },
-      { name: 'message', value: 'Two files attached' },
-      ...files,
-    ]);
-    expect(withFiles.status, withFiles.text).toBe(200);
-    const plain = await submitJson(api, { access_key: key, email: 'visitor@example.org', message: 'No files' });
-    expect(plain.status).toBe(200);
-    const ids = [withFiles.json.submission_id as string, plain.json.submission_id as string];
+      const generated = await postJson(`${api.url}/`, { email: 'owner@example.test' });
+      expect(generated.status).toBe(200);
+      const key = (generated.json as { key: string }).key;
+      const withFiles = await submitMultipart(api, [
+        { name: 'access_key', value: key },
+        { name: 'email', value: 'visitor@example.org' },
+        { name: 'message', value: 'Two files attached' },
+        ...files,
+      ]);
+      expect(withFiles.status, withFiles.text).toBe(200);
+      const plain = await submitJson(api, { access_key: key, email: 'visitor@example.org', message: 'No files' });
+      expect(plain.status).toBe(200);
+      const ids = [withFiles.json.submission_id as string, plain.json.submission_id as string];
 
-    // Each was tried and refused: they wait to be tried again.
-    const db = running.banner.PostgreSQL!;
-    const statuses = async () => [
-      ...(await query<{ email_status: string }>(db, 'select email_status from submissions')),
-      ...(await query<{ email_status: string }>(db, 'select email_status from key_emails')),
-    ].map((row) => row.email_status);
-    await eventually(async () => ((await statuses()).every((status) => status === 'retrying') ? true : undefined), 30_000, 'refused emails');
-    expect(await statuses()).toHaveLength(3);
-    const storedKeys = (await query<{ storage_key: string; filename: string }>(db, 'select storage_key, filename from attachments order by filename'));
-    expect(storedKeys.map((row) => row.filename)).toEqual(['cv.pdf', 'photo.png']);
-    const secret = readFileSync(path.join(dataDir, 'secret'), 'utf8');
+      // Each was tried and refused: they wait to be tried again.
+      const db = running.banner.PostgreSQL!;
+      const statuses = async () =>
+        [
+          ...(await query<{ email_status: string }>(db, 'select email_status from submissions')),
+          ...(await query<{ email_status: string }>(db, 'select email_status from key_emails')),
+        ].map((row) => row.email_status);
+      await eventually(async () => ((await statuses()).every((status) => status === 'retrying') ? true : undefined), 30_000, 'refused emails');
+      expect(await statuses()).toHaveLength(3);
+      const storedKeys = await query<{ storage_key: string; filename: string }>(db, 'select storage_key, filename from attachments order by filename');
+      expect(storedKeys.map((row) => row.filename)).toEqual(['cv.pdf', 'photo.png']);
+      const secret = readFileSync(path.join(dataDir, 'secret'), 'utf8');
 
-    // The backup is taken while the service runs.
-    const backup = await npmRun('backup', [archive], env);
-    expect(backup.code, backup.output).toBe(0);
-    expect(backup.output).toContain(`Wrote ${archive}.`);
-    expect(backup.output).toContain('Warning: the archive holds SECRET');
-    expect((await stat(archive)).mode & 0o777).toBe(0o600);
+      // The backup is taken while the service runs.
+      const backup = await npmRun('backup', [archive], env);
+      expect(backup.code, backup.output).toBe(0);
+      expect(backup.output).toContain(`Wrote ${archive}.`);
+      expect(backup.output).toContain('Warning: the archive holds SECRET');
+      expect((await stat(archive)).mode & 0o777).toBe(0o600);
 
-    // Restoring into the data directory of a running service is refused, and changes nothing.
-    const whileRunning = await npmRun('restore', [archive, '--overwrite'], env);
-    expect(whileRunning.code).toBe(1);
-    expect(whileRunning.output).toContain(`The service is running on ${dataDir}`);
-    expect(whileRunning.output).toContain('Stop npm start (Ctrl+C) and run the restore again.');
-    await stop(running);
+      // Restoring into the data directory of a running service is refused, and changes nothing.
+      const whileRunning = await npmRun('restore', [archive, '--overwrite'], env);
+      expect(whileRunning.code).toBe(1);
+      expect(whileRunning.output).toContain(`The service is running on ${dataDir}`);
+      expect(whileRunning.output).toContain('Stop npm start (Ctrl+C) and run the restore again.');
+      await stop(running);
 
-    // The data is gone: a fresh DATA_DIR.
-    const freshEnv = localEnv(freshDir, { PORT: String(port), SMTP_URL: sink.url, SPAM_FILTER: 'off', RATE_LIMIT_MAX: '1000', RECONCILE_INTERVAL_MS: '500', RECONCILE_AFTER_MS: '0' });
-    const restore = await npmRun('restore', [archive], freshEnv);
-    expect(restore.code, restore.output).toBe(0);
-    expect(restore.output).toContain('2 files');
-    expect(restore.output).toContain('Next: npm start.');
-    expect(readFileSync(path.join(freshDir, 'secret'), 'utf8')).toBe(secret);
+      // The data is gone: a fresh DATA_DIR.
+      const freshEnv = localEnv(freshDir, {
+        PORT: String(port),
+        SMTP_URL: sink.url,
+        SPAM_FILTER: 'off',
+        RATE_LIMIT_MAX: '1000',
+        RECONCILE_INTERVAL_MS: '500',
+        RECONCILE_AFTER_MS: '0',
+      });
+      const restore = await npmRun('restore', [archive], freshEnv);
+      expect(restore.code, restore.output).toBe(0);
+      expect(restore.output).toContain('2 files');
+      expect(restore.output).toContain('Next: npm start.');
+      expect(readFileSync(path.join(freshDir, 'secret'), 'utf8')).toBe(secret);
 
-    // Once restored, the directory holds data: a second restore is refused unless told to overwrite.
-    const again = await npmRun('restore', [archive], freshEnv);
-    expect(again.code).toBe(1);
-    expect(again.output).toContain('The target already holds data: ');
-    expect(again.output).toContain('submissions (2 rows)');
-    expect(again.output).toContain('2 stored files');
-    expect(again.output).toContain('add --overwrite');
-    // A backup of the stopped directory, written to stdout, restored over the first from stdin.
-    const cold = path.join(base, 'cold backup.tar.gz');
-    const coldBackup = await shell(`npm run -s backup -- - > '${cold}'`, env);
-    expect(coldBackup.code, coldBackup.output).toBe(0);
-    expect(coldBackup.output).toContain('Warning: the archive holds SECRET');
-    const overwritten = await shell(`npm run -s restore -- - --overwrite < '${cold}'`, freshEnv);
-    expect(overwritten.code, overwritten.output).toBe(0);
-    expect(overwritten.output).toContain('2 files');
+      // Once restored, the directory holds data: a second restore is refused unless told to overwrite.
+      const again = await npmRun('restore', [archive], freshEnv);
+      expect(again.code).toBe(1);
+      expect(again.output).toContain('The target already holds data: ');
+      expect(again.output).toContain('submissions (2 rows)');
+      expect(again.output).toContain('2 stored files');
+      expect(again.output).toContain('add --overwrite');
+      // A backup of the stopped directory, written to stdout, restored over the first from stdin.
+      const cold = path.join(base, 'cold backup.tar.gz');
+      const coldBackup = await shell(`npm run -s backup -- - > '${cold}'`, env);
+      expect(coldBackup.code, coldBackup.output).toBe(0);
+      expect(coldBackup.output).toContain('Warning: the archive holds SECRET');
+      const overwritten = await shell(`npm run -s restore -- - --overwrite < '${cold}'`, freshEnv);
+      expect(overwritten.code, overwritten.output).toBe(0);
+      expect(overwritten.output).toContain('2 files');
 
-    sink.behave(undefined);
-    const restored = await npmStart(freshEnv);
-    try {
-      // What was waiting is delivered: the new key's email and both submissions, the files attached as they were sent.
-      await eventually(async () => (ids.every((id) => mailFor(sink, id)) && sink.messages.some((mail) => mail.parsed.text?.includes(key)) ? true : undefined), 60_000, 'the waiting emails');
-      expect(attachmentBytes(mailFor(sink, ids[0]!)!)).toEqual({ 'cv.pdf': files[0]!.data, 'photo.png': files[1]!.data });
-      const submissions = () => query<{ id: string; message: string; email_status: string }>(restored.banner.PostgreSQL!, 'select id, message, email_status from submissions');
-      await eventually(async () => ((await submissions()).every((row) => row.email_status === 'sent') ? true : undefined), 30_000, 'sent recorded');
-      expect(Object.fromEntries((await submissions()).map((row) => [row.id, row.message]))).toEqual({ [ids[0]!]: 'Two files attached', [ids[1]!]: 'No files' });
+      sink.behave(undefined);
+      const restored = await npmStart(freshEnv);
+      try {
+        // What was waiting is delivered: the new key's email and both submissions, the files attached as they were sent.
+        await eventually(
+          async () => (ids.every((id) => mailFor(sink, id)) && sink.messages.some((mail) => mail.parsed.text?.includes(key)) ? true : undefined),
+          60_000,
+          'the waiting emails',
+        );
+        expect(attachmentBytes(mailFor(sink, ids[0]!)!)).toEqual({ 'cv.pdf': files[0]!.data, 'photo.png': files[1]!.data });
+        const submissions = () =>
+          query<{ id: string; message: string; email_status: string }>(restored.banner.PostgreSQL!, 'select id, message, email_status from submissions');
+        await eventually(async () => ((await submissions()).every((row) => row.email_status === 'sent') ? true : undefined), 30_000, 'sent recorded');
+        expect(Object.fromEntries((await submissions()).map((row) => [row.id, row.message]))).toEqual({
+          [ids[0]!]: 'Two files attached',
+          [ids[1]!]: 'No files',
+        });
 
-      // The stored files are in the restored bucket, byte for byte.
-      const s3 = new S3Client({ endpoint: restored.banner.S3!, region: 'us-east-1', forcePathStyle: true, credentials: LOCAL_S3_CREDENTIALS });
-      for (const [index, row] of storedKeys.entries()) {
-        const object = await s3.send(new GetObjectCommand({ Bucket: 'contact-form-files', Key: row.storage_key }));
-        expect(Buffer.from(await object.Body!.transformToByteArray())).toEqual(files[index]!.data);
+        // The stored files are in the restored bucket, byte for byte.
+        const s3 = new S3Client({ endpoint: restored.banner.S3!, region: 'us-east-1', forcePathStyle: true, credentials: LOCAL_S3_CREDENTIALS });
+        for (const [index, row] of storedKeys.entries()) {
+          const object = await s3.send(new GetObjectCommand({ Bucket: 'contact-form-files', Key: row.storage_key }));
+          expect(Buffer.from(await object.Body!.transformToByteArray())).toEqual(files[index]!.data);
+        }
+        s3.destroy();
+
+        // The key still works: the secret it is stored under came back with it.
+        const after = await submitJson(api, { access_key: key, email: 'visitor@example.org', message: 'After the restore' });
+        expect(after.status, after.text).toBe(200);
+      } finally {
+        await stop(restored);
       }
-      s3.destroy();
-
-      // The key still works: the secret it is stored under came back with it.
-      const after = await submitJson(api, { access_key: key, email: 'visitor@example.org', message: 'After the restore' });
-      expect(after.status, after.text).toBe(200);
-    } finally {
-      await stop(restored);
-    }
-  }, npmStartTestTimeout(2) + 60_000);
+    },
+    npmStartTestTimeout(2) + 60_000,
+  );
 });
 
 describe('backup and restore with external PostgreSQL and S3', () => {
@@ -279,10 +313,14 @@ describe('backup and restore with external PostgreSQL and S3', () => {
       const worker = await startWorker(config, log);
       const api = await startApi(config, log);
       try {
-        const [mail] = await eventually(async () => {
-          const found = mailFor(harness.sink, id);
-          return found ? [found] : undefined;
-        }, 30_000, 'the queued email');
+        const [mail] = await eventually(
+          async () => {
+            const found = mailFor(harness.sink, id);
+            return found ? [found] : undefined;
+          },
+          30_000,
+          'the queued email',
+        );
         expect(attachmentBytes(mail!)).toEqual({ 'photo.png': files[1]!.data });
         const again = await submitJson(api, { access_key: key.key, email: 'visitor@example.org', message: 'After the restore' });
         expect(again.status, again.text).toBe(200);

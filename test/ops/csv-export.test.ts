@@ -21,12 +21,12 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const char = text[i]!;
     if (quoted) {
-      if (char === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      if (char === '"' && text[i + 1] === '"') ((cell += '"'), i++);
       else if (char === '"') quoted = false;
       else cell += char;
     } else if (char === '"') quoted = true;
-    else if (char === ',') row.push(cell), (cell = '');
-    else if (char === '\r' && text[i + 1] === '\n') row.push(cell), rows.push(row), (row = []), (cell = ''), i++;
+    else if (char === ',') (row.push(cell), (cell = ''));
+    else if (char === '\r' && text[i + 1] === '\n') (row.push(cell), rows.push(row), (row = []), (cell = ''), i++);
     else cell += char;
   }
   return rows;
@@ -40,7 +40,14 @@ describe('CSV export', () => {
     const second = await request(`${h.url}/api/contact-api/`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: form([['access_key', key.key], ['email', 'b@example.org'], ['message', 'm'], ['topic', 'support'], ['topic', 'billing'], ['note', '=HYPERLINK("http://evil")']]),
+      body: form([
+        ['access_key', key.key],
+        ['email', 'b@example.org'],
+        ['message', 'm'],
+        ['topic', 'support'],
+        ['topic', 'billing'],
+        ['note', '=HYPERLINK("http://evil")'],
+      ]),
     });
     await submitJson(h, { access_key: other.key, email: 'c@example.org', message: 'not this key', secret: 'x' });
 
@@ -49,7 +56,26 @@ describe('CSV export', () => {
     expect(response.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(response.headers.get('content-disposition')).toContain('submissions.csv');
     const [header, ...rows] = parseCsv(response.text);
-    expect(header).toEqual(['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark', 'company', 'topic', 'note']);
+    expect(header).toEqual([
+      'submission_id',
+      'created_at',
+      'email',
+      'subject',
+      'message',
+      'email_status',
+      'sent_at',
+      'bounce_type',
+      'bounce_status',
+      'bounce_diagnostic',
+      'bounced_at',
+      'spam_verdict',
+      'spam_score',
+      'spam_reasons',
+      'spam_mark',
+      'company',
+      'topic',
+      'note',
+    ]);
     expect(rows).toHaveLength(2);
     const byId = Object.fromEntries(rows.map((row) => [row[0], row]));
     expect(byId[first.json.submission_id]!.slice(4, 5)).toEqual(['Hello, "world"\nline 2']);

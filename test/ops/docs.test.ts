@@ -38,7 +38,9 @@ describe('API description', () => {
   it('describes every route the routers register', async () => {
     const document = (await (await fetch(`${h.url}/openapi.json`)).json()) as any;
     const undescribed = Object.entries(document.paths).flatMap(([path, methods]: [string, any]) =>
-      Object.entries(methods).filter(([, operation]: [string, any]) => operation['x-undescribed']).map(([method]) => `${method} ${path}`),
+      Object.entries(methods)
+        .filter(([, operation]: [string, any]) => operation['x-undescribed'])
+        .map(([method]) => `${method} ${path}`),
     );
     expect(undescribed).toEqual([]);
     for (const path of ['/admin/submissions.csv', '/confirm', '/healthz', '/contact/success/']) expect(document.paths[path], path).toBeDefined();

@@ -25,8 +25,12 @@ describe('metrics', () => {
     await eventually(async () => ((await emailStatusOf(h, ok.json.submission_id)) === 'sent' ? true : undefined));
 
     const api = await (await fetch(`${h.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
-    expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="200"\} (\d+)/)).toBeGreaterThanOrEqual(1);
-    expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="400"\} (\d+)/)).toBeGreaterThanOrEqual(1);
+    expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="200"\} (\d+)/)).toBeGreaterThanOrEqual(
+      1,
+    );
+    expect(metricValue(api, /cfs_http_request_duration_seconds_count\{method="POST",route="\/api\/contact-api\/",status="400"\} (\d+)/)).toBeGreaterThanOrEqual(
+      1,
+    );
     expect(metricValue(api, /cfs_submissions_accepted_total (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(metricValue(api, /cfs_submissions_rejected_total\{reason="missing_fields"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(api).toMatch(/cfs_queue_jobs\{state="waiting"\} \d+/);

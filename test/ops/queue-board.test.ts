@@ -66,7 +66,10 @@ describe('queue dashboard', () => {
       const added = await request(`${h.url}/admin/queues/api/queues/deliveries/add`, {
         method: 'POST',
         headers: { authorization: basic(TOKEN), 'content-type': 'application/x-www-form-urlencoded', ...headers },
-        body: form([['name', 'forged'], ['data', '{}']]),
+        body: form([
+          ['name', 'forged'],
+          ['data', '{}'],
+        ]),
       });
       expect(added.status).toBe(403);
       expect(added.json).toMatchObject({ success: false, message: 'Cross-site requests to /admin are refused.' });

@@ -86,7 +86,13 @@ describe('the request log', () => {
     expect(logged).toHaveLength(queries.length + 1);
     expect(lines.join('\n')).not.toContain(key);
     expect(logged.map((entry) => entry.query)).toEqual(
-      expect.arrayContaining(['limit=5&key[]=[redacted]', 'limit=5&key%5B0%5D=[redacted]', 'limit=5&KEY=[redacted]', 'limit=5;key=[redacted]', 'key=[redacted]']),
+      expect.arrayContaining([
+        'limit=5&key[]=[redacted]',
+        'limit=5&key%5B0%5D=[redacted]',
+        'limit=5&KEY=[redacted]',
+        'limit=5;key=[redacted]',
+        'key=[redacted]',
+      ]),
     );
   });
 

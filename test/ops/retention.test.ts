@@ -73,7 +73,8 @@ describe('retention', () => {
       ids.push(response.json.submission_id as string);
     }
     for (const id of ids) expect((await owner.api('POST', `/submissions/${id}/spam-mark`, { mark: 'spam' })).status).toBe(200);
-    const votes = async () => (await h.sql<{ submission_id: string }>('select submission_id from spam_campaign_votes order by marked_at')).map((row) => row.submission_id);
+    const votes = async () =>
+      (await h.sql<{ submission_id: string }>('select submission_id from spam_campaign_votes order by marked_at')).map((row) => row.submission_id);
     expect((await votes()).sort()).toEqual([...ids].sort());
 
     await updateCampaignVote(h, ids[0]!, { markedAt: ago({ days: CAMPAIGN_VOTE_DAYS + 1 }) });

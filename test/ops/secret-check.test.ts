@@ -43,7 +43,11 @@ const admin = adminClient(() => h, TOKEN);
 
 /** Runs a process's own command (`node src/…/main.ts`) with the harness's settings and `env`; its exit code and output. */
 function runEntry(script: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [script], { cwd: ROOT, env: { ...process.env, ...h.env, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script], {
+    cwd: ROOT,
+    env: { ...process.env, ...h.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -53,8 +57,15 @@ function runEntry(script: string, env: Record<string, string>): Promise<{ code: 
 describe('a start with another SECRET than the data was written with', () => {
   it('is refused by the API, a worker and the bounce receiver, before they open anything', async () => {
     const other = { ...h.config, SECRET: OTHER_SECRET };
-    for (const start of [() => startApi(other, log), () => startWorker(other, log), () => startBounceReceiver({ ...other, BOUNCE_DOMAIN: 'bounces.example.test', BOUNCE_SMTP_PORT: 0 }, log)]) {
-      const refused = await start().then(() => undefined, (error: Error) => error);
+    for (const start of [
+      () => startApi(other, log),
+      () => startWorker(other, log),
+      () => startBounceReceiver({ ...other, BOUNCE_DOMAIN: 'bounces.example.test', BOUNCE_SMTP_PORT: 0 }, log),
+    ]) {
+      const refused = await start().then(
+        () => undefined,
+        (error: Error) => error,
+      );
       expect(refused?.message).toContain(STOPS);
       expect(refused?.message).toContain(WHAT_TO_DO);
       expect(refused?.message).toContain('`npm start` keeps the SECRET it made in DATA_DIR/secret (.data/secret by default).');
@@ -77,12 +88,23 @@ describe('a start with another SECRET than the data was written with', () => {
 
   it('stops npm start, naming the file its SECRET came from, before the API and the worker start', async () => {
     await writeFile(path.join(dataDir, 'secret'), `${OTHER_SECRET}\n`, { mode: 0o600 });
-    const env: NodeJS.ProcessEnv = { ...process.env, ...h.env, SECRET: '', PUBLIC_URL: '', PORT: String(await freePort()), DATA_DIR: dataDir, SPAM_FILTER: 'off', LOG_LEVEL: 'warn' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...h.env,
+      SECRET: '',
+      PUBLIC_URL: '',
+      PORT: String(await freePort()),
+      DATA_DIR: dataDir,
+      SPAM_FILTER: 'off',
+      LOG_LEVEL: 'warn',
+    };
     const result = spawnSync('npm', ['start'], { cwd: ROOT, env, encoding: 'utf8', timeout: 60_000 });
     const output = `${result.stdout}${result.stderr}`;
     expect(result.status, output).toBe(1);
     expect(output).toContain(STOPS);
-    expect(output).toContain(`npm start read this SECRET from ${path.join(dataDir, 'secret')}: put the right one in that file (or set SECRET) and run npm start again.`);
+    expect(output).toContain(
+      `npm start read this SECRET from ${path.join(dataDir, 'secret')}: put the right one in that file (or set SECRET) and run npm start again.`,
+    );
     expect(output).not.toContain('Press Ctrl+C to stop.');
   });
 
@@ -145,7 +167,10 @@ describe('a database written before the check existed', () => {
       await buildKey(onClient(client, TEST_SECRET), { email: 'old@example.test', value: 'an-old-key' });
       await client.end();
 
-      const refused = await checkSecret(database.url, OTHER_SECRET).then(() => undefined, (error: Error) => error);
+      const refused = await checkSecret(database.url, OTHER_SECRET).then(
+        () => undefined,
+        (error: Error) => error,
+      );
       expect(refused?.message).toContain(`${STOPS}: the newest stored key or webhook secret does not open with this SECRET.`);
 
       // The SECRET lost for good: the operator adopts a new one, and it starts from then on.
@@ -158,7 +183,10 @@ describe('a database written before the check existed', () => {
       expect(adopted.status, adopted.stderr).toBe(0);
       expect(adopted.stdout).toContain('The database now takes this SECRET');
       expect(await checkSecret(database.url, OTHER_SECRET)).toBe('matched');
-      const old = await checkSecret(database.url, TEST_SECRET).then(() => undefined, (error: Error) => error);
+      const old = await checkSecret(database.url, TEST_SECRET).then(
+        () => undefined,
+        (error: Error) => error,
+      );
       expect(old?.message).toContain(STOPS);
     } finally {
       await database.drop();

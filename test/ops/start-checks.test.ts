@@ -49,7 +49,8 @@ async function workerWith(settings: Partial<Harness['config']>): Promise<Line[]>
   return lines;
 }
 
-const warningAbout = (lines: Line[]) => eventually(async () => lines.find((line) => line.level === 40 && line.msg.startsWith('SMTP_URL:')), 20_000, 'the relay warning');
+const warningAbout = (lines: Line[]) =>
+  eventually(async () => lines.find((line) => line.level === 40 && line.msg.startsWith('SMTP_URL:')), 20_000, 'the relay warning');
 
 describe("the worker's start log", () => {
   it('names the relay without its password, MAIL_FROM, bounces and the spam filter, and says the relay accepted the login', async () => {
@@ -70,7 +71,10 @@ describe("the worker's start log", () => {
       SPAM_FILTER_URL: 'http://127.0.0.1:11333',
       SPAM_FILTER_CONTROLLER_URL: 'http://127.0.0.1:11334',
     });
-    expect(lines.find((line) => line.msg === 'delivery settings')).toMatchObject({ BOUNCE_DOMAIN: 'bounces.example.test', SPAM_FILTER_URL: 'http://127.0.0.1:11333' });
+    expect(lines.find((line) => line.msg === 'delivery settings')).toMatchObject({
+      BOUNCE_DOMAIN: 'bounces.example.test',
+      SPAM_FILTER_URL: 'http://127.0.0.1:11333',
+    });
   });
 
   it('warns, naming SMTP_URL and the answer, when the relay refuses the login; the worker runs on', async () => {

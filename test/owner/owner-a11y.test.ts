@@ -33,10 +33,12 @@ beforeAll(async () => {
       const status = await emailStatusOf(h, id);
       return status === 'sent' || status === 'failed' ? true : undefined;
     });
-  const sent = (await submitJson(h, { access_key: owner.key, email: 'ana@example.org', subject: 'A quote, please', message: 'Hello!', company: 'Shop' })).json.submission_id as string;
+  const sent = (await submitJson(h, { access_key: owner.key, email: 'ana@example.org', subject: 'A quote, please', message: 'Hello!', company: 'Shop' })).json
+    .submission_id as string;
   await settled(sent);
   h.sink.behave(() => ({ code: 550, message: 'no such mailbox (accessibility)' }));
-  const failed = (await submitJson(h, { access_key: owner.key, email: 'bob@example.org', message: 'This one is refused by the mail server.' })).json.submission_id as string;
+  const failed = (await submitJson(h, { access_key: owner.key, email: 'bob@example.org', message: 'This one is refused by the mail server.' })).json
+    .submission_id as string;
   await settled(failed);
   h.sink.behave(undefined);
 

@@ -26,7 +26,10 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function openPage(javaScriptEnabled = false, options: { locale?: string; timezoneId?: string } = {}): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+async function openPage(
+  javaScriptEnabled = false,
+  options: { locale?: string; timezoneId?: string } = {},
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
   const context = await browser.newContext({ javaScriptEnabled, acceptDownloads: true, ...options });
   contexts.push(context);
   const page = await context.newPage();
@@ -74,10 +77,14 @@ const statusOf = (page: Page, id: string) => card(page, id).locator('[data-field
 
 /** Reloads until the message shows `status` (the page has no script: the owner reloads). */
 async function reloadUntil(page: Page, id: string, status: string): Promise<void> {
-  await eventually(async () => {
-    await page.reload();
-    return (await statusOf(page, id)) === status ? true : undefined;
-  }, 20_000, `${id} ${status}`);
+  await eventually(
+    async () => {
+      await page.reload();
+      return (await statusOf(page, id)) === status ? true : undefined;
+    },
+    20_000,
+    `${id} ${status}`,
+  );
 }
 
 describe('the owner console in a browser, without JavaScript', () => {
@@ -123,8 +130,7 @@ describe('the owner console in a browser, without JavaScript', () => {
 
     // 5. A permanently failed one shows the SMTP reply; re-sent once the server accepts mail again.
     h.sink.behave(() => ({ code: 550, message: 'no such user here (browser journey)' }));
-    const failed = (await submitJson(h, { access_key: owner.key, email: 'v@example.org', message: 'bounces' })).json
-      .submission_id as string;
+    const failed = (await submitJson(h, { access_key: owner.key, email: 'v@example.org', message: 'bounces' })).json.submission_id as string;
     await page.goto(`${h.url}/owner/keys/${owner.id}/submissions`);
     await reloadUntil(page, failed, 'failed');
     await screenshot(page, 'owner-submissions.png');
@@ -158,7 +164,7 @@ describe('the owner console in a browser, without JavaScript', () => {
     expect(problems).toEqual([]);
   });
 
-  it('refuses a POST from another site\'s page, even one carrying the CSRF token', async () => {
+  it("refuses a POST from another site's page, even one carrying the CSRF token", async () => {
     const owner = await h.createKey();
     const { page } = await openPage();
     await signIn(page, owner.email);
@@ -169,14 +175,17 @@ describe('the owner console in a browser, without JavaScript', () => {
     const evil = `data:text/html,${encodeURIComponent(`<form id=f method=POST action="${h.url}/owner/keys/${owner.id}">
       <input name=csrf_token value="${csrf}"><input name=action value=delete></form>`)}`;
     await page.goto(evil);
-    const [response] = await Promise.all([page.waitForResponse(`${h.url}/owner/keys/${owner.id}`), page.locator('#f').evaluate((form) => (form as unknown as { submit: () => void }).submit())]);
+    const [response] = await Promise.all([
+      page.waitForResponse(`${h.url}/owner/keys/${owner.id}`),
+      page.locator('#f').evaluate((form) => (form as unknown as { submit: () => void }).submit()),
+    ]);
     expect(response.status()).toBe(403);
     expect(await keyStatusOf(h, owner.id)).toBe('active');
   });
 });
 
 describe('the owner console in a browser, with JavaScript', () => {
-  it('refreshes a message\'s status in place, under the page\'s CSP, and writes times in the reader\'s zone and language', async () => {
+  it("refreshes a message's status in place, under the page's CSP, and writes times in the reader's zone and language", async () => {
     const owner = await h.createKey();
     const { page, problems } = await openPage(true, { locale: 'fr-FR', timezoneId: 'America/New_York' });
     page.on('pageerror', (error) => problems.push(error.message));

@@ -8,16 +8,7 @@ import { eventually, listObjectKeys, postJson, startHarness, type Harness } from
 import { emailStatusOf, keyStatusOf, submissionExists } from '../support/rows.ts';
 import { request } from '../support/http.ts';
 import { submitJson } from '../support/client.ts';
-import {
-  askForLink,
-  csrfIn,
-  ownerClient,
-  postForm,
-  sessionCookieOf,
-  signIn,
-  signInMailsTo,
-  type OwnerClient,
-} from '../support/owner.ts';
+import { askForLink, csrfIn, ownerClient, postForm, sessionCookieOf, signIn, signInMailsTo, type OwnerClient } from '../support/owner.ts';
 
 const CAP = 4;
 let h: Harness;
@@ -81,7 +72,7 @@ describe('signing in', () => {
     expect(await json(owner.email)).toEqual(await json(stranger));
 
     await eventually(async () => (signInMailsTo(h, owner.email).length === 2 ? true : undefined));
-    expect(await h.sql("select count(*)::int as n from key_emails where email = $1", [stranger])).toEqual([{ n: 0 }]);
+    expect(await h.sql('select count(*)::int as n from key_emails where email = $1', [stranger])).toEqual([{ n: 0 }]);
     // The email travelled the queue as a row with a status, like the key emails.
     // `sent` is recorded just after the SMTP server's answer (in batches), so wait for it.
     const rows = await eventually(async () => {
@@ -165,13 +156,17 @@ describe('signing in', () => {
     await expireSignInLinks(h, owner.email);
     expect((await client.api('GET', '/keys')).status).toBe(401);
     expect((await client.get('/owner/keys')).status).toBe(303);
-    await eventually(async () => {
-      const [left] = await h.sql(
-        'select (select count(*) from owner_sessions where email = $1)::int + (select count(*) from owner_sign_ins where email = $1)::int as n',
-        [owner.email],
-      );
-      return left!.n === 0 ? true : undefined;
-    }, 20_000, 'expired sessions and links deleted');
+    await eventually(
+      async () => {
+        const [left] = await h.sql(
+          'select (select count(*) from owner_sessions where email = $1)::int + (select count(*) from owner_sign_ins where email = $1)::int as n',
+          [owner.email],
+        );
+        return left!.n === 0 ? true : undefined;
+      },
+      20_000,
+      'expired sessions and links deleted',
+    );
   });
 });
 
@@ -252,7 +247,9 @@ describe('the whole journey', () => {
     });
     // The earlier refusal stays in the history, below the accepted attempt; the button is gone.
     expect(sent).toContain('data-field="history-count">2 attempts<');
-    const history = [...sent.matchAll(/<li><time datetime="[^"]+">[^<]+<\/time> · attempt (\d+) · (\w+) · <code>([^<]*)<\/code>/g)].map((match) => match.slice(1));
+    const history = [...sent.matchAll(/<li><time datetime="[^"]+">[^<]+<\/time> · attempt (\d+) · (\w+) · <code>([^<]*)<\/code>/g)].map((match) =>
+      match.slice(1),
+    );
     expect(history).toEqual([
       ['1', 'sent', expect.stringMatching(/^250 /)],
       ['1', 'failed', expect.stringContaining('550 mailbox unavailable: owner-journey')],
@@ -286,7 +283,7 @@ describe('the whole journey', () => {
     }
   });
 
-  it('exports the key\'s submissions as CSV', async () => {
+  it("exports the key's submissions as CSV", async () => {
     const csv = await client.get(`/owner/keys/${owner.id}/submissions.csv`);
     expect(csv.status).toBe(200);
     expect(csv.headers['content-type']).toBe('text/csv; charset=utf-8');
@@ -306,7 +303,7 @@ describe('the whole journey', () => {
     expect((await message(firstId)).status).toBe(404);
   });
 
-  it('changes the key\'s domains and captcha, disables, enables and deletes it (with a tick)', async () => {
+  it("changes the key's domains and captcha, disables, enables and deletes it (with a tick)", async () => {
     const saved = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'Example.com\nshop.example.org', captcha: 'turnstile' });
     expect(saved.status).toBe(303);
     expect(await h.sql('select use_domain, domains, captcha from verification_keys where id = $1', [owner.id])).toEqual([
@@ -318,7 +315,7 @@ describe('the whole journey', () => {
 
     const off = await client.post(`/owner/keys/${owner.id}`, { action: 'disable' });
     expect(off.status).toBe(303);
-    expect((await submit(owner.key, 'x').catch(() => 'refused'))).toBe('refused');
+    expect(await submit(owner.key, 'x').catch(() => 'refused')).toBe('refused');
     expect((await client.post(`/owner/keys/${owner.id}`, { action: 'enable', domains: '', captcha: '' })).status).toBe(303);
     expect(await keyStatusOf(h, owner.id)).toBe('active');
 
@@ -429,7 +426,7 @@ describe('the JSON API', () => {
 });
 
 describe('isolation between owners', () => {
-  it('owner A gets the same 404 for owner B\'s keys, submissions, files and export as for ids that do not exist', async () => {
+  it("owner A gets the same 404 for owner B's keys, submissions, files and export as for ids that do not exist", async () => {
     const a = await h.createKey();
     const b = await h.createKey();
     const bSubmission = await submitWithFile(b.key, 'for B only');
@@ -496,7 +493,7 @@ describe('cross-site requests', () => {
 });
 
 describe('refusals in the pages', () => {
-  it('are pages for a browser\'s form and JSON for a JSON request', async () => {
+  it("are pages for a browser's form and JSON for a JSON request", async () => {
     const refused = await postForm(h, '/owner/sign-in', { email: 'a@example.org' }, { 'sec-fetch-site': 'cross-site' });
     expect(refused.status).toBe(403);
     expect(refused.headers['content-type']).toBe('text/html; charset=utf-8');

@@ -44,7 +44,9 @@ describe('named keys', () => {
     expect(saved.status).toBe(303);
     const keys = (await client.get('/owner/keys')).text;
     expect(keys).toContain(`<h2 id="key-${owner.id}">${LABEL}</h2>`);
-    expect(keys).toContain(`<p class="key-detail">Key <code id="key-value-${owner.id}">${owner.key}</code> <button type="button" class="secondary small" data-copy="key-value-${owner.id}" hidden>Copy key</button></p>`);
+    expect(keys).toContain(
+      `<p class="key-detail">Key <code id="key-value-${owner.id}">${owner.key}</code> <button type="button" class="secondary small" data-copy="key-value-${owner.id}" hidden>Copy key</button></p>`,
+    );
     expect(keys).toMatch(/name="subject_prefix" value="yes" checked/);
 
     const list = (await client.get(`/owner/keys/${owner.id}/submissions`)).text;
@@ -53,7 +55,7 @@ describe('named keys', () => {
     expect(titleOf((await client.get(`/owner/keys/${owner.id}/spam`)).text)).toBe(`Spam · ${LABEL}`);
   });
 
-  it('puts the name before the subject of the key\'s emails when the owner asks, and not once turned off', async () => {
+  it("puts the name before the subject of the key's emails when the owner asks, and not once turned off", async () => {
     const first = await submit({ access_key: owner.key, email: 'v@example.org', subject: 'A question', message: 'labelled' });
     await settled(first);
     expect(h.sink.messages.find((mail) => mail.parsed.text?.includes('labelled'))?.parsed.subject).toBe(`[${LABEL}] A question`);
@@ -99,7 +101,11 @@ describe('the list, its search and its filters', () => {
     client = await signIn(h, owner.email);
     ids.ana = await submit({ access_key: owner.key, email: 'ana.lopez@example.org', subject: 'Quote for 40 units', message: 'Could you send a price?' });
     ids.bob = await submit({ access_key: owner.key, email: 'bob@example.net', message: 'Hello there', company: 'Zephyrine Ltd' });
-    ids.carl = await submit({ access_key: owner.key, email: 'carl@example.com', message: 'Tuesday delivery: are the pallets   ready? We need them before noon on the dock, please confirm soon.' });
+    ids.carl = await submit({
+      access_key: owner.key,
+      email: 'carl@example.com',
+      message: 'Tuesday delivery: are the pallets   ready? We need them before noon on the dock, please confirm soon.',
+    });
     for (const id of [ids.ana!, ids.bob!, ids.carl!]) expect(await settled(id)).toBe('sent');
     h.sink.behave(() => ({ code: 550, message: 'no such mailbox (inbox filters)' }));
     try {
@@ -115,7 +121,9 @@ describe('the list, its search and its filters', () => {
   it('shows one line per message: the subject, or the first words of one without; a status chip; a link to its page', async () => {
     const html = (await client.get(`/owner/keys/${owner.id}/submissions`)).text;
     expect(listed(html)).toEqual([ids.dora, ids.carl, ids.ana, ids.bob]);
-    expect(html).toContain(`<a href="/owner/submissions/${ids.carl}">Tuesday delivery: are the pallets ready? We need them before noon on the dock, please…</a>`);
+    expect(html).toContain(
+      `<a href="/owner/submissions/${ids.carl}">Tuesday delivery: are the pallets ready? We need them before noon on the dock, please…</a>`,
+    );
     expect(html).toMatch(new RegExp(`id="s-${ids.dora}"[^]*?<span class="badge badge-failed" data-field="status" title="not delivered: [^"]+">failed</span>`));
     expect(html).toContain('Times are in UTC');
     const page = await client.get(`/owner/submissions/${ids.dora}`);
@@ -124,7 +132,7 @@ describe('the list, its search and its filters', () => {
     expect(page.text).toContain(`action="/owner/submissions/${ids.dora}/resend"`);
   });
 
-  it('finds messages by the beginning of any word of the address, subject, message or a field\'s value', async () => {
+  it("finds messages by the beginning of any word of the address, subject, message or a field's value", async () => {
     expect(await list('?q=ana')).toEqual([ids.ana]);
     expect(await list('?q=LOPEZ')).toEqual([ids.ana]);
     expect(await list('?q=zephyr')).toEqual([ids.bob]);
@@ -219,13 +227,14 @@ describe('the list, its search and its filters', () => {
 });
 
 describe('the overview', () => {
-  it('charts a key\'s messages per day by outcome, with totals and the last message\'s time, and all keys together', async () => {
+  it("charts a key's messages per day by outcome, with totals and the last message's time, and all keys together", async () => {
     const first = await h.createKey();
     const second = await h.createKey({ email: first.email });
     const client = await signIn(h, first.email);
     expect((await client.api('PATCH', `/keys/${first.id}`, { label: 'Quote form' })).status).toBe(200);
     const sent = [];
-    for (const message of ['one', 'two', 'three days ago', 'forty days ago']) sent.push(await submit({ access_key: first.key, email: 'v@example.org', message }));
+    for (const message of ['one', 'two', 'three days ago', 'forty days ago'])
+      sent.push(await submit({ access_key: first.key, email: 'v@example.org', message }));
     const other = await submit({ access_key: second.key, email: 'w@example.org', message: 'second key' });
     for (const id of [...sent, other]) expect(await settled(id)).toBe('sent');
     h.sink.behave(() => ({ code: 550, message: 'no such mailbox (overview)' }));

@@ -38,16 +38,24 @@ describe('owner console webhooks', () => {
     receiver.script.push({ status: 400 });
     const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'to the console' });
     expect(submitted.status).toBe(200);
-    const failedPage = await eventually(async () => {
-      const listed = await owner.get(`/owner/keys/${key.id}/webhooks`);
-      return listed.text.includes('data-status="failed"') ? listed.text : undefined;
-    }, 20_000, 'a failed delivery listed');
+    const failedPage = await eventually(
+      async () => {
+        const listed = await owner.get(`/owner/keys/${key.id}/webhooks`);
+        return listed.text.includes('data-status="failed"') ? listed.text : undefined;
+      },
+      20_000,
+      'a failed delivery listed',
+    );
     expect(failedPage).toContain('HTTP 400');
     const deliveryId = /data-delivery="([0-9a-f-]{36})"/.exec(failedPage)![1]!;
 
     const resent = await owner.post(`/owner/keys/${key.id}/webhook-deliveries/${deliveryId}/resend`);
     expect(resent.status).toBe(303);
-    await eventually(async () => ((await owner.get(`/owner/keys/${key.id}/webhooks`)).text.includes('data-status="sent"') ? true : undefined), 20_000, 'the re-sent delivery');
+    await eventually(
+      async () => ((await owner.get(`/owner/keys/${key.id}/webhooks`)).text.includes('data-status="sent"') ? true : undefined),
+      20_000,
+      'the re-sent delivery',
+    );
     const last = receiver.received.at(-1)!;
     const payload = new Webhook(secret!).verify(last.body, {
       'webhook-id': String(last.headers['webhook-id']),
@@ -79,8 +87,7 @@ describe('owner console webhooks', () => {
 });
 
 describe('owner JSON API webhooks', () => {
-  const submit = (key: { key: string }, message: string) =>
-    postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message });
+  const submit = (key: { key: string }, message: string) => postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message });
   /** A key of `email` with an owner signed in, one endpoint, and one delivery to it that failed (a 400). */
   async function keyWithFailedDelivery(email: string) {
     const key = await h.createKey({ email });
@@ -88,13 +95,18 @@ describe('owner JSON API webhooks', () => {
     const endpointId: string = (await owner.api('POST', `/keys/${key.id}/webhooks`, { url: receiver.url })).json.webhook.id;
     receiver.script.push({ status: 400 });
     expect((await submit(key, 'to fail')).status).toBe(200);
-    const [failed] = await eventually(async () => {
-      const rows = await h.sql<{ id: string }>('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
-      return rows.length ? rows : undefined;
-    }, 20_000, 'a failed delivery');
+    const [failed] = await eventually(
+      async () => {
+        const rows = await h.sql<{ id: string }>('select id from webhook_deliveries where endpoint_id = $1 and email_status = $2', [endpointId, 'failed']);
+        return rows.length ? rows : undefined;
+      },
+      20_000,
+      'a failed delivery',
+    );
     return { key, owner, endpointId, failed: failed! };
   }
-  const deliveriesOf = async (keyId: string) => (await h.sql('select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where e.key_id = $1', [keyId])).length;
+  const deliveriesOf = async (keyId: string) =>
+    (await h.sql('select d.id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where e.key_id = $1', [keyId])).length;
 
   it('adds an endpoint (secret answered once), lists deliveries, re-sends a failed one, disables and deletes', async () => {
     const key = await h.createKey({ email: 'api-hooks@example.test' });
@@ -116,19 +128,27 @@ describe('owner JSON API webhooks', () => {
     // The new endpoint applies at once (the cached key was forgotten); a 400 fails the delivery.
     receiver.script.push({ status: 400 });
     expect((await submit(key, 'through the api')).status).toBe(200);
-    const failed = await eventually(async () => {
-      const deliveries = (await owner.api('GET', `/keys/${key.id}/webhook-deliveries`)).json.deliveries;
-      return deliveries?.[0]?.status === 'failed' ? deliveries[0] : undefined;
-    }, 20_000, 'a failed delivery');
+    const failed = await eventually(
+      async () => {
+        const deliveries = (await owner.api('GET', `/keys/${key.id}/webhook-deliveries`)).json.deliveries;
+        return deliveries?.[0]?.status === 'failed' ? deliveries[0] : undefined;
+      },
+      20_000,
+      'a failed delivery',
+    );
     expect(failed).toMatchObject({ endpoint_id: endpointId, url: receiver.url, attempts: 1, last_response_code: 400 });
 
     const resent = await owner.api('POST', `/keys/${key.id}/webhook-deliveries/${failed.delivery_id}/resend`);
     expect(resent.status).toBe(202);
     expect(resent.json).toEqual({ success: true, delivery_id: failed.delivery_id, status: 'queued' });
-    await eventually(async () => {
-      const deliveries = (await owner.api('GET', `/keys/${key.id}/webhook-deliveries?submission=${failed.submission_id}`)).json.deliveries;
-      return deliveries?.[0]?.status === 'sent' ? true : undefined;
-    }, 20_000, 'the re-sent delivery');
+    await eventually(
+      async () => {
+        const deliveries = (await owner.api('GET', `/keys/${key.id}/webhook-deliveries?submission=${failed.submission_id}`)).json.deliveries;
+        return deliveries?.[0]?.status === 'sent' ? true : undefined;
+      },
+      20_000,
+      'the re-sent delivery',
+    );
     const last = receiver.received.at(-1)!;
     const payload = new Webhook(secret).verify(last.body, {
       'webhook-id': String(last.headers['webhook-id']),

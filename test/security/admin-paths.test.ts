@@ -103,7 +103,12 @@ describe('admin paths in every spelling', () => {
   });
 
   it('keep the public routes case-sensitive too', async () => {
-    const upper = await rawRequest('POST', '/API/CONTACT-API/', { 'content-type': 'application/json' }, JSON.stringify({ access_key: key.key, email: 'a@example.org', message: 'x' }));
+    const upper = await rawRequest(
+      'POST',
+      '/API/CONTACT-API/',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ access_key: key.key, email: 'a@example.org', message: 'x' }),
+    );
     expect(upper.status).toBe(404);
   });
 });

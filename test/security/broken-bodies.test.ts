@@ -65,7 +65,11 @@ async function raw(chunks: Array<string | Buffer>, options: { close?: boolean; p
 const head = (contentType: string, framing: string) =>
   `POST ${CONTACT_API} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nContent-Type: ${contentType}\r\n${framing}\r\n`;
 const json = JSON.stringify({ access_key: '00000000-0000-4000-8000-000000000000', email: 'a@example.org', message: 'hello' });
-const form = () => multipartBody([{ name: 'email', value: 'a@example.org' }, { name: 'message', value: 'hello' }]);
+const form = () =>
+  multipartBody([
+    { name: 'email', value: 'a@example.org' },
+    { name: 'message', value: 'hello' },
+  ]);
 
 /**
  * Sends a broken request (after `requests - 1` others on its connection) and checks what the
@@ -76,10 +80,14 @@ async function expectClientError(send: () => Promise<string>, requests = 1): Pro
   const requestsBefore = submissionLines().length;
   const linesBefore = lines.length;
   const answer = await send();
-  const logged = await eventually(async () => {
-    const added = submissionLines().slice(requestsBefore);
-    return added.length >= requests ? added : undefined;
-  }, 10_000, 'the request lines');
+  const logged = await eventually(
+    async () => {
+      const added = submissionLines().slice(requestsBefore);
+      return added.length >= requests ? added : undefined;
+    },
+    10_000,
+    'the request lines',
+  );
   const statuses = logged.map((line) => line.status ?? 0);
   expect(statuses).toContain(400);
   expect(statuses.filter((status) => status < 400 || status >= 500)).toEqual([]);
@@ -87,7 +95,11 @@ async function expectClientError(send: () => Promise<string>, requests = 1): Pro
   expect(serverErrors(after.byStatus)).toBe(serverErrors(before.byStatus));
   expect(after.byStatus.get('400') ?? 0).toBeGreaterThan(before.byStatus.get('400') ?? 0);
   expect(after.internal).toBe(before.internal);
-  expect(entries().slice(linesBefore).filter((entry) => entry.level >= ERROR_LEVEL)).toEqual([]);
+  expect(
+    entries()
+      .slice(linesBefore)
+      .filter((entry) => entry.level >= ERROR_LEVEL),
+  ).toEqual([]);
   return answer;
 }
 
@@ -104,7 +116,11 @@ describe('a request body broken by its client', () => {
   it('with a malformed chunk size in a multipart body is a 400, not a server error', async () => {
     const { body, contentType } = form();
     const part = body.subarray(0, 40);
-    const broken = [head(contentType, 'Transfer-Encoding: chunked\r\n'), Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]), 'zz\r\n'];
+    const broken = [
+      head(contentType, 'Transfer-Encoding: chunked\r\n'),
+      Buffer.concat([Buffer.from(`${part.length.toString(16)}\r\n`), part, Buffer.from('\r\n')]),
+      'zz\r\n',
+    ];
     for (const pauseMs of pacings) expect(await expectClientError(() => raw(broken, { pauseMs }))).toMatch(/^HTTP\/1\.1 400 /);
   });
 

@@ -29,10 +29,14 @@ async function spawnApi(env: Record<string, string>): Promise<{ child: ChildProc
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const api = { child, url: `http://127.0.0.1:${port}` };
   apis.push(api);
-  await eventually(async () => {
-    if (child.exitCode !== null) throw new Error(`the API exited with ${child.exitCode}:\n${output}`);
-    return output.includes('api listening') ? true : undefined;
-  }, 20_000, 'the API to listen');
+  await eventually(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`the API exited with ${child.exitCode}:\n${output}`);
+      return output.includes('api listening') ? true : undefined;
+    },
+    20_000,
+    'the API to listen',
+  );
   return api;
 }
 
@@ -79,11 +83,18 @@ describe('the hourly allowance of an unconfirmed mailbox, with two API processes
       "select email_status = 'held' as held, count(*)::int as n from submissions where id = any($1::uuid[]) group by 1 order by 1",
       [ids],
     );
-    expect(rows).toEqual([{ held: false, n: ALLOWANCE }, { held: true, n: 80 - ALLOWANCE }]);
+    expect(rows).toEqual([
+      { held: false, n: ALLOWANCE },
+      { held: true, n: 80 - ALLOWANCE },
+    ]);
     const [allowance] = await h.sql<{ used: number }>('select used from mailbox_allowances where mailbox = $1', [mailbox]);
     expect(allowance?.used).toBe(ALLOWANCE);
 
-    await eventually(async () => (submissionsTo(mailbox).length === ALLOWANCE && confirmsTo(mailbox).length === 1 ? true : undefined), 20_000, 'the allowed emails and the confirm email');
+    await eventually(
+      async () => (submissionsTo(mailbox).length === ALLOWANCE && confirmsTo(mailbox).length === 1 ? true : undefined),
+      20_000,
+      'the allowed emails and the confirm email',
+    );
     // Nothing more follows.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(submissionsTo(mailbox)).toHaveLength(ALLOWANCE);

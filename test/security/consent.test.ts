@@ -18,7 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const submit = (key: string, fields: Record<string, unknown> = {}) => submitJson(h, { access_key: key, email: 'sender@example.org', message: 'hello', ...fields });
+const submit = (key: string, fields: Record<string, unknown> = {}) =>
+  submitJson(h, { access_key: key, email: 'sender@example.org', message: 'hello', ...fields });
 const newKey = async (email: string) => {
   const response = await postJson(`${h.url}/`, { email });
   expect(response.status).toBe(200);
@@ -59,7 +60,7 @@ const submitMultipart = async (body: FormData) => {
 };
 
 describe('an address that has not confirmed', () => {
-  it('gets a fresh key\'s first submissions at once, then holds the rest (200, held) and asks once to confirm, per mailbox', async () => {
+  it("gets a fresh key's first submissions at once, then holds the rest (200, held) and asks once to confirm, per mailbox", async () => {
     const mailbox = 'victim@example.org';
     const key = await newKey(mailbox);
     const keyEmail = await eventually(async () => mailTo(mailbox, KEY_SUBJECT)[0]);
@@ -68,7 +69,9 @@ describe('an address that has not confirmed', () => {
     const first: Array<Awaited<ReturnType<typeof submit>>> = [];
     for (let i = 0; i < ALLOWANCE; i++) first.push(await submit(key));
     expect(first.map((response) => [response.status, response.json.email_status])).toEqual(Array(ALLOWANCE).fill([200, 'queued']));
-    await eventually(async () => (await Promise.all(first.map((response) => statusOf(response.json.submission_id)))).every((status) => status === 'sent') || undefined);
+    await eventually(
+      async () => (await Promise.all(first.map((response) => statusOf(response.json.submission_id)))).every((status) => status === 'sent') || undefined,
+    );
 
     // Past the allowance, and from another spelling of the same mailbox: saved, answered, held.
     const otherSpelling = await newKey('Victim+shop@Example.org');
@@ -80,14 +83,18 @@ describe('an address that has not confirmed', () => {
     expect(confirm.parsed.text).toContain('/confirm?');
     // Only the allowed ones went out, and the confirmation request only once.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(h.sink.messages.filter((mail) => mail.parsed.subject?.startsWith('New contact form submission') && mail.envelope.to.some((to) => /victim/i.test(to)))).toHaveLength(ALLOWANCE);
+    expect(
+      h.sink.messages.filter((mail) => mail.parsed.subject?.startsWith('New contact form submission') && mail.envelope.to.some((to) => /victim/i.test(to))),
+    ).toHaveLength(ALLOWANCE);
     expect(mailTo(mailbox, CONFIRM_SUBJECT)).toHaveLength(1);
   });
 
-  it('confirms only through the page\'s POST with a valid token, then delivers what was held and everything after', async () => {
+  it("confirms only through the page's POST with a valid token, then delivers what was held and everything after", async () => {
     const mailbox = 'victim@example.org';
     const link = confirmLinkIn(mailTo(mailbox, CONFIRM_SUBJECT)[0]!.parsed.text!);
-    const heldIds = (await h.sql(`select s.id from submissions s join verification_keys k on k.id = s.key_id where k.mailbox = $1 and s.email_status = 'held'`, [mailbox])).map((row: any) => row.id);
+    const heldIds = (
+      await h.sql(`select s.id from submissions s join verification_keys k on k.id = s.key_id where k.mailbox = $1 and s.email_status = 'held'`, [mailbox])
+    ).map((row: any) => row.id);
     expect(heldIds).toHaveLength(3);
 
     // A mail scanner fetching the link changes nothing.
@@ -138,10 +145,14 @@ describe('an address that has not confirmed', () => {
     try {
       expect((await postForm('/confirm', Object.fromEntries(link.searchParams))).status).toBe(200);
       // A temporary refusal right after the release is retried, not a final failure.
-      const row = await eventually(async () => {
-        const [current] = (await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[];
-        return current.email_attempts >= 1 && current.email_status !== 'sending' ? current : undefined;
-      }, 20_000, 'the first attempt after the release');
+      const row = await eventually(
+        async () => {
+          const [current] = (await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[];
+          return current.email_attempts >= 1 && current.email_status !== 'sending' ? current : undefined;
+        },
+        20_000,
+        'the first attempt after the release',
+      );
       expect(row.email_status).toBe('retrying');
     } finally {
       h.sink.refuse('rcpt-to', undefined);
@@ -221,7 +232,9 @@ describe('key storage quota under concurrent uploads', () => {
     expect(await h.sql('select count(*)::int as n from submissions where key_id = $1', [key.id])).toEqual([{ n: 2 }]);
     const added = (await listObjectKeys(h.storage)).filter((objectKey) => !objectsBefore.has(objectKey));
     expect(added.sort()).toEqual(
-      (await h.sql('select storage_key from attachments a join submissions s on s.id = a.submission_id where s.key_id = $1', [key.id])).map((row) => row.storage_key).sort(),
+      (await h.sql('select storage_key from attachments a join submissions s on s.id = a.submission_id where s.key_id = $1', [key.id]))
+        .map((row) => row.storage_key)
+        .sort(),
     );
   });
 });
@@ -258,8 +271,8 @@ describe('expiry of what unconfirmed addresses never asked for', () => {
   });
 });
 
-describe('the spec\'s key flows with the default caps', () => {
-  it('lets one address create its 10 keys within minutes; the 11th gets the spec\'s 400 and sends nothing', async () => {
+describe("the spec's key flows with the default caps", () => {
+  it("lets one address create its 10 keys within minutes; the 11th gets the spec's 400 and sends nothing", async () => {
     const defaults = loadConfig({ DATABASE_URL: 'postgres://x/y', REDIS_URL: 'redis://x', SMTP_URL: 'smtp://x', SECRET: TEST_SECRET });
     expect(defaults.KEY_EMAILS_PER_HOUR).toBeGreaterThanOrEqual(12);
     const other = await startHarness({ env: { KEY_EMAILS_PER_HOUR: String(defaults.KEY_EMAILS_PER_HOUR) } });

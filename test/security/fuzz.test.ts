@@ -77,7 +77,8 @@ const jsonBody = fc.oneof(
   fc.constant(Buffer.from(`{"email":"a@example.org","email":"b@example.org","message":"m","access_key":"${'k'}"}`)),
   fc.constant(Buffer.from('{"n": 1e999999, "m": -1e-999999}')),
   // Text PostgreSQL cannot store (NUL, unpaired surrogates), in named and custom fields and names.
-  fc.tuple(fc.constantFrom('message', 'subject', 'email', 'custom', '\\udfff', 'a\\u0000b'), fc.constantFrom('\\u0000', '\\udfff', '\\ud800x', 'a\\u0000b'))
+  fc
+    .tuple(fc.constantFrom('message', 'subject', 'email', 'custom', '\\udfff', 'a\\u0000b'), fc.constantFrom('\\u0000', '\\udfff', '\\ud800x', 'a\\u0000b'))
     .map(([name, value]) => Buffer.from(`{"access_key":"${VALID_KEY}","email":"v@example.org","message":"m","${name}":"${value}"}`)),
   fc.integer({ min: 1, max: 400_000 }).map((n) => Buffer.from(`{"email":"a@example.org","domains":${deep(n)}}`)),
   // Broken JSON and raw bytes, invalid UTF-8 included.
@@ -96,11 +97,15 @@ const urlencodedBody = fc.oneof(
 
 const BOUNDARY = 'fuzzBoundary7MA4YWxkTrZu0gW';
 const part = fc.oneof(
-  fc.tuple(fieldName, fc.string({ maxLength: 60 })).map(([name, value]) => `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
-  fc.tuple(fieldName, fc.string({ maxLength: 40 }), fc.string({ maxLength: 200 })).map(
-    ([name, filename, content]) =>
-      `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n${content}\r\n`,
-  ),
+  fc
+    .tuple(fieldName, fc.string({ maxLength: 60 }))
+    .map(([name, value]) => `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`),
+  fc
+    .tuple(fieldName, fc.string({ maxLength: 40 }), fc.string({ maxLength: 200 }))
+    .map(
+      ([name, filename, content]) =>
+        `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n${content}\r\n`,
+    ),
   fc.constantFrom(
     `--${BOUNDARY}\r\n\r\n\r\n`, // a part without headers
     `--${BOUNDARY}\r\nContent-Disposition: form-data\r\n\r\nno name\r\n`,
@@ -144,35 +149,72 @@ const oddHeaders = fc.dictionary(
 
 describe.each(['/api/contact-api/', '/'])('fuzzing POST %s', (path) => {
   it('JSON bodies', { timeout: TIMEOUT_MS }, async () => {
-    await fc.assert(fc.asyncProperty(jsonBody, oddHeaders, (body, headers) => sendAndCheck(path, 'application/json', body, headers)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(jsonBody, oddHeaders, (body, headers) => sendAndCheck(path, 'application/json', body, headers)),
+      { numRuns: RUNS },
+    );
   });
 
   it('urlencoded bodies', { timeout: TIMEOUT_MS }, async () => {
-    await fc.assert(fc.asyncProperty(urlencodedBody, (body) => sendAndCheck(path, 'application/x-www-form-urlencoded', body)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(urlencodedBody, (body) => sendAndCheck(path, 'application/x-www-form-urlencoded', body)),
+      { numRuns: RUNS },
+    );
   });
 
   it('multipart bodies', { timeout: TIMEOUT_MS }, async () => {
-    await fc.assert(fc.asyncProperty(multipartBody, multipartType, (body, type) => sendAndCheck(path, type, body)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(multipartBody, multipartType, (body, type) => sendAndCheck(path, type, body)),
+      { numRuns: RUNS },
+    );
   });
 
   it('odd content types', { timeout: TIMEOUT_MS }, async () => {
-    await fc.assert(fc.asyncProperty(oddContentType, jsonBody, (type, body) => sendAndCheck(path, type, body)), { numRuns: RUNS });
+    await fc.assert(
+      fc.asyncProperty(oddContentType, jsonBody, (type, body) => sendAndCheck(path, type, body)),
+      { numRuns: RUNS },
+    );
   });
 });
 
 // Bodies that once answered 500: each is now a clear 400 in the spec's error shape, nothing saved.
 const UNSTORABLE = 'Must not contain NUL characters or unpaired surrogates.';
 const once500: Array<[name: string, path: string, contentType: string, body: () => string, errors: Record<string, string[]>]> = [
-  ['a NUL byte in message (JSON)', '/api/contact-api/', 'application/json',
-    () => `{"access_key":"${validKey}","email":"v@example.org","message":"a\\u0000b"}`, { __all__: ['Invalid fields.'], message: [UNSTORABLE] }],
-  ['a NUL byte in message (urlencoded)', '/api/contact-api/', 'application/x-www-form-urlencoded',
-    () => `access_key=${validKey}&email=v%40example.org&message=a%00b`, { __all__: ['Invalid fields.'], message: [UNSTORABLE] }],
-  ['a lone surrogate in a custom field', '/api/contact-api/', 'application/json',
-    () => `{"access_key":"${validKey}","email":"v@example.org","message":"m","company":"\\udfff"}`, { __all__: ['Invalid fields.'], company: [UNSTORABLE] }],
-  ['a lone surrogate in a custom field name', '/api/contact-api/', 'application/json',
-    () => `{"access_key":"${validKey}","email":"v@example.org","message":"m","\\udfff":"x"}`, { __all__: ['Invalid fields.'], '\ufffd': [UNSTORABLE] }],
-  ['domains nested 400,000 arrays deep', '/', 'application/json',
-    () => `{"email":"owner@example.org","domains":${deep(400_000)}}`, { __all__: ['Malformed request body: nested deeper than 10 levels.'] }],
+  [
+    'a NUL byte in message (JSON)',
+    '/api/contact-api/',
+    'application/json',
+    () => `{"access_key":"${validKey}","email":"v@example.org","message":"a\\u0000b"}`,
+    { __all__: ['Invalid fields.'], message: [UNSTORABLE] },
+  ],
+  [
+    'a NUL byte in message (urlencoded)',
+    '/api/contact-api/',
+    'application/x-www-form-urlencoded',
+    () => `access_key=${validKey}&email=v%40example.org&message=a%00b`,
+    { __all__: ['Invalid fields.'], message: [UNSTORABLE] },
+  ],
+  [
+    'a lone surrogate in a custom field',
+    '/api/contact-api/',
+    'application/json',
+    () => `{"access_key":"${validKey}","email":"v@example.org","message":"m","company":"\\udfff"}`,
+    { __all__: ['Invalid fields.'], company: [UNSTORABLE] },
+  ],
+  [
+    'a lone surrogate in a custom field name',
+    '/api/contact-api/',
+    'application/json',
+    () => `{"access_key":"${validKey}","email":"v@example.org","message":"m","\\udfff":"x"}`,
+    { __all__: ['Invalid fields.'], '\ufffd': [UNSTORABLE] },
+  ],
+  [
+    'domains nested 400,000 arrays deep',
+    '/',
+    'application/json',
+    () => `{"email":"owner@example.org","domains":${deep(400_000)}}`,
+    { __all__: ['Malformed request body: nested deeper than 10 levels.'] },
+  ],
 ];
 
 describe('bodies that once answered 500', () => {

@@ -31,7 +31,13 @@ beforeAll(async () => {
     }),
     startHarness({
       worker: false,
-      env: { RATE_LIMIT_MAX: '1', RATE_LIMIT_WINDOW_MS: '60000', HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '500' },
+      env: {
+        RATE_LIMIT_MAX: '1',
+        RATE_LIMIT_WINDOW_MS: '60000',
+        HTTP_HEADERS_TIMEOUT_MS: '1000',
+        HTTP_REQUEST_TIMEOUT_MS: '2000',
+        HTTP_KEEP_ALIVE_TIMEOUT_MS: '500',
+      },
     }),
   ]);
   slotsKey = (await slots.createKey()).key;
@@ -171,9 +177,7 @@ describe('upload slots (UPLOAD_CONCURRENCY=1)', { timeout: 20_000 }, () => {
   });
 
   it('bound the files in their first 256 KB to 32 at once: the 33rd waits until one of them goes', async () => {
-    const holders = await Promise.all(
-      Array.from({ length: 32 }, (_, i) => connect(slots, stalledUpload(slotsKey, `small-holder-${i}`, FILE_BYTES_SEEN).sent)),
-    );
+    const holders = await Promise.all(Array.from({ length: 32 }, (_, i) => connect(slots, stalledUpload(slotsKey, `small-holder-${i}`, FILE_BYTES_SEEN).sent)));
     await sleep(500);
     let answered = false;
     const waiting = normalUpload(slots, slotsKey, 'thirty-third', [{ name: 'file', filename: 'small.bin', data: Buffer.from('hi') }]).then((response) => {

@@ -40,7 +40,8 @@ export const TEST_TOOLS: SystemTool[] = [
     package: 'kubernetes-client',
     neededFor: 'the Kubernetes manifests check (test/deploy/kubernetes.test.ts), which renders them with `kubectl kustomize`',
     pathVariable: 'KUBECTL_PATH',
-    alternative: "or, on Debian 12, whose package is too old (kubectl 1.20), kubectl 1.27 or later from https://kubernetes.io/docs/tasks/tools/ with KUBECTL_PATH set to it",
+    alternative:
+      'or, on Debian 12, whose package is too old (kubectl 1.20), kubectl 1.27 or later from https://kubernetes.io/docs/tasks/tools/ with KUBECTL_PATH set to it',
   },
 ];
 

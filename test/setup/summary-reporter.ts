@@ -13,7 +13,9 @@ export default class SummaryReporter implements Reporter {
     const failed = tests.filter((test) => test.result().state === 'failed' || unrun(test)).length;
     const skipped = tests.filter((test) => test.result().state === 'skipped' && !unrun(test)).length;
     const brokenFiles = [...new Set(tests.filter(unrun).map((test) => test.module))];
-    const files = brokenFiles.length ? ` (setup failed in ${brokenFiles.length} file(s): ${brokenFiles.map((module) => module.moduleId.split('/test/').pop()).join(', ')})` : '';
+    const files = brokenFiles.length
+      ? ` (setup failed in ${brokenFiles.length} file(s): ${brokenFiles.map((module) => module.moduleId.split('/test/').pop()).join(', ')})`
+      : '';
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}${files}\n`);
   }
 }

@@ -43,7 +43,16 @@ describe("rspamd's controller on a Unix socket", () => {
     // Over TCP rspamd refuses a wrong password (spam-filter-bounds.test.ts); on its socket it does not ask.
     const stranger = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: 'not-the-password' });
     const { subject, message } = formMessage('ham', 2);
-    const sample = { mailFrom: 'forms@example.test', ownerEmail: key.email, ownerMailbox: key.email, visitorEmail: 'visitor@example.org', subject, message, customFields: [], filenames: [] };
+    const sample = {
+      mailFrom: 'forms@example.test',
+      ownerEmail: key.email,
+      ownerMailbox: key.email,
+      visitorEmail: 'visitor@example.org',
+      subject,
+      message,
+      customFields: [],
+      filenames: [],
+    };
     expect(await stranger.learn(sample, 'ham', 10_000)).toBe('taught');
   });
 });

@@ -43,18 +43,20 @@ async function serve(onConnection: (socket: net.Socket) => void): Promise<{ url:
 const filterAt = (url: string) => createSpamFilter({ scanUrl: url, controllerUrl: url, password: 'secret' });
 
 /** Answers `reply` once the request's body arrived, then closes unless `keepOpen`. */
-const answering = (reply: string | Buffer, keepOpen = false) => (socket: net.Socket) => {
-  let request = '';
-  socket.on('data', (chunk) => {
-    request += chunk.toString('latin1');
-    const length = Number(/content-length: (\d+)/i.exec(request)?.[1] ?? -1);
-    const headEnd = request.indexOf('\r\n\r\n');
-    if (headEnd >= 0 && request.length - headEnd - 4 >= length) {
-      if (keepOpen) socket.write(reply);
-      else socket.end(reply);
-    }
-  });
-};
+const answering =
+  (reply: string | Buffer, keepOpen = false) =>
+  (socket: net.Socket) => {
+    let request = '';
+    socket.on('data', (chunk) => {
+      request += chunk.toString('latin1');
+      const length = Number(/content-length: (\d+)/i.exec(request)?.[1] ?? -1);
+      const headEnd = request.indexOf('\r\n\r\n');
+      if (headEnd >= 0 && request.length - headEnd - 4 >= length) {
+        if (keepOpen) socket.write(reply);
+        else socket.end(reply);
+      }
+    });
+  };
 
 describe('the spam filter client', () => {
   it('reads a verdict, sending the owner in Deliver-To and the password', async () => {
@@ -127,7 +129,9 @@ describe('the spam filter client', () => {
 
   it('refuses an answer that is not HTTP, one without a score, and one past 1 MB', async () => {
     await expect(filterAt((await serve(answering('SPAMD/1.5 0 EX_OK\r\n'))).url).check(sample, 2_000)).rejects.toThrow('not HTTP');
-    await expect(filterAt((await serve(answering('HTTP/1.0 200 OK\r\n\r\n{"action":"no action"}'))).url).check(sample, 2_000)).rejects.toThrow('without a score');
+    await expect(filterAt((await serve(answering('HTTP/1.0 200 OK\r\n\r\n{"action":"no action"}'))).url).check(sample, 2_000)).rejects.toThrow(
+      'without a score',
+    );
     const huge = Buffer.concat([Buffer.from('HTTP/1.0 200 OK\r\n\r\n{"score":0,"pad":"'), Buffer.alloc(1024 * 1024 + 1, 'a')]);
     await expect(filterAt((await serve(answering(huge))).url).check(sample, 5_000)).rejects.toThrow('too large');
     await expect(filterAt((await serve((socket) => socket.destroy())).url).check(sample, 2_000)).rejects.toThrow();
@@ -154,7 +158,13 @@ describe('the spam filter client', () => {
   });
 
   it('learns: taught on 200, known on 204 or "already learned"', async () => {
-    expect(await filterAt((await serve(answering('HTTP/1.0 200 OK\r\nConnection: close\r\nContent-Length: 16\r\n\r\n{"success":true}trailing bytes'))).url).learn(sample, 'spam', 2_000)).toBe('taught');
+    expect(
+      await filterAt((await serve(answering('HTTP/1.0 200 OK\r\nConnection: close\r\nContent-Length: 16\r\n\r\n{"success":true}trailing bytes'))).url).learn(
+        sample,
+        'spam',
+        2_000,
+      ),
+    ).toBe('taught');
     expect(await filterAt((await serve(answering('HTTP/1.0 204 No Content\r\n\r\n'))).url).learn(sample, 'ham', 2_000)).toBe('known');
     const already = 'HTTP/1.0 404 Not Found\r\n\r\n{"error":"<abc> has been already learned as spam, ignore it"}';
     expect(await filterAt((await serve(answering(already))).url).learn(sample, 'spam', 2_000)).toBe('known');

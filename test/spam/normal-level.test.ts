@@ -27,7 +27,10 @@ const symbols = (record: { spam: { reasons: { symbol: string }[] } }) => record.
 const scoreOf = (record: { spam: { reasons: { symbol: string; score: number }[] } }, symbol: string) =>
   record.spam.reasons.find((reason) => reason.symbol === symbol)?.score ?? 0;
 
-const PLUMBING = 'plumbing plumber boiler pipe pipes leak leaking drain radiator valve heating bathroom kitchen sink shower heater water pressure installation repair'.split(' ');
+const PLUMBING =
+  'plumbing plumber boiler pipe pipes leak leaking drain radiator valve heating bathroom kitchen sink shower heater water pressure installation repair'.split(
+    ' ',
+  );
 const PITCH = 'cheap leads guaranteed ranking customers promotion discount offer agency boost'.split(' ');
 const BUSINESS = 'question pricing invoice meeting schedule appointment booking account contract office delivery order team support project'.split(' ');
 const COMMON = 'the a we you your our to for and of in on with is are this that please can'.split(' ');

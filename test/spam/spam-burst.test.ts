@@ -20,14 +20,18 @@ let h: Harness;
 
 /** The submissions among `ids` once all are sent or held, counted by verdict. */
 async function verdictsOf(harness: Harness, ids: string[]): Promise<Map<string | null, number>> {
-  const rows = await eventually(async () => {
-    const counted = await harness.sql<{ verdict: string | null; n: number }>(
-      `select spam_verdict as verdict, count(*)::int as n from submissions
+  const rows = await eventually(
+    async () => {
+      const counted = await harness.sql<{ verdict: string | null; n: number }>(
+        `select spam_verdict as verdict, count(*)::int as n from submissions
         where id = any($1) and email_status in ('sent', 'spam') group by 1`,
-      [ids],
-    );
-    return counted.reduce((sum, row) => sum + row.n, 0) === ids.length ? counted : undefined;
-  }, 120_000, 'every submission sent or held');
+        [ids],
+      );
+      return counted.reduce((sum, row) => sum + row.n, 0) === ids.length ? counted : undefined;
+    },
+    120_000,
+    'every submission sent or held',
+  );
   return new Map(rows.map((row) => [row.verdict, row.n]));
 }
 
@@ -63,7 +67,7 @@ describe('a burst of submissions', () => {
     expect(verdicts.get('unchecked') ?? 0).toBeLessThanOrEqual(SUBMISSIONS / 100);
   }, 180_000);
 
-  it('sends a worker\'s checks at most SPAM_CHECKS_IN_FLIGHT at a time, each timed from when it is sent', async () => {
+  it("sends a worker's checks at most SPAM_CHECKS_IN_FLIGHT at a time, each timed from when it is sent", async () => {
     // A filter that serves one check at a time, 20 ms each: 50 checks sent at once would leave the
     // last waiting 1 s, past the 500 ms timeout; 4 at a time, none waits more than 80 ms.
     let inFlight = 0;

@@ -23,7 +23,15 @@ const admin = adminClient(() => h, TOKEN);
 
 beforeAll(async () => {
   filter = await startSpamFilter();
-  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP), SPAM_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS), SPAM_TEACH_LATER_INTERVAL_MS: String(TEACH_LATER_INTERVAL_MS) } });
+  h = await startHarness({
+    env: {
+      ...spamFilterEnv(filter),
+      ADMIN_TOKEN: TOKEN,
+      SPAM_TEACH_PER_KEY_PER_HOUR: String(CAP),
+      SPAM_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS),
+      SPAM_TEACH_LATER_INTERVAL_MS: String(TEACH_LATER_INTERVAL_MS),
+    },
+  });
 }, 90_000);
 afterAll(async () => {
   await h?.stop();
@@ -84,7 +92,11 @@ describe('the teaching allowance', () => {
     // An hour later (the marks taught moved back by one), the two waiting marks are taught, as marked now.
     await backdateSpamTeachings(h, key, { minutes: 61 });
     const expected = { spam: marksBefore.spam + 1, ham: marksBefore.ham + 1 };
-    await eventually(async () => (JSON.stringify(await ownerMarks(key.email)) === JSON.stringify(expected) ? true : undefined), 20_000, 'the waiting marks taught');
+    await eventually(
+      async () => (JSON.stringify(await ownerMarks(key.email)) === JSON.stringify(expected) ? true : undefined),
+      20_000,
+      'the waiting marks taught',
+    );
     expect(await taughtOf(waiting)).toEqual([...waiting].sort());
   });
 
@@ -104,7 +116,10 @@ describe('the teaching allowance', () => {
     // Nor does deleting a message whose mark was taught.
     expect((await owner.api('DELETE', `/submissions/${ids[0]}`)).status).toBeLessThan(300);
     expect(await mark(ids[2 * CAP]!, 'spam')).toBe('capped');
-    const [teachings] = await h.sql<{ n: number }>(`select count(*)::int as n from spam_teachings where key_id = $1 and taught_at > now() - interval '1 hour'`, [key.id]);
+    const [teachings] = await h.sql<{ n: number }>(
+      `select count(*)::int as n from spam_teachings where key_id = $1 and taught_at > now() - interval '1 hour'`,
+      [key.id],
+    );
     expect(teachings!.n).toBe(CAP);
   });
 
@@ -127,7 +142,7 @@ describe('the teaching allowance', () => {
     expect(await taughtOf([id])).toEqual([id]);
   });
 
-  it('refuses a mark that is neither spam nor ham, and another owner\'s submission', async () => {
+  it("refuses a mark that is neither spam nor ham, and another owner's submission", async () => {
     const key = await h.createKey();
     const stranger = await h.createKey();
     const owner = await signIn(h, key.email);
@@ -142,7 +157,8 @@ describe('the teaching allowance', () => {
 describe('the filter itself', () => {
   it('learns only from whoever has its password, on loopback too: a local user cannot teach it around the allowance', async () => {
     const body = `Subject: offer\r\n\r\n${formMessage('spam', 7).message}`;
-    const learn = (headers: Record<string, string>) => fetch(`${filter.controllerUrl}/learnspam`, { method: 'POST', body, headers }).then((response) => response.status);
+    const learn = (headers: Record<string, string>) =>
+      fetch(`${filter.controllerUrl}/learnspam`, { method: 'POST', body, headers }).then((response) => response.status);
     expect(await learn({})).toBe(401);
     expect(await learn({ Password: 'q1' })).toBe(401); // rspamd's stock password
     expect(await learn({ Password: filter.password })).toBe(200);

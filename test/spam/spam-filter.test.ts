@@ -111,7 +111,7 @@ describe('the spam check', () => {
     expect(metrics).toMatch(/cfs_spam_checks_total\{verdict="ham"\} [1-9]/);
   });
 
-  it('checks nothing for a key whose filter is off; at the strict level holds what everyone\'s marks call spam, which the normal level sends', async () => {
+  it("checks nothing for a key whose filter is off; at the strict level holds what everyone's marks call spam, which the normal level sends", async () => {
     const off = await h.createKey();
     expect((await admin('PATCH', `/admin/keys/${off.key}`, { spam_filter: 'off' })).json.spam_filter).toBe('off');
     const unfiltered = await settled(await submit(off, { message: LINK_FARM }));
@@ -265,7 +265,11 @@ describe('webhooks', () => {
     await eventually(async () => bodies().find((body) => body.data.id === hamId), 20_000, 'the ham webhook');
     expect(bodies().find((body) => body.data.id === hamId).data.spam).toMatchObject({ verdict: 'ham' });
     const deliveries = async () => (await admin('GET', `/admin/keys/${key.key}/webhook-deliveries`)).json.deliveries as any[];
-    const skipped = await eventually(async () => (await deliveries()).find((d) => d.submission_id === spamId && d.status === 'skipped'), 20_000, 'the spam delivery skipped');
+    const skipped = await eventually(
+      async () => (await deliveries()).find((d) => d.submission_id === spamId && d.status === 'skipped'),
+      20_000,
+      'the spam delivery skipped',
+    );
     expect(skipped.last_error).toContain('held as spam');
     expect(bodies().some((body) => body.data.id === spamId)).toBe(false);
 

@@ -68,7 +68,12 @@ it('teaches again a mark whose place was reserved by a process that stopped befo
   const key = await h.createKey();
   const [leftBehindId, inProgressId] = [await submitTo(h, key, formMessage('spam', 21)), await submitTo(h, key, formMessage('spam', 22))];
   // One reservation is older than any teaching takes (its process died); the other was just made.
-  await buildSpamMark(h, leftBehindId, { mark: 'spam', markedAt: ago({ hours: 1 }), teachPending: true, taughtAt: ago({ seconds: STALE_RESERVATION_MS / 1_000 + 60 }) });
+  await buildSpamMark(h, leftBehindId, {
+    mark: 'spam',
+    markedAt: ago({ hours: 1 }),
+    teachPending: true,
+    taughtAt: ago({ seconds: STALE_RESERVATION_MS / 1_000 + 60 }),
+  });
   await buildSpamMark(h, inProgressId, { mark: 'spam', markedAt: NOW, teachPending: true, taughtAt: NOW });
   const [before] = await h.sql<{ taught: Date }>('select spam_taught_at as taught from submissions where id = $1', [inProgressId]);
 

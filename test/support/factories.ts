@@ -140,9 +140,27 @@ export type SubmissionOverrides = {
   createdAt?: DbTime | Date;
 };
 
-export type SubmissionRow = { id: string; keyId: string; email: string; message: string; subject: string; status: EmailStatus; attempts: number; createdAt: Date };
+export type SubmissionRow = {
+  id: string;
+  keyId: string;
+  email: string;
+  message: string;
+  subject: string;
+  status: EmailStatus;
+  attempts: number;
+  createdAt: Date;
+};
 
-type RawSubmission = { id: string; key_id: string; email: string; message: string; subject: string; email_status: EmailStatus; email_attempts: number; created_at: Date };
+type RawSubmission = {
+  id: string;
+  key_id: string;
+  email: string;
+  message: string;
+  subject: string;
+  email_status: EmailStatus;
+  email_attempts: number;
+  created_at: Date;
+};
 const submissionRow = (row: RawSubmission): SubmissionRow => ({
   id: row.id,
   keyId: row.key_id,
@@ -257,13 +275,29 @@ export async function buildKeyEmail(db: Db, overrides: KeyEmailOverrides = {}): 
     overrides.sentAt ?? null,
     overrides.createdAt ?? NOW,
   ];
-  const [row] = await db.sql<{ id: string; kind: KeyEmailKind; email: string; mailbox: string; key_id: string | null; email_status: EmailStatus; email_attempts: number }>(
+  const [row] = await db.sql<{
+    id: string;
+    kind: KeyEmailKind;
+    email: string;
+    mailbox: string;
+    key_id: string | null;
+    email_status: EmailStatus;
+    email_attempts: number;
+  }>(
     `insert into key_emails (id, kind, email, mailbox, key_id, email_status, email_attempts, claimed_at, sent_at, created_at)
      values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
      returning id, kind, email, mailbox, key_id, email_status, email_attempts`,
     params.values,
   );
-  return { id: row!.id, kind: row!.kind, email: row!.email, mailbox: row!.mailbox, keyId: row!.key_id, status: row!.email_status, attempts: row!.email_attempts };
+  return {
+    id: row!.id,
+    kind: row!.kind,
+    email: row!.email,
+    mailbox: row!.mailbox,
+    keyId: row!.key_id,
+    status: row!.email_status,
+    attempts: row!.email_attempts,
+  };
 }
 
 // ---- spam marks and teachings
@@ -343,10 +377,7 @@ export async function buildAllowance(db: Db, allowance: { mailbox: string; used:
 // ---- the owner console
 
 /** A signed-in owner of `email`'s keys: `token` is the session cookie's value (owner_session). */
-export async function buildOwnerSession(
-  db: Db,
-  session: { email: string; expiresAt?: DbTime | Date },
-): Promise<{ id: string; token: string; email: string }> {
+export async function buildOwnerSession(db: Db, session: { email: string; expiresAt?: DbTime | Date }): Promise<{ id: string; token: string; email: string }> {
   const token = randomBytes(32).toString('base64url');
   const params = new Params();
   const values = [tokenHash(token), session.email, session.expiresAt ?? fromNow({ days: SESSION_TTL_DAYS })].map((value) => params.add(value));
@@ -376,10 +407,7 @@ export type WebhookEndpointRow = { id: string; keyId: string; url: string; secre
  * URL is a loopback port nothing listens on, which the address guard refuses unless WEBHOOK_ALLOW
  * lists it: nothing leaves the machine.
  */
-export async function buildWebhookEndpoint(
-  db: Db,
-  endpoint: { key: Ref; url?: string; secret?: string; enabled?: boolean },
-): Promise<WebhookEndpointRow> {
+export async function buildWebhookEndpoint(db: Db, endpoint: { key: Ref; url?: string; secret?: string; enabled?: boolean }): Promise<WebhookEndpointRow> {
   const secret = endpoint.secret ?? `whsec_${randomBytes(24).toString('base64')}`;
   const [row] = await db.sql<{ id: string; key_id: string; url: string; enabled: boolean }>(
     `insert into webhook_endpoints (id, key_id, url, secret_sealed, enabled) values (gen_random_uuid(), $1, $2, $3, $4) returning id, key_id, url, enabled`,
@@ -432,7 +460,14 @@ export async function buildWebhookDelivery(db: Db, overrides: WebhookDeliveryOve
     overrides.sentAt ?? null,
     overrides.createdAt ?? NOW,
   ];
-  const [row] = await db.sql<{ id: string; endpoint_id: string; submission_id: string; event: WebhookEvent; email_status: EmailStatus; email_attempts: number }>(
+  const [row] = await db.sql<{
+    id: string;
+    endpoint_id: string;
+    submission_id: string;
+    event: WebhookEvent;
+    email_status: EmailStatus;
+    email_attempts: number;
+  }>(
     `insert into webhook_deliveries (id, endpoint_id, submission_id, event, email_status, email_attempts, claimed_at, sent_at, created_at)
      values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
      returning id, endpoint_id, submission_id, event, email_status, email_attempts`,

@@ -166,7 +166,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     startWorker: addWorker,
     async startBounces(port = 0) {
       if (!config.BOUNCE_DOMAIN) throw new Error('set BOUNCE_DOMAIN in the harness env to start a bounce receiver');
-      const receiver = await startBounceReceiver({ ...config, BOUNCE_DOMAIN: config.BOUNCE_DOMAIN, BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_SMTP_PORT: port }, log);
+      const receiver = await startBounceReceiver(
+        { ...config, BOUNCE_DOMAIN: config.BOUNCE_DOMAIN, BOUNCE_SMTP_HOST: '127.0.0.1', BOUNCE_SMTP_PORT: port },
+        log,
+      );
       receivers.push(receiver);
       return receiver;
     },

@@ -72,12 +72,7 @@ export type PostOptions = {
  * POSTs `body` on a fresh connection and resolves with the answer, also when the server answers
  * before reading the whole body and closes the connection. Fails after `timeoutMs`.
  */
-export function postRaw(
-  url: string,
-  body: Buffer,
-  headers: Record<string, string>,
-  options: PostOptions = {},
-): Promise<RawResponse> {
+export function postRaw(url: string, body: Buffer, headers: Record<string, string>, options: PostOptions = {}): Promise<RawResponse> {
   const { timeoutMs = 20_000, pauseAfter, whilePaused } = options;
   return new Promise((resolve, reject) => {
     let settled = false;

@@ -58,7 +58,10 @@ function run(ip: string, args: string[], { mayFail = false } = {}): string {
 
 /** SIGKILL to each process still in a namespace made here (the test started them all). */
 function killProcessesIn(ip: string, namespace: string): void {
-  for (const pid of run(ip, ['netns', 'pids', namespace], { mayFail: true }).split('\n').map(Number).filter((pid) => pid > 0)) {
+  for (const pid of run(ip, ['netns', 'pids', namespace], { mayFail: true })
+    .split('\n')
+    .map(Number)
+    .filter((pid) => pid > 0)) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -104,7 +107,9 @@ export function createNetwork<Name extends string>(octets: Record<Name, number>)
   const link = selfLink(process.pid);
   const subnet = freeSubnet(ip);
   const names = Object.keys(octets) as Name[];
-  const hosts = Object.fromEntries(names.map((name) => [name, { name, namespace: `${id}-${name}`, address: `${subnet}.${octets[name]}` }])) as unknown as Record<Name, Host>;
+  const hosts = Object.fromEntries(
+    names.map((name) => [name, { name, namespace: `${id}-${name}`, address: `${subnet}.${octets[name]}` }]),
+  ) as unknown as Record<Name, Host>;
   const port = (name: Name) => `p-${name}`.slice(0, 15);
   const namespaces = [switchNamespace, ...names.map((name) => hosts[name].namespace)];
 
@@ -146,7 +151,8 @@ export function createNetwork<Name extends string>(octets: Record<Name, number>)
   const NOWHERE = '02:00:00:00:00:01';
   const pointNeighbour = (from: Name, to: Name, lladdr: string) =>
     run(ip, ['-n', hosts[from].namespace, 'neigh', 'replace', hosts[to].address, 'lladdr', lladdr, 'dev', 'eth0', 'nud', 'permanent']);
-  const forgetNeighbour = (from: Name, to: Name) => run(ip, ['-n', hosts[from].namespace, 'neigh', 'delete', hosts[to].address, 'dev', 'eth0'], { mayFail: true });
+  const forgetNeighbour = (from: Name, to: Name) =>
+    run(ip, ['-n', hosts[from].namespace, 'neigh', 'delete', hosts[to].address, 'dev', 'eth0'], { mayFail: true });
 
   return {
     self: `${subnet}.1`,

@@ -44,8 +44,7 @@ export async function askForLink(h: Harness, email: string): Promise<URL> {
   return linkIn(h, mail);
 }
 
-export const sessionCookieOf = (response: RawResponse) =>
-  /owner_session=([^;]*)/.exec([response.headers['set-cookie'] ?? []].flat().join('\n'))?.[1];
+export const sessionCookieOf = (response: RawResponse) => /owner_session=([^;]*)/.exec([response.headers['set-cookie'] ?? []].flat().join('\n'))?.[1];
 
 export const csrfIn = (html: string) => /name="csrf_token" value="([^"]+)"/.exec(html)?.[1] ?? '';
 
@@ -54,8 +53,7 @@ export function ownerClient(h: Harness, cookie: string, csrf = ''): OwnerClient 
     cookie,
     csrf,
     get: (path, headers = {}) => request(`${h.url}${path}`, { headers: { cookie: `owner_session=${cookie}`, ...headers } }),
-    post: (path, fields = {}, headers = {}) =>
-      postForm(h, path, { csrf_token: client.csrf, ...fields }, { cookie: `owner_session=${cookie}`, ...headers }),
+    post: (path, fields = {}, headers = {}) => postForm(h, path, { csrf_token: client.csrf, ...fields }, { cookie: `owner_session=${cookie}`, ...headers }),
     api: (method, path, body, headers = {}) =>
       request(`${h.url}/owner/api${path}`, {
         method,

@@ -101,10 +101,12 @@ export async function startPostfix(options: PostfixOptions): Promise<PostfixInst
   child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString('utf8')));
   child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString('utf8')));
   child.once('error', (error) => (log += `${error.message}\n`));
-  const exited = new Promise<void>((resolve) => child.once('exit', (code, signal) => {
-    log += `postfix start-fg exited (${signal ?? `code ${code}`})\n`;
-    resolve();
-  }));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      log += `postfix start-fg exited (${signal ?? `code ${code}`})\n`;
+      resolve();
+    }),
+  );
 
   const stop = async () => {
     await run(postfix, ['-c', config, 'stop']).catch(() => undefined);
@@ -139,7 +141,13 @@ function isolatedMasterCf(stock: string, port: number): string {
 /** Adds or removes `dir` in the system main.cf's alternate_config_directories. */
 async function listAlternate(postconf: string, dir: string, add: boolean): Promise<void> {
   const { stdout } = await run(postconf, ['-h', 'alternate_config_directories']);
-  const listed = [...stdout.split(/[\s,]+/).filter(Boolean).filter((entry) => entry !== dir), ...(add ? [dir] : [])];
+  const listed = [
+    ...stdout
+      .split(/[\s,]+/)
+      .filter(Boolean)
+      .filter((entry) => entry !== dir),
+    ...(add ? [dir] : []),
+  ];
   // Nothing left to list: the parameter goes, as it was before the first instance.
   if (listed.length === 0) await run(postconf, ['-X', 'alternate_config_directories']);
   else await run(postconf, ['-e', `alternate_config_directories = ${listed.join(', ')}`]);

@@ -50,7 +50,11 @@ async function waitForClusterOk(port: number): Promise<void> {
       // slots are not settled can wait forever, so each probe gets 2 s.
       const probe = new Cluster([{ host: '127.0.0.1', port }], { lazyConnect: true, clusterRetryStrategy: () => null });
       try {
-        await withTimeout(probe.connect().then(() => probe.set('{probe}:x', '1')), 2_000, 'the cluster did not answer the probe');
+        await withTimeout(
+          probe.connect().then(() => probe.set('{probe}:x', '1')),
+          2_000,
+          'the cluster did not answer the probe',
+        );
         return;
       } catch {
         // not settled yet

@@ -42,7 +42,10 @@ export async function openSmtp(port: number, host = '127.0.0.1', localAddress?: 
   };
   socket.on('close', onEnd);
   socket.on('error', onEnd);
-  const next = () => new Promise<Reply>((resolve) => (replies.length ? resolve(replies.shift()!) : ended ? resolve({ code: 0, text: 'connection closed' }) : waiting.push(resolve)));
+  const next = () =>
+    new Promise<Reply>((resolve) =>
+      replies.length ? resolve(replies.shift()!) : ended ? resolve({ code: 0, text: 'connection closed' }) : waiting.push(resolve),
+    );
   const command = (line: string) => {
     if (!ended) socket.write(`${line}\r\n`);
     return next();

@@ -25,8 +25,14 @@ export const spamFilterEnv = (filter: RspamdService) => ({
   SPAM_CHECK_TIMEOUT_MS: '10000',
 });
 
-const SPAM_WORDS = 'seo backlinks ranking guaranteed traffic casino bonus crypto investment profit bitcoin cheap pills discount promotion agency leads boost unlimited loan approved winner'.split(' ');
-const HAM_WORDS = 'question pricing plan team support order delivery invoice meeting schedule appointment product feature account booking quote project contract office phone'.split(' ');
+const SPAM_WORDS =
+  'seo backlinks ranking guaranteed traffic casino bonus crypto investment profit bitcoin cheap pills discount promotion agency leads boost unlimited loan approved winner'.split(
+    ' ',
+  );
+const HAM_WORDS =
+  'question pricing plan team support order delivery invoice meeting schedule appointment product feature account booking quote project contract office phone'.split(
+    ' ',
+  );
 const COMMON = 'the a we you your our to for and of in on with is are this that please can would like'.split(' ');
 
 /** A form message in the vocabulary of spam or of ordinary business mail; `seed` makes it differ, the same seed gives the same text. */
@@ -48,10 +54,14 @@ export async function submitTo(h: Harness, key: TestKey, fields: { subject?: str
 
 /** The submission's admin record once the worker is done with it (sent, spam, or anything settled). */
 export function settledRecord(h: Harness, adminToken: string, id: string): Promise<any> {
-  return eventually(async () => {
-    const record = (await adminRequest(h, adminToken, 'GET', `/admin/submissions/${id}`)).json;
-    return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
-  }, 20_000, `submission ${id} settled`);
+  return eventually(
+    async () => {
+      const record = (await adminRequest(h, adminToken, 'GET', `/admin/submissions/${id}`)).json;
+      return ['queued', 'sending', 'retrying'].includes(record.email_status) ? undefined : record;
+    },
+    20_000,
+    `submission ${id} settled`,
+  );
 }
 
 /**
@@ -66,10 +76,17 @@ export async function teachByMarks(h: Harness, key: TestKey, owner: OwnerClient,
     if (messages.ham[n]) marks.push([await submitTo(h, key, { message: messages.ham[n]! }), 'ham']);
   }
   const ids = marks.map(([id]) => id);
-  await eventually(async () => {
-    const [row] = await h.sql<{ n: number }>(`select count(*)::int as n from submissions where id = any($1) and email_status not in ('queued', 'sending', 'retrying')`, [ids]);
-    return row!.n === ids.length ? true : undefined;
-  }, 60_000, 'the messages to mark checked');
+  await eventually(
+    async () => {
+      const [row] = await h.sql<{ n: number }>(
+        `select count(*)::int as n from submissions where id = any($1) and email_status not in ('queued', 'sending', 'retrying')`,
+        [ids],
+      );
+      return row!.n === ids.length ? true : undefined;
+    },
+    60_000,
+    'the messages to mark checked',
+  );
   for (const [id, mark] of marks) {
     const response = await owner.api('POST', `/submissions/${id}/spam-mark`, { mark });
     expect(response.status).toBe(200);

@@ -25,7 +25,8 @@ function sqlTexts(file: ts.SourceFile): Array<{ node: ts.Node; text: string }> {
     return constant ? textOf(constant, depth + 1) : ' ? ';
   };
   const visit = (node: ts.Node): void => {
-    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer && isText(node.initializer)) constants.set(node.name.text, node.initializer);
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer && isText(node.initializer))
+      constants.set(node.name.text, node.initializer);
     ts.forEachChild(node, visit);
   };
   visit(file);
@@ -103,9 +104,15 @@ const ORM_WRITES = new Set(['create', 'assign', 'insert', 'insertMany', 'nativeI
 function ormWrites(file: ts.SourceFile): StatusWrite[] {
   const found: StatusWrite[] = [];
   const line = (node: ts.Node) => file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1;
-  const namesStatus = (name: ts.PropertyName | undefined) => name !== undefined && (ts.isIdentifier(name) || ts.isStringLiteral(name)) && name.text === 'emailStatus';
+  const namesStatus = (name: ts.PropertyName | undefined) =>
+    name !== undefined && (ts.isIdentifier(name) || ts.isStringLiteral(name)) && name.text === 'emailStatus';
   const visit = (node: ts.Node): void => {
-    if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.EqualsToken && ts.isPropertyAccessExpression(node.left) && node.left.name.text === 'emailStatus') {
+    if (
+      ts.isBinaryExpression(node) &&
+      node.operatorToken.kind === ts.SyntaxKind.EqualsToken &&
+      ts.isPropertyAccessExpression(node.left) &&
+      node.left.name.text === 'emailStatus'
+    ) {
       found.push({ line: line(node), what: 'entity.emailStatus = …' });
     }
     if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && ORM_WRITES.has(node.expression.name.text)) {

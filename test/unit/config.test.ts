@@ -18,7 +18,7 @@ describe('the rules between variables', () => {
     [{ DKIM_DOMAIN: 'example.com' }, 'DKIM_DOMAIN, DKIM_SELECTOR, DKIM_PRIVATE_KEY: set all three or none'],
     [{ BOUNCE_METRICS_PORT: '9101' }, 'BOUNCE_METRICS_PORT: needs ADMIN_TOKEN'],
     [{ BOUNCE_TLS_CERT: '/etc/ssl/bounce.crt' }, 'BOUNCE_TLS_CERT, BOUNCE_TLS_KEY: set both or neither'],
-    [{ SPAM_FILTER_URL: 'http://127.0.0.1:11333' }, "SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither"],
+    [{ SPAM_FILTER_URL: 'http://127.0.0.1:11333' }, 'SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither'],
   ])('refuse %j, saying the rule', (env, rule) => {
     expect(() => loadConfig({ ...VALID, ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ ...VALID, ...env })).toThrow(rule);
@@ -67,12 +67,16 @@ describe('the public address', () => {
 describe('TRUST_PROXY', () => {
   it('is a hop count or a list of addresses and CIDR ranges', () => {
     expect(loadConfig({ ...VALID, TRUST_PROXY: '2' }).TRUST_PROXY).toEqual({ hops: 2 });
-    expect(loadConfig({ ...VALID, TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,fd00::/8' }).TRUST_PROXY).toEqual({ ranges: ['10.0.0.0/8', '192.168.1.5', 'fd00::/8'] });
+    expect(loadConfig({ ...VALID, TRUST_PROXY: '10.0.0.0/8, 192.168.1.5,fd00::/8' }).TRUST_PROXY).toEqual({
+      ranges: ['10.0.0.0/8', '192.168.1.5', 'fd00::/8'],
+    });
   });
 
   it('refuses anything else, naming what it takes', () => {
     for (const value of ['10.0.0.0/33', 'proxy.example.com', '1,2']) {
-      expect(() => loadConfig({ ...VALID, TRUST_PROXY: value }), value).toThrow('TRUST_PROXY: must be a hop count or a comma-separated list of addresses and CIDR ranges');
+      expect(() => loadConfig({ ...VALID, TRUST_PROXY: value }), value).toThrow(
+        'TRUST_PROXY: must be a hop count or a comma-separated list of addresses and CIDR ranges',
+      );
     }
   });
 });

@@ -110,7 +110,7 @@ describe('data access', () => {
       '  const statement = sql`select 1`;', // 11
       '  const names = rows.map((item) => item.email).find((email) => email.endsWith(".org"));',
       '  // em.find(SubmissionSchema) in a comment is not a query',
-      "  const text = 'em.execute(\"delete from submissions\")';",
+      '  const text = \'em.execute("delete from submissions")\';',
       '  const search = new URLSearchParams(ctx.query).get("q");',
       '  return { names, row, text, search, statement };',
       '}',

@@ -37,8 +37,7 @@ function changingAnswers(...answers: string[][]): ResolveAll & { lookups: number
   return Object.defineProperty(resolveAll, 'lookups', { get: () => lookups }) as ResolveAll & { lookups: number };
 }
 
-const send = (resolveAll: ResolveAll) =>
-  postWebhook(`http://${NAME}:${port}/hook`, '{"event":"test"}', {}, { timeoutMs: 2_000, policy, resolveAll });
+const send = (resolveAll: ResolveAll) => postWebhook(`http://${NAME}:${port}/hook`, '{"event":"test"}', {}, { timeoutMs: 2_000, policy, resolveAll });
 
 describe('webhook sender under DNS rebinding', () => {
   it('connects to the address it checked, looking the name up once per delivery, and refuses the next answer', async () => {

@@ -75,10 +75,14 @@ describe('webhooks', () => {
     expect(submitted.status).toBe(200);
     const id = submitted.json.submission_id as string;
 
-    const delivered = await eventually(async () => {
-      const [row] = await deliveries(key);
-      return row?.status === 'sent' ? row : undefined;
-    }, 20_000, 'the webhook delivered');
+    const delivered = await eventually(
+      async () => {
+        const [row] = await deliveries(key);
+        return row?.status === 'sent' ? row : undefined;
+      },
+      20_000,
+      'the webhook delivered',
+    );
     expect(delivered).toMatchObject({ submission_id: id, attempts: 3, last_response_code: 200, last_error: null });
 
     const calls = receiver.received.filter((call) => JSON.parse(call.body).data.id === id);
@@ -123,10 +127,14 @@ describe('webhooks', () => {
     receiver.script.push({ status: 410 });
     const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'gone?' });
     expect(submitted.status).toBe(200);
-    const failed = await eventually(async () => {
-      const [row] = await deliveries(key);
-      return row?.status === 'failed' ? row : undefined;
-    }, 20_000, 'the webhook failed');
+    const failed = await eventually(
+      async () => {
+        const [row] = await deliveries(key);
+        return row?.status === 'failed' ? row : undefined;
+      },
+      20_000,
+      'the webhook failed',
+    );
     expect(failed).toMatchObject({ attempts: 1, last_response_code: 410 });
     expect(failed.last_error).toContain('HTTP 410');
 
@@ -184,10 +192,14 @@ describe('webhooks', () => {
     await updateWebhookEndpoint(h, hook, { url: compatible });
     const before = receiver.received.length;
     expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
-    const failed = await eventually(async () => {
-      const [row] = await deliveries(key);
-      return row?.status === 'failed' ? row : undefined;
-    }, 20_000, 'the refused webhook');
+    const failed = await eventually(
+      async () => {
+        const [row] = await deliveries(key);
+        return row?.status === 'failed' ? row : undefined;
+      },
+      20_000,
+      'the refused webhook',
+    );
     expect(failed.last_error).toContain('refused: ::7f00:2 is a deprecated IPv4-compatible address');
     expect(failed.last_response_code).toBeNull();
     expect(receiver.received.length).toBe(before);
@@ -204,10 +216,14 @@ describe('webhooks', () => {
       await updateWebhookEndpoint(h, hooks[1]!, { url: `http://localhost:${port}/hook` });
       const before = receiver.received.length;
       expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'hi' })).status).toBe(200);
-      const failed = await eventually(async () => {
-        const rows = await deliveries(key);
-        return rows.length === 2 && rows.every((row) => row.status === 'failed') ? rows : undefined;
-      }, 20_000, 'two refused webhooks');
+      const failed = await eventually(
+        async () => {
+          const rows = await deliveries(key);
+          return rows.length === 2 && rows.every((row) => row.status === 'failed') ? rows : undefined;
+        },
+        20_000,
+        'two refused webhooks',
+      );
       const errorsByUrl = Object.fromEntries(failed.map((row) => [row.url, row.last_error]));
       expect(errorsByUrl[other.url]).toMatch(/refused: 127\.0\.0\.3 is a loopback address/);
       expect(errorsByUrl[`http://localhost:${port}/hook`]).toMatch(/refused: localhost is resolved to (127\.0\.0\.1|::1), a loopback address/);
@@ -238,10 +254,14 @@ describe('webhooks', () => {
       expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message })).status).toBe(200);
       await eventually(async () => ((await deliveries(key))[0]?.status === 'failed' ? true : undefined), 20_000, `failure ${message}`);
     }
-    const listed = await eventually(async () => {
-      const [endpoint] = (await admin('GET', `/admin/keys/${key.key}/webhooks`)).json.webhooks;
-      return endpoint.enabled === false ? endpoint : undefined;
-    }, 20_000, 'the endpoint disabled');
+    const listed = await eventually(
+      async () => {
+        const [endpoint] = (await admin('GET', `/admin/keys/${key.key}/webhooks`)).json.webhooks;
+        return endpoint.enabled === false ? endpoint : undefined;
+      },
+      20_000,
+      'the endpoint disabled',
+    );
     expect(listed).toMatchObject({ id: hook.id, consecutive_failures: 2 });
     const notice = await eventually(
       async () => h.sink.messages.find((mail) => mail.envelope.to.includes(key.email) && /switched off/.test(mail.parsed.subject ?? '')),
@@ -255,7 +275,10 @@ describe('webhooks', () => {
     expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'three' })).status).toBe(200);
     expect(await deliveries(key)).toHaveLength(2);
     // Enabled again, it delivers and its count starts afresh.
-    expect((await admin('PATCH', `/admin/keys/${key.key}/webhooks/${hook.id}`, { enabled: true })).json.webhook).toMatchObject({ enabled: true, consecutive_failures: 0 });
+    expect((await admin('PATCH', `/admin/keys/${key.key}/webhooks/${hook.id}`, { enabled: true })).json.webhook).toMatchObject({
+      enabled: true,
+      consecutive_failures: 0,
+    });
     expect((await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: 'four' })).status).toBe(200);
     await eventually(async () => ((await deliveries(key))[0]?.status === 'sent' ? true : undefined), 20_000, 'delivered after enabling');
     const notices = h.sink.messages.filter((mail) => mail.envelope.to.includes(key.email) && /switched off/.test(mail.parsed.subject ?? ''));

@@ -21,10 +21,14 @@ const admin = adminClient(() => h, TOKEN);
 const submit = async (message: string) => (await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message })).json.submission_id as string;
 const recordOf = async (id: string) => (await admin('GET', `/admin/submissions/${id}`)).json;
 const untilStatus = (id: string, status: string) =>
-  eventually(async () => {
-    const record = await recordOf(id);
-    return record.email_status === status ? record : undefined;
-  }, 20_000, `submission ${id} to be ${status}`);
+  eventually(
+    async () => {
+      const record = await recordOf(id);
+      return record.email_status === status ? record : undefined;
+    },
+    20_000,
+    `submission ${id} to be ${status}`,
+  );
 /** This test's worker runs in this process. */
 const WORKER = `${hostname()}:${process.pid}`;
 
@@ -58,7 +62,13 @@ describe('the delivery history', () => {
     try {
       const failed = await untilStatus(id, 'failed');
       expect(failed.delivery_attempts).toEqual([
-        { attempt: 1, at: expect.any(String), outcome: 'failed', response: expect.stringContaining('550 mailbox unavailable: kept in the history'), worker: WORKER },
+        {
+          attempt: 1,
+          at: expect.any(String),
+          outcome: 'failed',
+          response: expect.stringContaining('550 mailbox unavailable: kept in the history'),
+          worker: WORKER,
+        },
       ]);
     } finally {
       h.sink.behave(undefined);
@@ -101,10 +111,14 @@ describe('a retrying email', () => {
       const owner = await slow.createKey();
       const id = (await submitJson(slow, { access_key: owner.key, email: 'visitor@example.org', message: 'waits an hour' })).json.submission_id as string;
       const slowAdmin = adminClient(() => slow, TOKEN);
-      const retrying = await eventually(async () => {
-        const record = (await slowAdmin('GET', `/admin/submissions/${id}`)).json;
-        return record.email_status === 'retrying' ? record : undefined;
-      }, 20_000, 'retrying');
+      const retrying = await eventually(
+        async () => {
+          const record = (await slowAdmin('GET', `/admin/submissions/${id}`)).json;
+          return record.email_status === 'retrying' ? record : undefined;
+        },
+        20_000,
+        'retrying',
+      );
       expect(retrying.last_attempt_at).toBe(retrying.delivery_attempts[0].at);
       expect(retrying.delivery_attempts[0]).toMatchObject({ attempt: 1, outcome: 'retrying', response: expect.stringContaining('451 Greylisted') });
       // The first retry waits EMAIL_RETRY_BACKOFF_MS shortened by the jitter (to 50 % at most).

@@ -98,7 +98,12 @@ const failure = (kind: DeliveryKindName, final: boolean) => ({
   ...(kind === 'submission' ? { retry: { delayMs: 1000, worker: 'test' } } : {}),
   ...(kind === 'webhook' ? { responseCode: 503 } : {}),
 });
-const report = (type: 'hard' | 'complaint') => ({ type, status: type === 'hard' ? '5.1.1' : null, diagnostic: 'test report', reportingMta: 'mta.example.test' });
+const report = (type: 'hard' | 'complaint') => ({
+  type,
+  status: type === 'hard' ? '5.1.1' : null,
+  diagnostic: 'test report',
+  reportingMta: 'mta.example.test',
+});
 
 /**
  * Applies `event` to the row through the module that writes statuses: true when the function
@@ -130,7 +135,12 @@ const statusOf = async (kind: DeliveryKindName, id: string) =>
 /** Every status a row can be in; `sending` twice, with a live claim and with one past the lease. */
 type Start = { status: EmailStatus; claimExpired: boolean };
 const STARTS: Start[] = EMAIL_STATUSES.flatMap((status): Start[] =>
-  status === 'sending' ? [{ status, claimExpired: false }, { status, claimExpired: true }] : [{ status, claimExpired: false }],
+  status === 'sending'
+    ? [
+        { status, claimExpired: false },
+        { status, claimExpired: true },
+      ]
+    : [{ status, claimExpired: false }],
 );
 
 /** What the walk writes down for one row: its status after, and what the function reported. */
@@ -171,7 +181,15 @@ describe('delivery status changes', () => {
   it('a new submission is saved in one of the statuses of its admission, and in no other', async () => {
     const saved: EmailStatus[] = [];
     for (const status of EMAIL_STATUSES) {
-      const fields = { keyId: key.id, email: 'visitor@example.org', message: 'new', subject: 'new', customFields: [], clientIp: '127.0.0.1', origin: undefined };
+      const fields = {
+        keyId: key.id,
+        email: 'visitor@example.org',
+        message: 'new',
+        subject: 'new',
+        customFields: [],
+        clientIp: '127.0.0.1',
+        origin: undefined,
+      };
       let row;
       try {
         row = submissionRow({ ...fields, id: randomUUID(), emailStatus: status });
@@ -220,8 +238,8 @@ describe('the one writer of statuses', () => {
   it('the check tells a status write from a status read', () => {
     const sample = [
       "const COLUMNS = 'id, email_status';",
-      'const status = `email_status = case when ok then \'sent\' else email_status end`;',
-      'await em.execute(`update ${table} set claimed_at = null, email_status = \'queued\' where id = ?`, [id]);',
+      "const status = `email_status = case when ok then 'sent' else email_status end`;",
+      "await em.execute(`update ${table} set claimed_at = null, email_status = 'queued' where id = ?`, [id]);",
       'await em.execute(`insert into submissions (${COLUMNS}) values (?, ?)`, [id, s]);',
       'await db.query(`update key_emails as t set ${status}, sent_at = now() from v where t.id = v.id`);',
       "await db.query(`insert into recipients (mailbox) values ($1) on conflict (mailbox) do update set email_status = 'queued'`);",
@@ -248,7 +266,11 @@ describe('the one writer of statuses', () => {
 
 describe('docs/architecture.md', () => {
   const section = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8').split('\n### Every status change\n')[1]?.split('\n## ')[0] ?? '';
-  const cells = (line: string) => line.split('|').slice(1, -1).map((cell) => cell.trim());
+  const cells = (line: string) =>
+    line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim());
   const rows = section
     .split('\n')
     .filter((line) => line.startsWith('| ') && !line.startsWith('| Event') && !line.startsWith('| ---'))
@@ -260,9 +282,16 @@ describe('docs/architecture.md', () => {
     const listed = rows
       .filter(([event]) => event !== '(new row)')
       .flatMap(([event = '', kinds = '', from = '', to = '']) => {
-        const froms = from.startsWith('any but') ? EMAIL_STATUSES.filter((status) => !statusesIn(from).includes(status)) : from === 'any' ? EMAIL_STATUSES : statusesIn(from);
+        const froms = from.startsWith('any but')
+          ? EMAIL_STATUSES.filter((status) => !statusesIn(from).includes(status))
+          : from === 'any'
+            ? EMAIL_STATUSES
+            : statusesIn(from);
         return kindsIn(kinds).flatMap((kind) =>
-          froms.map((status) => `${kind} ${statusesIn(event)[0]} ${status} → ${to === 'unchanged' ? status : statusesIn(to)[0]}${from.includes('(claim expired)') ? ' (claim expired)' : ''}`),
+          froms.map(
+            (status) =>
+              `${kind} ${statusesIn(event)[0]} ${status} → ${to === 'unchanged' ? status : statusesIn(to)[0]}${from.includes('(claim expired)') ? ' (claim expired)' : ''}`,
+          ),
         );
       });
     const table = TRANSITIONS.map((row) => `${row.kind} ${row.event} ${row.from} → ${row.to}${row.onlyIf === 'claim-expired' ? ' (claim expired)' : ''}`);

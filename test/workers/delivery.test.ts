@@ -23,10 +23,14 @@ const submit = (fields: Record<string, unknown>, base = h) =>
   submitJson(base, { access_key: key.key, email: 'visitor@example.org', message: 'Hello', ...fields });
 const statusOf = async (id: string, base = h) => (await submissionRow(base, id))!;
 const untilStatus = (id: string, status: string, base = h) =>
-  eventually(async () => {
-    const row = await statusOf(id, base);
-    return row.email_status === status ? row : undefined;
-  }, 20_000, `submission ${id} to be ${status}`);
+  eventually(
+    async () => {
+      const row = await statusOf(id, base);
+      return row.email_status === status ? row : undefined;
+    },
+    20_000,
+    `submission ${id} to be ${status}`,
+  );
 const mailFor = (id: string, sink = h.sink) =>
   eventually(async () => sink.messages.find((mail) => mail.parsed.messageId?.includes(id)), 20_000, `the email of ${id}`);
 const admin = adminClient(() => h, TOKEN);
@@ -62,7 +66,9 @@ describe('the notification email', () => {
     expect(html).not.toContain('<img');
     expect(html).not.toContain('<b>bold');
     // Shown as text: escaped, whichever entity form the escaper picks.
-    expect(html).toMatch(/(&lt;|&#60;)script(&gt;|&#62;)alert\(1\)(&lt;|&#60;)\/script(&gt;|&#62;) (&amp;|&#38;) (&quot;|&#34;)double(&quot;|&#34;) (&#39;|&#x27;)single(&#39;|&#x27;)/);
+    expect(html).toMatch(
+      /(&lt;|&#60;)script(&gt;|&#62;)alert\(1\)(&lt;|&#60;)\/script(&gt;|&#62;) (&amp;|&#38;) (&quot;|&#34;)double(&quot;|&#34;) (&#39;|&#x27;)single(&#39;|&#x27;)/,
+    );
     const text = String(mail.parsed.text);
     expect(text).toContain(`  <script>alert(1)</script> & "double" 'single'`);
     expect(text).toContain('  <img src=x onerror=alert(2)>: <b>bold</b>');
@@ -267,7 +273,9 @@ describe('retries and statuses', () => {
 
   it('retries a 451 until the row is older than EMAIL_RETRY_HORIZON_MS, then `failed` with the last reply', async () => {
     // An attempt limit out of reach: the horizon alone ends the retries.
-    const short = await startHarness({ env: { EMAIL_MAX_ATTEMPTS: '1000', EMAIL_RETRY_HORIZON_MS: '1500', EMAIL_RETRY_BACKOFF_MS: '100', EMAIL_RETRY_MAX_BACKOFF_MS: '300' } });
+    const short = await startHarness({
+      env: { EMAIL_MAX_ATTEMPTS: '1000', EMAIL_RETRY_HORIZON_MS: '1500', EMAIL_RETRY_BACKOFF_MS: '100', EMAIL_RETRY_MAX_BACKOFF_MS: '300' },
+    });
     try {
       short.sink.behave(() => ({ code: 451, message: 'Greylisted, come back later' }));
       const owner = await short.createKey();
@@ -320,7 +328,13 @@ describe('operator view', () => {
       last_attempt_at: expect.stringMatching(/^\d{4}-/),
       next_attempt_at: null,
       delivery_attempts: [
-        { attempt: 1, at: expect.stringMatching(/^\d{4}-/), outcome: 'sent', response: expect.stringMatching(/^250 /), worker: expect.stringMatching(/^.+:\d+$/) },
+        {
+          attempt: 1,
+          at: expect.stringMatching(/^\d{4}-/),
+          outcome: 'sent',
+          response: expect.stringMatching(/^250 /),
+          worker: expect.stringMatching(/^.+:\d+$/),
+        },
       ],
       delivery_attempts_total: 1,
       bounce: null,

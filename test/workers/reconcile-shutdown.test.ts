@@ -84,10 +84,13 @@ describe('reconciler', () => {
     }
   });
 
-  it("enqueues again only the rows whose job is gone: a job waiting or delayed is left as it is", async () => {
+  it('enqueues again only the rows whose job is gone: a job waiting or delayed is left as it is', async () => {
     const { orm, queue, webhookQueue } = h.api.deps;
     // Saved an hour ahead, so that the workers' own reconciler leaves them to this run.
-    const rows = await buildSubmissions(h, [1, 2, 3].map((n) => ({ key: keyId, message: `fate ${n}`, createdAt: fromNow({ hours: 1 }) })));
+    const rows = await buildSubmissions(
+      h,
+      [1, 2, 3].map((n) => ({ key: keyId, message: `fate ${n}`, createdAt: fromNow({ hours: 1 }) })),
+    );
     const [waiting, delayed, gone] = rows.map((row) => row.id);
     await queue.pause();
     try {
@@ -95,7 +98,10 @@ describe('reconciler', () => {
         await queue.add('submission', { submissionId: waiting! }, { jobId: waiting! }),
         await queue.add('submission', { submissionId: delayed! }, { jobId: delayed!, delay: 600_000 }),
       ];
-      const enqueued = await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), { staleAfterMs: -7_200_000, claimLeaseMs: 60_000 });
+      const enqueued = await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), {
+        staleAfterMs: -7_200_000,
+        claimLeaseMs: 60_000,
+      });
       expect(enqueued).toBe(1);
       expect(await queue.getJobState(gone!)).toBe('waiting');
       expect((await queue.getJob(waiting!))?.timestamp).toBe(jobs[0]!.timestamp);
@@ -122,7 +128,10 @@ describe('reconciler', () => {
       await job!.moveToFailed(new Error('refused for good'), 'test-token', false);
       expect(await queue.getJobState(id)).toBe('failed');
 
-      await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), { staleAfterMs: -7_200_000, claimLeaseMs: 60_000 });
+      await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), {
+        staleAfterMs: -7_200_000,
+        claimLeaseMs: 60_000,
+      });
       expect(await queue.getJobState(id)).toBe('waiting');
       expect((await queue.getJob(id))?.failedReason).toBeFalsy();
     } finally {

@@ -6,7 +6,11 @@ const config = { EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_6
 
 describe('retryDelay', () => {
   it('doubles per attempt, jittered down to half at most', () => {
-    for (const [attempt, ceiling] of [[1, 30_000], [2, 60_000], [5, 480_000]] as const) {
+    for (const [attempt, ceiling] of [
+      [1, 30_000],
+      [2, 60_000],
+      [5, 480_000],
+    ] as const) {
       for (let i = 0; i < 50; i++) {
         const delay = retryDelay(attempt, config);
         expect(delay).toBeGreaterThanOrEqual(ceiling / 2);

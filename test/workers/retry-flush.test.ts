@@ -27,10 +27,14 @@ async function submit(harness: Harness, accessKey: string, message: string): Pro
 
 function untilStatus(harness: Harness, id: string, status: string) {
   const ask = adminClient(() => harness, TOKEN);
-  return eventually(async () => {
-    const record = (await ask('GET', `/admin/submissions/${id}`)).json;
-    return record.email_status === status ? record : undefined;
-  }, 20_000, `submission ${id} to be ${status}`);
+  return eventually(
+    async () => {
+      const record = (await ask('GET', `/admin/submissions/${id}`)).json;
+      return record.email_status === status ? record : undefined;
+    },
+    20_000,
+    `submission ${id} to be ${status}`,
+  );
 }
 
 /** The delivery queue's jobs waiting to run, and those on a timer with their due times (ms). */

@@ -33,7 +33,9 @@ export const KeyPatchSchema = v.strictObject(
         v.description(`The owner's name for the key, one line of at most ${KEY_LABEL_MAX} characters; null or "" removes it`),
       ),
     ),
-    subject_prefix: v.optional(v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"'))),
+    subject_prefix: v.optional(
+      v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"')),
+    ),
   },
   'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label and subject_prefix can be changed.',
 );
@@ -41,20 +43,14 @@ export const KeyPatchSchema = v.strictObject(
 const SubmissionListQuerySchema = v.object({
   key: v.optional(v.pipe(v.string('Give one key.'), v.minLength(1))),
   status: v.optional(v.picklist(EMAIL_STATUSES, `Must be one of ${EMAIL_STATUSES.join(', ')}.`)),
-  limit: v.optional(
-    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
-    '50',
-  ),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')), '50'),
   cursor: v.optional(v.string('Give one cursor.')),
 });
 
 const CsvQuerySchema = v.object({ key: v.pipe(v.string('Give ?key=<key>.'), v.minLength(1, 'Give ?key=<key>.')) });
 
 const DeliveryLogQuerySchema = v.object({
-  limit: v.optional(
-    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
-    '50',
-  ),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')), '50'),
 });
 
 export const FlushRequestSchema = v.strictObject(
@@ -138,21 +134,25 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     ctx.body = { submissions: await submissionRecords(em, view, page), next_cursor: nextCursor };
   });
 
-  router.patch('/keys/:key', jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
-    const patch = validate(KeyPatchSchema, ctx.request.body);
-    const key = await updateKey(deps.orm.em.fork(), deps.vault.hash(ctx.params.key ?? ''), {
-      status: patch.status,
-      useDomain: patch.use_domain,
-      domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
-      captcha: patch.captcha,
-      spamFilter: patch.spam_filter,
-      spamToWebhooks: patch.spam_to_webhooks,
-      label: patch.label,
-      subjectPrefix: patch.subject_prefix,
-    });
-    deps.keys.forgetAll();
-    ctx.body = keyRecord(key, deps.vault);
-  });
+  router.patch(
+    '/keys/:key',
+    jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
+    async (ctx) => {
+      const patch = validate(KeyPatchSchema, ctx.request.body);
+      const key = await updateKey(deps.orm.em.fork(), deps.vault.hash(ctx.params.key ?? ''), {
+        status: patch.status,
+        useDomain: patch.use_domain,
+        domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
+        captcha: patch.captcha,
+        spamFilter: patch.spam_filter,
+        spamToWebhooks: patch.spam_to_webhooks,
+        label: patch.label,
+        subjectPrefix: patch.subject_prefix,
+      });
+      deps.keys.forgetAll();
+      ctx.body = keyRecord(key, deps.vault);
+    },
+  );
 
   return router;
 }

@@ -7,7 +7,23 @@ import { listSubmissions, type SubmissionPageQuery } from '../../shared/submissi
 import { customFieldNames } from '../../shared/submissions/data/submission-export.ts';
 
 const PAGE = 500;
-const FIXED = ['submission_id', 'created_at', 'email', 'subject', 'message', 'email_status', 'sent_at', 'bounce_type', 'bounce_status', 'bounce_diagnostic', 'bounced_at', 'spam_verdict', 'spam_score', 'spam_reasons', 'spam_mark'] as const;
+const FIXED = [
+  'submission_id',
+  'created_at',
+  'email',
+  'subject',
+  'message',
+  'email_status',
+  'sent_at',
+  'bounce_type',
+  'bounce_status',
+  'bounce_diagnostic',
+  'bounced_at',
+  'spam_verdict',
+  'spam_score',
+  'spam_reasons',
+  'spam_mark',
+] as const;
 
 /** RFC 4180 quoting, and a leading ' on values a spreadsheet would run as a formula. */
 export function csvCell(value: string): string {

@@ -39,8 +39,12 @@
     var errors = body && body.errors;
     if (!errors || typeof errors !== 'object') return [];
     return Object.keys(errors)
-      .filter(function (name) { return name !== '__all__' && Array.isArray(errors[name]); })
-      .map(function (name) { return name + ': ' + errors[name].join(' '); });
+      .filter(function (name) {
+        return name !== '__all__' && Array.isArray(errors[name]);
+      })
+      .map(function (name) {
+        return name + ': ' + errors[name].join(' ');
+      });
   }
 
   keyForm.addEventListener('submit', function (event) {
@@ -55,7 +59,9 @@
     var submitter = event.submitter;
     var requestType = submitter && submitter.value === 'getKeys' ? 'getKeys' : 'generateKey';
     var buttons = keyForm.querySelectorAll('button');
-    buttons.forEach(function (button) { button.disabled = true; });
+    buttons.forEach(function (button) {
+      button.disabled = true;
+    });
     keyForm.setAttribute('aria-busy', 'true');
     show('', ['Sending\u2026']);
 
@@ -65,27 +71,36 @@
       body: JSON.stringify({ email: emailInput.value.trim(), requestType: requestType }),
     })
       .then(function (response) {
-        return response.json().catch(function () { return null; }).then(function (body) {
-          if (!body || typeof body.message !== 'string') {
-            show('error', ['The service answered with status ' + response.status + '. Please try again.']);
-            return;
-          }
-          if (!body.success) {
-            show('error', [body.message].concat(fieldErrors(body)));
-            return;
-          }
-          if (typeof body.key === 'string') {
-            accessKey.value = body.key;
-            document.querySelectorAll('[data-snippet-key]').forEach(function (node) { node.textContent = body.key; });
-          }
-          show('ok', [body.message], typeof body.key === 'string' ? body.key : undefined);
-        });
+        return response
+          .json()
+          .catch(function () {
+            return null;
+          })
+          .then(function (body) {
+            if (!body || typeof body.message !== 'string') {
+              show('error', ['The service answered with status ' + response.status + '. Please try again.']);
+              return;
+            }
+            if (!body.success) {
+              show('error', [body.message].concat(fieldErrors(body)));
+              return;
+            }
+            if (typeof body.key === 'string') {
+              accessKey.value = body.key;
+              document.querySelectorAll('[data-snippet-key]').forEach(function (node) {
+                node.textContent = body.key;
+              });
+            }
+            show('ok', [body.message], typeof body.key === 'string' ? body.key : undefined);
+          });
       })
       .catch(function () {
         show('error', ['The service could not be reached. Please try again.']);
       })
       .finally(function () {
-        buttons.forEach(function (button) { button.disabled = false; });
+        buttons.forEach(function (button) {
+          button.disabled = false;
+        });
         keyForm.removeAttribute('aria-busy');
       });
   });

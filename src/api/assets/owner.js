@@ -10,7 +10,15 @@
   var short = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
   var relative = window.Intl && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' }) : null;
   var zone = short.resolvedOptions().timeZone || 'your time zone';
-  var STEPS = [['year', 31536000], ['month', 2592000], ['week', 604800], ['day', 86400], ['hour', 3600], ['minute', 60], ['second', 1]];
+  var STEPS = [
+    ['year', 31536000],
+    ['month', 2592000],
+    ['week', 604800],
+    ['day', 86400],
+    ['hour', 3600],
+    ['minute', 60],
+    ['second', 1],
+  ];
 
   function ago(date) {
     var seconds = Math.round((date.getTime() - Date.now()) / 1000);
@@ -44,7 +52,9 @@
     button.addEventListener('click', function () {
       navigator.clipboard.writeText(source.textContent).then(function () {
         button.textContent = 'Copied';
-        setTimeout(function () { button.textContent = 'Copy key'; }, 2000);
+        setTimeout(function () {
+          button.textContent = 'Copy key';
+        }, 2000);
       });
     });
   });
@@ -149,7 +159,14 @@
     else if (spam.verdict === 'unchecked') text = 'not checked: the filter was unavailable, so the email went out';
     else {
       text = (spam.verdict === 'spam' ? 'spam' : 'not spam') + ', score ' + spam.score;
-      if (spam.reasons.length) text += ': ' + spam.reasons.map(function (r) { return r.symbol + ' ' + r.score; }).join(', ');
+      if (spam.reasons.length)
+        text +=
+          ': ' +
+          spam.reasons
+            .map(function (r) {
+              return r.symbol + ' ' + r.score;
+            })
+            .join(', ');
     }
     if (spam && spam.mark) text += '; you marked it ' + (spam.mark === 'spam' ? 'spam' : 'not spam');
     return text;
@@ -158,8 +175,14 @@
   // The same words as the page's Report line, as text.
   function describeReport(report) {
     if (!report) return 'none';
-    return report.type + (report.status ? ' ' + report.status : '') + (report.reporting_mta ? ' from ' + report.reporting_mta : '') +
-      ', ' + report.at + (report.diagnostic ? ': ' + report.diagnostic : '');
+    return (
+      report.type +
+      (report.status ? ' ' + report.status : '') +
+      (report.reporting_mta ? ' from ' + report.reporting_mta : '') +
+      ', ' +
+      report.at +
+      (report.diagnostic ? ': ' + report.diagnostic : '')
+    );
   }
 
   function poll() {

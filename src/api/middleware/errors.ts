@@ -31,12 +31,16 @@ export function errorHandler(): Middleware<AppState> {
       await next();
     } catch (caught) {
       const error =
-        caught instanceof ApiError ? caught
-        : caught instanceof KeyRuleError ? fromKeyRule(caught)
-        // Before the 503 check: a client's reset is ECONNRESET too.
-        : bodyBrokenOff(ctx.req) ? brokenBodyError()
-        : isServiceUnavailable(caught) ? errors.serviceUnavailable()
-        : (fromParserError(caught) ?? errors.internal());
+        caught instanceof ApiError
+          ? caught
+          : caught instanceof KeyRuleError
+            ? fromKeyRule(caught)
+            : // Before the 503 check: a client's reset is ECONNRESET too.
+              bodyBrokenOff(ctx.req)
+              ? brokenBodyError()
+              : isServiceUnavailable(caught)
+                ? errors.serviceUnavailable()
+                : (fromParserError(caught) ?? errors.internal());
       if (error.status === 503) ctx.state.log.warn({ err: caught }, 'request refused for now');
       else if (error.status >= 500) ctx.state.log.error({ err: caught }, 'request failed');
       else ctx.state.log.info({ errorId: error.id, status: error.status }, 'request rejected');

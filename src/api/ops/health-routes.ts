@@ -8,7 +8,6 @@ import type { AppDeps, AppState } from '../context.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
-
 export function healthRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter();
 

@@ -8,12 +8,7 @@ const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const isDay = (value: string) => value === '' || (DAY.test(value) && new Date(`${value}T00:00:00Z`).toISOString().startsWith(value));
 const day = (what: string) =>
   v.optional(
-    v.pipe(
-      v.string('Give one date.'),
-      v.trim(),
-      v.check(isDay, 'Give a date as YYYY-MM-DD.'),
-      v.description(`${what}, as YYYY-MM-DD (a UTC day, included)`),
-    ),
+    v.pipe(v.string('Give one date.'), v.trim(), v.check(isDay, 'Give a date as YYYY-MM-DD.'), v.description(`${what}, as YYYY-MM-DD (a UTC day, included)`)),
     '',
   );
 
@@ -29,7 +24,10 @@ export const ListFilterSchema = v.pipe(
       '',
     ),
     status: v.optional(
-      v.pipe(v.picklist(['', ...EMAIL_STATUSES], `Must be one of ${EMAIL_STATUSES.join(', ')}.`), v.description('Only the messages whose email has this status')),
+      v.pipe(
+        v.picklist(['', ...EMAIL_STATUSES], `Must be one of ${EMAIL_STATUSES.join(', ')}.`),
+        v.description('Only the messages whose email has this status'),
+      ),
       '',
     ),
     from: day('Received on or after this day'),

@@ -3,7 +3,20 @@
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../../shared/infra/db/entities.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
-import { BounceReport, deliveryFields, SpamVerdictDetail, error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../site/openapi-parts.ts';
+import {
+  BounceReport,
+  deliveryFields,
+  SpamVerdictDetail,
+  error,
+  forbidden,
+  idParam,
+  json,
+  jsonSchema,
+  notOwned,
+  ownerSecurity,
+  ownerWriteSecurity,
+  unauthorized,
+} from '../site/openapi-parts.ts';
 import { KeyPatchSchema } from '../admin/admin-routes.ts';
 import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
 import { OwnerSignInSchema } from './owner-page-routes.ts';
@@ -16,10 +29,13 @@ const Session = v.object({
 });
 const Key = v.object({
   id: v.pipe(v.string(), v.uuid()),
-  key: v.pipe(v.nullable(v.string()), v.description('null when the service cannot read it (sealed under another SECRET, or damaged); key_unavailable then says so')),
+  key: v.pipe(
+    v.nullable(v.string()),
+    v.description('null when the service cannot read it (sealed under another SECRET, or damaged); key_unavailable then says so'),
+  ),
   key_unavailable: v.optional(v.string()),
   label: v.pipe(v.nullable(v.string()), v.description(`The owner's name for the key (one line, at most ${KEY_LABEL_MAX} characters), or null`)),
-  subject_prefix: v.pipe(v.boolean(), v.description('Whether the key\'s emails carry the label before their subject')),
+  subject_prefix: v.pipe(v.boolean(), v.description("Whether the key's emails carry the label before their subject")),
   status: v.picklist(KEY_STATUSES),
   email: v.string(),
   use_domain: v.boolean(),
@@ -47,8 +63,13 @@ export const Submission = v.object({
 });
 /** The list filters (src/api/owners/filters.ts) as query parameters. */
 const filterParams = [
-  { name: 'q', in: 'query', description: "Full-text search: words that must all begin a word of the visitor's address, the subject, the message or a field's value", schema: { type: 'string', maxLength: 200 } },
-  { name: 'status', in: 'query', description: "Only the messages whose email has this status", schema: { type: 'string', enum: [...EMAIL_STATUSES] } },
+  {
+    name: 'q',
+    in: 'query',
+    description: "Full-text search: words that must all begin a word of the visitor's address, the subject, the message or a field's value",
+    schema: { type: 'string', maxLength: 200 },
+  },
+  { name: 'status', in: 'query', description: 'Only the messages whose email has this status', schema: { type: 'string', enum: [...EMAIL_STATUSES] } },
   { name: 'from', in: 'query', description: 'Received on or after this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
   { name: 'to', in: 'query', description: 'Received on or before this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
 ];
@@ -57,7 +78,10 @@ const SubmissionPage = v.object({ submissions: v.array(Submission), next_cursor:
 const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Not signed in: to /owner' } } });
 const form = (summary: string) => ({
   summary,
-  requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } } },
+  requestBody: {
+    required: true,
+    content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', properties: { csrf_token: { type: 'string' } } } } },
+  },
   responses: { 303: { description: 'Done: to the page that shows it' }, 403: forbidden, 404: { description: 'HTML: not among your keys' } },
 });
 const crossSite = error('Cross-site request');
@@ -84,31 +108,77 @@ export const ownerPaths = {
     },
   },
   '/owner/link': {
-    get: { summary: 'The page behind the emailed link: a button that signs in (the GET uses nothing)', parameters: [{ name: 'token', in: 'query', required: true, schema: { type: 'string' } }], responses: { 200: { description: 'HTML' }, 400: { description: 'HTML: no token' } } },
+    get: {
+      summary: 'The page behind the emailed link: a button that signs in (the GET uses nothing)',
+      parameters: [{ name: 'token', in: 'query', required: true, schema: { type: 'string' } }],
+      responses: { 200: { description: 'HTML' }, 400: { description: 'HTML: no token' } },
+    },
     post: {
       summary: 'Use the link: sets the session cookie, then to /owner/keys',
       requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: jsonSchema(SessionRequestSchema) } } },
       responses: { 303: { description: 'Signed in' }, 400: { description: 'HTML: used, expired or forged link' }, 403: crossSite, 429: rateLimited },
     },
   },
-  '/owner/confirm': { post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: ownerWriteSecurity } },
+  '/owner/confirm': {
+    post: { ...form("Confirm the address's mailbox wants its messages (recipient consent) and release the held ones"), security: ownerWriteSecurity },
+  },
   '/owner/sign-out': { post: { ...form('End the session on the server'), security: ownerWriteSecurity } },
   '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
   '/owner/keys/{keyId}': {
-    post: { ...form('Change a key: action=save (label, subject_prefix=yes, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'), security: ownerWriteSecurity, parameters: [idParam('keyId')] },
+    post: {
+      ...form('Change a key: action=save (label, subject_prefix=yes, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'),
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+    },
   },
-  '/owner/keys/{keyId}/submissions': { get: { ...page("A key's messages as a list, newest first, paged (?cursor=): received, from, subject, status; searched and filtered"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
-  '/owner/keys/{keyId}/spam': { get: { ...page("A key's Spam view: the messages held as spam, newest first"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] } },
-  '/owner/keys/{keyId}/submissions.csv': { get: { summary: "A key's messages as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } } } },
-  '/owner/submissions/{id}': { get: { ...page('One message: the whole record, its delivery history, files, and its actions'), security: ownerSecurity, parameters: [idParam('id')] } },
-  '/owner/overview': { get: { ...page("All your keys' overview: messages per day over 30 days by outcome (an SVG chart), totals, a line per key"), security: ownerSecurity } },
-  '/owner/keys/{keyId}/overview': { get: { ...page("A key's overview: messages per day over 30 days by outcome (an SVG chart), totals, the last message's time"), security: ownerSecurity, parameters: [idParam('keyId')] } },
+  '/owner/keys/{keyId}/submissions': {
+    get: {
+      ...page("A key's messages as a list, newest first, paged (?cursor=): received, from, subject, status; searched and filtered"),
+      security: ownerSecurity,
+      parameters: [idParam('keyId'), ...filterParams],
+    },
+  },
+  '/owner/keys/{keyId}/spam': {
+    get: { ...page("A key's Spam view: the messages held as spam, newest first"), security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams] },
+  },
+  '/owner/keys/{keyId}/submissions.csv': {
+    get: {
+      summary: "A key's messages as CSV: those that pass the filters, all without any",
+      security: ownerSecurity,
+      parameters: [idParam('keyId'), ...filterParams],
+      responses: { 200: { description: 'text/csv attachment' }, 404: { description: 'Not among your keys' } },
+    },
+  },
+  '/owner/submissions/{id}': {
+    get: { ...page('One message: the whole record, its delivery history, files, and its actions'), security: ownerSecurity, parameters: [idParam('id')] },
+  },
+  '/owner/overview': {
+    get: { ...page("All your keys' overview: messages per day over 30 days by outcome (an SVG chart), totals, a line per key"), security: ownerSecurity },
+  },
+  '/owner/keys/{keyId}/overview': {
+    get: {
+      ...page("A key's overview: messages per day over 30 days by outcome (an SVG chart), totals, the last message's time"),
+      security: ownerSecurity,
+      parameters: [idParam('keyId')],
+    },
+  },
   '/owner/submissions/{id}/files/{fileId}': {
-    get: { summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } } },
+    get: {
+      summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)',
+      security: ownerSecurity,
+      parameters: [idParam('id'), idParam('fileId')],
+      responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } },
+    },
   },
-  '/owner/submissions/{id}/resend': { post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
+  '/owner/submissions/{id}/resend': {
+    post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] },
+  },
   '/owner/submissions/{id}/spam-mark': {
-    post: { ...form('Mark a message: mark=ham (not spam: a held message is sent) or mark=spam; taught to the filter now within the hourly allowance, later past it'), security: ownerWriteSecurity, parameters: [idParam('id')] },
+    post: {
+      ...form('Mark a message: mark=ham (not spam: a held message is sent) or mark=spam; taught to the filter now within the hourly allowance, later past it'),
+      security: ownerWriteSecurity,
+      parameters: [idParam('id')],
+    },
   },
   '/owner/submissions/{id}/delete': { post: { ...form('Delete a message with its files'), security: ownerWriteSecurity, parameters: [idParam('id')] } },
 
@@ -118,15 +188,33 @@ export const ownerPaths = {
       requestBody: { required: true, content: json(SessionRequestSchema) },
       responses: { 200: { description: 'The session', content: json(Session) }, 400: error('Used, expired or forged link'), 403: crossSite, 429: rateLimited },
     },
-    get: { summary: 'The session: address, expiry, CSRF token', security: ownerSecurity, responses: { 200: { description: 'The session', content: json(Session) }, 401: unauthorized } },
-    delete: { summary: 'Sign out: ends the session on the server', security: ownerWriteSecurity, responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: forbidden } },
+    get: {
+      summary: 'The session: address, expiry, CSRF token',
+      security: ownerSecurity,
+      responses: { 200: { description: 'The session', content: json(Session) }, 401: unauthorized },
+    },
+    delete: {
+      summary: 'Sign out: ends the session on the server',
+      security: ownerWriteSecurity,
+      responses: { 204: { description: 'Signed out' }, 401: unauthorized, 403: forbidden },
+    },
   },
   '/owner/api/keys': {
     get: {
       summary: "The session's keys, and whether the address confirmed it wants its messages",
       security: ownerSecurity,
       responses: {
-        200: { description: 'Keys', content: json(v.object({ email: v.string(), mailbox_confirmed: v.boolean(), held: v.pipe(v.number(), v.description('Messages waiting for the confirmation')), keys: v.array(Key) })) },
+        200: {
+          description: 'Keys',
+          content: json(
+            v.object({
+              email: v.string(),
+              mailbox_confirmed: v.boolean(),
+              held: v.pipe(v.number(), v.description('Messages waiting for the confirmation')),
+              keys: v.array(Key),
+            }),
+          ),
+        },
         401: unauthorized,
       },
     },
@@ -162,26 +250,53 @@ export const ownerPaths = {
     },
   },
   '/owner/api/keys/{keyId}/submissions.csv': {
-    get: { summary: "A key's submissions as CSV: those that pass the filters, all without any", security: ownerSecurity, parameters: [idParam('keyId'), ...filterParams], responses: { 200: { description: 'text/csv attachment' }, 400: error('Invalid filter'), 401: unauthorized, 404: notOwned } },
+    get: {
+      summary: "A key's submissions as CSV: those that pass the filters, all without any",
+      security: ownerSecurity,
+      parameters: [idParam('keyId'), ...filterParams],
+      responses: { 200: { description: 'text/csv attachment' }, 400: error('Invalid filter'), 401: unauthorized, 404: notOwned },
+    },
   },
   '/owner/api/submissions/{id}': {
-    get: { summary: 'One submission with its delivery status', security: ownerSecurity, parameters: [idParam('id')], responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notOwned } },
-    delete: { summary: 'Delete a submission with its files', security: ownerWriteSecurity, parameters: [idParam('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
+    get: {
+      summary: 'One submission with its delivery status',
+      security: ownerSecurity,
+      parameters: [idParam('id')],
+      responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notOwned },
+    },
+    delete: {
+      summary: 'Delete a submission with its files',
+      security: ownerWriteSecurity,
+      parameters: [idParam('id')],
+      responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned },
+    },
   },
   '/owner/api/submissions/{id}/files/{fileId}': {
-    get: { summary: 'A file, as a download', security: ownerSecurity, parameters: [idParam('id'), idParam('fileId')], responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notOwned } },
+    get: {
+      summary: 'A file, as a download',
+      security: ownerSecurity,
+      parameters: [idParam('id'), idParam('fileId')],
+      responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notOwned },
+    },
   },
   '/owner/api/submissions/{id}/resend': {
     post: {
       summary: 'Re-send a failed email through the queue',
       security: ownerWriteSecurity,
       parameters: [idParam('id')],
-      responses: { 200: { description: 'The submission, queued again', content: json(Submission) }, 401: unauthorized, 403: forbidden, 404: notOwned, 409: error('The email has not failed') },
+      responses: {
+        200: { description: 'The submission, queued again', content: json(Submission) },
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+        409: error('The email has not failed'),
+      },
     },
   },
   '/owner/api/submissions/{id}/spam-mark': {
     post: {
-      summary: 'Mark a submission spam or not spam (ham): a held one marked ham is queued and emailed; taught to the filter now within the hourly allowance, later past it',
+      summary:
+        'Mark a submission spam or not spam (ham): a held one marked ham is queued and emailed; taught to the filter now within the hourly allowance, later past it',
       security: ownerWriteSecurity,
       parameters: [idParam('id')],
       requestBody: { required: true, content: json(SpamMarkSchema) },
@@ -192,7 +307,9 @@ export const ownerPaths = {
             v.object({
               teaching: v.pipe(
                 v.picklist(['taught', 'known', 'capped', 'failed', 'off']),
-                v.description('taught; known: nothing to learn (learned before, or too short); capped: past the key\'s hourly allowance, taught later; failed: filter unavailable, taught later; off: no filter'),
+                v.description(
+                  "taught; known: nothing to learn (learned before, or too short); capped: past the key's hourly allowance, taught later; failed: filter unavailable, taught later; off: no filter",
+                ),
               ),
               released: v.pipe(v.boolean(), v.description('A message held as spam is now queued to be emailed')),
               submission: Submission,

@@ -1,9 +1,24 @@
 // The owner console's operations, shared by its pages and its JSON API: each takes the session's
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
 import type { Context } from 'koa';
-import { type CaptchaProvider, type EmailStatus, type KeyStatus, type SpamFilterLevel, type Submission, type VerificationKey } from '../../shared/infra/db/entities.ts';
+import {
+  type CaptchaProvider,
+  type EmailStatus,
+  type KeyStatus,
+  type SpamFilterLevel,
+  type Submission,
+  type VerificationKey,
+} from '../../shared/infra/db/entities.ts';
 import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
-import { decodeCursor, deleteSubmissions, deliveryHistories, listSubmissions, submissionFields, submissionFiles, type DeliveryHistory } from '../../shared/submissions/submissions.ts';
+import {
+  decodeCursor,
+  deleteSubmissions,
+  deliveryHistories,
+  listSubmissions,
+  submissionFields,
+  submissionFiles,
+  type DeliveryHistory,
+} from '../../shared/submissions/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
@@ -93,7 +108,10 @@ export async function ownerSubmissionsPage(
   const filters = pageQueryOf(options.filters ?? NO_FILTERS);
   const query = { ...filters, keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status ?? filters.status };
   const { page, nextCursor } = await listSubmissions(em, query, after);
-  const histories = await deliveryHistories(em, page.map((row) => row.id));
+  const histories = await deliveryHistories(
+    em,
+    page.map((row) => row.id),
+  );
   const submissions = [];
   for (const row of page) submissions.push(await ownerSubmissionRecord(em, row, histories.get(row.id) ?? { attempts: [], total: 0 }));
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };

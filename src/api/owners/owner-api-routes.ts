@@ -40,16 +40,7 @@ import {
   sendOwnerCsv,
   sendOwnerFile,
 } from './operations.ts';
-import {
-  clearedSessionCookie,
-  createCsrf,
-  crossSiteGuard,
-  csrfGuard,
-  optionalJsonBody,
-  ownerState,
-  requireOwner,
-  sessionCookie,
-} from './session.ts';
+import { clearedSessionCookie, createCsrf, crossSiteGuard, csrfGuard, optionalJsonBody, ownerState, requireOwner, sessionCookie } from './session.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 import { KeyPatchSchema } from '../admin/admin-routes.ts';
@@ -107,16 +98,22 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
   };
 
   // The JSON twin of the link page's button: uses the link's token and opens a session.
-  router.post('/session', sameSite, signInLimiter, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
-    const { token } = validate(SessionRequestSchema, ctx.request.body);
-    const signedIn = await consumeSignIn(deps.orm.em.fork(), token);
-    if (!signedIn) {
-      const message = 'This sign-in link is not valid: used, expired or not one of this service.';
-      throw errors.invalidFields({ token: [message] }, message);
-    }
-    ctx.set('Set-Cookie', sessionCookie(signedIn.cookie, secure));
-    ctx.body = { email: signedIn.session.email, expires_at: signedIn.session.expiresAt.toISOString(), csrf_token: csrf.token(signedIn.session) };
-  });
+  router.post(
+    '/session',
+    sameSite,
+    signInLimiter,
+    jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
+    async (ctx) => {
+      const { token } = validate(SessionRequestSchema, ctx.request.body);
+      const signedIn = await consumeSignIn(deps.orm.em.fork(), token);
+      if (!signedIn) {
+        const message = 'This sign-in link is not valid: used, expired or not one of this service.';
+        throw errors.invalidFields({ token: [message] }, message);
+      }
+      ctx.set('Set-Cookie', sessionCookie(signedIn.cookie, secure));
+      ctx.body = { email: signedIn.session.email, expires_at: signedIn.session.expiresAt.toISOString(), csrf_token: csrf.token(signedIn.session) };
+    },
+  );
 
   router.get('/session', signedIn, (ctx) => {
     ctx.set('Cache-Control', 'no-store');
@@ -138,26 +135,35 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
     ctx.body = { released: await confirmOwnerMailbox(ctx, deps, email(ctx)) };
   });
 
-  router.patch('/keys/:keyId', ...write, jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])), async (ctx) => {
-    const patch = validate(KeyPatchSchema, ctx.request.body);
-    const key = await changeOwnerKey(deps, email(ctx), ctx.params.keyId ?? '', {
-      status: patch.status,
-      useDomain: patch.use_domain,
-      domains: patch.domains,
-      captcha: patch.captcha,
-      spamFilter: patch.spam_filter,
-      spamToWebhooks: patch.spam_to_webhooks,
-      label: patch.label,
-      subjectPrefix: patch.subject_prefix,
-    });
-    if (!key) throw notFound();
-    ctx.body = key;
-  });
+  router.patch(
+    '/keys/:keyId',
+    ...write,
+    jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
+    async (ctx) => {
+      const patch = validate(KeyPatchSchema, ctx.request.body);
+      const key = await changeOwnerKey(deps, email(ctx), ctx.params.keyId ?? '', {
+        status: patch.status,
+        useDomain: patch.use_domain,
+        domains: patch.domains,
+        captcha: patch.captcha,
+        spamFilter: patch.spam_filter,
+        spamToWebhooks: patch.spam_to_webhooks,
+        label: patch.label,
+        subjectPrefix: patch.subject_prefix,
+      });
+      if (!key) throw notFound();
+      ctx.body = key;
+    },
+  );
 
   router.get('/keys/:keyId/submissions', signedIn, async (ctx) => {
     const { view, ...query } = validate(ListQueryWithViewSchema, { ...ctx.query });
     const filters = validate(ListFilterSchema, { ...ctx.query });
-    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', { ...query, filters, ...(view === 'spam' ? { status: 'spam' as const } : {}) });
+    const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', {
+      ...query,
+      filters,
+      ...(view === 'spam' ? { status: 'spam' as const } : {}),
+    });
     if (!page) throw notFound();
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { submissions: page.submissions, next_cursor: page.next_cursor };

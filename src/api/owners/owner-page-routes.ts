@@ -6,7 +6,14 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, SPAM_FILTER_LEVELS, type CaptchaProvider, type EmailStatus, type SpamFilterLevel } from '../../shared/infra/db/entities.ts';
+import {
+  CAPTCHA_PROVIDERS,
+  EMAIL_STATUSES,
+  SPAM_FILTER_LEVELS,
+  type CaptchaProvider,
+  type EmailStatus,
+  type SpamFilterLevel,
+} from '../../shared/infra/db/entities.ts';
 import { markSubmission } from './spam-marks.ts';
 import { RESENDABLE } from '../../shared/submissions/delivery-statuses.ts';
 import { consumeSignIn, endSession, findSession, requestSignIn, SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
@@ -35,16 +42,7 @@ import {
   sendOwnerFile,
   type OwnerKeyChanges,
 } from './operations.ts';
-import {
-  clearedSessionCookie,
-  crossSiteGuard,
-  csrfGuard,
-  formBody,
-  ownerState,
-  requireOwner,
-  SESSION_COOKIE,
-  sessionCookie,
-} from './session.ts';
+import { clearedSessionCookie, crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner, SESSION_COOKIE, sessionCookie } from './session.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
@@ -76,7 +74,8 @@ const NOTICES: Record<string, string> = {
   removed: 'Message deleted with its files.',
   'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',
   'spam-taught': 'Marked spam: the filter learned from it.',
-  'ham-untaught': 'Marked not spam, and a held message is on its way to your inbox. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
+  'ham-untaught':
+    'Marked not spam, and a held message is on its way to your inbox. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
   'spam-untaught': 'Marked spam. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
 };
 const noticeOf = (ctx: AppContext) => NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
@@ -212,14 +211,18 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
         throw new KeyRuleError('invalid', 'confirm_delete', 'To delete the key, tick "Yes, delete this key for good" and press Delete again.');
       }
       const changes: OwnerKeyChanges =
-        action === 'save' ? settingsOf(form)
-        : { status: action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted' };
+        action === 'save' ? settingsOf(form) : { status: action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted' };
       const changed = await changeOwnerKey(deps, page.email, ctx.params.keyId ?? '', changes);
       if (!changed) return notFound(ctx);
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
       const keys = await listOwnerKeys(deps, page.email);
-      return renderPage(ctx, 'owner-keys', { ...page, keys, ...(await ownerConsent(deps, page.email)), ...KEYS_PAGE, error: error.message }, { status: 400, headers: SCRIPTED_PAGE_HEADERS });
+      return renderPage(
+        ctx,
+        'owner-keys',
+        { ...page, keys, ...(await ownerConsent(deps, page.email)), ...KEYS_PAGE, error: error.message },
+        { status: 400, headers: SCRIPTED_PAGE_HEADERS },
+      );
     }
     see(ctx, `/owner/keys?notice=${KEY_ACTIONS[action as keyof typeof KEY_ACTIONS]}`);
   });
@@ -301,7 +304,16 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
     renderPage(
       ctx,
       'owner-submission',
-      { ...page, key: found.key, s, status_help: STATUS_HELP, resendable: RESENDABLE, refresh: `/owner/api/submissions/${s.submission_id}`, scripts: ['/assets/owner.js'], ...TIMES },
+      {
+        ...page,
+        key: found.key,
+        s,
+        status_help: STATUS_HELP,
+        resendable: RESENDABLE,
+        refresh: `/owner/api/submissions/${s.submission_id}`,
+        scripts: ['/assets/owner.js'],
+        ...TIMES,
+      },
       { headers: SCRIPTED_PAGE_HEADERS },
     );
   });

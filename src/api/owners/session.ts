@@ -24,8 +24,7 @@ export function sessionCookie(value: string, secure: boolean): string {
 export const clearedSessionCookie = (secure: boolean) =>
   `${SESSION_COOKIE}=; Path=${COOKIE_PATH}; Max-Age=0; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 
-export const crossSiteRefused = () =>
-  new ApiError(403, 'cross_site', 'Cross-site request refused.', { __all__: ['Cross-site request refused.'] });
+export const crossSiteRefused = () => new ApiError(403, 'cross_site', 'Cross-site request refused.', { __all__: ['Cross-site request refused.'] });
 const csrfRefused = () =>
   new ApiError(403, 'csrf', 'Missing or wrong CSRF token. Reload the page and try again.', {
     __all__: ['Missing or wrong CSRF token. Reload the page and try again.'],

@@ -7,8 +7,7 @@ import { ATTEMPT_OUTCOMES, BOUNCE_TYPES, SPAM_MARKS, SPAM_VERDICTS } from '../..
 import { ATTEMPTS_SHOWN } from '../../shared/submissions/submissions.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
-export const jsonSchema = (schema: v.GenericSchema) =>
-  toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
+export const jsonSchema = (schema: v.GenericSchema) => toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'input', errorMode: 'ignore' });
 
 /** A JSON body of this schema, as a request body's or a response's `content`. */
 export const json = (schema: v.GenericSchema) => ({ 'application/json': { schema: jsonSchema(schema) } });
@@ -63,7 +62,10 @@ export const SpamVerdictDetail = v.pipe(v.nullable(SpamDetail), v.description('T
 export const AttemptDetail = v.object({
   attempt: v.pipe(v.number(), v.description('Its number within its delivery: from 1 again after a re-send')),
   at: v.pipe(v.string(), v.isoTimestamp(), v.description('When its outcome was recorded')),
-  outcome: v.pipe(v.picklist(ATTEMPT_OUTCOMES), v.description('sent: the SMTP server accepted it; retrying: refused for now, tried again; failed: refused for good, or retried past the horizon')),
+  outcome: v.pipe(
+    v.picklist(ATTEMPT_OUTCOMES),
+    v.description('sent: the SMTP server accepted it; retrying: refused for now, tried again; failed: refused for good, or retried past the horizon'),
+  ),
   response: v.pipe(v.nullable(v.string()), v.description("The SMTP server's reply (250 … when accepted), or the error when none came")),
   worker: v.pipe(v.string(), v.description('The worker process that made it: host name and process id')),
 });

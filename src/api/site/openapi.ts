@@ -98,180 +98,218 @@ export function buildOpenApi(publicUrl: string, routes: RegisteredRoute[]) {
     components: {
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, ...ownerSecuritySchemes },
     },
-    paths: withRegisteredRoutes({
-      '/': {
-        get: { summary: 'The start page: request a key, try a live contact form', responses: { 200: { description: 'HTML' } } },
-        post: {
-          summary: 'Generate a verification key, or email all active keys of an address',
-          requestBody: { required: true, content: json(KeyRequestSchema) },
-          responses: {
-            200: { description: 'generateKey: the new key; getKeys: how many keys were emailed', content: { 'application/json': { schema: { oneOf: [jsonSchema(GenerateKeyResponse), jsonSchema(GetKeysResponse)] } } } },
-            400: { description: 'Invalid request, or the address already holds 10 keys', content: { 'application/json': { schema: { oneOf: [jsonSchema(FormError), jsonSchema(KeyLimitError)] } } } },
-            429: formError('Rate limited, or too many emails to this address this hour'),
-            503: unavailable,
+    paths: withRegisteredRoutes(
+      {
+        '/': {
+          get: { summary: 'The start page: request a key, try a live contact form', responses: { 200: { description: 'HTML' } } },
+          post: {
+            summary: 'Generate a verification key, or email all active keys of an address',
+            requestBody: { required: true, content: json(KeyRequestSchema) },
+            responses: {
+              200: {
+                description: 'generateKey: the new key; getKeys: how many keys were emailed',
+                content: { 'application/json': { schema: { oneOf: [jsonSchema(GenerateKeyResponse), jsonSchema(GetKeysResponse)] } } },
+              },
+              400: {
+                description: 'Invalid request, or the address already holds 10 keys',
+                content: { 'application/json': { schema: { oneOf: [jsonSchema(FormError), jsonSchema(KeyLimitError)] } } },
+              },
+              429: formError('Rate limited, or too many emails to this address this hour'),
+              503: unavailable,
+            },
           },
+          options: CORS_PREFLIGHT,
         },
-        options: CORS_PREFLIGHT,
-      },
-      '/api/contact-api/': {
-        post: {
-          summary: 'Submit a contact form',
-          description: 'Plain HTML form posts (urlencoded or multipart, Accept preferring text/html, no X-Requested-With) get 303 redirects to success_url / error_url instead of JSON.',
-          requestBody: {
-            required: true,
-            content: {
-              'application/json': { schema: submissionBody },
-              'application/x-www-form-urlencoded': { schema: submissionBody },
-              'multipart/form-data': {
-                schema: {
-                  ...submissionBody,
-                  additionalProperties: {
-                    description: 'Custom fields, and files (at most 10, 10 MB each) under any field name',
-                    oneOf: [{ type: 'string' }, { type: 'string', contentMediaType: 'application/octet-stream' }],
+        '/api/contact-api/': {
+          post: {
+            summary: 'Submit a contact form',
+            description:
+              'Plain HTML form posts (urlencoded or multipart, Accept preferring text/html, no X-Requested-With) get 303 redirects to success_url / error_url instead of JSON.',
+            requestBody: {
+              required: true,
+              content: {
+                'application/json': { schema: submissionBody },
+                'application/x-www-form-urlencoded': { schema: submissionBody },
+                'multipart/form-data': {
+                  schema: {
+                    ...submissionBody,
+                    additionalProperties: {
+                      description: 'Custom fields, and files (at most 10, 10 MB each) under any field name',
+                      oneOf: [{ type: 'string' }, { type: 'string', contentMediaType: 'application/octet-stream' }],
+                    },
                   },
                 },
               },
             },
+            responses: {
+              200: { description: 'Saved', content: json(SubmissionResponse) },
+              303: { description: 'Redirect for a plain HTML form post' },
+              400: formError('Missing or invalid fields, domain mismatch, too many files'),
+              403: formError('Unknown, disabled or deleted key'),
+              413: formError('Body or file too large'),
+              415: formError('Unsupported content type'),
+              429: rateLimited,
+              500: formError('Unexpected failure; the body carries request_id'),
+              503: unavailable,
+            },
           },
-          responses: {
-            200: { description: 'Saved', content: json(SubmissionResponse) },
-            303: { description: 'Redirect for a plain HTML form post' },
-            400: formError('Missing or invalid fields, domain mismatch, too many files'),
-            403: formError('Unknown, disabled or deleted key'),
-            413: formError('Body or file too large'),
-            415: formError('Unsupported content type'),
-            429: rateLimited,
-            500: formError('Unexpected failure; the body carries request_id'),
-            503: unavailable,
-          },
+          options: CORS_PREFLIGHT,
         },
-        options: CORS_PREFLIGHT,
-      },
-      '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'The process is alive' } } } },
-      '/readyz': { get: { summary: 'Readiness', responses: { 200: { description: 'PostgreSQL, Redis and storage answer' }, 503: { description: 'Something is down: {down: [...]}' } } } },
-      '/metrics': {
-        get: {
-          summary: 'Prometheus metrics',
-          security: adminSecurity,
-          responses: { 200: { description: 'Text exposition format' }, 401: { description: 'No valid admin token' }, 404: { description: 'ADMIN_TOKEN is not set' } },
-        },
-      },
-      '/admin/keys': {
-        get: {
-          summary: "List an address's keys",
-          security: adminSecurity,
-          parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
-          responses: { 200: { description: 'The keys with their states; a key that cannot be read has key: null and key_unavailable saying why' }, 401: formError('No or wrong token') },
-        },
-      },
-      '/admin/keys/{key}': {
-        patch: {
-          summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter',
-          security: adminSecurity,
-          parameters: [keyParam],
-          requestBody: { required: true, content: json(KeyPatchSchema) },
-          responses: { 200: { description: 'The key record' }, 400: formError('Invalid change'), 401: formError('No or wrong token'), 404: formError('Unknown key') },
-        },
-      },
-      '/admin/submissions': {
-        get: {
-          summary: 'Submissions, newest first, paged by cursor',
-          security: adminSecurity,
-          parameters: ['key', 'status', 'limit', 'cursor'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
-          responses: {
-            200: { description: 'A page', content: json(v.object({ submissions: v.array(AdminSubmission), next_cursor: v.nullable(v.string()) })) },
-            401: formError('No or wrong token'),
+        '/healthz': { get: { summary: 'Liveness', responses: { 200: { description: 'The process is alive' } } } },
+        '/readyz': {
+          get: {
+            summary: 'Readiness',
+            responses: { 200: { description: 'PostgreSQL, Redis and storage answer' }, 503: { description: 'Something is down: {down: [...]}' } },
           },
         },
-      },
-      '/admin/submissions/{id}': {
-        get: {
-          summary: 'One submission with its key, recipient, Message-ID, delivery status and history',
-          security: adminSecurity,
-          parameters: [idParam('id')],
-          responses: { 200: { description: 'The submission record', content: json(AdminSubmission) }, 401: formError('No or wrong token'), 404: formError('Unknown submission') },
-        },
-      },
-      '/admin/submissions/{id}/webhook-deliveries': {
-        get: {
-          summary: "A submission's webhook deliveries, whatever endpoint, newest first (?limit= up to 200, 50 by default)",
-          security: adminSecurity,
-          parameters: [idParam('id'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }],
-          responses: {
-            200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) },
-            400: formError('Bad limit'),
-            401: formError('No or wrong token'),
-            404: formError('Unknown submission'),
+        '/metrics': {
+          get: {
+            summary: 'Prometheus metrics',
+            security: adminSecurity,
+            responses: {
+              200: { description: 'Text exposition format' },
+              401: { description: 'No valid admin token' },
+              404: { description: 'ADMIN_TOKEN is not set' },
+            },
           },
         },
-      },
-      '/admin/deliveries/flush': {
-        post: {
-          summary: 'Try now the emails waiting on a retry timer, paced (after an outage)',
-          description:
-            'The first per_second jobs (those due soonest) are promoted at once, the next per_second get timers ending a second later, and so on; a timer that ends sooner is kept. The pace is written into the jobs, so it holds whichever workers take them. The workers do the same by themselves when the SMTP circuit breaker closes.',
-          security: adminSecurity,
-          requestBody: { required: false, content: json(FlushRequestSchema) },
-          responses: {
-            200: { description: 'What the flush did', content: json(FlushResult) },
-            400: formError('Bad pace'),
-            401: formError('No or wrong token'),
-            415: formError('A body that is not JSON'),
-            503: formError('Redis cannot be reached: nothing was flushed'),
+        '/admin/keys': {
+          get: {
+            summary: "List an address's keys",
+            security: adminSecurity,
+            parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
+            responses: {
+              200: { description: 'The keys with their states; a key that cannot be read has key: null and key_unavailable saying why' },
+              401: formError('No or wrong token'),
+            },
           },
         },
-      },
-      '/admin/submissions/{id}/resend': {
-        post: {
-          summary: 'Re-send a failed, bounced or suppressed email (a suppressed mailbox stays so until its owner signs in)',
-          security: adminSecurity,
-          parameters: [idParam('id')],
-          responses: {
-            200: { description: 'The submission record, `queued`, its history kept', content: json(AdminSubmission) },
-            401: formError('No or wrong token'),
-            404: formError('Unknown submission'),
-            409: formError('Not failed, bounced or suppressed'),
+        '/admin/keys/{key}': {
+          patch: {
+            summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter',
+            security: adminSecurity,
+            parameters: [keyParam],
+            requestBody: { required: true, content: json(KeyPatchSchema) },
+            responses: {
+              200: { description: 'The key record' },
+              400: formError('Invalid change'),
+              401: formError('No or wrong token'),
+              404: formError('Unknown key'),
+            },
           },
         },
-      },
-      '/admin/submissions.csv': {
-        get: {
-          summary: "A key's submissions as CSV, custom fields as columns (streamed; formula-safe cells)",
-          security: adminSecurity,
-          parameters: [{ name: 'key', in: 'query', required: true, schema: { type: 'string' } }],
-          responses: { 200: { description: 'text/csv attachment' }, 400: formError('No key given'), 401: formError('No or wrong token') },
+        '/admin/submissions': {
+          get: {
+            summary: 'Submissions, newest first, paged by cursor',
+            security: adminSecurity,
+            parameters: ['key', 'status', 'limit', 'cursor'].map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } })),
+            responses: {
+              200: { description: 'A page', content: json(v.object({ submissions: v.array(AdminSubmission), next_cursor: v.nullable(v.string()) })) },
+              401: formError('No or wrong token'),
+            },
+          },
         },
-      },
-      '/admin/queues': {
-        get: {
-          summary: 'The queue dashboard (bull-board); HTTP Basic with the token as password for browsers',
-          security: adminSecurity,
-          responses: { 200: { description: 'HTML' }, 401: formError('No or wrong token') },
+        '/admin/submissions/{id}': {
+          get: {
+            summary: 'One submission with its key, recipient, Message-ID, delivery status and history',
+            security: adminSecurity,
+            parameters: [idParam('id')],
+            responses: {
+              200: { description: 'The submission record', content: json(AdminSubmission) },
+              401: formError('No or wrong token'),
+              404: formError('Unknown submission'),
+            },
+          },
         },
-      },
-      '/confirm': {
-        get: {
-          summary: 'Recipient consent: the page behind the link in key emails (changes nothing; its button posts)',
-          parameters: ['address', 'token'].map((name) => ({ name, in: 'query', required: true, schema: { type: 'string' } })),
-          responses: { 200: { description: 'HTML page with a confirm button' }, 400: { description: 'HTML: the link is not valid' } },
+        '/admin/submissions/{id}/webhook-deliveries': {
+          get: {
+            summary: "A submission's webhook deliveries, whatever endpoint, newest first (?limit= up to 200, 50 by default)",
+            security: adminSecurity,
+            parameters: [idParam('id'), { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } }],
+            responses: {
+              200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) },
+              400: formError('Bad limit'),
+              401: formError('No or wrong token'),
+              404: formError('Unknown submission'),
+            },
+          },
         },
-        post: {
-          summary: 'Recipient consent: confirm the mailbox (lasting) and release its held submissions',
-          requestBody: { required: true, content: { 'application/x-www-form-urlencoded': { schema: { type: 'object', required: ['address', 'token'], properties: { address: { type: 'string' }, token: { type: 'string' } } } } } },
-          responses: { 200: { description: 'HTML: confirmed' }, 400: { description: 'HTML: the link is not valid' }, 429: rateLimited },
+        '/admin/deliveries/flush': {
+          post: {
+            summary: 'Try now the emails waiting on a retry timer, paced (after an outage)',
+            description:
+              'The first per_second jobs (those due soonest) are promoted at once, the next per_second get timers ending a second later, and so on; a timer that ends sooner is kept. The pace is written into the jobs, so it holds whichever workers take them. The workers do the same by themselves when the SMTP circuit breaker closes.',
+            security: adminSecurity,
+            requestBody: { required: false, content: json(FlushRequestSchema) },
+            responses: {
+              200: { description: 'What the flush did', content: json(FlushResult) },
+              400: formError('Bad pace'),
+              401: formError('No or wrong token'),
+              415: formError('A body that is not JSON'),
+              503: formError('Redis cannot be reached: nothing was flushed'),
+            },
+          },
         },
+        '/admin/submissions/{id}/resend': {
+          post: {
+            summary: 'Re-send a failed, bounced or suppressed email (a suppressed mailbox stays so until its owner signs in)',
+            security: adminSecurity,
+            parameters: [idParam('id')],
+            responses: {
+              200: { description: 'The submission record, `queued`, its history kept', content: json(AdminSubmission) },
+              401: formError('No or wrong token'),
+              404: formError('Unknown submission'),
+              409: formError('Not failed, bounced or suppressed'),
+            },
+          },
+        },
+        '/admin/submissions.csv': {
+          get: {
+            summary: "A key's submissions as CSV, custom fields as columns (streamed; formula-safe cells)",
+            security: adminSecurity,
+            parameters: [{ name: 'key', in: 'query', required: true, schema: { type: 'string' } }],
+            responses: { 200: { description: 'text/csv attachment' }, 400: formError('No key given'), 401: formError('No or wrong token') },
+          },
+        },
+        '/admin/queues': {
+          get: {
+            summary: 'The queue dashboard (bull-board); HTTP Basic with the token as password for browsers',
+            security: adminSecurity,
+            responses: { 200: { description: 'HTML' }, 401: formError('No or wrong token') },
+          },
+        },
+        '/confirm': {
+          get: {
+            summary: 'Recipient consent: the page behind the link in key emails (changes nothing; its button posts)',
+            parameters: ['address', 'token'].map((name) => ({ name, in: 'query', required: true, schema: { type: 'string' } })),
+            responses: { 200: { description: 'HTML page with a confirm button' }, 400: { description: 'HTML: the link is not valid' } },
+          },
+          post: {
+            summary: 'Recipient consent: confirm the mailbox (lasting) and release its held submissions',
+            requestBody: {
+              required: true,
+              content: {
+                'application/x-www-form-urlencoded': {
+                  schema: { type: 'object', required: ['address', 'token'], properties: { address: { type: 'string' }, token: { type: 'string' } } },
+                },
+              },
+            },
+            responses: { 200: { description: 'HTML: confirmed' }, 400: { description: 'HTML: the link is not valid' }, 429: rateLimited },
+          },
+        },
+        '/contact/success/': {
+          get: { summary: 'The page a plain HTML form lands on after a submission', responses: { 200: { description: 'HTML' } } },
+        },
+        '/contact/error/': {
+          get: { summary: 'The page a plain HTML form lands on after a refusal (?error=)', responses: { 200: { description: 'HTML' } } },
+        },
+        '/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } } },
+        '/docs': { get: { summary: 'This document as a page', responses: { 200: { description: 'HTML' } } } },
+        ...ownerPaths,
+        ...webhookPaths,
       },
-      '/contact/success/': {
-        get: { summary: 'The page a plain HTML form lands on after a submission', responses: { 200: { description: 'HTML' } } },
-      },
-      '/contact/error/': {
-        get: { summary: 'The page a plain HTML form lands on after a refusal (?error=)', responses: { 200: { description: 'HTML' } } },
-      },
-      '/openapi.json': { get: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1 JSON' } } } },
-      '/docs': { get: { summary: 'This document as a page', responses: { 200: { description: 'HTML' } } } },
-      ...ownerPaths,
-      ...webhookPaths,
-    }, routes),
+      routes,
+    ),
     webhooks: webhookEvents,
   };
 }

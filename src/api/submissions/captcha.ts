@@ -15,21 +15,14 @@ type CaptchaConfig = Pick<Config, 'HCAPTCHA_SECRET' | 'HCAPTCHA_VERIFY_URL' | 'T
 const VERIFY_TIMEOUT_MS = 5_000;
 
 /** Throws the form-style error when the captcha answer is missing or refused by the provider. */
-export async function verifyCaptcha(
-  provider: CaptchaProvider,
-  fields: RawFields,
-  clientIp: string,
-  config: CaptchaConfig,
-): Promise<void> {
+export async function verifyCaptcha(provider: CaptchaProvider, fields: RawFields, clientIp: string, config: CaptchaConfig): Promise<void> {
   const field = CAPTCHA_FIELDS[provider];
   const answer = fields.find(([name]) => name === field)?.[1];
   if (typeof answer !== 'string' || answer.trim() === '') {
     throw errors.invalidFields({ [field]: ['Complete the captcha.'] }, 'Captcha required.');
   }
   const [secret, verifyUrl] =
-    provider === 'hcaptcha'
-      ? [config.HCAPTCHA_SECRET, config.HCAPTCHA_VERIFY_URL]
-      : [config.TURNSTILE_SECRET, config.TURNSTILE_VERIFY_URL];
+    provider === 'hcaptcha' ? [config.HCAPTCHA_SECRET, config.HCAPTCHA_VERIFY_URL] : [config.TURNSTILE_SECRET, config.TURNSTILE_VERIFY_URL];
   if (!secret) throw new Error(`the key requires ${provider} but its secret is not configured`);
 
   let verdict: { success?: unknown };

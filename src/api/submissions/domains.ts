@@ -15,5 +15,4 @@ export function isDomainAllowed(host: string | undefined, allowed: string[]): bo
 }
 
 /** Whether the key may be used for a request from `host`. */
-export const keyAcceptsDomain = (key: ActiveKey, host: string | undefined) =>
-  !key.useDomain || isDomainAllowed(host, key.domains);
+export const keyAcceptsDomain = (key: ActiveKey, host: string | undefined) => !key.useDomain || isDomainAllowed(host, key.domains);

@@ -29,7 +29,8 @@ function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): Gro
 
 export async function enqueueCommitted(ctx: AppContext, deps: EnqueueDeps, job: DeliveryRequest): Promise<void> {
   const queue = deliveryKinds[job.name].queue === 'webhook' ? deps.webhookQueue : deps.queue;
-  await batcherFor(queue, deps.redis)(job).catch((error: unknown) =>
-    ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'),
-  );
+  await batcherFor(
+    queue,
+    deps.redis,
+  )(job).catch((error: unknown) => ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'));
 }

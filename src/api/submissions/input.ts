@@ -16,8 +16,7 @@ export const LIMITS = {
 
 const noLineBreaks = v.regex(/^[^\r\n]*$/, 'Must not contain line breaks.');
 
-const text = (maxLength: number) =>
-  v.pipe(v.string('Must be a string.'), v.trim(), v.maxLength(maxLength, `Must be at most ${maxLength} characters.`));
+const text = (maxLength: number) => v.pipe(v.string('Must be a string.'), v.trim(), v.maxLength(maxLength, `Must be at most ${maxLength} characters.`));
 
 /** The named parameters of POST /api/contact-api/ (spec 4.2). */
 export const SubmissionFieldsSchema = v.object({
@@ -50,8 +49,7 @@ export type SubmissionInput = {
   customFields: CustomFields;
 };
 
-const isScalar = (value: unknown): value is string | number | boolean =>
-  typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+const isScalar = (value: unknown): value is string | number | boolean => typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
 
 const isBlank = (value: unknown) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
 

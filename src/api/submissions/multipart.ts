@@ -19,12 +19,7 @@ export { FILE_LIMITS } from './multipart-limits.ts';
 
 export type MultipartBody = { fields: RawFields; files: StoredFile[] };
 
-export function readMultipart(
-  req: IncomingMessage,
-  storage: Storage,
-  submissionId: string,
-  log: Logger,
-): Promise<MultipartBody> {
+export function readMultipart(req: IncomingMessage, storage: Storage, submissionId: string, log: Logger): Promise<MultipartBody> {
   return new Promise((resolve, reject) => {
     // Broken off before the reading starts: the events below have already fired and would not again.
     if (bodyBrokenOff(req)) {

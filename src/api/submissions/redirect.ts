@@ -10,9 +10,7 @@ export const DEFAULT_ERROR_PATH = '/contact/error/';
 /** A browser's own form submission: a form content type, HTML preferred, no X-Requested-With. */
 export function isBrowserFormPost(ctx: AppContext): boolean {
   return (
-    Boolean(ctx.is(['application/x-www-form-urlencoded', 'multipart/form-data'])) &&
-    !ctx.get('X-Requested-With') &&
-    ctx.accepts('json', 'html') === 'html'
+    Boolean(ctx.is(['application/x-www-form-urlencoded', 'multipart/form-data'])) && !ctx.get('X-Requested-With') && ctx.accepts('json', 'html') === 'html'
   );
 }
 

@@ -50,7 +50,11 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       body = await readSubmissionBody(ctx, deps.storage, submissionId);
       if (isHoneypotFilled(body.fields, HONEYPOT_FIELD)) {
         // A bot: answer as if accepted, so it learns nothing; keep nothing, send nothing.
-        await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
+        await removeFiles(
+          ctx,
+          deps,
+          body.files.map((file) => file.storageKey),
+        );
         submissionsRejected.inc({ reason: 'honeypot' });
         respondAccepted(ctx, { id: submissionId, attachments: body.files.length, emailStatus: 'queued' }, undefined);
         return;
@@ -96,7 +100,12 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
     } catch (error) {
       submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
       // A refused request leaves nothing behind: the files stored while reading it go too.
-      if (!saved && body?.files.length) await removeFiles(ctx, deps, body.files.map((file) => file.storageKey));
+      if (!saved && body?.files.length)
+        await removeFiles(
+          ctx,
+          deps,
+          body.files.map((file) => file.storageKey),
+        );
       if (error instanceof ApiError && isBrowserFormPost(ctx)) {
         const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
         // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.
@@ -169,7 +178,5 @@ async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionB
 }
 
 async function removeFiles(ctx: AppContext, deps: AppDeps, keys: string[]): Promise<void> {
-  await deps.storage.remove(keys).catch((error: unknown) =>
-    ctx.state.log.error({ err: error, keys }, 'could not delete the files of a refused submission'),
-  );
+  await deps.storage.remove(keys).catch((error: unknown) => ctx.state.log.error({ err: error, keys }, 'could not delete the files of a refused submission'));
 }

@@ -95,7 +95,10 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
       };
     })();
     done.catch(() => undefined); // observed through allSettled
-    last = done.then(() => undefined, () => undefined);
+    last = done.then(
+      () => undefined,
+      () => undefined,
+    );
     entries.push({ done, meter });
   };
 

@@ -27,10 +27,7 @@ export const NewWebhookSchema = v.strictObject({ url: v.string('Give the URL.') 
 export const WebhookPatchSchema = v.strictObject({ enabled: v.boolean('Must be true or false.') }, 'Only enabled can be changed.');
 export const DeliveryQuerySchema = v.object({
   submission: v.optional(v.pipe(v.string('Give one submission id.'), v.regex(UUID, 'Not a submission id.'))),
-  limit: v.optional(
-    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')),
-    '50',
-  ),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')), '50'),
 });
 
 export function adminWebhookRoutes(deps: AppDeps): Router<AppState> {

@@ -4,7 +4,20 @@
 import * as v from 'valibot';
 import { EMAIL_STATUSES, WEBHOOK_EVENTS } from '../../shared/infra/db/entities.ts';
 import { MAX_WEBHOOKS } from '../../shared/webhooks/webhooks.ts';
-import { adminSecurity, BounceDetail, SpamDetail, error, forbidden, idParam, json, keyParam, notOwned, ownerSecurity, ownerWriteSecurity, unauthorized } from '../site/openapi-parts.ts';
+import {
+  adminSecurity,
+  BounceDetail,
+  SpamDetail,
+  error,
+  forbidden,
+  idParam,
+  json,
+  keyParam,
+  notOwned,
+  ownerSecurity,
+  ownerWriteSecurity,
+  unauthorized,
+} from '../site/openapi-parts.ts';
 
 const described = <T extends v.GenericSchema>(schema: T, text: string) => v.pipe(schema, v.description(text));
 
@@ -69,29 +82,56 @@ export const Delivery = v.object({
   created_at: v.string(),
 });
 
-const NewWebhook = { 'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } }, additionalProperties: false } } };
-const WebhookPatch = { 'application/json': { schema: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } }, additionalProperties: false } } };
+const NewWebhook = {
+  'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } }, additionalProperties: false } },
+};
+const WebhookPatch = {
+  'application/json': { schema: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } }, additionalProperties: false } },
+};
 const deliveryQuery = [
   { name: 'submission', in: 'query', schema: { type: 'string', format: 'uuid' } },
   { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } },
 ];
 const Resent = v.object({ success: v.literal(true), delivery_id: v.pipe(v.string(), v.uuid()), status: v.literal('queued') });
-const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Redirect to the page' }, 404: { description: 'HTML: not this owner’s' } } });
+const page = (summary: string) => ({
+  summary,
+  responses: { 200: { description: 'HTML' }, 303: { description: 'Redirect to the page' }, 404: { description: 'HTML: not this owner’s' } },
+});
 
 export const webhookPaths = {
   '/admin/keys/{key}/webhooks': {
-    get: { summary: "A key's webhook endpoints", security: adminSecurity, parameters: [keyParam], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } } },
+    get: {
+      summary: "A key's webhook endpoints",
+      security: adminSecurity,
+      parameters: [keyParam],
+      responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } },
+    },
     post: {
       summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
       security: adminSecurity,
       parameters: [keyParam],
       requestBody: { required: true, content: NewWebhook },
-      responses: { 201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) }, 400: { description: 'Bad URL, or the key has its maximum' }, 404: { description: 'Unknown key' } },
+      responses: {
+        201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) },
+        400: { description: 'Bad URL, or the key has its maximum' },
+        404: { description: 'Unknown key' },
+      },
     },
   },
   '/admin/keys/{key}/webhooks/{id}': {
-    patch: { summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}', security: adminSecurity, parameters: [keyParam, idParam('id')], requestBody: { required: true, content: WebhookPatch }, responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } } },
-    delete: { summary: 'Delete an endpoint and its delivery log', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } } },
+    patch: {
+      summary: 'Enable (count of failures reset) or disable an endpoint: {enabled}',
+      security: adminSecurity,
+      parameters: [keyParam, idParam('id')],
+      requestBody: { required: true, content: WebhookPatch },
+      responses: { 200: { description: '{webhook}' }, 404: { description: 'Unknown' } },
+    },
+    delete: {
+      summary: 'Delete an endpoint and its delivery log',
+      security: adminSecurity,
+      parameters: [keyParam, idParam('id')],
+      responses: { 204: { description: 'Deleted' }, 404: { description: 'Unknown' } },
+    },
   },
   '/admin/keys/{key}/webhook-deliveries': {
     get: {
@@ -102,16 +142,30 @@ export const webhookPaths = {
     },
   },
   '/admin/keys/{key}/webhook-deliveries/{id}/resend': {
-    post: { summary: 'Queue a failed delivery again', security: adminSecurity, parameters: [keyParam, idParam('id')], responses: { 202: { description: 'Queued' }, 404: { description: 'No failed delivery of this key with that id' } } },
+    post: {
+      summary: 'Queue a failed delivery again',
+      security: adminSecurity,
+      parameters: [keyParam, idParam('id')],
+      responses: { 202: { description: 'Queued' }, 404: { description: 'No failed delivery of this key with that id' } },
+    },
   },
   '/owner/keys/{keyId}/webhooks': {
     get: { ...page("Owner console: a key's webhooks and delivery log"), parameters: [idParam('keyId')] },
     post: { ...page('Owner console: add a webhook (form: url); the answer shows the secret once'), parameters: [idParam('keyId')] },
   },
-  '/owner/keys/{keyId}/webhooks/{id}': { post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [idParam('keyId'), idParam('id')] } },
-  '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': { post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] } },
+  '/owner/keys/{keyId}/webhooks/{id}': {
+    post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [idParam('keyId'), idParam('id')] },
+  },
+  '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': {
+    post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] },
+  },
   '/owner/api/keys/{keyId}/webhooks': {
-    get: { summary: "A key's webhook endpoints", security: ownerSecurity, parameters: [idParam('keyId')], responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned } },
+    get: {
+      summary: "A key's webhook endpoints",
+      security: ownerSecurity,
+      parameters: [idParam('keyId')],
+      responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned },
+    },
     post: {
       summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
       security: ownerWriteSecurity,
@@ -132,16 +186,32 @@ export const webhookPaths = {
       security: ownerWriteSecurity,
       parameters: [idParam('keyId'), idParam('id')],
       requestBody: { required: true, content: WebhookPatch },
-      responses: { 200: { description: '{webhook}', content: json(v.object({ webhook: Endpoint })) }, 400: error('Not {enabled: boolean}'), 401: unauthorized, 403: forbidden, 404: notOwned },
+      responses: {
+        200: { description: '{webhook}', content: json(v.object({ webhook: Endpoint })) },
+        400: error('Not {enabled: boolean}'),
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+      },
     },
-    delete: { summary: 'Delete an endpoint and its delivery log', security: ownerWriteSecurity, parameters: [idParam('keyId'), idParam('id')], responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned } },
+    delete: {
+      summary: 'Delete an endpoint and its delivery log',
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
+      responses: { 204: { description: 'Deleted' }, 401: unauthorized, 403: forbidden, 404: notOwned },
+    },
   },
   '/owner/api/keys/{keyId}/webhook-deliveries': {
     get: {
       summary: "A key's webhook deliveries, newest first (?submission=, ?limit= up to 200)",
       security: ownerSecurity,
       parameters: [idParam('keyId'), ...deliveryQuery],
-      responses: { 200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) }, 400: error('Bad query'), 401: unauthorized, 404: notOwned },
+      responses: {
+        200: { description: '{deliveries}', content: json(v.object({ deliveries: v.array(Delivery) })) },
+        400: error('Bad query'),
+        401: unauthorized,
+        404: notOwned,
+      },
     },
   },
   '/owner/api/keys/{keyId}/webhook-deliveries/{id}/resend': {
@@ -149,7 +219,12 @@ export const webhookPaths = {
       summary: 'Queue a failed delivery again',
       security: ownerWriteSecurity,
       parameters: [idParam('keyId'), idParam('id')],
-      responses: { 202: { description: 'Queued', content: json(Resent) }, 401: unauthorized, 403: forbidden, 404: error('No failed delivery of your key with that id') },
+      responses: {
+        202: { description: 'Queued', content: json(Resent) },
+        401: unauthorized,
+        403: forbidden,
+        404: error('No failed delivery of your key with that id'),
+      },
     },
   },
 };

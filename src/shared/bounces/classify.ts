@@ -116,7 +116,8 @@ const AUTO_REPLY_SUBJECT = /\b(out of (the )?office|auto(matic)?[ -]?reply|vacat
 
 /** A bounce in prose (no report part): best effort, and only from what sends bounces. */
 export function classifyPlainBounce(message: Omit<ReadMessage, 'parts'>, sender: string): BounceVerdict {
-  if (sender !== '' && !DAEMON.test(message.from) && !DAEMON.test(sender)) return { type: 'ignored', reason: 'not from a mail system (a person or an auto-reply)' };
+  if (sender !== '' && !DAEMON.test(message.from) && !DAEMON.test(sender))
+    return { type: 'ignored', reason: 'not from a mail system (a person or an auto-reply)' };
   if (message.autoSubmitted.toLowerCase().startsWith('auto-replied') || message.autoReplyHeader || AUTO_REPLY_SUBJECT.test(message.subject)) {
     return { type: 'ignored', reason: 'an auto-reply' };
   }

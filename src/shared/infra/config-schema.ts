@@ -43,10 +43,7 @@ const url = (protocols: string[]) =>
     v.string(),
     v.trim(),
     v.url('must be a URL'),
-    v.check(
-      (value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol),
-      `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`,
-    ),
+    v.check((value) => !URL.canParse(value) || protocols.includes(new URL(value).protocol), `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`),
     kind(`URL (${protocols.map((p) => `${p}//`).join(', ')})`),
   );
 
@@ -103,9 +100,7 @@ const trustProxy = v.optional(
       (value) => /^\d+$/.test(value) || value.split(',').every((entry) => isAddressOrRange(entry.trim())),
       'must be a hop count or a comma-separated list of addresses and CIDR ranges',
     ),
-    v.transform((value): TrustProxy =>
-      /^\d+$/.test(value) ? { hops: Number(value) } : { ranges: value.split(',').map((entry) => entry.trim()) },
-    ),
+    v.transform((value): TrustProxy => (/^\d+$/.test(value) ? { hops: Number(value) } : { ranges: value.split(',').map((entry) => entry.trim()) })),
     kind('hop count, or addresses and CIDR ranges'),
   ),
 );
@@ -122,10 +117,7 @@ function isAllowList(entries: string[]): boolean {
 const server = {
   PORT: about(integer(3000), 'API port.'),
   HOST: about(text('0.0.0.0'), 'API bind address.'),
-  PUBLIC_URL: about(
-    v.optional(url(['http:', 'https:'])),
-    'The address the service is reached at, used in emails and pages. Unset: `http://localhost:$PORT`.',
-  ),
+  PUBLIC_URL: about(v.optional(url(['http:', 'https:'])), 'The address the service is reached at, used in emails and pages. Unset: `http://localhost:$PORT`.'),
   TRUST_PROXY: about(
     trustProxy,
     "Proxies whose `X-Forwarded-For` is trusted: a hop count (`1`) or addresses and CIDR ranges (`10.0.0.0/8,192.168.1.5`). Unset: the client IP is the socket's address.",
@@ -154,7 +146,10 @@ const server = {
   ),
   SHUTDOWN_TIMEOUT_MS: about(integer(30_000, 0), 'How long a stopping process waits for its active work.'),
   LOG_LEVEL: about(
-    v.optional(v.pipe(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), kind('fatal, error, warn, info, debug, trace or silent')), 'info'),
+    v.optional(
+      v.pipe(v.picklist(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), kind('fatal, error, warn, info, debug, trace or silent')),
+      'info',
+    ),
     'Log level of the JSON log lines on stdout.',
   ),
 };
@@ -177,7 +172,10 @@ const services = {
   ),
   S3_REGION: about(text('us-east-1'), 'Region of the bucket.'),
   S3_BUCKET: about(
-    v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid bucket name'), kind('bucket name')), 'contact-form-files'),
+    v.optional(
+      v.pipe(v.string(), v.trim(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a valid bucket name'), kind('bucket name')),
+      'contact-form-files',
+    ),
     'Bucket for uploaded files; it must exist.',
   ),
   S3_ACCESS_KEY_ID: about(text(), "Access key. Unset: the AWS SDK's default credential chain."),
@@ -213,9 +211,22 @@ const email = {
   DKIM_DOMAIN: about(text(), 'DKIM signing domain (set all three DKIM variables or none).'),
   DKIM_SELECTOR: about(text(), 'DKIM selector.'),
   DKIM_PRIVATE_KEY: about(text(), 'DKIM private key, PEM (`\\n` stands for a newline).'),
-  ATTACH_MAX_BYTES: about(integer(10 * 1024 * 1024, 0), "Files are attached to the email while their total is at most this; past it they become download links."),
+  ATTACH_MAX_BYTES: about(
+    integer(10 * 1024 * 1024, 0),
+    'Files are attached to the email while their total is at most this; past it they become download links.',
+  ),
   LINK_TTL_SECONDS: about(
-    v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number'), v.transform(Number), v.minValue(60), v.maxValue(604_800, 'must be at most 604800 (7 days, the limit of S3 presigned URLs)'), kind('integer 60–604800')), '604800'),
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.regex(/^\d+$/, 'must be a whole number'),
+        v.transform(Number),
+        v.minValue(60),
+        v.maxValue(604_800, 'must be at most 604800 (7 days, the limit of S3 presigned URLs)'),
+        kind('integer 60–604800'),
+      ),
+      '604800',
+    ),
     'Validity of the presigned download links in emails and webhooks (at most 7 days).',
   ),
 };
@@ -228,10 +239,7 @@ const delivery = {
   ),
   EMAIL_RETRY_BACKOFF_MS: about(integer(30_000, 0), 'First retry delay; it doubles per attempt, with jitter (50–100 % of the delay).'),
   EMAIL_RETRY_MAX_BACKOFF_MS: about(integer(3_600_000, 0), 'The retry delay grows to this and never beyond.'),
-  EMAIL_MAX_ATTEMPTS: about(
-    v.optional(wholeNumber(1)),
-    'When set, a row is also `failed` after this many attempts, even before the horizon. Unset: no limit.',
-  ),
+  EMAIL_MAX_ATTEMPTS: about(v.optional(wholeNumber(1)), 'When set, a row is also `failed` after this many attempts, even before the horizon. Unset: no limit.'),
   SMTP_BREAKER_THRESHOLD: about(
     integer(5, 1),
     'Consecutive temporary SMTP failures (of two messages at least) in one worker that open the circuit breaker for every worker.',
@@ -249,14 +257,14 @@ const delivery = {
   RECONCILE_INTERVAL_MS: about(integer(30_000, 100), 'How often the reconciler looks for accepted rows without a job.'),
   RECONCILE_AFTER_MS: about(integer(30_000, 0), 'Age after which a `queued` or `retrying` row without a job is enqueued again.'),
   CLAIM_LEASE_MS: about(integer(5 * 60_000, 1_000), "Age after which a `sending` claim is taken to be a dead worker's and the row is delivered again."),
-  JOB_LOCK_MS: about(
-    integer(30_000, 1_000),
-    "BullMQ job lock, for deliveries and housekeeping; a dead worker's jobs run again after about this long.",
-  ),
+  JOB_LOCK_MS: about(integer(30_000, 1_000), "BullMQ job lock, for deliveries and housekeeping; a dead worker's jobs run again after about this long."),
 };
 
 const abuse = {
-  RATE_LIMIT_WINDOW_MS: about(integer(3_000, 1), 'Rate-limit window per client IP. One count covers every public POST that can send mail or create something: POST / (keys), POST /api/contact-api/, POST /confirm and POST /owner/sign-in.'),
+  RATE_LIMIT_WINDOW_MS: about(
+    integer(3_000, 1),
+    'Rate-limit window per client IP. One count covers every public POST that can send mail or create something: POST / (keys), POST /api/contact-api/, POST /confirm and POST /owner/sign-in.',
+  ),
   RATE_LIMIT_MAX: about(integer(1, 1), 'Requests allowed per window per client IP.'),
   // Using a sign-in link sends nothing: an owner who has just tried their own form, or who shares
   // an office's address with it, must still be able to sign in.
@@ -265,10 +273,7 @@ const abuse = {
     'Sign-in links used (POST /owner/link, POST /owner/api/session) per client IP per minute, counted apart from `RATE_LIMIT_MAX`.',
   ),
   // One IPv6 subscriber usually holds a whole /64: the limiter counts per prefix of this length.
-  RATE_LIMIT_IPV6_PREFIX: about(
-    v.optional(wholeNumber(1, 128), '64'),
-    'IPv6 clients are counted per network prefix of this length; IPv4 clients per address.',
-  ),
+  RATE_LIMIT_IPV6_PREFIX: about(v.optional(wholeNumber(1, 128), '64'), 'IPv6 clients are counted per network prefix of this length; IPv4 clients per address.'),
   KEY_EMAILS_PER_HOUR: about(
     integer(15, 1),
     'Key emails POST / may send to one mailbox per hour (a mailbox is the address lower-cased without its `+tag`, and at Gmail without dots); past it 429.',
@@ -311,13 +316,22 @@ const retention = {
     v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a whole number of days'), v.transform(Number), v.minValue(1), kind('integer ≥ 1'))),
     'Delete sent, failed and skipped submissions older than this many days, with their files. Unset: keep them.',
   ),
-  RETENTION_INTERVAL_MS: about(integer(3_600_000, 100), 'How often the retention job runs (always: it also expires held submissions, old sign-in links and spam campaign votes).'),
+  RETENTION_INTERVAL_MS: about(
+    integer(3_600_000, 100),
+    'How often the retention job runs (always: it also expires held submissions, old sign-in links and spam campaign votes).',
+  ),
 };
 
 const webhooks = {
   WEBHOOK_CONCURRENCY: about(integer(10, 1), 'Webhook deliveries one worker process makes at a time (their own queue, apart from the emails).'),
-  WEBHOOK_TIMEOUT_MS: about(integer(10_000, 100), 'A receiver must answer within this (connect, send, answer); after it the attempt counts as a network error.'),
-  WEBHOOK_RETRY_BACKOFF_MS: about(integer(30_000, 1), "First retry delay of a webhook, doubling per attempt, shortened by a random 0–50 %; a receiver's `Retry-After` is honoured."),
+  WEBHOOK_TIMEOUT_MS: about(
+    integer(10_000, 100),
+    'A receiver must answer within this (connect, send, answer); after it the attempt counts as a network error.',
+  ),
+  WEBHOOK_RETRY_BACKOFF_MS: about(
+    integer(30_000, 1),
+    "First retry delay of a webhook, doubling per attempt, shortened by a random 0–50 %; a receiver's `Retry-After` is honoured.",
+  ),
   WEBHOOK_RETRY_MAX_BACKOFF_MS: about(integer(3_600_000, 1), 'The webhook retry delay grows to this and never beyond.'),
   WEBHOOK_RETRY_HORIZON_MS: about(
     integer(24 * 3_600_000, 0),
@@ -329,7 +343,12 @@ const webhooks = {
     v.optional(
       v.pipe(
         v.string(),
-        v.transform((list) => list.split(',').map((item) => item.trim()).filter(Boolean)),
+        v.transform((list) =>
+          list
+            .split(',')
+            .map((item) => item.trim())
+            .filter(Boolean),
+        ),
         v.check(isAllowList, 'must list host names, addresses or CIDR ranges, comma-separated'),
         kind('host names, addresses or CIDR ranges'),
       ),
@@ -357,9 +376,15 @@ const bounces = {
     v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535), kind('port')), '25'),
     'SMTP port of the bounce receiver (`0`: any free port). Below 1024 it needs root or `CAP_NET_BIND_SERVICE`.',
   ),
-  BOUNCE_MAX_BYTES: about(integer(1024 * 1024, 1024), 'Largest message the bounce receiver takes; a larger one is refused with 552 (relays return DSNs of 50–100 KB).'),
+  BOUNCE_MAX_BYTES: about(
+    integer(1024 * 1024, 1024),
+    'Largest message the bounce receiver takes; a larger one is refused with 552 (relays return DSNs of 50–100 KB).',
+  ),
   BOUNCE_MAX_CONNECTIONS_PER_IP: about(integer(20, 1), 'Open SMTP connections one client address may hold at the bounce receiver; past it 421.'),
-  BOUNCE_MESSAGES_PER_MINUTE_PER_IP: about(integer(6_000, 1), 'Messages one client address may deliver to the bounce receiver per minute; past it 451 (the relay retries later).'),
+  BOUNCE_MESSAGES_PER_MINUTE_PER_IP: about(
+    integer(6_000, 1),
+    'Messages one client address may deliver to the bounce receiver per minute; past it 451 (the relay retries later).',
+  ),
   BOUNCE_METRICS_PORT: about(
     v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535), kind('port'))),
     'The bounce receiver serves its Prometheus metrics on this port at `/metrics`, behind `ADMIN_TOKEN`. Unset: none.',
@@ -368,16 +393,16 @@ const bounces = {
   BOUNCE_TLS_KEY: about(text(), 'PEM private key file for `BOUNCE_TLS_CERT`.'),
   SUPPRESS_AFTER_HARD_BOUNCES: about(
     integer(3, 1),
-    "Hard bounces from one mailbox, since its owner last signed in to the console, after which its submission emails are not attempted (`suppressed`).",
+    'Hard bounces from one mailbox, since its owner last signed in to the console, after which its submission emails are not attempted (`suppressed`).',
   ),
-  SUPPRESS_FOR_HOURS: about(integer(24, 1), 'How long a suppression lasts after the last hard bounce; the next submission after it is attempted again. Signing in lifts it at once.'),
+  SUPPRESS_FOR_HOURS: about(
+    integer(24, 1),
+    'How long a suppression lasts after the last hard bounce; the next submission after it is attempted again. Signing in lifts it at once.',
+  ),
 };
 
 const score = (fallback: string) =>
-  v.optional(
-    v.pipe(v.string(), v.trim(), v.regex(/^-?\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), kind('number')),
-    fallback,
-  );
+  v.optional(v.pipe(v.string(), v.trim(), v.regex(/^-?\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), kind('number')), fallback);
 
 const spam = {
   SPAM_FILTER: about(
@@ -418,7 +443,7 @@ const spam = {
   ),
   SPAM_TEACH_LATER_INTERVAL_MS: about(
     integer(5 * 60_000, 100),
-    'How often the workers teach the marks left untaught (past their key\'s allowance, or made while the filter was unavailable).',
+    "How often the workers teach the marks left untaught (past their key's allowance, or made while the filter was unavailable).",
   ),
 };
 

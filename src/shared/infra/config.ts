@@ -36,7 +36,7 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
     holds: (env) => (env.BOUNCE_TLS_CERT === undefined) === (env.BOUNCE_TLS_KEY === undefined),
   },
   {
-    rule: 'SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither (the owners\' marks are taught at the controller)',
+    rule: "SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither (the owners' marks are taught at the controller)",
     holds: (env) => (env.SPAM_FILTER_URL === undefined) === (env.SPAM_FILTER_CONTROLLER_URL === undefined),
   },
 ];
@@ -58,9 +58,7 @@ export function loadConfigSubset<const K extends keyof Env>(names: K[], env: Nod
 
 function parseEnv(schema: v.GenericSchema<Record<string, string>, unknown>, env: NodeJS.ProcessEnv): unknown {
   // Treat empty strings as unset, as shells and compose files often export them.
-  const present = Object.fromEntries(
-    Object.entries(env).filter(([name, value]) => name in EnvSchema.entries && value !== undefined && value !== ''),
-  );
+  const present = Object.fromEntries(Object.entries(env).filter(([name, value]) => name in EnvSchema.entries && value !== undefined && value !== ''));
   const result = v.safeParse(schema, present);
   if (!result.success) {
     const lines = result.issues.map((issue) => {

@@ -19,9 +19,7 @@ export function createMailTransport(smtpUrl: string, maxConnections: number, dki
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 30_000,
-    ...(url.username
-      ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } }
-      : {}),
+    ...(url.username ? { auth: { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) } } : {}),
     ...(dkim ? { dkim } : {}),
   };
   return nodemailer.createTransport(options);

@@ -72,7 +72,7 @@ export const bounceRefusals = new Counter({
 
 export const spamChecks = new Counter({
   name: 'cfs_spam_checks_total',
-  help: "Submissions the spam filter checked, by verdict (ham, spam; unchecked: the filter was down or slow, and the email went out)",
+  help: 'Submissions the spam filter checked, by verdict (ham, spam; unchecked: the filter was down or slow, and the email went out)',
   labelNames: ['verdict'] as const,
   registers: [registry],
 });

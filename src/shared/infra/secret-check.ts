@@ -132,7 +132,9 @@ async function readCheck(client: pg.Client): Promise<{ sealed: string; written_a
 /** The table comes with a migration: a database not migrated yet is told so, not a SQL error. */
 function missingTable(error: unknown): unknown {
   if ((error as { code?: string }).code !== '42P01') return error;
-  return new ConfigError('The database has no table secret_check: its schema is older than this version. Run `npm run migrate` first (docs/upgrading.md#upgrades-and-migrations).');
+  return new ConfigError(
+    'The database has no table secret_check: its schema is older than this version. Run `npm run migrate` first (docs/upgrading.md#upgrades-and-migrations).',
+  );
 }
 
 function mismatchMessage(what: string, source: SecretSource | undefined): string {

@@ -13,8 +13,7 @@ export type KeyVault = {
   tryDecrypt: (sealed: string) => string | undefined;
 };
 
-const derive = (secret: string, purpose: string) =>
-  Buffer.from(hkdfSync('sha256', secret, 'contact-form-service', purpose, 32));
+const derive = (secret: string, purpose: string) => Buffer.from(hkdfSync('sha256', secret, 'contact-form-service', purpose, 32));
 
 export function createKeyVault(secret: string): KeyVault {
   const lookupKey = derive(secret, 'verification-key lookup');

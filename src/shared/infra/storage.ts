@@ -37,13 +37,7 @@ export type Storage = {
 
 type StorageConfig = Pick<
   Config,
-  | 'S3_ENDPOINT'
-  | 'S3_PUBLIC_ENDPOINT'
-  | 'S3_REGION'
-  | 'S3_BUCKET'
-  | 'S3_ACCESS_KEY_ID'
-  | 'S3_SECRET_ACCESS_KEY'
-  | 'S3_FORCE_PATH_STYLE'
+  'S3_ENDPOINT' | 'S3_PUBLIC_ENDPOINT' | 'S3_REGION' | 'S3_BUCKET' | 'S3_ACCESS_KEY_ID' | 'S3_SECRET_ACCESS_KEY' | 'S3_FORCE_PATH_STYLE'
 >;
 
 /**
@@ -124,9 +118,7 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
     async remove(keys) {
       for (let start = 0; start < keys.length; start += 1000) {
         const batch = keys.slice(start, start + 1000);
-        await client.send(
-          new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }),
-        );
+        await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
       }
     },
     async ping() {
@@ -144,7 +136,8 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
  * a PDF still opens in its viewer once downloaded); everything else (HTML, SVG, XML, JavaScript,
  * unknown types) is served as application/octet-stream.
  */
-const PASSIVE_TYPES = /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp|heic|heif)|application\/(?:pdf|zip|octet-stream)|text\/(?:plain|csv)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+)$/;
+const PASSIVE_TYPES =
+  /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp|heic|heif)|application\/(?:pdf|zip|octet-stream)|text\/(?:plain|csv)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+)$/;
 
 export const servedContentType = (declared: string) =>
   PASSIVE_TYPES.test(declared.trim().toLowerCase()) ? declared.trim().toLowerCase() : 'application/octet-stream';
@@ -166,7 +159,8 @@ class Semaphore {
   }
   release(): void {
     const next = this.waiting.shift();
-    if (next) next(); // the slot passes straight to the next holder
+    if (next)
+      next(); // the slot passes straight to the next holder
     else this.active -= 1;
   }
 }

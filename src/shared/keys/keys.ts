@@ -50,7 +50,11 @@ export function parseDomains(inputs: unknown[]): string[] {
   const domains = inputs.map((input) => {
     const domain = typeof input === 'string' ? parseDomain(input) : undefined;
     if (!domain) {
-      throw new KeyRuleError('invalid', 'domains', `Not a host name: ${JSON.stringify(input)?.slice(0, 100)}. Give names such as example.com, without scheme, path or port.`);
+      throw new KeyRuleError(
+        'invalid',
+        'domains',
+        `Not a host name: ${JSON.stringify(input)?.slice(0, 100)}. Give names such as example.com, without scheme, path or port.`,
+      );
     }
     return domain;
   });
@@ -162,7 +166,8 @@ export function parseLabel(label: string | null): string | null {
   const trimmed = (label ?? '').trim();
   if (trimmed === '') return null;
   // One line: it goes into page titles and, if the owner asks, into email subjects (a header).
-  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(trimmed)) throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
+  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(trimmed))
+    throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
   if ([...trimmed].length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
   return trimmed;
 }
@@ -180,8 +185,13 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
       key.status = changes.status;
     } else if (
       current === 'deleted' &&
-      (changes.useDomain !== undefined || changes.domains !== undefined || changes.captcha !== undefined ||
-        changes.spamFilter !== undefined || changes.spamToWebhooks !== undefined || changes.label !== undefined || changes.subjectPrefix !== undefined)
+      (changes.useDomain !== undefined ||
+        changes.domains !== undefined ||
+        changes.captcha !== undefined ||
+        changes.spamFilter !== undefined ||
+        changes.spamToWebhooks !== undefined ||
+        changes.label !== undefined ||
+        changes.subjectPrefix !== undefined)
     ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }

@@ -29,11 +29,7 @@ export const tokenHash = (token: string) => createHash('sha256').update(token).d
  * row to enqueue, or nothing: no keys, or the mailbox's hourly allowance of sign-in links is spent. The caller
  * answers the same in every case, so the answer tells nobody which addresses hold keys.
  */
-export async function requestSignIn(
-  em: EntityManager,
-  vault: KeyVault,
-  request: { email: string; emailsPerHour: number },
-): Promise<string | undefined> {
+export async function requestSignIn(em: EntityManager, vault: KeyVault, request: { email: string; emailsPerHour: number }): Promise<string | undefined> {
   const email = normaliseEmail(request.email);
   const mailbox = mailboxOf(email);
   try {

@@ -36,15 +36,17 @@ const NUMBER = /(?<![\p{L}\p{N}])\+?\d(?:[\d\s().-]*\d)?(?![\p{L}\p{N}])/gu;
 
 /** The words the fingerprint is made of. */
 export function campaignWords(message: string): string[] {
-  return message
-    .normalize('NFKC')
-    .toLowerCase()
-    .replace(LINK, (_link, host: string) => ` ${host.replace(/[^\p{L}\p{N}]+/gu, '')} `)
-    .replace(NUMBER, ' 0 ')
-    // Digits within a word too ("2day", a code): as zeros, like the filter reads longer numbers.
-    .replace(/\d/gu, '0')
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter(Boolean);
+  return (
+    message
+      .normalize('NFKC')
+      .toLowerCase()
+      .replace(LINK, (_link, host: string) => ` ${host.replace(/[^\p{L}\p{N}]+/gu, '')} `)
+      .replace(NUMBER, ' 0 ')
+      // Digits within a word too ("2day", a code): as zeros, like the filter reads longer numbers.
+      .replace(/\d/gu, '0')
+      .split(/[^\p{L}\p{N}]+/u)
+      .filter(Boolean)
+  );
 }
 
 /** The message's fingerprint; undefined when it has fewer than MIN_WORDS words. */

@@ -46,7 +46,8 @@ export async function allowanceLeft(tx: EntityManager, keyId: string, perKeyPerH
 }
 
 /** Takes a place in the key's allowance for teaching the submission's mark (under the key's lock, see allowanceLeft). */
-export const takePlace = (tx: EntityManager, keyId: string, submissionId: string, mark: SpamMark): Promise<void> => insertTeaching(tx, keyId, submissionId, mark);
+export const takePlace = (tx: EntityManager, keyId: string, submissionId: string, mark: SpamMark): Promise<void> =>
+  insertTeaching(tx, keyId, submissionId, mark);
 
 /**
  * How old a reservation may be before it counts as left behind by a process that died: far longer
@@ -160,7 +161,10 @@ export async function teachUntaughtMarks(
       if (result === 'failed' || result === 'out of time') {
         // teachMark put a failed mark back itself; the rest of the key's go back untaught.
         const rest = reserved.slice(result === 'failed' ? index + 1 : index);
-        await giveBackPlaces(em, rest.map((row) => row.id));
+        await giveBackPlaces(
+          em,
+          rest.map((row) => row.id),
+        );
         break teaching;
       }
       if (result === 'taught') taught += 1;

@@ -94,7 +94,10 @@ export type OperatorView = { vault: KeyVault; mailFrom: string };
  */
 export async function submissionRecords(em: EntityManager, view: OperatorView, submissions: Submission[]) {
   await loadKeys(em, submissions);
-  const histories = await deliveryHistories(em, submissions.map((submission) => submission.id));
+  const histories = await deliveryHistories(
+    em,
+    submissions.map((submission) => submission.id),
+  );
   const records = [];
   for (const submission of submissions) {
     const files = await submissionFiles(em, submission);

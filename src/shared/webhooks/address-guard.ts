@@ -74,9 +74,7 @@ export class AddressRefusedError extends Error {
 }
 
 const refusedError = (host: string, address: string, reason: string) =>
-  new AddressRefusedError(
-    `refused: ${host} is ${host === address ? '' : `resolved to ${address}, `}a ${reason} address; add it to WEBHOOK_ALLOW to allow it`,
-  );
+  new AddressRefusedError(`refused: ${host} is ${host === address ? '' : `resolved to ${address}, `}a ${reason} address; add it to WEBHOOK_ALLOW to allow it`);
 
 /** Checks a URL's host when it is an IP literal (no lookup happens for those); undefined when fine or a name. */
 export function refuseLiteralHost(hostname: string, policy: AddressPolicy): AddressRefusedError | undefined {

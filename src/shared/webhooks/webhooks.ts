@@ -45,12 +45,7 @@ export function parseWebhookUrl(input: unknown, policy: AddressPolicy): string {
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 
 /** Adds an endpoint to a key; the secret is returned this once. */
-export async function createEndpoint(
-  em: EntityManager,
-  vault: KeyVault,
-  keyId: string,
-  url: string,
-): Promise<{ endpoint: EndpointRecord; secret: string }> {
+export async function createEndpoint(em: EntityManager, vault: KeyVault, keyId: string, url: string): Promise<{ endpoint: EndpointRecord; secret: string }> {
   const secret = newSecret();
   return inTransaction(em, async (tx) => {
     // The key's row lock serialises additions, so the limit holds under concurrency.

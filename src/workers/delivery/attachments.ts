@@ -15,11 +15,7 @@ export type EmailFiles = {
   release: () => void;
 };
 
-export async function prepareFiles(
-  files: Attachment[],
-  storage: Storage,
-  options: { attachMaxBytes: number; linkTtlSeconds: number },
-): Promise<EmailFiles> {
+export async function prepareFiles(files: Attachment[], storage: Storage, options: { attachMaxBytes: number; linkTtlSeconds: number }): Promise<EmailFiles> {
   const total = files.reduce((sum, file) => sum + file.size, 0);
   if (total <= options.attachMaxBytes) {
     const streams: Readable[] = [];
@@ -42,7 +38,10 @@ export async function prepareFiles(
     };
   }
   const listed = await Promise.all(
-    files.map(async (file) => ({ file, link: await storage.presign(file.storageKey, withoutBidiControls(file.filename), options.linkTtlSeconds, file.contentType) })),
+    files.map(async (file) => ({
+      file,
+      link: await storage.presign(file.storageKey, withoutBidiControls(file.filename), options.linkTtlSeconds, file.contentType),
+    })),
   );
   return { listed, attachments: [], release: () => undefined };
 }

@@ -38,7 +38,16 @@ export function createSentRecorder(databaseUrl: string, worker: string, connecti
   const record = groupCommit<Accepted, SentRow | undefined>(
     async (batch) => {
       const kinds = [...new Set(batch.map((item) => item.kind))];
-      const written = await Promise.all(kinds.map((kind) => recordSent(pool, kind, batch.filter((item) => item.kind === kind), worker)));
+      const written = await Promise.all(
+        kinds.map((kind) =>
+          recordSent(
+            pool,
+            kind,
+            batch.filter((item) => item.kind === kind),
+            worker,
+          ),
+        ),
+      );
       const byId = new Map(written.flat().map((row) => [row.id, row]));
       return batch.map((item) => byId.get(item.id));
     },

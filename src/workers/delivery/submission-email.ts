@@ -28,10 +28,14 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     const suppressed = submissionSuppression(submission);
     if (suppressed) throw new SuppressedError(suppressed);
     // Most submissions carry no file: their email skips the attachments query.
-    const stored: Attachment[] =
-      submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submissionId);
+    const stored: Attachment[] = submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submissionId);
     // Held as spam: throws, and nothing is sent.
-    const spam = await context.spamCheck(context.em, submission, stored.map((file) => file.filename), context.log);
+    const spam = await context.spamCheck(
+      context.em,
+      submission,
+      stored.map((file) => file.filename),
+      context.log,
+    );
     const files = await prepareFiles(stored, context.storage, {
       attachMaxBytes: context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,

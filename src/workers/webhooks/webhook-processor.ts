@@ -31,7 +31,15 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps) {
   return async (job: Job<DeliveryJob>, token?: string): Promise<SendOutcome> => {
     if (!isWebhookJob(job.name)) throw new Error(`unknown job ${job.name}`);
     const log = deps.log.child({ job: job.name, jobId: job.id, requestId: job.data.requestId });
-    const context: WebhookContext = { ...deps.settings, em: deps.orm.em.fork(), storage: deps.storage, vault: deps.vault, emailQueue: deps.emailQueue, log, token };
+    const context: WebhookContext = {
+      ...deps.settings,
+      em: deps.orm.em.fork(),
+      storage: deps.storage,
+      vault: deps.vault,
+      emailQueue: deps.emailQueue,
+      log,
+      token,
+    };
     return handlers[job.name](context, job as Job<DeliveryJobs[WebhookJobName]>);
   };
 }

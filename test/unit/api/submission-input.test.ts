@@ -42,7 +42,7 @@ describe("a submission's fields", () => {
     });
   });
 
-  it('are refused when the sender\'s address or the subject holds a line break, naming the field', () => {
+  it("are refused when the sender's address or the subject holds a line break, naming the field", () => {
     for (const [name, value] of [
       ['email', 'visitor@example.org\r\nBcc: victim@example.net'],
       ['subject', 'Hi\nBcc: victim@example.net'],
@@ -54,7 +54,10 @@ describe("a submission's fields", () => {
   });
 
   it('are refused without a required field, naming each missing one', () => {
-    const error = refusal([['access_key', 'a-key'], ['message', '  ']]);
+    const error = refusal([
+      ['access_key', 'a-key'],
+      ['message', '  '],
+    ]);
     expect(error).toMatchObject({ status: 400, id: 'missing_fields' });
     expect(Object.keys(error.errors).sort()).toEqual(['__all__', 'email', 'message']);
   });
@@ -71,8 +74,10 @@ describe("a submission's fields", () => {
   });
 
   it('read not_email_sent as the forms send it', () => {
-    for (const value of [true, 'true', 'on', '1', 'YES']) expect(parseSubmissionFields([...base, ['not_email_sent', value]]).notEmailSent, String(value)).toBe(true);
-    for (const value of [false, 'false', 'off', '0', '']) expect(parseSubmissionFields([...base, ['not_email_sent', value]]).notEmailSent, String(value)).toBe(false);
+    for (const value of [true, 'true', 'on', '1', 'YES'])
+      expect(parseSubmissionFields([...base, ['not_email_sent', value]]).notEmailSent, String(value)).toBe(true);
+    for (const value of [false, 'false', 'off', '0', ''])
+      expect(parseSubmissionFields([...base, ['not_email_sent', value]]).notEmailSent, String(value)).toBe(false);
   });
 });
 
@@ -96,7 +101,7 @@ describe("a file's name", () => {
     expect(storageFilename('x'.repeat(300))).toHaveLength(100);
   });
 
-  it("comes with a MIME type only when it is one; anything odd is application/octet-stream", () => {
+  it('comes with a MIME type only when it is one; anything odd is application/octet-stream', () => {
     expect(safeContentType(' Image/PNG ')).toBe('image/png');
     expect(safeContentType('text/html\r\nX-Injected: 1')).toBe('application/octet-stream');
     expect(safeContentType('text/html; charset=utf-8')).toBe('application/octet-stream');

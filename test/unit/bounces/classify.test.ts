@@ -3,7 +3,13 @@
 // tools/sample-reports.ts (what `npm run bounce:sample` and the receiver's tests send), and the
 // shapes of real MTAs' reports.
 import { describe, expect, it } from 'vitest';
-import { classifyDeliveryStatus, classifyFeedbackReport, classifyMessage, classifyPlainBounce, type ReadMessage } from '../../../src/shared/bounces/classify.ts';
+import {
+  classifyDeliveryStatus,
+  classifyFeedbackReport,
+  classifyMessage,
+  classifyPlainBounce,
+  type ReadMessage,
+} from '../../../src/shared/bounces/classify.ts';
 import { deliveryStatusFields, feedbackReportFields } from '../../../tools/sample-reports.ts';
 
 const fields = (...lines: string[]) => lines.join('\r\n');
@@ -29,16 +35,26 @@ describe('a delivery status notification', () => {
   });
 
   it('with a 4.x.x failure is a soft bounce, and a delay is a delay whatever its code', () => {
-    expect(classifyDeliveryStatus(deliveryStatusFields({ status: '4.2.2', diagnostic: 'smtp; 452 4.2.2 Mailbox full' }))).toMatchObject({ type: 'soft', status: '4.2.2' });
-    expect(classifyDeliveryStatus(deliveryStatusFields({ action: 'delayed', status: '4.4.1', diagnostic: 'smtp; 451 4.4.1 Connection timed out' }))).toMatchObject({
+    expect(classifyDeliveryStatus(deliveryStatusFields({ status: '4.2.2', diagnostic: 'smtp; 452 4.2.2 Mailbox full' }))).toMatchObject({
+      type: 'soft',
+      status: '4.2.2',
+    });
+    expect(
+      classifyDeliveryStatus(deliveryStatusFields({ action: 'delayed', status: '4.4.1', diagnostic: 'smtp; 451 4.4.1 Connection timed out' })),
+    ).toMatchObject({
       type: 'delayed',
       status: '4.4.1',
     });
   });
 
   it('with a permanent 5.x.x other than an unknown user (mailbox full, refused as spam) is a hard bounce too', () => {
-    expect(classifyDeliveryStatus(deliveryStatusFields({ status: '5.2.2', diagnostic: 'smtp; 552 5.2.2 Mailbox full' }))).toMatchObject({ type: 'hard', status: '5.2.2' });
-    expect(classifyDeliveryStatus(deliveryStatusFields({ status: '5.7.1', diagnostic: 'smtp; 550 5.7.1 Message rejected as spam' }))).toMatchObject({ type: 'hard' });
+    expect(classifyDeliveryStatus(deliveryStatusFields({ status: '5.2.2', diagnostic: 'smtp; 552 5.2.2 Mailbox full' }))).toMatchObject({
+      type: 'hard',
+      status: '5.2.2',
+    });
+    expect(classifyDeliveryStatus(deliveryStatusFields({ status: '5.7.1', diagnostic: 'smtp; 550 5.7.1 Message rejected as spam' }))).toMatchObject({
+      type: 'hard',
+    });
   });
 
   it('that says the email was delivered or relayed is no bounce', () => {
@@ -46,7 +62,9 @@ describe('a delivery status notification', () => {
       type: 'ignored',
       reason: 'a success notification (delivered)',
     });
-    expect(classifyDeliveryStatus(fields('Reporting-MTA: dns; mx.example.net', '', 'Final-Recipient: rfc822; a@example.com', 'Action: relayed', 'Status: 2.0.0'))).toMatchObject({
+    expect(
+      classifyDeliveryStatus(fields('Reporting-MTA: dns; mx.example.net', '', 'Final-Recipient: rfc822; a@example.com', 'Action: relayed', 'Status: 2.0.0')),
+    ).toMatchObject({
       type: 'ignored',
     });
   });
@@ -144,9 +162,20 @@ describe('a feedback report', () => {
 
   it('names the mailbox that complained and the reporting MTA when the report carries them', () => {
     const verdict = classifyFeedbackReport(
-      fields('Feedback-Type: abuse', 'User-Agent: SomeGenerator/1.0', 'Version: 1', 'Original-Rcpt-To: <owner@example.com>', 'Reporting-MTA: dns; mail.example.com'),
+      fields(
+        'Feedback-Type: abuse',
+        'User-Agent: SomeGenerator/1.0',
+        'Version: 1',
+        'Original-Rcpt-To: <owner@example.com>',
+        'Reporting-MTA: dns; mail.example.com',
+      ),
     );
-    expect(verdict).toMatchObject({ type: 'complaint', recipient: '<owner@example.com>', reportingMta: 'mail.example.com', diagnostic: 'abuse report from mail.example.com' });
+    expect(verdict).toMatchObject({
+      type: 'complaint',
+      recipient: '<owner@example.com>',
+      reportingMta: 'mail.example.com',
+      diagnostic: 'abuse report from mail.example.com',
+    });
   });
 
   it('of another type (not-spam, a fraud report) is no complaint', () => {
@@ -166,7 +195,11 @@ describe('a message taken apart', () => {
   });
 
   it('is read from its feedback report part when it has no delivery status', () => {
-    const message = { ...prose(''), from: 'fbl@isp.example', parts: [part('text/plain', 'This is an email abuse report.'), part('message/feedback-report', feedbackReportFields())] };
+    const message = {
+      ...prose(''),
+      from: 'fbl@isp.example',
+      parts: [part('text/plain', 'This is an email abuse report.'), part('message/feedback-report', feedbackReportFields())],
+    };
     expect(classifyMessage(message, 'fbl@isp.example')).toMatchObject({ type: 'complaint' });
   });
 
@@ -198,7 +231,11 @@ describe('a bounce in prose', () => {
   });
 
   it('with only a basic reply code at the start of a line is judged by it', () => {
-    expect(classifyPlainBounce(prose('The following address failed:\n550 No such user here'), '')).toMatchObject({ type: 'hard', status: null, diagnostic: '550 No such user here' });
+    expect(classifyPlainBounce(prose('The following address failed:\n550 No such user here'), '')).toMatchObject({
+      type: 'hard',
+      status: null,
+      diagnostic: '550 No such user here',
+    });
     expect(classifyPlainBounce(prose('  421-Try again later'), '')).toMatchObject({ type: 'soft' });
   });
 

@@ -40,7 +40,7 @@ describe('the confirm link of a mailbox', () => {
     expect(signer.verify('firstlast@gmail.com', link.searchParams.get('token')!)).toBe(true);
   });
 
-  it("is refused for another mailbox, with an altered token, or under another SECRET", () => {
+  it('is refused for another mailbox, with an altered token, or under another SECRET', () => {
     const token = signer.token('owner@example.com');
     expect(signer.verify('other@example.com', token)).toBe(false);
     expect(signer.verify('owner@example.com', `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`)).toBe(false);

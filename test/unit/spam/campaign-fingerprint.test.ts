@@ -27,12 +27,15 @@ describe('a campaign message', () => {
     `Hello, my name is ${name} and I am reaching out because we help small businesses like yours reach the first page of search results within weeks. Call me on ${phone} or book a free audit at ${link} today.`;
 
   it('with another phone number or price written another way has the same fingerprint', () => {
-    expect(campaignFingerprint(pitch('Anna', '+1 555 014 2231', 'https://rank.example/a')))
-      .toEqual(campaignFingerprint(pitch('Anna', '(020) 7946 0958', 'http://www.rank.example/free?utm_source=form')));
+    expect(campaignFingerprint(pitch('Anna', '+1 555 014 2231', 'https://rank.example/a'))).toEqual(
+      campaignFingerprint(pitch('Anna', '(020) 7946 0958', 'http://www.rank.example/free?utm_source=form')),
+    );
   });
 
   it('with another name and another link is near-identical', () => {
-    expect(nearIdentical(pitch('Anna Berg', '555-0188', 'https://rank-boost.example/audit'), pitch('Marco', '555-0188', 'https://seo-wins.example/start'))).toBe(true);
+    expect(
+      nearIdentical(pitch('Anna Berg', '555-0188', 'https://rank-boost.example/audit'), pitch('Marco', '555-0188', 'https://seo-wins.example/start')),
+    ).toBe(true);
   });
 
   it('reworded around its phone number, as in the collection, is near-identical', () => {
@@ -97,7 +100,7 @@ describe('the votes on a message', () => {
     expect(isCampaign({ otherMailboxes: 2, ownSpam: false, ownHam: false })).toBe(false);
   });
 
-  it("never hold it for an owner who said such a message is not spam", () => {
+  it('never hold it for an owner who said such a message is not spam', () => {
     expect(isCampaign({ otherMailboxes: 50, ownSpam: false, ownHam: true })).toBe(false);
   });
 });

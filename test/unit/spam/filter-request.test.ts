@@ -18,6 +18,7 @@ describe('the head of a request to the filter', () => {
   });
 
   it('is refused when a header name is not a token', () => {
-    for (const name of ['Deliver To', 'Deliver-To:', 'X\r\nY', '']) expect(() => requestHead('/', 'localhost', { [name]: 'x' }, 0), JSON.stringify(name)).toThrow('cannot be sent');
+    for (const name of ['Deliver To', 'Deliver-To:', 'X\r\nY', ''])
+      expect(() => requestHead('/', 'localhost', { [name]: 'x' }, 0), JSON.stringify(name)).toThrow('cannot be sent');
   });
 });

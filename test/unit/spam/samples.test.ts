@@ -45,8 +45,10 @@ describe('the message the spam filter reads', () => {
     ]);
   });
 
-  it("is the custom fields, the message and the files by name only, with CRLF line ends", () => {
-    expect(sent().body).toBe('company: Acme 00000 Ltd\r\n\r\nWhat does the yearly plan cost? Call me on 0000 000 0000 before 5.\r\n\r\nFiles:\r\n- quote.pdf\r\n');
+  it('is the custom fields, the message and the files by name only, with CRLF line ends', () => {
+    expect(sent().body).toBe(
+      'company: Acme 00000 Ltd\r\n\r\nWhat does the yearly plan cost? Call me on 0000 000 0000 before 5.\r\n\r\nFiles:\r\n- quote.pdf\r\n',
+    );
     expect(sent({ ...claimed, customFields: [], message: 'line one\nline two\rline three' }, []).body).toBe('line one\r\nline two\r\nline three\r\n');
   });
 
@@ -55,7 +57,7 @@ describe('the message the spam filter reads', () => {
     expect(body).toBe('Order 2 boxes for 12 EUR, ref 00000, tel +44 20 0000 0000, 2day\r\n');
   });
 
-  it('has no subject for a submission that came without one: the service\'s own says nothing of the message', () => {
+  it("has no subject for a submission that came without one: the service's own says nothing of the message", () => {
     expect(sent({ ...claimed, subject: defaultSubject(claimed.email) }).headers).toContain('Subject: ');
   });
 
@@ -74,11 +76,15 @@ describe('the message the spam filter reads', () => {
 
 describe("the sample's recipient", () => {
   it("is the key owner's mailbox, whose own statistics apply once they count", () => {
-    expect(spamSampleOf(claimed, [], MAIL_FROM)).toMatchObject({ ownerEmail: 'Owner+forms@Example.com', ownerMailbox: 'owner@example.com', ownerStatistics: false });
+    expect(spamSampleOf(claimed, [], MAIL_FROM)).toMatchObject({
+      ownerEmail: 'Owner+forms@Example.com',
+      ownerMailbox: 'owner@example.com',
+      ownerStatistics: false,
+    });
     expect(spamSampleOf({ ...claimed, ownerStatistics: true }, [], MAIL_FROM).ownerStatistics).toBe(true);
   });
 
-  it('is empty when the key is gone, rather than another owner\'s', () => {
+  it("is empty when the key is gone, rather than another owner's", () => {
     expect(spamSampleOf({ ...claimed, keyEmail: null, keyMailbox: null }, [], MAIL_FROM)).toMatchObject({ ownerEmail: '', ownerMailbox: '' });
   });
 });
@@ -124,7 +130,10 @@ describe("the filter's answer", () => {
   });
 
   it('gives no reason for a rule that lowered the score or left it as it was', () => {
-    expect(readScan({ score: -1.5, symbols: { MIME_GOOD: { score: -0.1, description: 'Known content-type' }, ARC_NA: { score: 0 } } })).toEqual({ score: -1.5, reasons: [] });
+    expect(readScan({ score: -1.5, symbols: { MIME_GOOD: { score: -0.1, description: 'Known content-type' }, ARC_NA: { score: 0 } } })).toEqual({
+      score: -1.5,
+      reasons: [],
+    });
     expect(readScan({ score: -1.5 })).toEqual({ score: -1.5, reasons: [] });
   });
 });

@@ -47,7 +47,7 @@ describe('a campaign', () => {
     expect(decideSpam({ score: 1.25, reasons: [] }, votes, 30).scan).toMatchObject({ score: 30, reasons: [{ score: 28.75 }] });
   });
 
-  it('holds the submission while the filter is down, and says when the key\'s own owner marked such a message spam', () => {
+  it("holds the submission while the filter is down, and says when the key's own owner marked such a message spam", () => {
     const decided = decideSpam(undefined, { otherMailboxes: 2, ownSpam: true, ownHam: false }, NORMAL);
     expect(decided).toMatchObject({ verdict: 'spam', campaign: true, scan: { score: 10 } });
     expect(decided.scan!.reasons[0]!.description).toBe("near-identical to messages marked spam by this key's owner and the owners of 2 other mailboxes");

@@ -11,7 +11,12 @@ const longest = () => 1 - Number.EPSILON;
 
 /** An SMTP refusal as nodemailer reports it. */
 function refusal(command: string, reply: string): Error {
-  return Object.assign(new Error(`Can't send mail - ${reply}`), { code: command === 'RCPT TO' ? 'EENVELOPE' : 'EMESSAGE', command, response: reply, responseCode: Number(reply.slice(0, 3)) });
+  return Object.assign(new Error(`Can't send mail - ${reply}`), {
+    code: command === 'RCPT TO' ? 'EENVELOPE' : 'EMESSAGE',
+    command,
+    response: reply,
+    responseCode: Number(reply.slice(0, 3)),
+  });
 }
 const unreachable = (code: string) => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:25'), { code });
 

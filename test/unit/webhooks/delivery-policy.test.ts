@@ -1,7 +1,13 @@
 // What a webhook receiver's answer means for the delivery, when it is tried again, and whether a
 // `submission.created` event waits for its spam verdict.
 import { describe, expect, it } from 'vitest';
-import { judgeWebhookAnswer, SPAM_VERDICT_WAIT_MS, webhookRetryDelay, webhookSpamGate, type GatedSubmission } from '../../../src/shared/webhooks/delivery-policy.ts';
+import {
+  judgeWebhookAnswer,
+  SPAM_VERDICT_WAIT_MS,
+  webhookRetryDelay,
+  webhookSpamGate,
+  type GatedSubmission,
+} from '../../../src/shared/webhooks/delivery-policy.ts';
 
 const answer = (status: number, body = '', retryAfterMs?: number) => ({ status, body, retryAfterMs });
 

@@ -7,7 +7,8 @@ import type { ReturnTarget } from '../return-path.ts';
 export const REPORTED_TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
 /** The address and the mailbox the email went to: the key's for a submission, the row's own for a key email. */
 const RECIPIENT = {
-  submission: '(select k.email from verification_keys k where k.id = t.key_id) as address, (select k.mailbox from verification_keys k where k.id = t.key_id) as mailbox',
+  submission:
+    '(select k.email from verification_keys k where k.id = t.key_id) as address, (select k.mailbox from verification_keys k where k.id = t.key_id) as mailbox',
   'key-email': 't.email as address, t.mailbox',
 } as const;
 

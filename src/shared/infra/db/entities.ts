@@ -43,7 +43,11 @@ export type SpamReason = { symbol: string; score: number; description?: string }
 /** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
 export type CustomFields = Array<[name: string, value: string]>;
 
-const createdAt = () => p.datetime().defaultRaw('now()').onCreate(() => new Date());
+const createdAt = () =>
+  p
+    .datetime()
+    .defaultRaw('now()')
+    .onCreate(() => new Date());
 
 /** The delivery state of a row whose email a worker sends: submissions and key emails alike. */
 const deliveryColumns = () => ({
@@ -73,7 +77,10 @@ export const VerificationKeySchema = defineEntity({
   name: 'VerificationKey',
   tableName: 'verification_keys',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     /** HMAC-SHA256 of the key under SECRET: how a key is found (see src/shared/infra/secrets.ts). */
     keyHash: p.string().length(64).unique(),
     /** The key itself, AES-256-GCM under a key derived from SECRET, for emailing it again. */
@@ -97,7 +104,11 @@ export const VerificationKeySchema = defineEntity({
     /** Bytes of the files stored for this key's submissions, held under KEY_STORAGE_QUOTA_MB. */
     storedBytes: p.bigint('number').default(0),
     createdAt: createdAt(),
-    updatedAt: p.datetime().defaultRaw('now()').onCreate(() => new Date()).onUpdate(() => new Date()),
+    updatedAt: p
+      .datetime()
+      .defaultRaw('now()')
+      .onCreate(() => new Date())
+      .onUpdate(() => new Date()),
   },
   // Serves the "active keys of this address" count and the per-address listings.
   indexes: [
@@ -111,7 +122,10 @@ export const SubmissionSchema = defineEntity({
   name: 'Submission',
   tableName: 'submissions',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     key: () => p.manyToOne(VerificationKeySchema).deleteRule('restrict'),
     email: p.string().length(254),
     message: p.text(),
@@ -165,7 +179,10 @@ export const AttachmentSchema = defineEntity({
   name: 'Attachment',
   tableName: 'attachments',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade').index(),
     fieldName: p.string().length(200),
     filename: p.string().length(255),
@@ -224,7 +241,10 @@ export const KeyEmailSchema = defineEntity({
   name: 'KeyEmail',
   tableName: 'key_emails',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     kind: p.enum(KEY_EMAIL_KINDS),
     email: p.string().length(254),
     mailbox: p.string().length(254),
@@ -315,7 +335,10 @@ export const SpamTeachingSchema = defineEntity({
   name: 'SpamTeaching',
   tableName: 'spam_teachings',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     key: () => p.manyToOne(VerificationKeySchema).deleteRule('cascade'),
     /** Null once the message is deleted: its teaching still counts. */
     submission: () => p.manyToOne(SubmissionSchema).nullable().deleteRule('set null').index(),
@@ -386,7 +409,10 @@ export const OwnerSessionSchema = defineEntity({
   name: 'OwnerSession',
   tableName: 'owner_sessions',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     tokenHash: p.string().length(64).unique(),
     /** The address whose keys the session reaches (lower-cased, as keys store it). */
     email: p.string().length(254),
@@ -404,7 +430,10 @@ export const WebhookEndpointSchema = defineEntity({
   name: 'WebhookEndpoint',
   tableName: 'webhook_endpoints',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     key: () => p.manyToOne(VerificationKeySchema).deleteRule('cascade').index(),
     url: p.string().length(2048),
     secretSealed: p.text(),
@@ -426,7 +455,10 @@ export const WebhookDeliverySchema = defineEntity({
   name: 'WebhookDelivery',
   tableName: 'webhook_deliveries',
   properties: {
-    id: p.uuid().primary().onCreate(() => randomUUID()),
+    id: p
+      .uuid()
+      .primary()
+      .onCreate(() => randomUUID()),
     endpoint: () => p.manyToOne(WebhookEndpointSchema).deleteRule('cascade').index(),
     submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade').index(),
     event: p.enum(WEBHOOK_EVENTS).default('submission.created'),

@@ -75,7 +75,8 @@ export async function listTables(client: pg.Client): Promise<TableColumns[]> {
   return ordered.map((name) => ({ name, columns: columnsOf(name) }));
 }
 
-const columnList = (client: pg.Client, table: TableColumns) => `${client.escapeIdentifier(table.name)} (${table.columns.map((column) => client.escapeIdentifier(column)).join(', ')})`;
+const columnList = (client: pg.Client, table: TableColumns) =>
+  `${client.escapeIdentifier(table.name)} (${table.columns.map((column) => client.escapeIdentifier(column)).join(', ')})`;
 
 /** Writes the table's rows in COPY's text format; returns how many. */
 export async function copyTableOut(client: pg.Client, table: TableColumns, destination: Writable): Promise<number> {

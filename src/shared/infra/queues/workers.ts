@@ -57,7 +57,11 @@ export function createWebhookWorker(
  * a run held by a dead worker blocks every periodic job until its lock expires and a live worker
  * takes it back: the lock is JOB_LOCK_MS, as for deliveries, not BullMQ's fixed 30 s.
  */
-export function createHousekeepingWorker(connection: RedisClient, config: Pick<Config, 'QUEUE_PREFIX' | 'JOB_LOCK_MS'>, processor: Processor<HousekeepingJob>): Worker<HousekeepingJob> {
+export function createHousekeepingWorker(
+  connection: RedisClient,
+  config: Pick<Config, 'QUEUE_PREFIX' | 'JOB_LOCK_MS'>,
+  processor: Processor<HousekeepingJob>,
+): Worker<HousekeepingJob> {
   return new Worker<HousekeepingJob>(HOUSEKEEPING_QUEUE, processor, {
     connection,
     prefix: config.QUEUE_PREFIX,

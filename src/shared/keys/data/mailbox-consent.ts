@@ -33,10 +33,7 @@ export async function claimConfirmRequest(em: EntityManager, mailbox: string): P
 }
 
 export async function isConfirmed(em: EntityManager, mailbox: string): Promise<boolean> {
-  const [row] = await em.execute<Array<{ confirmed: boolean }>>(
-    'select confirmed_at is not null as confirmed from recipients where mailbox = ?',
-    [mailbox],
-  );
+  const [row] = await em.execute<Array<{ confirmed: boolean }>>('select confirmed_at is not null as confirmed from recipients where mailbox = ?', [mailbox]);
   return row?.confirmed ?? false;
 }
 

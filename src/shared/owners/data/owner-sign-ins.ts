@@ -21,7 +21,9 @@ export const findLiveSignIn = (em: EntityManager, id: string) => em.findOne(Owne
  * when there is none (used, expired or forged). Deleting is what makes a link single-use.
  */
 export async function deleteLiveSignIn(tx: EntityManager, tokenHash: string): Promise<string | undefined> {
-  const [used] = await tx.execute<Array<{ email: string }>>('delete from owner_sign_ins where token_hash = ? and expires_at > now() returning email', [tokenHash]);
+  const [used] = await tx.execute<Array<{ email: string }>>('delete from owner_sign_ins where token_hash = ? and expires_at > now() returning email', [
+    tokenHash,
+  ]);
   return used?.email;
 }
 

@@ -8,10 +8,7 @@ import type { Fingerprint } from '../campaign-fingerprint.ts';
 const intArray = (values: number[]) => `{${values.join(',')}}`;
 
 /** Records the vote of a mark on a submission, or turns it over: one row per submission, refreshed by each mark. */
-export async function upsertVote(
-  tx: EntityManager,
-  vote: { submissionId: string; mailbox: string; mark: SpamMark; fingerprint: Fingerprint },
-): Promise<void> {
+export async function upsertVote(tx: EntityManager, vote: { submissionId: string; mailbox: string; mark: SpamMark; fingerprint: Fingerprint }): Promise<void> {
   await tx.execute(
     `insert into spam_campaign_votes (submission_id, mailbox, mark, hashes, bands, marked_at)
        values (?, ?, ?, ?::int4[], ?::int4[], now())

@@ -44,7 +44,9 @@ export async function giveBackPlaces(em: EntityManager, submissionIds: string[])
 
 /** Puts back to untaught the reservations older than `olderThanMs` whose filter answer never came, their places given back; returns how many. */
 export async function releaseStaleReservations(em: EntityManager, olderThanMs: number): Promise<number> {
-  const released = await em.execute<Array<{ id: string }>>(giveBack('spam_teach_pending and spam_taught_at < now() - make_interval(secs => ?)'), [olderThanMs / 1_000]);
+  const released = await em.execute<Array<{ id: string }>>(giveBack('spam_teach_pending and spam_taught_at < now() - make_interval(secs => ?)'), [
+    olderThanMs / 1_000,
+  ]);
   return released.length;
 }
 

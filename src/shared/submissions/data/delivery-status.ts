@@ -9,7 +9,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
-import { EMAIL_STATUSES, type BounceType, type CustomFields, type EmailStatus, type SpamFilterLevel, type SpamMark, type SpamReason, type SpamVerdict } from '../../infra/db/entities.ts';
+import {
+  EMAIL_STATUSES,
+  type BounceType,
+  type CustomFields,
+  type EmailStatus,
+  type SpamFilterLevel,
+  type SpamMark,
+  type SpamReason,
+  type SpamVerdict,
+} from '../../infra/db/entities.ts';
 import { FAILED, sqlList } from '../delivery-statuses.ts';
 import { OWNER_MIN_LEARNS } from '../../spam/spam-filter.ts';
 import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor } from '../delivery-transitions.ts';
@@ -90,7 +99,17 @@ export type NewSubmissionRow = {
 /** A submission's row, refused (a programming error) unless its status is one a submission is created with. */
 export function submissionRow(row: NewSubmissionRow): SubmissionRow {
   if (!CREATED_AS.submission.includes(row.emailStatus)) throw new Error(`a submission is never created ${row.emailStatus}`);
-  return [row.id, row.keyId, row.email, row.message, row.subject, JSON.stringify(row.customFields), row.emailStatus, row.clientIp, row.origin ?? null] as unknown as SubmissionRow;
+  return [
+    row.id,
+    row.keyId,
+    row.email,
+    row.message,
+    row.subject,
+    JSON.stringify(row.customFields),
+    row.emailStatus,
+    row.clientIp,
+    row.origin ?? null,
+  ] as unknown as SubmissionRow;
 }
 
 /** Submissions without files, in one plain INSERT (one implicit transaction, one round trip). */
@@ -310,7 +329,12 @@ function failureGuard(kind: KindFor<'retry'>): string {
  * when the policy says it is over. A submission's attempt joins its history in the same statement,
  * and a `retrying` one says when its job's timer ends.
  */
-export async function recordFailure(em: EntityManager, kind: KindFor<'retry'> & KindFor<'give-up'>, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
+export async function recordFailure(
+  em: EntityManager,
+  kind: KindFor<'retry'> & KindFor<'give-up'>,
+  id: string,
+  policy: FailurePolicy,
+): Promise<'failed' | 'retrying'> {
   const over = '(? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ?)';
   const overValues = [policy.final, policy.retryHorizonMs / 1000, policy.maxAttempts ?? 2 ** 31 - 1];
   const status = `case when ${over} then ${statusAfter(kind, 'give-up')} else ${statusAfter(kind, 'retry')} end`;
@@ -357,7 +381,12 @@ export async function recordSuppressed(em: EntityManager, kind: KindFor<'suppres
  * The spam filter's verdict on a claimed submission; `spam` also ends its delivery (the
  * `spam-verdict` event): kept, not emailed. False when the row was not claimed.
  */
-export async function recordSpamVerdict(em: EntityManager, id: string, verdict: SpamVerdict, scan: { score: number; reasons: SpamReason[] } | undefined): Promise<boolean> {
+export async function recordSpamVerdict(
+  em: EntityManager,
+  id: string,
+  verdict: SpamVerdict,
+  scan: { score: number; reasons: SpamReason[] } | undefined,
+): Promise<boolean> {
   const result = await em.execute<{ affectedRows: number }>(
     `update submissions
         set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),

@@ -45,7 +45,9 @@ export async function findPageIds(
   const filtered = where.length ? where.join(' and ') : 'true';
   const order = 'order by created_at desc, id desc';
   if (!tsquery) {
-    return (await em.execute<Array<{ id: string }>>(`select id from submissions where ${filtered} ${order} limit ?`, [...params, limit + 1])).map((row) => row.id);
+    return (await em.execute<Array<{ id: string }>>(`select id from submissions where ${filtered} ${order} limit ?`, [...params, limit + 1])).map(
+      (row) => row.id,
+    );
   }
   // The newest rows first (the expression as the index has it, word for word)...
   const [recent] = await em.execute<Array<{ scanned: number; ids: string | null }>>(

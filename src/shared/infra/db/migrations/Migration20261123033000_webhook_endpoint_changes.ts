@@ -6,15 +6,15 @@ import { Migration } from '@mikro-orm/migrations';
  * disables a failing endpoint). The consecutive-failure count is not watched.
  */
 export class Migration20261123033000_webhook_endpoint_changes extends Migration {
-
   override name = 'Migration20261123033000_webhook_endpoint_changes';
 
   override up(): void | Promise<void> {
-    this.addSql(`create trigger "webhook_endpoints_changes" after insert or update of "enabled", "key_id" or delete or truncate on "webhook_endpoints" for each statement execute function "cfs_notify_key_changes"();`);
+    this.addSql(
+      `create trigger "webhook_endpoints_changes" after insert or update of "enabled", "key_id" or delete or truncate on "webhook_endpoints" for each statement execute function "cfs_notify_key_changes"();`,
+    );
   }
 
   override down(): void | Promise<void> {
     this.addSql(`drop trigger "webhook_endpoints_changes" on "webhook_endpoints";`);
   }
-
 }

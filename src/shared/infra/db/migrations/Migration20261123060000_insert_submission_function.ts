@@ -10,7 +10,6 @@ import { Migration } from '@mikro-orm/migrations';
  * charge would pass the quota.
  */
 export class Migration20261123060000_insert_submission_function extends Migration {
-
   override name = 'Migration20261123060000_insert_submission_function';
 
   override up(): void | Promise<void> {
@@ -50,5 +49,4 @@ $fn$;`);
   override down(): void | Promise<void> {
     this.addSql(`drop function "cfs_insert_submission"(bigint, bigint, uuid, uuid, text, text, text, jsonb, text, text, text, uuid[], uuid[], jsonb);`);
   }
-
 }

@@ -9,7 +9,6 @@ import { Migration } from '@mikro-orm/migrations';
  * read the open rows, retention the settled ones (src/shared/submissions/data/delivery-rows.ts, src/workers/housekeeping/retention.ts).
  */
 export class Migration20261123063800_submissions_hot_claims extends Migration {
-
   override name = 'Migration20261123063800_submissions_hot_claims';
 
   override up(): void | Promise<void> {
@@ -27,5 +26,4 @@ export class Migration20261123063800_submissions_hot_claims extends Migration {
     this.addSql(`drop index "submissions_open_created_idx";`);
     this.addSql(`alter table "submissions" drop column "settled";`);
   }
-
 }

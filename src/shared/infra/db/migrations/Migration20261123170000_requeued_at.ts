@@ -8,7 +8,6 @@ import { Migration } from '@mikro-orm/migrations';
  * A nullable column without a default: no table rewrite.
  */
 export class Migration20261123170000_requeued_at extends Migration {
-
   override name = 'Migration20261123170000_requeued_at';
 
   override up(): void | Promise<void> {
@@ -22,5 +21,4 @@ export class Migration20261123170000_requeued_at extends Migration {
       this.addSql(`alter table "${table}" drop column "requeued_at";`);
     }
   }
-
 }

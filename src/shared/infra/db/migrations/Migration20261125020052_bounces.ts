@@ -14,11 +14,12 @@ const BOUNCE_COLUMNS = `add "bounce_type" text null, add "bounce_status" varchar
  * million rows. The other columns are nullable or have a constant default: no rewrite.
  */
 export class Migration20261125020052_bounces extends Migration {
-
   override name = 'Migration20261125020052_bounces';
 
   override up(): void | Promise<void> {
-    this.addSql(`create table "mailbox_bounces" ("mailbox" varchar(254) not null, "hard_bounces" int not null default 0, "last_bounced_at" timestamptz null, "suppressed_until" timestamptz null, primary key ("mailbox"));`);
+    this.addSql(
+      `create table "mailbox_bounces" ("mailbox" varchar(254) not null, "hard_bounces" int not null default 0, "last_bounced_at" timestamptz null, "suppressed_until" timestamptz null, primary key ("mailbox"));`,
+    );
 
     this.addSql(`alter table "submissions" drop constraint "submissions_email_status_check";`);
     this.addSql(`alter table "submissions" drop column "settled";`); // drops its two partial indexes
@@ -36,14 +37,18 @@ export class Migration20261125020052_bounces extends Migration {
 
     this.addSql(`alter table "webhook_deliveries" drop constraint "webhook_deliveries_email_status_check";`);
     this.addSql(`alter table "webhook_deliveries" add "event" text not null default 'submission.created';`);
-    this.addSql(`alter table "webhook_deliveries" add constraint "webhook_deliveries_event_check" check ("event" in ('submission.created', 'submission.bounced'));`);
+    this.addSql(
+      `alter table "webhook_deliveries" add constraint "webhook_deliveries_event_check" check ("event" in ('submission.created', 'submission.bounced'));`,
+    );
     this.addSql(`alter table "webhook_deliveries" add constraint "webhook_deliveries_email_status_check" check ("email_status" in (${STATUSES}));`);
   }
 
   /** Rows in a new status go back to what they were before the relay's report: `sent` (`queued` when suppressed). */
   override down(): void | Promise<void> {
     this.addSql(`delete from "webhook_deliveries" where "event" <> 'submission.created';`);
-    this.addSql(`alter table "webhook_deliveries" drop constraint "webhook_deliveries_event_check", drop constraint "webhook_deliveries_email_status_check", drop column "event";`);
+    this.addSql(
+      `alter table "webhook_deliveries" drop constraint "webhook_deliveries_event_check", drop constraint "webhook_deliveries_email_status_check", drop column "event";`,
+    );
     this.addSql(`alter table "webhook_deliveries" add constraint "webhook_deliveries_email_status_check" check ("email_status" in (${STATUSES_BEFORE}));`);
 
     for (const table of ['key_emails', 'submissions']) {
@@ -51,10 +56,14 @@ export class Migration20261125020052_bounces extends Migration {
       this.addSql(`update "${table}" set "email_status" = case when "email_status" = 'suppressed' then 'queued' else 'sent' end
         where "email_status" in ('bounced', 'complained', 'suppressed');`);
     }
-    this.addSql(`alter table "key_emails" drop column "bounce_type", drop column "bounce_status", drop column "bounce_diagnostic", drop column "bounce_mta", drop column "bounced_at";`);
+    this.addSql(
+      `alter table "key_emails" drop column "bounce_type", drop column "bounce_status", drop column "bounce_diagnostic", drop column "bounce_mta", drop column "bounced_at";`,
+    );
     this.addSql(`alter table "key_emails" add constraint "key_emails_email_status_check" check ("email_status" in (${STATUSES_BEFORE}));`);
 
-    this.addSql(`alter table "submissions" drop column "settled", drop column "bounce_type", drop column "bounce_status", drop column "bounce_diagnostic", drop column "bounce_mta", drop column "bounced_at";`);
+    this.addSql(
+      `alter table "submissions" drop column "settled", drop column "bounce_type", drop column "bounce_status", drop column "bounce_diagnostic", drop column "bounce_mta", drop column "bounced_at";`,
+    );
     this.addSql(`alter table "submissions" add "settled" boolean generated always as ("email_status" in ('sent', 'failed', 'skipped')) stored;`);
     this.addSql(`create index "submissions_open_created_idx" on "submissions" ("created_at", "id") where not "settled";`);
     this.addSql(`create index "submissions_settled_created_idx" on "submissions" ("created_at") where "settled";`);
@@ -62,5 +71,4 @@ export class Migration20261125020052_bounces extends Migration {
 
     this.addSql(`drop table "mailbox_bounces";`);
   }
-
 }

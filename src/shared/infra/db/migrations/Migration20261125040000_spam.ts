@@ -12,7 +12,6 @@ const SETTLED_BEFORE = `'sent', 'failed', 'skipped', 'bounced', 'complained', 's
  * million rows. The other columns are nullable or have a constant default: no rewrite.
  */
 export class Migration20261125040000_spam extends Migration {
-
   override name = 'Migration20261125040000_spam';
 
   override up(): void | Promise<void> {
@@ -43,7 +42,9 @@ export class Migration20261125040000_spam extends Migration {
       this.addSql(`alter table "${table}" drop constraint "${table}_email_status_check";`);
       this.addSql(`alter table "${table}" add constraint "${table}_email_status_check" check ("email_status" in (${STATUSES_BEFORE}));`);
     }
-    this.addSql(`alter table "submissions" drop constraint "submissions_email_status_check", drop constraint "submissions_spam_verdict_check", drop constraint "submissions_spam_mark_check";`);
+    this.addSql(
+      `alter table "submissions" drop constraint "submissions_email_status_check", drop constraint "submissions_spam_verdict_check", drop constraint "submissions_spam_mark_check";`,
+    );
     this.addSql(`update "submissions" set "email_status" = 'queued' where "email_status" = 'spam';`);
     this.addSql(`alter table "submissions" drop column "settled", drop column "spam_verdict", drop column "spam_score", drop column "spam_reasons",
       drop column "spam_checked_at", drop column "spam_mark", drop column "spam_marked_at", drop column "spam_taught_at";`);
@@ -52,7 +53,8 @@ export class Migration20261125040000_spam extends Migration {
     this.addSql(`create index "submissions_settled_created_idx" on "submissions" ("created_at") where "settled";`);
     this.addSql(`alter table "submissions" add constraint "submissions_email_status_check" check ("email_status" in (${STATUSES_BEFORE}));`);
 
-    this.addSql(`alter table "verification_keys" drop constraint "verification_keys_spam_filter_check", drop column "spam_filter", drop column "spam_to_webhooks";`);
+    this.addSql(
+      `alter table "verification_keys" drop constraint "verification_keys_spam_filter_check", drop column "spam_filter", drop column "spam_to_webhooks";`,
+    );
   }
-
 }

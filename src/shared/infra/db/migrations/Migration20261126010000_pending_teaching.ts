@@ -6,7 +6,6 @@ import { Migration } from '@mikro-orm/migrations';
  * behind by a process that died meanwhile is found and the mark taught again.
  */
 export class Migration20261126010000_pending_teaching extends Migration {
-
   override name = 'Migration20261126010000_pending_teaching';
 
   override up(): void | Promise<void> {
@@ -18,5 +17,4 @@ export class Migration20261126010000_pending_teaching extends Migration {
     this.addSql(`drop index if exists "submissions_teach_pending_idx";`);
     this.addSql(`alter table "submissions" drop column "spam_teach_pending";`);
   }
-
 }

@@ -5,7 +5,6 @@ import { Migration } from '@mikro-orm/migrations';
  * owner signs in to the console, as the row of its hard bounces is cleared then.
  */
 export class Migration20261126100000_complaints extends Migration {
-
   override name = 'Migration20261126100000_complaints';
 
   override up(): void | Promise<void> {
@@ -15,5 +14,4 @@ export class Migration20261126100000_complaints extends Migration {
   override down(): void | Promise<void> {
     this.addSql(`alter table "mailbox_bounces" drop column "complained_at";`);
   }
-
 }

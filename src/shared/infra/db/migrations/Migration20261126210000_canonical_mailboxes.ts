@@ -16,7 +16,6 @@ const stale = (column: string) => `${domainOf(column)} in ${DOTLESS} and ${colum
  * name and start anew under the new one.
  */
 export class Migration20261126210000_canonical_mailboxes extends Migration {
-
   override name = 'Migration20261126210000_canonical_mailboxes';
 
   override up(): void | Promise<void> {
@@ -43,5 +42,4 @@ export class Migration20261126210000_canonical_mailboxes extends Migration {
   override down(): void | Promise<void> {
     // The spellings merged are not kept: the rows stay under the inbox's one name.
   }
-
 }

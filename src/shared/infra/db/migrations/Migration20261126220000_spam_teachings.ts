@@ -6,15 +6,20 @@ import { Migration } from '@mikro-orm/migrations';
  * the last hour are carried over, so the allowance in progress stays spent.
  */
 export class Migration20261126220000_spam_teachings extends Migration {
-
   override name = 'Migration20261126220000_spam_teachings';
 
   override up(): void | Promise<void> {
-    this.addSql(`create table "spam_teachings" ("id" uuid not null, "key_id" uuid not null, "submission_id" uuid null, "mark" text not null, "taught_at" timestamptz not null default now(), primary key ("id"));`);
+    this.addSql(
+      `create table "spam_teachings" ("id" uuid not null, "key_id" uuid not null, "submission_id" uuid null, "mark" text not null, "taught_at" timestamptz not null default now(), primary key ("id"));`,
+    );
     this.addSql(`create index "spam_teachings_submission_id_index" on "spam_teachings" ("submission_id");`);
     this.addSql(`create index "spam_teachings_key_taught_idx" on "spam_teachings" ("key_id", "taught_at");`);
-    this.addSql(`alter table "spam_teachings" add constraint "spam_teachings_key_id_foreign" foreign key ("key_id") references "verification_keys" ("id") on delete cascade;`);
-    this.addSql(`alter table "spam_teachings" add constraint "spam_teachings_submission_id_foreign" foreign key ("submission_id") references "submissions" ("id") on delete set null;`);
+    this.addSql(
+      `alter table "spam_teachings" add constraint "spam_teachings_key_id_foreign" foreign key ("key_id") references "verification_keys" ("id") on delete cascade;`,
+    );
+    this.addSql(
+      `alter table "spam_teachings" add constraint "spam_teachings_submission_id_foreign" foreign key ("submission_id") references "submissions" ("id") on delete set null;`,
+    );
     this.addSql(`alter table "spam_teachings" add constraint "spam_teachings_mark_check" check ("mark" in ('ham', 'spam'));`);
     this.addSql(`insert into "spam_teachings" ("id", "key_id", "submission_id", "mark", "taught_at")
       select gen_random_uuid(), "key_id", "id", "spam_mark", "spam_taught_at" from "submissions"
@@ -26,5 +31,4 @@ export class Migration20261126220000_spam_teachings extends Migration {
     this.addSql(`create index "submissions_key_taught_idx" on "submissions" ("key_id", "spam_taught_at") where spam_taught_at is not null;`);
     this.addSql(`drop table if exists "spam_teachings" cascade;`);
   }
-
 }

@@ -11,12 +11,13 @@ const VOTE_DAYS = 30;
  * fingerprints are computed here, as the service computes them.
  */
 export class Migration20261126230000_spam_campaign_votes extends Migration {
-
   override name = 'Migration20261126230000_spam_campaign_votes';
 
   override async up(): Promise<void> {
     // Run at once rather than queued with addSql: the votes are inserted after, in the same transaction.
-    await this.execute(`create table "spam_campaign_votes" ("submission_id" uuid not null, "mailbox" varchar(254) not null, "mark" text not null, "hashes" int4[] not null, "bands" int4[] not null, "marked_at" timestamptz not null default now(), primary key ("submission_id"));`);
+    await this.execute(
+      `create table "spam_campaign_votes" ("submission_id" uuid not null, "mailbox" varchar(254) not null, "mark" text not null, "hashes" int4[] not null, "bands" int4[] not null, "marked_at" timestamptz not null default now(), primary key ("submission_id"));`,
+    );
     // Without GIN's pending list: a vote is written at an owner's click, a check runs for every
     // email, and each check would otherwise read the whole list (up to 4 MB) until it is merged.
     await this.execute(`create index "spam_campaign_votes_bands_idx" on "spam_campaign_votes" using gin ("bands") with (fastupdate = off);`);
@@ -41,5 +42,4 @@ export class Migration20261126230000_spam_campaign_votes extends Migration {
   override down(): void | Promise<void> {
     this.addSql(`drop table if exists "spam_campaign_votes" cascade;`);
   }
-
 }

@@ -9,17 +9,17 @@ import { Migration } from '@mikro-orm/migrations';
  * the search repeats word for word so that PostgreSQL uses the index.
  */
 export class Migration20261127100000_key_labels_and_search extends Migration {
-
   override name = 'Migration20261127100000_key_labels_and_search';
 
   override up(): void | Promise<void> {
     this.addSql(`alter table "verification_keys" add column "label" varchar(100) null, add column "subject_prefix" boolean not null default false;`);
-    this.addSql(`create index "submissions_search_idx" on "submissions" using gin ((to_tsvector('simple'::regconfig, "email" || ' ' || translate("email", '@.+_-', '     ') || ' ' || "subject" || ' ' || "message" || ' ' || jsonb_path_query_array("custom_fields", '$[*][1]')::text)));`);
+    this.addSql(
+      `create index "submissions_search_idx" on "submissions" using gin ((to_tsvector('simple'::regconfig, "email" || ' ' || translate("email", '@.+_-', '     ') || ' ' || "subject" || ' ' || "message" || ' ' || jsonb_path_query_array("custom_fields", '$[*][1]')::text)));`,
+    );
   }
 
   override down(): void | Promise<void> {
     this.addSql(`drop index "submissions_search_idx";`);
     this.addSql(`alter table "verification_keys" drop column "label", drop column "subject_prefix";`);
   }
-
 }
