@@ -12,7 +12,7 @@ export type JobCounter = {
 
 export function createJobCounter(): JobCounter {
   let active = 0;
-  let waiters: Array<() => void> = [];
+  const waiters: Array<() => void> = [];
   return {
     get active() {
       return active;

@@ -20,12 +20,12 @@ async function startSecondApi(env: Record<string, string>): Promise<{ child: Chi
   });
   let output = '';
   const port = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       const match = /"port":(\d+).*"msg":"api listening"|"msg":"api listening".*"port":(\d+)/.exec(output);
       if (match) resolve(match[1] ?? match[2]!);
     });
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('exit', (code) => reject(new Error(`second API exited (${code}):\n${output}`)));
   });
   const url = `http://127.0.0.1:${port}`;

@@ -31,7 +31,7 @@ const RSPAMD_IMAGE = 'contact-form-rspamd';
 const SHUTDOWN_MARGIN_S = 5;
 
 type Labels = Record<string, string>;
-type Selector = { matchLabels?: Labels; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+type Selector = { matchLabels?: Labels; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> };
 type PortRef = number | string;
 type Probe = { httpGet?: { path: string; port: PortRef }; tcpSocket?: { port: PortRef }; exec?: { command: string[] } };
 type EnvVar = {
@@ -45,8 +45,8 @@ type Container = {
   command?: string[];
   args?: string[];
   env?: EnvVar[];
-  envFrom?: { prefix?: string; configMapRef?: { name: string }; secretRef?: { name: string } }[];
-  ports?: { name?: string; containerPort: number; hostPort?: number }[];
+  envFrom?: Array<{ prefix?: string; configMapRef?: { name: string }; secretRef?: { name: string } }>;
+  ports?: Array<{ name?: string; containerPort: number; hostPort?: number }>;
   startupProbe?: Probe;
   readinessProbe?: Probe;
   livenessProbe?: Probe;
@@ -58,12 +58,12 @@ type Container = {
     privileged?: boolean;
     capabilities?: { drop?: string[]; add?: string[] };
   };
-  volumeMounts?: { name: string; mountPath: string }[];
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
 };
 type PodSpec = {
   containers: Container[];
   initContainers?: Container[];
-  volumes?: { name: string; emptyDir?: object; persistentVolumeClaim?: object }[];
+  volumes?: Array<{ name: string; emptyDir?: object; persistentVolumeClaim?: object }>;
   terminationGracePeriodSeconds?: number;
   automountServiceAccountToken?: boolean;
   enableServiceLinks?: boolean;
@@ -81,7 +81,7 @@ type K8sObject = {
   stringData?: Record<string, string>;
 };
 type Workload = Omit<K8sObject, 'spec'> & {
-  spec: { replicas?: number; selector: Selector; template: PodTemplate; volumeClaimTemplates?: { metadata: { name: string } }[] };
+  spec: { replicas?: number; selector: Selector; template: PodTemplate; volumeClaimTemplates?: Array<{ metadata: { name: string } }> };
 };
 type Run = { code: number; stdout: string; stderr: string };
 
@@ -235,7 +235,7 @@ function containerPort(item: Container, port: PortRef): number {
 /** The container port a Service port reaches in the pods it selects. */
 function serviceTarget(objects: K8sObject[], serviceName: string, port: number): { workload: Workload; item: Container; port: number } {
   const service = find(objects, 'Service', serviceName);
-  const entry = (service.spec.ports as { port: number; targetPort?: PortRef }[]).find((candidate) => candidate.port === port);
+  const entry = (service.spec.ports as Array<{ port: number; targetPort?: PortRef }>).find((candidate) => candidate.port === port);
   if (!entry) throw new Error(`Service ${serviceName} has no port ${port}`);
   const selected = workloads(objects).filter((candidate) =>
     matches({ matchLabels: service.spec.selector as Labels }, candidate.spec.template.metadata?.labels),
@@ -303,7 +303,7 @@ function peerMatches(peer: { podSelector?: Selector; namespaceSelector?: Selecto
   return namespaceOk && podOk;
 }
 
-type Rule = { from?: object[]; to?: object[]; ports?: { port?: PortRef; protocol?: string }[] };
+type Rule = { from?: object[]; to?: object[]; ports?: Array<{ port?: PortRef; protocol?: string }> };
 
 function portMatches(rule: Rule, target: Container | undefined, port: number): boolean {
   if (!rule.ports?.length) return true;
@@ -312,7 +312,7 @@ function portMatches(rule: Rule, target: Container | undefined, port: number): b
       entry.port === undefined ||
       (typeof entry.port === 'number'
         ? entry.port === port
-        : target !== undefined && target.ports?.some((candidate) => candidate.name === entry.port && candidate.containerPort === port)),
+        : target?.ports?.some((candidate) => candidate.name === entry.port && candidate.containerPort === port)),
   );
 }
 
@@ -540,7 +540,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     expect(scaled.spec.minReplicaCount).toBeGreaterThanOrEqual(1);
     expect(scaled.spec.maxReplicaCount).toBeGreaterThan(scaled.spec.minReplicaCount);
     expect(scaled.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds).toBeGreaterThanOrEqual(120);
-    const [trigger, ...others] = scaled.spec.triggers as { type: string; metadata: Record<string, string>; authenticationRef: { name: string } }[];
+    const [trigger, ...others] = scaled.spec.triggers as Array<{ type: string; metadata: Record<string, string>; authenticationRef: { name: string } }>;
     expect(others).toEqual([]);
     expect(trigger!.type).toBe('redis');
     expect(trigger!.metadata.listName).toBe(`${config.QUEUE_PREFIX}:${DELIVERY_QUEUE}:wait`);
@@ -549,7 +549,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     // KEDA reaches the workers' Redis with its password.
     const auth = find(objects, 'TriggerAuthentication', trigger!.authenticationRef.name);
     const parameters = Object.fromEntries(
-      (auth.spec.secretTargetRef as { parameter: string; name: string; key: string }[]).map((ref) => [
+      (auth.spec.secretTargetRef as Array<{ parameter: string; name: string; key: string }>).map((ref) => [
         ref.parameter,
         dataOf(find(objects, 'Secret', ref.name))[ref.key],
       ]),
@@ -650,7 +650,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
 
     // The service still reaches what it needs.
     const trial = overlay === 'small';
-    const needs: [string, string, number][] = [
+    const needs: Array<[string, string, number]> = [
       ['worker', 'rspamd', 11333],
       ['worker', 'rspamd', 11334],
       ['api', 'rspamd', 11334],
@@ -667,7 +667,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
             ['worker', 'minio', 9000],
             ['minio-bucket', 'minio', 9000],
             ['worker', 'mailpit', 1025],
-          ] as [string, string, number][])
+          ] as Array<[string, string, number]>)
         : []),
     ];
     for (const [from, to, port] of needs)

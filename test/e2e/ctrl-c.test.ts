@@ -63,8 +63,8 @@ async function npmStart(): Promise<Running> {
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT', 'PUBLIC_URL']) delete env[name];
   const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const running: Running = { child, pids: [], output: () => output, databaseUrl: '', api: `http://localhost:${port}` };
   started.push(running);
   await eventually(

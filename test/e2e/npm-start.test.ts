@@ -165,7 +165,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
 
   /** PostgreSQL runs, and never as root: as the `postgres` user when started by root, else as the user. */
   function expectPostgresNotRoot(running: Running): void {
-    const servers = descendants(running.child.pid!).filter((pid) => /\/bin\/postgres -D/.test(commandOf(pid)));
+    const servers = descendants(running.child.pid!).filter((pid) => commandOf(pid).includes('/bin/postgres -D'));
     expect(servers).toHaveLength(1);
     const uid = uidOf(servers[0]!);
     expect(uid).not.toBe(0);
@@ -303,7 +303,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
         const links = Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/`).join(' ');
         const linkFarm = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: `Rankings! ${links}` });
         const plain = await postJson(`${api}/api/contact-api/`, { access_key: accessKey, email: 'visitor@example.org', message: 'A plain question' });
-        type Checked = { email_status: string; spam_verdict: string | null; spam_reasons: { symbol: string }[] | null };
+        type Checked = { email_status: string; spam_verdict: string | null; spam_reasons: Array<{ symbol: string }> | null };
         const sentRow = (id: string) =>
           eventually(async () => {
             const [row] = await query<Checked>(running.banner.PostgreSQL!, 'select email_status, spam_verdict, spam_reasons from submissions where id = $1', [
@@ -380,8 +380,8 @@ describe('npm start when a local service cannot start', () => {
     const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     spawned.push(child);
     let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code, output).not.toBe(0);
     expect(output).toContain('PostgreSQL could not start');

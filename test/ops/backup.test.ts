@@ -84,8 +84,8 @@ async function npmStart(env: NodeJS.ProcessEnv): Promise<Running> {
   const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   spawned.push(child);
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await eventually(
     async () => {
       if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output}`);
@@ -321,7 +321,7 @@ describe('backup and restore with external PostgreSQL and S3', () => {
           30_000,
           'the queued email',
         );
-        expect(attachmentBytes(mail!)).toEqual({ 'photo.png': files[1]!.data });
+        expect(attachmentBytes(mail)).toEqual({ 'photo.png': files[1]!.data });
         const again = await submitJson(api, { access_key: key.key, email: 'visitor@example.org', message: 'After the restore' });
         expect(again.status, again.text).toBe(200);
       } finally {

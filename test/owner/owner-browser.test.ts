@@ -126,7 +126,7 @@ describe('the owner console in a browser, without JavaScript', () => {
     // 4. Its file downloads byte-identical.
     const [download] = await Promise.all([page.waitForEvent('download'), card(page, first).getByRole('link', { name: 'invoice.pdf' }).click()]);
     expect(download.suggestedFilename()).toBe('invoice.pdf');
-    expect((await readFile((await download.path())!)).equals(FILE)).toBe(true);
+    expect((await readFile(await download.path())).equals(FILE)).toBe(true);
 
     // 5. A permanently failed one shows the SMTP reply; re-sent once the server accepts mail again.
     h.sink.behave(() => ({ code: 550, message: 'no such user here (browser journey)' }));

@@ -106,7 +106,7 @@ describe('the list, its search and its filters', () => {
       email: 'carl@example.com',
       message: 'Tuesday delivery: are the pallets   ready? We need them before noon on the dock, please confirm soon.',
     });
-    for (const id of [ids.ana!, ids.bob!, ids.carl!]) expect(await settled(id)).toBe('sent');
+    for (const id of [ids.ana, ids.bob, ids.carl]) expect(await settled(id)).toBe('sent');
     h.sink.behave(() => ({ code: 550, message: 'no such mailbox (inbox filters)' }));
     try {
       ids.dora = await submit({ access_key: owner.key, email: 'dora@example.org', subject: 'Refused one', message: 'this one fails' });
@@ -115,7 +115,7 @@ describe('the list, its search and its filters', () => {
       h.sink.behave(undefined);
     }
     // Bob wrote ten days ago.
-    await updateSubmission(h, ids.bob!, { createdAt: ago({ days: 10 }) });
+    await updateSubmission(h, ids.bob, { createdAt: ago({ days: 10 }) });
   });
 
   it('shows one line per message: the subject, or the first words of one without; a status chip; a link to its page', async () => {
@@ -222,7 +222,7 @@ describe('the list, its search and its filters', () => {
     const marked = await client.post(`/owner/submissions/${ids.ana}/spam-mark`, { mark: 'spam', view: 'submission' });
     expect(marked.status).toBe(303);
     expect(marked.headers.location).toMatch(new RegExp(`^/owner/submissions/${ids.ana}\\?notice=spam-(un)?taught$`));
-    expect((await client.get(marked.headers.location as string)).text).toContain('you marked it spam');
+    expect((await client.get(marked.headers.location!)).text).toContain('you marked it spam');
   });
 });
 

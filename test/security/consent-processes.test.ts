@@ -25,8 +25,8 @@ async function spawnApi(env: Record<string, string>): Promise<{ child: ChildProc
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const api = { child, url: `http://127.0.0.1:${port}` };
   apis.push(api);
   await eventually(

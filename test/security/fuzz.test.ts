@@ -74,7 +74,7 @@ const jsonBody = fc.oneof(
   // Any JSON value, deep nesting, huge numbers, duplicate keys.
   fc.jsonValue({ maxDepth: 6 }).map((v) => Buffer.from(JSON.stringify(v) ?? 'null')),
   fc.integer({ min: 1, max: 5_000 }).map((n) => Buffer.from(`{"a":${deep(n)}}`)),
-  fc.constant(Buffer.from(`{"email":"a@example.org","email":"b@example.org","message":"m","access_key":"${'k'}"}`)),
+  fc.constant(Buffer.from(`{"email":"a@example.org","email":"b@example.org","message":"m","access_key":"k"}`)),
   fc.constant(Buffer.from('{"n": 1e999999, "m": -1e-999999}')),
   // Text PostgreSQL cannot store (NUL, unpaired surrogates), in named and custom fields and names.
   fc

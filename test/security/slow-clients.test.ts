@@ -78,10 +78,10 @@ async function connect(h: Harness, data?: string | Buffer, localAddress = '127.0
   let closedAt = 0;
   let lastWriteAt = performance.now();
   const write = socket.write.bind(socket) as (chunk: string | Buffer) => boolean;
-  socket.write = ((chunk: string | Buffer) => {
+  socket.write = (chunk: string | Buffer) => {
     lastWriteAt = performance.now();
     return write(chunk);
-  }) as typeof socket.write;
+  };
   const closed = new Promise<void>((resolve) =>
     socket.once('close', () => {
       closedAt = performance.now();

@@ -10,7 +10,7 @@ const refuse = (what: string) => () => {
   throw new Error(`a unit test may not ${what}: test/unit/ starts no service; put this test in the integration tier`);
 };
 
-net.Socket.prototype.connect = refuse('open a network connection') as never;
+net.Socket.prototype.connect = refuse('open a network connection');
 net.Server.prototype.listen = refuse('listen on a port') as never;
 // spawn, exec, execFile and fork all start their program through ChildProcess's spawn.
 (ChildProcess.prototype as unknown as { spawn: unknown }).spawn = refuse('start a program beside it');

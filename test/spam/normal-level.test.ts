@@ -23,8 +23,8 @@ afterAll(async () => {
 });
 
 const settled = (id: string) => settledRecord(h, TOKEN, id);
-const symbols = (record: { spam: { reasons: { symbol: string }[] } }) => record.spam.reasons.map((reason) => reason.symbol);
-const scoreOf = (record: { spam: { reasons: { symbol: string; score: number }[] } }, symbol: string) =>
+const symbols = (record: { spam: { reasons: Array<{ symbol: string }> } }) => record.spam.reasons.map((reason) => reason.symbol);
+const scoreOf = (record: { spam: { reasons: Array<{ symbol: string; score: number }> } }, symbol: string) =>
   record.spam.reasons.find((reason) => reason.symbol === symbol)?.score ?? 0;
 
 const PLUMBING =

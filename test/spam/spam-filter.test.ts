@@ -81,7 +81,7 @@ async function ownerWhoMarked(key: TestKey): Promise<OwnerClient> {
 }
 
 /** The score of the owner's own statistics: everyone's depend on what the other tests taught. */
-const ownerScore = (record: { spam: { reasons: { symbol: string; score: number }[] } }) =>
+const ownerScore = (record: { spam: { reasons: Array<{ symbol: string; score: number }> } }) =>
   record.spam.reasons.find((reason) => reason.symbol === 'BAYES_OWNER_SPAM')?.score ?? 0;
 
 describe('the spam check', () => {

@@ -125,7 +125,7 @@ describe('reconciler', () => {
       await queue.add('submission', { submissionId: id }, { jobId: id, removeOnFail: false });
       const job = await worker.getNextJob('test-token');
       expect(job?.id).toBe(id);
-      await job!.moveToFailed(new Error('refused for good'), 'test-token', false);
+      await job.moveToFailed(new Error('refused for good'), 'test-token', false);
       expect(await queue.getJobState(id)).toBe('failed');
 
       await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), {

@@ -46,7 +46,7 @@ export const NO_FILTERS: ListFilters = { q: '', status: '', from: '', to: '' };
 export function pageQueryOf(filters: ListFilters): Omit<SubmissionPageQuery, 'keyHash' | 'limit'> {
   return {
     search: filters.q || undefined,
-    status: (filters.status || undefined) as EmailStatus | undefined,
+    status: filters.status || undefined,
     from: filters.from ? new Date(`${filters.from}T00:00:00Z`) : undefined,
     before: filters.to ? new Date(Date.parse(`${filters.to}T00:00:00Z`) + 86_400_000) : undefined,
   };

@@ -49,7 +49,7 @@ export type DeliveryKindName = keyof typeof deliveryKinds;
 export type DeliveryKindOf<N extends DeliveryKindName> = (typeof deliveryKinds)[N];
 
 /** A job's payload: the row's id under the kind's field, and the id of the request that created the row (for the logs). */
-export type JobData<N extends DeliveryKindName> = { [F in DeliveryKindOf<N>['idField']]: string } & { requestId?: string };
+export type JobData<N extends DeliveryKindName> = Record<DeliveryKindOf<N>['idField'], string> & { requestId?: string };
 
 /** The kinds whose jobs go to queue `Q`. */
 export type KindsIn<Q extends DeliveryKind['queue']> = {

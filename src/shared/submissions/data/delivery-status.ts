@@ -329,12 +329,7 @@ function failureGuard(kind: KindFor<'retry'>): string {
  * when the policy says it is over. A submission's attempt joins its history in the same statement,
  * and a `retrying` one says when its job's timer ends.
  */
-export async function recordFailure(
-  em: EntityManager,
-  kind: KindFor<'retry'> & KindFor<'give-up'>,
-  id: string,
-  policy: FailurePolicy,
-): Promise<'failed' | 'retrying'> {
+export async function recordFailure(em: EntityManager, kind: KindFor<'retry'>, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
   const over = '(? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ?)';
   const overValues = [policy.final, policy.retryHorizonMs / 1000, policy.maxAttempts ?? 2 ** 31 - 1];
   const status = `case when ${over} then ${statusAfter(kind, 'give-up')} else ${statusAfter(kind, 'retry')} end`;
@@ -495,7 +490,7 @@ export type ReturnedReport = { type: BounceType; status: string | null; diagnost
  */
 export async function recordReturnedReport(
   db: Queryable,
-  kind: KindFor<'bounce'> & KindFor<'complain'>,
+  kind: KindFor<'bounce'>,
   id: string,
   event: 'bounce' | 'complain' | undefined,
   report: ReturnedReport,
