@@ -1,4 +1,4 @@
-// The emails' templates (src/workers/templates): each email is a pair, NAME.html.njk (escaped by
+// The emails' templates (src/workers/delivery/templates): each email is a pair, NAME.html.njk (escaped by
 // default) and NAME.text.njk (plain text), rendered from the same data.
 import { fileURLToPath } from 'node:url';
 import { createTemplates } from '../../shared/infra/templates.ts';

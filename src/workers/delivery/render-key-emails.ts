@@ -1,6 +1,6 @@
 // The emails of POST /: a new key, and the list of every active key of an address; and the one
 // "confirm to receive more" email of an address whose submissions are held (recipient consent).
-// Their text is in src/workers/templates.
+// Their text is in src/workers/delivery/templates.
 import type { VerificationKey } from '../../shared/infra/db/entities.ts';
 import { renderEmail, renderText, type RenderedEmail } from './email-templates.ts';
 
