@@ -56,6 +56,7 @@ function dockerCompose(file: string, ...args: string[]): Promise<Run> {
       ['--env-file', emptyEnvFile, '-f', file, ...args],
       { cwd: path.dirname(file), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000 },
       (error, stdout, stderr) => {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error; its Omit<> type hides that from the rule
         if (error && typeof error.code !== 'number') return reject(error); // not found, killed, ...
         resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
       },

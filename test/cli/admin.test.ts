@@ -28,7 +28,7 @@ function cli(...args: string[]) {
 }
 
 const statusOf = async (key: string) =>
-  ((await h.sql('select status, use_domain, domains from verification_keys where key_hash = $1', [h.hashKey(key)])) as any[])[0];
+  (await h.sql<any>('select status, use_domain, domains from verification_keys where key_hash = $1', [h.hashKey(key)]))[0];
 
 describe('npm run admin -- keys', () => {
   it('lists, disables, enables and deletes keys', async () => {

@@ -90,6 +90,7 @@ type Run = { code: number; stdout: string; stderr: string };
 function run(file: string, args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     execFile(file, args, { cwd: ROOT, timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error; its Omit<> type hides that from the rule
       if (error && typeof error.code !== 'number') return reject(error); // not found, killed, ...
       resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
     });

@@ -161,7 +161,7 @@ describe('CORS from another origin, in a browser', () => {
     expect(otherSite.url).not.toBe(api);
 
     const { page, problems } = await openPage();
-    await page.goto(`${otherSite.url}/?${new URLSearchParams({ api, key: key.key })}`);
+    await page.goto(`${otherSite.url}/?${new URLSearchParams({ api, key: key.key }).toString()}`);
     await page.locator('#result[data-done]').waitFor({ state: 'attached' });
     const results = JSON.parse((await page.locator('#result').textContent())!) as {
       formData?: { status: number; body: Record<string, unknown> };

@@ -274,8 +274,8 @@ async function worker1Delivers(ids: string[], count: number, timeoutMs = 30_000)
     async () => (deliveredFrom(net.hosts.worker1.address).filter((mail) => wanted.has(mail.parsed.messageId ?? '')).length >= count ? true : undefined),
     timeoutMs,
     `worker1 to deliver ${count} emails`,
-  ).catch((error: Error) => {
-    throw new Error(`${error.message}; worker1's log ends:\n${workers.worker1.output().slice(-3_000)}`);
+  ).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; worker1's log ends:\n${workers.worker1.output().slice(-3_000)}`);
   });
 }
 

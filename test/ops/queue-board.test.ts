@@ -13,9 +13,9 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const board = (path: string, init: RequestInit = {}, auth = basic(TOKEN)) =>
-  fetch(`${h.url}/admin/queues${path}`, { ...init, headers: { authorization: auth, ...(init.headers ?? {}) } });
-const statusOf = async (id: string) => ((await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[])[0];
+const board = (path: string, init: { method?: string; headers?: Record<string, string> } = {}, auth = basic(TOKEN)) =>
+  fetch(`${h.url}/admin/queues${path}`, { ...init, headers: { authorization: auth, ...init.headers } });
+const statusOf = async (id: string) => (await h.sql<any>('select email_status, email_attempts from submissions where id = $1', [id]))[0];
 
 describe('queue dashboard', () => {
   it('asks a browser for the token and refuses a wrong one', async () => {

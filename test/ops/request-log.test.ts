@@ -65,7 +65,12 @@ describe('the request log', () => {
     expect(requestLines()).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ method: 'GET', path: '/owner/link', query: 'token=[redacted]', status: 200 }),
-        expect.objectContaining({ method: 'GET', path: '/confirm', query: `${new URLSearchParams({ address: email })}&token=[redacted]`, status: 200 }),
+        expect.objectContaining({
+          method: 'GET',
+          path: '/confirm',
+          query: `${new URLSearchParams({ address: email }).toString()}&token=[redacted]`,
+          status: 200,
+        }),
       ]),
     );
   });

@@ -64,7 +64,7 @@ describe('a start with another SECRET than the data was written with', () => {
     ]) {
       const refused = await start().then(
         () => undefined,
-        (error: Error) => error,
+        (error: unknown) => error as Error,
       );
       expect(refused?.message).toContain(STOPS);
       expect(refused?.message).toContain(WHAT_TO_DO);
@@ -169,7 +169,7 @@ describe('a database written before the check existed', () => {
 
       const refused = await checkSecret(database.url, OTHER_SECRET).then(
         () => undefined,
-        (error: Error) => error,
+        (error: unknown) => error as Error,
       );
       expect(refused?.message).toContain(`${STOPS}: the newest stored key or webhook secret does not open with this SECRET.`);
 
@@ -185,7 +185,7 @@ describe('a database written before the check existed', () => {
       expect(await checkSecret(database.url, OTHER_SECRET)).toBe('matched');
       const old = await checkSecret(database.url, TEST_SECRET).then(
         () => undefined,
-        (error: Error) => error,
+        (error: unknown) => error as Error,
       );
       expect(old?.message).toContain(STOPS);
     } finally {

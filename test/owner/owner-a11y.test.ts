@@ -88,7 +88,7 @@ const FOCUSED = `(() => {
 async function violations(path: string): Promise<string[]> {
   await page.goto(`${h.url}${path}`);
   await page.addScriptTag({ path: AXE });
-  const found = (await page.evaluate(AXE_RUN)) as Violation[];
+  const found = await page.evaluate<Violation[]>(AXE_RUN);
   return found.map((violation) => `${path}: ${violation.id} (${violation.help}) at ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
 }
 
@@ -102,7 +102,7 @@ describe('the owner console, checked by axe-core in Chromium', () => {
       for (const path of ['/owner', '/owner/link?token=x', '/owner/link']) {
         await outside.goto(`${h.url}${path}`);
         await outside.addScriptTag({ path: AXE });
-        const result = (await outside.evaluate(AXE_RUN)) as Violation[];
+        const result = await outside.evaluate<Violation[]>(AXE_RUN);
         found.push(...result.map((violation) => `${path}: ${violation.id} (${violation.help})`));
       }
     } finally {
@@ -113,7 +113,7 @@ describe('the owner console, checked by axe-core in Chromium', () => {
     const wide: string[] = [];
     for (const path of Object.values(paths)) {
       found.push(...(await violations(path)));
-      const overflow = (await page.evaluate(OVERFLOW)) as number;
+      const overflow = await page.evaluate<number>(OVERFLOW);
       if (overflow > 0) wide.push(`${path}: ${overflow} px too wide`);
     }
     await page.setViewportSize({ width: 1100, height: 800 });
@@ -127,7 +127,7 @@ describe('the owner console, checked by axe-core in Chromium', () => {
       const seen = new Map<string, boolean>();
       for (let i = 0; i < 60 && seen.size < names.length; i++) {
         await page.keyboard.press('Tab');
-        const focused = (await page.evaluate(FOCUSED)) as { name: string; outline: boolean } | undefined;
+        const focused = await page.evaluate<{ name: string; outline: boolean } | undefined>(FOCUSED);
         if (focused && names.includes(focused.name)) seen.set(focused.name, focused.outline);
       }
       return Object.fromEntries(names.map((name) => [name, seen.get(name) ?? 'not reached']));

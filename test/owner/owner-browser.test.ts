@@ -120,7 +120,7 @@ describe('the owner console in a browser, without JavaScript', () => {
     await card(page, first).getByRole('link', { name: 'the first message' }).click();
     await page.waitForURL(`${h.url}/owner/submissions/${first}`);
     expect(await card(page, first).textContent()).toContain('order_number');
-    h.workers[0]!.worker.resume();
+    await h.workers[0]!.worker.resume();
     await reloadUntil(page, first, 'sent');
 
     // 4. Its file downloads byte-identical.
@@ -195,7 +195,7 @@ describe('the owner console in a browser, with JavaScript', () => {
     const id = await submitWithFile(owner.key, 'watched live');
     await page.getByRole('link', { name: 'Messages sent with this key' }).click();
     expect(await statusOf(page, id)).toBe('queued');
-    h.workers[0]!.worker.resume();
+    await h.workers[0]!.worker.resume();
     // No reload: the script updates the card.
     await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('sent');
     // The list's times: relative, in French; the page says whose zone they are in.
@@ -229,7 +229,7 @@ describe('the owner console in a browser, with JavaScript', () => {
       await page.goto(`${h.url}/owner/submissions/${id}`);
       expect(await statusOf(page, id)).toBe('queued');
       expect(await resend(id).count()).toBe(0);
-      h.workers[0]!.worker.resume();
+      await h.workers[0]!.worker.resume();
       // No reload: failed, its words, and the Re-send button appears.
       await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('failed');
       expect(await hint(id)).toBe('not delivered: the last error says why; you can re-send it');
@@ -242,7 +242,7 @@ describe('the owner console in a browser, with JavaScript', () => {
     await resend(id).click();
     await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('queued to be sent again');
     expect(await statusOf(page, id)).toBe('queued');
-    h.workers[0]!.worker.resume();
+    await h.workers[0]!.worker.resume();
     // No reload: sent, with the words for sent, no Re-send button, and both attempts in the history.
     await expect.poll(() => statusOf(page, id), { timeout: 20_000 }).toBe('sent');
     expect(await hint(id)).toBe('accepted by the mail server');

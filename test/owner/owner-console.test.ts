@@ -209,7 +209,7 @@ describe('the whole journey', () => {
     expect([...order].sort((a, b) => a - b)).toEqual(order);
     expect(card).toContain('not yet');
 
-    h.workers[0]!.worker.resume();
+    await h.workers[0]!.worker.resume();
     const sent = await eventually(async () => {
       const shown = await message(firstId);
       return statusOn(shown.text, firstId) === 'sent' ? shown.text : undefined;

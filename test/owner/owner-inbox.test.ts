@@ -178,11 +178,11 @@ describe('the list, its search and its filters', () => {
     const common = await search('q=invoice&limit=100');
     expect(common.json.submissions).toHaveLength(100);
     expect(common.json.submissions[0].message).toBe('About the invoice 3');
-    let seen = common.json.submissions.length;
+    let seen = (common.json.submissions as unknown[]).length;
     let cursor = common.json.next_cursor;
     while (cursor) {
       const next = await search(`q=invoice&limit=100&cursor=${cursor}`);
-      seen += next.json.submissions.length;
+      seen += (next.json.submissions as unknown[]).length;
       cursor = next.json.next_cursor;
     }
     expect(seen).toBe(499); // every third of 1..1499

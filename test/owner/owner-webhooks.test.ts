@@ -202,7 +202,7 @@ describe('owner JSON API webhooks', () => {
   });
 
   it("answers 404 to another owner for every route of a key's webhooks", async () => {
-    const { key, owner, endpointId, failed } = await keyWithFailedDelivery('api-hooks-victim@example.test');
+    const { key, endpointId, failed } = await keyWithFailedDelivery('api-hooks-victim@example.test');
 
     const strangerKey = await h.createKey({ email: 'api-hooks-stranger@example.test' });
     const stranger = await signIn(h, strangerKey.email);

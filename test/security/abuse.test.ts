@@ -109,7 +109,7 @@ describe('mail bombing through POST /', () => {
 
   it("keeps the console's sign-in links apart from the key emails strangers can spend, within their own allowance", async () => {
     const owner = await h.createKey({ email: 'locked-out@example.test' });
-    for (let i = 0; i < 5; i++) expect((await postJson(`${h.url}/`, { email: 'Locked-Out+' + i + '@example.test' })).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await postJson(`${h.url}/`, { email: `Locked-Out+${i}@example.test` })).status).toBe(200);
     expect((await postJson(`${h.url}/`, { email: owner.email })).status).toBe(429);
 
     // The owner still gets a sign-in link, and can sign in with it.

@@ -147,7 +147,7 @@ describe('an address that has not confirmed', () => {
       // A temporary refusal right after the release is retried, not a final failure.
       const row = await eventually(
         async () => {
-          const [current] = (await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[];
+          const [current] = await h.sql<any>('select email_status, email_attempts from submissions where id = $1', [id]);
           return current.email_attempts >= 1 && current.email_status !== 'sending' ? current : undefined;
         },
         20_000,

@@ -32,9 +32,10 @@ async function sendAndCheck(path: string, contentType: string | undefined, body:
     method: 'POST',
     headers: { ...(contentType === undefined ? {} : { 'content-type': contentType }), accept: 'application/json', ...extraHeaders },
     body: sent,
-  }).catch((error: NodeJS.ErrnoException) => {
+  }).catch((error: unknown) => {
     // The server may close a connection whose body it stopped reading; it must still be alive.
-    if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return undefined;
+    const { code } = error as NodeJS.ErrnoException;
+    if (code === 'ECONNRESET' || code === 'EPIPE') return undefined;
     throw error;
   });
   if (response) {

@@ -77,7 +77,7 @@ async function connect(h: Harness, data?: string | Buffer, localAddress = '127.0
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
   let closedAt = 0;
   let lastWriteAt = performance.now();
-  const write = socket.write.bind(socket) as (chunk: string | Buffer) => boolean;
+  const write: (chunk: string | Buffer) => boolean = socket.write.bind(socket);
   socket.write = (chunk: string | Buffer) => {
     lastWriteAt = performance.now();
     return write(chunk);

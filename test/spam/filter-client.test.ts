@@ -31,8 +31,10 @@ async function serve(onConnection: (socket: net.Socket) => void): Promise<{ url:
   const received: string[] = [];
   const server = net.createServer((socket) => {
     const index = received.push('') - 1;
-    socket.on('data', (chunk) => (received[index] += chunk.toString('latin1')));
-    socket.on('error', () => {});
+    socket.on('data', (chunk) => (received[index] = received[index]! + chunk.toString('latin1')));
+    socket.on('error', () => {
+      // A client that gives up resets its connection; without a listener that would throw in the test run.
+    });
     onConnection(socket);
   });
   servers.push(server);
@@ -79,7 +81,7 @@ describe('the spam filter client', () => {
       const received: string[] = [];
       const server = net.createServer((socket) => {
         const index = received.push('') - 1;
-        socket.on('data', (chunk) => (received[index] += chunk.toString('latin1')));
+        socket.on('data', (chunk) => (received[index] = received[index]! + chunk.toString('latin1')));
         answering(`HTTP/1.0 200 OK\r\nContent-Length: ${verdict.length}\r\n\r\n${verdict}`)(socket);
       });
       servers.push(server);
@@ -121,7 +123,9 @@ describe('the spam filter client', () => {
   });
 
   it('gives up on a filter that accepts and never answers after the timeout', async () => {
-    const { url } = await serve(() => {});
+    const { url } = await serve(() => {
+      // Accepts the connection and never answers.
+    });
     const started = performance.now();
     await expect(filterAt(url).check(sample, 200)).rejects.toThrow('no answer within 200 ms');
     expect(performance.now() - started).toBeLessThan(2_000);

@@ -112,8 +112,8 @@ const report = (type: 'hard' | 'complaint') => ({
  */
 const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row) => Promise<boolean | undefined>> = {
   claim: async (kind, row) => (await claimRow(em(), kind, row.id, LEASE_MS)) !== undefined,
-  retry: async (kind, row) => void (await recordFailure(em(), kind, row.id, failure(kind, false))),
-  'give-up': async (kind, row) => void (await recordFailure(em(), kind, row.id, failure(kind, true))),
+  retry: (kind, row) => recordFailure(em(), kind, row.id, failure(kind, false)).then(() => undefined),
+  'give-up': (kind, row) => recordFailure(em(), kind, row.id, failure(kind, true)).then(() => undefined),
   suppress: (kind, row) => recordSuppressed(em(), kind as KindFor<'suppress'>, row.id, 'suppressed for the test'),
   'spam-verdict': (_kind, row) => recordSpamVerdict(em(), row.id, 'spam', { score: 20, reasons: [] }),
   sent: async (kind, row) =>

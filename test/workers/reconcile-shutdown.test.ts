@@ -25,7 +25,7 @@ beforeAll(async () => {
 });
 afterAll(() => h?.stop());
 
-const statusOf = async (id: string) => ((await h.sql('select email_status, email_attempts from submissions where id = $1', [id])) as any[])[0];
+const statusOf = async (id: string) => (await h.sql<any>('select email_status, email_attempts from submissions where id = $1', [id]))[0];
 /** A row committed 10 s ago whose job was never added (or whose worker died holding its claim). */
 const insertRow = async (status: EmailStatus, claimedSecondsAgo: number | null) =>
   (

@@ -101,7 +101,7 @@ describe('POST /admin/deliveries/flush', () => {
       const shown = records.map((record) => Math.floor((Date.parse(record.next_attempt_at) - start) / 1_000)).sort();
       expect(shown).toEqual([0, 0, 1, 1, 2]);
     } finally {
-      h.workers[0]!.worker.resume();
+      await h.workers[0]!.worker.resume();
     }
     for (const id of ids) await untilStatus(h, id, 'sent');
   });
