@@ -1,5 +1,6 @@
 // What every request handler can reach: the services built once at start.
 import type { SpamFilter } from '../shared/spam/spam-filter.ts';
+import type { RouterContext } from '@koa/router';
 import type { ParameterizedContext } from 'koa';
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '../shared/infra/queues/redis.ts';
@@ -35,3 +36,6 @@ export type AppState = {
 };
 
 export type AppContext = ParameterizedContext<AppState>;
+
+/** A route's context: AppContext with the path's parameters, as strings, in ctx.params. */
+export type RouteContext = RouterContext<AppState>;

@@ -5,7 +5,7 @@ import type { Processor } from 'bullmq';
 export type JobCounter = {
   /** Jobs started and not yet finished, over every processor wrapped by `counted`. */
   readonly active: number;
-  counted<T>(processor: Processor<T>): Processor<T>;
+  counted<T, R>(processor: Processor<T, R>): Processor<T, R>;
   /** Resolves once no job is running. */
   idle(): Promise<void>;
 };
@@ -18,7 +18,7 @@ export function createJobCounter(): JobCounter {
       return active;
     },
     counted:
-      <T>(processor: Processor<T>): Processor<T> =>
+      <T, R>(processor: Processor<T, R>): Processor<T, R> =>
       async (...args) => {
         active += 1;
         try {

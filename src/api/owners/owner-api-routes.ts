@@ -17,7 +17,7 @@ import {
   parseWebhookUrl,
   setEndpointEnabled,
 } from '../../shared/webhooks/webhooks.ts';
-import type { AppContext, AppDeps, AppState } from '../context.ts';
+import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
@@ -81,13 +81,13 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
   const email = (ctx: AppContext) => ownerState(ctx).owner!.email;
   const json = jsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
   /** The session's key named in the path, or 404 (another owner's key is answered as unknown). */
-  const ownKeyId = async (ctx: AppContext) => {
+  const ownKeyId = async (ctx: RouteContext) => {
     const key = await ownedKey(deps.orm.em.fork(), email(ctx), ctx.params.keyId ?? '');
     if (!key) throw notFound();
     return key.id;
   };
   /** A well-formed id from the path; anything else cannot be one of the key's rows. */
-  const rowId = (ctx: AppContext) => {
+  const rowId = (ctx: RouteContext) => {
     const id = ctx.params.id ?? '';
     if (!UUID.test(id)) throw notFound();
     return id;

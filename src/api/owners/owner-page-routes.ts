@@ -24,10 +24,10 @@ import { ago, previewOf, utc } from './times.ts';
 import { barChart, OUTCOME_WORDS } from './chart.ts';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
 import { keyEmailJob } from '../../shared/infra/queues/jobs.ts';
-import type { AppContext, AppDeps, AppState } from '../context.ts';
+import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { ApiError, errors, fromKeyRule } from '../errors.ts';
-import { FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
+import { bodyText, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import {
   changeOwnerKey,
   confirmOwnerMailbox,
@@ -148,15 +148,16 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
     const isForm = ctx.is(FORM_TYPE) === FORM_TYPE;
     if (!isForm && !ctx.is('application/json')) throw errors.unsupportedMediaType(['application/json', FORM_TYPE]);
     await readBodyText(ctx, async () => undefined);
-    const text = String(ctx.request.body ?? '');
-    const body = isForm ? { email: new URLSearchParams(text).get('email') ?? '' } : parseJsonObject(text);
+    const text = bodyText(ctx.request);
+    const formEmail = isForm ? (new URLSearchParams(text).get('email') ?? '') : '';
+    const body = isForm ? { email: formEmail } : parseJsonObject(text);
     let email: string;
     try {
       email = validate(OwnerSignInSchema, { email: body.email ?? '' }).email.toLowerCase();
     } catch (error) {
       if (!isForm) throw error;
       const message = (error as { errors?: Record<string, string[]> }).errors?.email?.[0] ?? 'Enter a valid email address.';
-      return renderPage(ctx, 'owner-sign-in', { ...signInPage, email: String(body.email ?? '').slice(0, 254), error: message }, { status: 400 });
+      return renderPage(ctx, 'owner-sign-in', { ...signInPage, email: formEmail.slice(0, 254), error: message }, { status: 400 });
     }
     const keyEmailId = await requestSignIn(deps.orm.em.fork(), deps.vault, { email, emailsPerHour: deps.config.SIGN_IN_EMAILS_PER_HOUR });
     if (keyEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(keyEmailId, ctx.state.requestId));
@@ -228,7 +229,7 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
   });
 
   /** A key's list of messages (the Spam view: only those held as spam), filtered and paged. */
-  const listPage = async (ctx: AppContext, spamView: boolean) => {
+  const listPage = async (ctx: RouteContext, spamView: boolean) => {
     const page = chrome(ctx);
     const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
     const filters = validate(ListFilterSchema, { ...ctx.query });

@@ -7,7 +7,7 @@ import type { OwnerSession } from '../../shared/infra/db/entities.ts';
 import { findSession, SESSION_TTL_DAYS } from '../../shared/owners/owners.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';
-import { FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
+import { bodyText, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 
 export const SESSION_COOKIE = 'owner_session';
 const COOKIE_PATH = '/owner';
@@ -94,7 +94,7 @@ export function requireOwner(deps: Pick<AppDeps, 'orm' | 'config'>, mode: 'page'
 export const formBody: Middleware<AppState> = async (ctx, next) => {
   if (!ctx.is(FORM_TYPE)) throw new ApiError(415, 'unsupported_media_type', `Use ${FORM_TYPE}.`, { __all__: [`Use ${FORM_TYPE}.`] });
   await readBodyText(ctx, async () => undefined);
-  ownerState(ctx).form = new URLSearchParams(String(ctx.request.body ?? ''));
+  ownerState(ctx).form = new URLSearchParams(bodyText(ctx.request));
   await next();
 };
 
@@ -103,7 +103,7 @@ export const optionalJsonBody: Middleware<AppState> = async (ctx, next) => {
   if (ctx.request.length || ctx.get('transfer-encoding')) {
     if (!ctx.is('application/json')) throw new ApiError(415, 'unsupported_media_type', 'Use application/json.', { __all__: ['Use application/json.'] });
     await readBodyText(ctx, async () => undefined);
-    ownerState(ctx).json = parseJsonObject(String(ctx.request.body ?? ''));
+    ownerState(ctx).json = parseJsonObject(bodyText(ctx.request));
   } else ownerState(ctx).json = {};
   await next();
 };

@@ -4,7 +4,7 @@ import type { Storage } from '../../shared/infra/storage.ts';
 import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError, errors } from '../errors.ts';
-import { BODY_FIELD_LIMIT, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
+import { BODY_FIELD_LIMIT, bodyText, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import type { RawFields } from './input.ts';
 import { readMultipart } from './multipart.ts';
 import type { StoredFile } from './store.ts';
@@ -27,7 +27,7 @@ async function readBody(ctx: AppContext, storage: Storage, submissionId: string)
   if (!ctx.is(['application/json', FORM_TYPE])) throw errors.unsupportedMediaType(SUBMISSION_TYPES);
 
   await readBodyText(ctx, async () => undefined);
-  const text = String(ctx.request.body ?? '');
+  const text = bodyText(ctx.request);
   // URLSearchParams keeps the order and repetition of fields and treats every name as plain data.
   if (ctx.is(FORM_TYPE)) {
     if (countPairs(text) > BODY_FIELD_LIMIT) throw errors.tooManyFields(BODY_FIELD_LIMIT);

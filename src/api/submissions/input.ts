@@ -59,9 +59,9 @@ const isBlank = (value: unknown) => value === undefined || value === null || (ty
  */
 export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<string> = new Set()): SubmissionInput {
   // Named parameters live in a null-prototype map: a field called __proto__ stays data.
-  const named: Record<string, unknown> = Object.create(null);
+  const named = Object.create(null) as Record<string, unknown>;
   const customFields: CustomFields = [];
-  const fieldErrors: FieldErrors = Object.create(null);
+  const fieldErrors = Object.create(null) as FieldErrors;
 
   for (const [name, value] of fields) {
     if (ignored.has(name)) continue;
@@ -87,7 +87,9 @@ export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<st
   const result = v.safeParse(SubmissionFieldsSchema, { ...named });
   if (!result.success) {
     for (const issue of result.issues) {
-      const field = String(issue.path?.[0]?.key ?? '__all__');
+      // The object's issues are keyed by field name; one about the whole body has no path.
+      const key = issue.path?.[0]?.key;
+      const field = typeof key === 'string' ? key : '__all__';
       fieldErrors[field] ??= [issue.message];
     }
   }

@@ -132,6 +132,7 @@ function countRefusals(limiter: Middleware<AppState>): Middleware<AppState> {
       });
     } catch (error) {
       // What the handler threw after the limiter let the request in is counted there.
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the limiter's callback sets it; TypeScript does not follow assignments in callbacks
       if (!admitted) submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
       throw error;
     }

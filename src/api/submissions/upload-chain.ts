@@ -45,7 +45,7 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
     let sha256: string | undefined; // set once the file has ended
     let size = 0;
     // Settles at the file's first byte or at its end, whichever comes first.
-    const started = Promise.withResolvers<void>();
+    const started: PromiseWithResolvers<void> = Promise.withResolvers();
     const meter = new Transform({
       // One chunk per read, as it came: a byte-mode reader is handed all buffered chunks copied
       // into one Buffer (storage.ts reads with an async iterator, then joins the chunks itself).

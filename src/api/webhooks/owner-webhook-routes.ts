@@ -17,7 +17,7 @@ import {
 } from '../../shared/webhooks/webhooks.ts';
 import { ownedKey } from '../owners/access.ts';
 import { crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner } from '../owners/session.ts';
-import type { AppContext, AppDeps, AppState } from '../context.ts';
+import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { ApiError, errors, fromKeyRule } from '../errors.ts';
 import { createRouter } from '../router.ts';
@@ -41,7 +41,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
     ctx.status = 303;
     ctx.redirect(path);
   };
-  const keyOf = async (ctx: AppContext) => ownedKey(deps.orm.em.fork(), ownerState(ctx).owner!.email, String(ctx.params.keyId ?? ''));
+  const keyOf = async (ctx: RouteContext) => ownedKey(deps.orm.em.fork(), ownerState(ctx).owner!.email, ctx.params.keyId ?? '');
   const notFound = (ctx: AppContext) => renderPage(ctx, 'owner-not-found', { email: ownerState(ctx).owner!.email }, { status: 404 });
   const page = async (ctx: AppContext, keyId: string, extra: Record<string, unknown> = {}, status = 200) => {
     const state = ownerState(ctx);
@@ -103,7 +103,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
 
   router.post('/webhooks/:id', ...write, async (ctx) => {
     const key = await keyOf(ctx);
-    const id = String(ctx.params.id ?? '');
+    const id = ctx.params.id ?? '';
     if (!key || !/^[0-9a-f-]{36}$/i.test(id)) return notFound(ctx);
     const action = ownerState(ctx).form!.get('action');
     const em = deps.orm.em.fork();
@@ -118,7 +118,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
 
   router.post('/webhook-deliveries/:id/resend', ...write, async (ctx) => {
     const key = await keyOf(ctx);
-    const id = String(ctx.params.id ?? '');
+    const id = ctx.params.id ?? '';
     if (!key || !/^[0-9a-f-]{36}$/i.test(id) || !(await markWebhookForResend(deps.orm.em.fork(), key.id, id))) return notFound(ctx);
     await clearFinishedWebhookJob(deps, id);
     await enqueueCommitted(ctx, deps, webhookJob(id, ctx.state.requestId));

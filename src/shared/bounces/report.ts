@@ -2,7 +2,7 @@
 // MIME apart (its `keepDeliveryStatus` keeps the report parts as parts); what the parts and the
 // text say is read by ./classify.ts. Never throws: whatever the bytes, a verdict
 // comes back.
-import { simpleParser, type ParsedMail } from 'mailparser';
+import { simpleParser, type HeaderValue, type ParsedMail } from 'mailparser';
 import { classifyMessage, type BounceVerdict } from './classify.ts';
 
 export type { BounceVerdict } from './classify.ts';
@@ -20,7 +20,7 @@ export async function readReport(raw: Buffer, envelope: { sender: string }): Pro
         parts: mail.attachments.map((part) => ({ contentType: part.contentType, text: () => part.content.toString('utf8') })),
         from: mail.from?.value[0]?.address ?? '',
         subject: mail.subject ?? '',
-        autoSubmitted: String(mail.headers.get('auto-submitted') ?? ''),
+        autoSubmitted: headerText(mail.headers.get('auto-submitted')),
         autoReplyHeader: mail.headers.has('x-autoreply'),
         text: mail.text ?? '',
       },
@@ -29,4 +29,10 @@ export async function readReport(raw: Buffer, envelope: { sender: string }): Pro
   } catch (error) {
     return { type: 'ignored', reason: `not a readable report: ${(error as Error).message}` };
   }
+}
+
+/** A plain header's text; mailparser gives a header that came more than once as an array, read here joined by commas. */
+function headerText(value: HeaderValue | undefined): string {
+  if (typeof value === 'string') return value;
+  return Array.isArray(value) ? value.filter((item) => typeof item === 'string').join(',') : '';
 }

@@ -57,7 +57,7 @@ export function createConsentSigner(secret: string): ConsentSigner {
     },
     link(publicUrl, email) {
       const mailbox = mailboxOf(email);
-      return `${publicUrl}/confirm?${new URLSearchParams({ address: mailbox, token: token(mailbox) })}`;
+      return `${publicUrl}/confirm?${new URLSearchParams({ address: mailbox, token: token(mailbox) }).toString()}`;
     },
   };
 }

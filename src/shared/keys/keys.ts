@@ -53,6 +53,7 @@ export function parseDomains(inputs: unknown[]): string[] {
       throw new KeyRuleError(
         'invalid',
         'domains',
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- JSON.stringify gives undefined for undefined, a function or a symbol; its declared type says string
         `Not a host name: ${JSON.stringify(input)?.slice(0, 100)}. Give names such as example.com, without scheme, path or port.`,
       );
     }
@@ -168,7 +169,7 @@ export function parseLabel(label: string | null): string | null {
   // One line: it goes into page titles and, if the owner asks, into email subjects (a header).
   if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(trimmed))
     throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
-  if ([...trimmed].length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
+  if (Array.from(trimmed).length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
   return trimmed;
 }
 

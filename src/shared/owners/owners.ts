@@ -60,7 +60,7 @@ export async function requestSignIn(em: EntityManager, vault: KeyVault, request:
 /** The link of a sign-in email (for the worker), or undefined when it is used or expired. */
 export async function signInLink(em: EntityManager, vault: KeyVault, publicUrl: string, id: string): Promise<string | undefined> {
   const signIn = await findLiveSignIn(em, id);
-  return signIn ? `${publicUrl}${OWNER_LINK_PATH}?${new URLSearchParams({ token: vault.decrypt(signIn.tokenSealed) })}` : undefined;
+  return signIn ? `${publicUrl}${OWNER_LINK_PATH}?${new URLSearchParams({ token: vault.decrypt(signIn.tokenSealed) }).toString()}` : undefined;
 }
 
 /**

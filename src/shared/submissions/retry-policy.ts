@@ -17,8 +17,8 @@ export function retryDelay(attemptsMade: number, config: RetryBackoff, random: (
   return Math.floor(ceiling * (0.5 + random() * 0.5));
 }
 
-/** What nodemailer's errors carry of the SMTP conversation. */
-type SmtpError = Error & { responseCode?: number; response?: string; command?: string; code?: string };
+/** What nodemailer's errors carry of the SMTP conversation; what was thrown may be no Error and have no message. */
+type SmtpError = { message?: string; responseCode?: number; response?: string; command?: string; code?: string };
 
 /**
  * A 5xx is final only when it is about this message: its recipient (RCPT TO), its content (DATA),

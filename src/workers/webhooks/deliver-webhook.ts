@@ -7,7 +7,6 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../../shared/webhooks/address-guard.ts';
-import type { Submission } from '../../shared/infra/db/entities.ts';
 import { findDeliveryToSend } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
@@ -113,7 +112,7 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
   } catch (error) {
     if (error instanceof DelayedError) throw error;
     failure = {
-      reason: String((error as Error).message ?? error).slice(0, 2000),
+      reason: String((error as { message?: unknown }).message ?? error).slice(0, 2000),
       // A refused address or a disabled endpoint will not change by waiting.
       permanent: error instanceof AddressRefusedError || error instanceof DisabledEndpointError || error instanceof StaleEventError,
       counts: !(error instanceof DisabledEndpointError || error instanceof StaleEventError),

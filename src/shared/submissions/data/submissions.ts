@@ -2,7 +2,7 @@
 // and webhook deliveries in one statement), reading rows, the pages of the console and the operator,
 // the housekeeping's reads and deletions, and the counts of held messages.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SubmissionSchema, type EmailStatus, type Submission, type CustomFields } from '../../infra/db/entities.ts';
+import { SubmissionSchema, type EmailStatus, type Submission } from '../../infra/db/entities.ts';
 import { SEARCH_DOCUMENT } from '../../infra/db/search.ts';
 import { SETTLED } from '../delivery-statuses.ts';
 
