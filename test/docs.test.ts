@@ -123,7 +123,7 @@ describe('documentation', () => {
         return anchorsOf(readFileSync(path.join(ROOT, page), 'utf8')).has(fragment) ? [] : [`${file}: ${named} (no such heading)`];
       }),
     );
-    expect(NAMING_PAGES).toContain(path.join('src', 'shared', 'secret-check.ts'));
+    expect(NAMING_PAGES).toContain(path.join('src', 'shared', 'infra', 'secret-check.ts'));
     expect(broken).toEqual([]);
   });
 
