@@ -8,16 +8,9 @@ import { createOrm } from '../shared/infra/db/orm.ts';
 import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
 import { adoptSecret, checkSecret, LOST_SECRET_DOC } from '../shared/infra/secret-check.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  keyIdByValue,
-  listEndpoints,
-  listWebhookDeliveries,
-  parseWebhookUrl,
-  setEndpointEnabled,
-  type EndpointRecord,
-} from '../shared/webhooks/webhooks.ts';
+import { createEndpoint, keyIdByValue, parseWebhookUrl } from '../shared/webhooks/webhooks.ts';
+import { deleteEndpoint, listEndpoints, setEndpointEnabled, type EndpointRecord } from '../shared/webhooks/data/webhook-endpoints.ts';
+import { listWebhookDeliveries } from '../shared/webhooks/data/webhook-deliveries.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';

@@ -7,7 +7,7 @@ import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, ty
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions/submissions.ts';
 import { findSubmissionById } from '../../shared/submissions/data/submissions.ts';
-import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
 import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
 import type { AppDeps, AppState } from '../context.ts';

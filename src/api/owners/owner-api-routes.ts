@@ -8,15 +8,9 @@ import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { consumeSignIn, endSession } from '../../shared/owners/owners.ts';
 import { webhookJob } from '../../shared/infra/queues/jobs.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  listEndpoints,
-  listWebhookDeliveries,
-  markWebhookForResend,
-  parseWebhookUrl,
-  setEndpointEnabled,
-} from '../../shared/webhooks/webhooks.ts';
+import { createEndpoint, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
+import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../errors.ts';

@@ -15,8 +15,6 @@ import { createMultipartLimits, parserLimitErrors, PARSER_LIMITS } from './multi
 import type { StoredFile } from './store.ts';
 import { createUploadChain } from './upload-chain.ts';
 
-export { FILE_LIMITS } from './multipart-limits.ts';
-
 export type MultipartBody = { fields: RawFields; files: StoredFile[] };
 
 export function readMultipart(req: IncomingMessage, storage: Storage, submissionId: string, log: Logger): Promise<MultipartBody> {

@@ -5,16 +5,9 @@ import type Router from '@koa/router';
 import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { webhookJob } from '../../shared/infra/queues/jobs.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  keyIdByValue,
-  listEndpoints,
-  listWebhookDeliveries,
-  markWebhookForResend,
-  parseWebhookUrl,
-  setEndpointEnabled,
-} from '../../shared/webhooks/webhooks.ts';
+import { createEndpoint, keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
+import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../errors.ts';

@@ -5,16 +5,9 @@ import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { webhookJob } from '../../shared/infra/queues/jobs.ts';
-import {
-  createEndpoint,
-  deleteEndpoint,
-  listEndpoints,
-  listWebhookDeliveries,
-  markWebhookForResend,
-  MAX_WEBHOOKS,
-  parseWebhookUrl,
-  setEndpointEnabled,
-} from '../../shared/webhooks/webhooks.ts';
+import { createEndpoint, markWebhookForResend, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
+import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { ownedKey } from '../owners/access.ts';
 import { crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner } from '../owners/session.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';

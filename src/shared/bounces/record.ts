@@ -22,8 +22,6 @@ import { recordReturnedReport } from '../submissions/data/delivery-status.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
-export type { RecordOutcome } from './outcome.ts';
-
 export type SuppressionPolicy = { afterHardBounces: number; forHours: number };
 
 export async function recordReport(

@@ -62,8 +62,6 @@ export function createConsentSigner(secret: string): ConsentSigner {
   };
 }
 
-export { claimConfirmRequest, isConfirmed, takeAllowance } from './data/mailbox-consent.ts';
-
 /** Confirms the mailbox (lasting) and releases its held submissions; returns their ids to enqueue. */
 export async function confirmMailbox(em: EntityManager, mailbox: string): Promise<string[]> {
   return inTransaction(em, async (tx) => {

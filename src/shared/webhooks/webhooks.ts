@@ -11,9 +11,6 @@ import { inTransaction } from '../infra/db/transactions.ts';
 import { findUndeletedKeyId, lockKeyRow } from '../keys/data/verification-keys.ts';
 import { countEndpoints, countFailure, insertEndpoint, resetFailures, type EndpointRecord } from './data/webhook-endpoints.ts';
 
-export { deleteEndpoint, disabledEndpoints, listEndpoints, setEndpointEnabled, type EndpointRecord } from './data/webhook-endpoints.ts';
-export { listWebhookDeliveries, type WebhookDeliveryRecord } from './data/webhook-deliveries.ts';
-
 export const MAX_WEBHOOKS = 3;
 const MAX_URL_LENGTH = 2048;
 

@@ -2,14 +2,15 @@
 // "confirm to receive more" email, or an owner console sign-in link, or a webhook switched off. Key emails to an unconfirmed mailbox carry the confirm link.
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isConfirmed, type ConsentSigner } from '../../shared/keys/consent.ts';
+import { type ConsentSigner } from '../../shared/keys/consent.ts';
+import { isConfirmed } from '../../shared/keys/data/mailbox-consent.ts';
 import type { KeyEmail, VerificationKey } from '../../shared/infra/db/entities.ts';
 import { findKeyEmailWithKey } from '../../shared/keys/data/key-emails.ts';
 import { findActiveKeysOfAddress } from '../../shared/keys/data/verification-keys.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
-import { disabledEndpoints } from '../../shared/webhooks/webhooks.ts';
+import { disabledEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
 import {
   renderAllKeysEmail,
   renderConfirmEmail,

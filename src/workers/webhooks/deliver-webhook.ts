@@ -36,7 +36,6 @@ export type WebhookSettings = {
   spamFilterOn: boolean;
 };
 
-export { SPAM_VERDICT_WAIT_MS } from '../../shared/webhooks/delivery-policy.ts';
 const SPAM_VERDICT_POLL_MS = 2_000;
 
 export type WebhookContext = WebhookSettings & {
