@@ -15,6 +15,7 @@ import { inTransaction } from '../infra/db/transactions.ts';
 import { findAttachments } from '../submissions/data/attachments.ts';
 import { findSubmissionWithKey } from '../submissions/data/submissions.ts';
 import { countTaughtMark } from './data/owner-spam-marks.ts';
+import { teachingSampleOf } from './samples.ts';
 import {
   countTeachingsThisHour,
   currentMark,
@@ -72,16 +73,11 @@ export async function teachMark(em: EntityManager, filter: SpamFilter, settings:
     return 'known';
   }
   const files = await findAttachments(em, submissionId);
-  const sample = {
-    mailFrom: settings.mailFrom,
-    ownerEmail: submission.key.email,
-    ownerMailbox: submission.key.mailbox,
-    visitorEmail: submission.email,
-    subject: submission.subject,
-    message: submission.message,
-    customFields: submission.customFields,
-    filenames: files.map((file) => file.filename),
-  };
+  const sample = teachingSampleOf(
+    submission,
+    files.map((file) => file.filename),
+    settings.mailFrom,
+  );
   let mark: SpamMark = marked;
   let result: TeachResult;
   for (let learned = 1; ; learned += 1) {
