@@ -1,15 +1,13 @@
 // The compile cache that the API and worker processes preload (src/shared/infra/compile-cache.mjs): a
-// process started again on unchanged sources does not load the TypeScript stripper.
+// process started again on unchanged sources does not load the TypeScript stripper. That the start
+// commands preload it: test/unit/infra/compile-cache.test.ts.
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployedNodeFlags } from '../src/local/deployed-flags.ts';
 
 const run = promisify(execFile);
 const PRELOAD = '--import=./src/shared/infra/compile-cache.mjs';
@@ -64,17 +62,5 @@ describe('the compile cache', () => {
     expect((await start(module)).stripperLoaded).toBe(false);
     await writeFile(module, `export const nonce: string = ${JSON.stringify(randomUUID())};\n`);
     expect((await start(module)).stripperLoaded).toBe(true);
-  });
-
-  it('is preloaded by the API and worker start commands (docker-compose.yml and the Dockerfile: test/compose.test.ts)', () => {
-    const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
-    expect(scripts['start:api']).toContain(`node ${PRELOAD} src/api/main.ts`);
-    expect(scripts['start:worker']).toMatch(new RegExp(`node ${PRELOAD} (--\\S+ )*src/workers/main.ts`));
-  });
-
-  it("is preloaded by `npm start` and the benchmark too, which take the start scripts' flags with the preload as a file URL", () => {
-    const preload = `--import=${pathToFileURL(path.resolve('src/shared/infra/compile-cache.mjs')).href}`;
-    expect(deployedNodeFlags('start:api')).toEqual([preload]);
-    expect(deployedNodeFlags('start:worker')).toEqual([preload, '--max-semi-space-size=4']);
   });
 });

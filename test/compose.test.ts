@@ -1,6 +1,7 @@
-// docker-compose.yml and the Dockerfile, checked without a Docker engine: Debian's docker-compose 1.29
-// validates and resolves the file (anchors, ${VAR:-default} substitution), and the resolved services
-// must agree with each other and with the config schema the processes validate at start.
+// docker-compose.yml, checked without a Docker engine: Debian's docker-compose 1.29 validates and
+// resolves the file (anchors, ${VAR:-default} substitution), and the resolved services must agree
+// with each other and with the config schema the processes validate at start. The Dockerfile is
+// read in test/unit/deploy/dockerfile.test.ts.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -241,33 +242,5 @@ describe('the docker-compose check', () => {
     const run = await dockerCompose(file, 'config', '-q');
     expect(run.code).not.toBe(0);
     expect(run.stderr).toContain('minio-setup');
-  });
-});
-
-describe('Dockerfile', () => {
-  it('runs the sources on Node 24 as the unprivileged node user, with production dependencies only', async () => {
-    const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^FROM node:24[-\w.]*\s*$/m);
-    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev\b/m);
-    expect(dockerfile).toMatch(/^USER node\s*$/m);
-    expect(dockerfile).toMatch(/^ENV NODE_ENV=production\s*$/m);
-    expect(dockerfile).toMatch(/^EXPOSE 3000\s*$/m);
-    expect(dockerfile).toMatch(/^HEALTHCHECK .*\/healthz/ms);
-    expect(dockerfile).toMatch(/^CMD \["node", "--import=\.\/src\/shared\/infra\/compile-cache\.mjs", "src\/api\/main\.ts"\]\s*$/m);
-  });
-
-  it('fills the compile cache at build time as the user that runs the processes (its entries are per user id)', async () => {
-    const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
-    const user = dockerfile.search(/^USER node\s*$/m);
-    const fill = dockerfile.search(
-      /^RUN for entry in src\/api\/main\.ts src\/workers\/main\.ts src\/bounces\/main\.ts;[^]*--import=\.\/src\/shared\/infra\/compile-cache\.mjs/m,
-    );
-    expect(user).toBeGreaterThan(0);
-    expect(fill).toBeGreaterThan(user);
-  });
-
-  it('keeps local state and dependencies out of the build context', async () => {
-    const ignored = (await readFile(path.join(ROOT, '.dockerignore'), 'utf8')).split('\n').map((line) => line.trim());
-    for (const entry of ['node_modules', '.data', '.git', 'test', 'coverage', '.env']) expect(ignored, entry).toContain(entry);
   });
 });

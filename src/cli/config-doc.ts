@@ -1,5 +1,5 @@
 // `npm run docs:config`: writes docs/configuration.md from the configuration schema, so the page
-// says exactly what the processes accept. test/docs.test.ts fails when the page and the schema differ.
+// says exactly what the processes accept. test/unit/docs.test.ts fails when the page and the schema differ.
 import { writeFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { CROSS_CHECKS } from '../shared/infra/config.ts';

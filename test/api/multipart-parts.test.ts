@@ -1,6 +1,7 @@
-// The parts readMultipart is built from, each on its own: the limits counter, the close-delimiter
-// cut, and the sequential upload chain against the harness's real S3 storage. The busboy wiring
-// is exercised through HTTP in submission-files, field-limits, slow-clients and fuzz tests.
+// The sequential upload chain readMultipart stores files with, on its own, against the harness's real
+// S3 storage. The other parts it is built from (the limits counter, the close-delimiter cut) are
+// checked in test/unit/api/multipart-parts.test.ts. The busboy wiring is exercised through HTTP in
+// submission-files, field-limits, slow-clients and fuzz tests.
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,78 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/infra/log.ts';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
 import { createStorage } from '../../src/shared/infra/storage.ts';
-import { cutAtCloseDelimiter, boundaryOf } from '../../src/api/submissions/close-delimiter.ts';
-import { createMultipartLimits, FIELD_BYTES, FILE_LIMITS } from '../../src/api/submissions/multipart-limits.ts';
 import { createUploadChain, type ChainedFile } from '../../src/api/submissions/upload-chain.ts';
 import { listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
 
 const log = createLogger('test', 'silent');
 const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 const tick = () => new Promise((resolve) => setImmediate(resolve));
-
-describe('multipart limits counter', () => {
-  it('counts files up to the limit and refuses the next one', () => {
-    const limits = createMultipartLimits();
-    for (let i = 0; i < FILE_LIMITS.files; i += 1) expect(limits.file()).toBeUndefined();
-    expect(limits.file()).toMatchObject({ status: 400, id: 'too_many_files' });
-  });
-
-  it('adds up field names and values against one bound', () => {
-    const limits = createMultipartLimits();
-    const half = 'x'.repeat(FIELD_BYTES / 2 - 1);
-    expect(limits.field('a', half, { name: false, value: false })).toBeUndefined();
-    expect(limits.field('b', half, { name: false, value: false })).toBeUndefined();
-    expect(limits.field('cd', 'e', { name: false, value: false })).toMatchObject({ status: 413 });
-  });
-
-  it('refuses a truncated value, a truncated name and a long file field name', () => {
-    expect(createMultipartLimits().field('a', 'b', { name: false, value: true })).toMatchObject({ status: 413 });
-    expect(createMultipartLimits().field('a', 'b', { name: true, value: false })).toMatchObject({ status: 400 });
-    expect(createMultipartLimits().fileFieldName('n'.repeat(100))).toBeUndefined();
-    expect(createMultipartLimits().fileFieldName('n'.repeat(1000))).toMatchObject({ status: 400 });
-  });
-});
-
-describe('close delimiter cut', () => {
-  const through = (boundary: string, chunks: string[]) => text(Readable.from(chunks.map((c) => Buffer.from(c))).pipe(cutAtCloseDelimiter(boundary)));
-
-  it('drops what follows the close delimiter, also when the delimiter straddles two chunks', async () => {
-    const body = '--b\r\nx\r\n--b--\r\n--b\r\nepilogue';
-    for (let at = 1; at < body.length; at += 1) {
-      expect(await through('b', [body.slice(0, at), body.slice(at)])).toBe('--b\r\nx\r\n--b--');
-    }
-  });
-
-  it('cuts at the same place whatever the chunk sizes, with chunks longer than the delimiter', async () => {
-    const boundary = 'cfs-boundary';
-    const part = `--${boundary}\r\nContent-Disposition: form-data; name="a"\r\n\r\n${'v'.repeat(300)}\r\n`;
-    const kept = `${part}${part}--${boundary}--`;
-    const body = `${kept}\r\n--${boundary}\r\nepilogue ${'e'.repeat(100)}`;
-    for (const size of [1, 5, 17, 18, 19, 31, 64, 100, 333, 640, body.length]) {
-      for (let offset = 0; offset < Math.min(size, 40); offset += 3) {
-        const chunks = [body.slice(0, offset)];
-        for (let at = offset; at < body.length; at += size) chunks.push(body.slice(at, at + size));
-        expect(
-          await through(
-            boundary,
-            chunks.filter((chunk) => chunk.length > 0),
-          ),
-        ).toBe(kept);
-      }
-    }
-    expect(await through(boundary, [part.repeat(3), part.repeat(2)])).toBe(part.repeat(5));
-  });
-
-  it('passes a body without a close delimiter through whole', async () => {
-    expect(await through('b', ['--b\r\nabc', 'def'])).toBe('--b\r\nabcdef');
-  });
-
-  it('reads the boundary, quoted or not', () => {
-    expect(boundaryOf('multipart/form-data; boundary=abc')).toBe('abc');
-    expect(boundaryOf('multipart/form-data; boundary="a b"')).toBe('a b');
-    expect(boundaryOf('multipart/form-data')).toBeUndefined();
-  });
-});
 
 describe('upload chain', () => {
   let h: Harness;

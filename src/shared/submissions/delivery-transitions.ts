@@ -3,7 +3,7 @@
 // builds each statement's status guard and target from it), not an ideal: a few writes are not
 // guarded by the row's status at all (a worker's outcome, a report that came back) and say so with
 // `any`. docs/architecture.md ("Delivery statuses") lists the same rows; test/workers/delivery-transitions.test.ts
-// walks them against PostgreSQL and checks the page.
+// walks them against PostgreSQL, and test/unit/submissions/delivery-transitions.test.ts checks the page.
 import { EMAIL_STATUSES, type EmailStatus } from '../infra/db/entities.ts';
 import type { DeliveryKindName } from './delivery-kinds.ts';
 import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';

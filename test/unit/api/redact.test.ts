@@ -65,6 +65,16 @@ describe('a logged query', () => {
   });
 });
 
+describe('the request log', () => {
+  it('keeps paths and queries without keys as they are', () => {
+    expect(redactPath('/admin/submissions/0b7e2c9a-1d2e-4f3a-9b8c-7d6e5f4a3b2c')).toBe('/admin/submissions/0b7e2c9a-1d2e-4f3a-9b8c-7d6e5f4a3b2c');
+    expect(redactPath('/admin/keys')).toBe('/admin/keys');
+    expect(redactPath('//admin//keys/abc/extra')).toBe('//admin//keys/[redacted]/extra');
+    expect(redactQuery('email=a%40example.com&limit=5')).toBe('email=a%40example.com&limit=5');
+    expect(redactQuery('k%65y=secret&x=1')).toBe('k%65y=[redacted]&x=1');
+  });
+});
+
 describe('the operator surface', () => {
   it('is every path whose first segment, however spelled, starts with admin', () => {
     for (const path of ['/admin', '/ADMIN/keys', '/%61dmin/x', '//admin', '/x/../admin/keys', '\\admin', '/admin;x', '/administrator'])

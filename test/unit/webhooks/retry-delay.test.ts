@@ -1,8 +1,9 @@
 // The webhook backoff: exponential with jitter, never sooner than the receiver's Retry-After
-// (capped by the maximum backoff); and Retry-After read as seconds or as an HTTP date.
+// (capped by the maximum backoff), with the jitter the workers use (Math.random); and Retry-After read
+// as seconds or as an HTTP date. delivery-policy.test.ts pins the delays exactly, with the jitter given.
 import { describe, expect, it } from 'vitest';
-import { webhookRetryDelay } from '../../src/shared/webhooks/delivery-policy.ts';
-import { parseRetryAfter } from '../../src/workers/webhooks/webhook-http.ts';
+import { webhookRetryDelay } from '../../../src/shared/webhooks/delivery-policy.ts';
+import { parseRetryAfter } from '../../../src/workers/webhooks/webhook-http.ts';
 
 const config = { WEBHOOK_RETRY_BACKOFF_MS: 1_000, WEBHOOK_RETRY_MAX_BACKOFF_MS: 3_600_000 };
 const asking = (retryAfterMs: number) => Object.assign(new Error('HTTP 429'), { retryAfterMs });

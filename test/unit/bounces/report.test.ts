@@ -1,8 +1,8 @@
 // What the bounce receiver makes of the messages relays and mailboxes send to a return path: the
 // standard reports, the prose bounces of older MTAs, and what is not a bounce at all.
 import { describe, expect, it } from 'vitest';
-import { readReport } from '../../src/shared/bounces/report.ts';
-import { abuseReport, dsn } from '../../tools/sample-reports.ts';
+import { readReport } from '../../../src/shared/bounces/report.ts';
+import { abuseReport, dsn } from '../../../tools/sample-reports.ts';
 
 const TO = 'b-s-0123456789abcdef0123456789abcdef-0123456789abcdef@bounces.test';
 const message = (...lines: string[]) => Buffer.from(lines.join('\r\n'));

@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTemplates } from '../src/shared/infra/templates.ts';
-import { renderEmail } from '../src/workers/delivery/email-templates.ts';
+import { createTemplates } from '../../../src/shared/infra/templates.ts';
+import { renderEmail } from '../../../src/workers/delivery/email-templates.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'cfs-templates-'));
 writeFileSync(join(dir, 'misspelt.njk'), '<p>{{ mesage }}</p>');

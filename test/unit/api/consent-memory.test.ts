@@ -1,7 +1,7 @@
 // What an API process remembers of unconfirmed mailboxes: a held mailbox stays known as held until
 // the clock hour ends, then PostgreSQL is asked again (the next hour has a fresh allowance).
 import { describe, expect, it } from 'vitest';
-import { createConsentMemory } from '../../src/api/submissions/consent-memory.ts';
+import { createConsentMemory } from '../../../src/api/submissions/consent-memory.ts';
 
 const HOUR = 3_600_000;
 

@@ -3,9 +3,9 @@
 import { readdirSync, readFileSync, existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONFIGURATION_DOC, renderConfigurationDoc } from '../src/cli/config-doc.ts';
+import { CONFIGURATION_DOC, renderConfigurationDoc } from '../../src/cli/config-doc.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 
 function filesUnder(dir: string, pattern: RegExp): string[] {
   return readdirSync(path.join(ROOT, dir), { recursive: true, encoding: 'utf8' })
@@ -78,7 +78,7 @@ function pagesNamed(text: string): string[] {
 /** Code, tests, tools and deployment files: what they print or say points readers at these pages. */
 const NAMING_PAGES = [
   ...filesUnder('src', /\.(ts|mjs)$/),
-  ...filesUnder('test', /\.ts$/).filter((file) => file !== path.join('test', 'docs.test.ts')),
+  ...filesUnder('test', /\.ts$/).filter((file) => file !== path.join('test', 'unit', 'docs.test.ts')),
   ...filesUnder('tools', /\.ts$/),
   ...filesUnder('bench', /\.ts$/),
   ...filesUnder('deploy', /\.(ya?ml|env)$/),
