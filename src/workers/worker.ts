@@ -50,7 +50,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     'postgres',
     // A job holds a connection only for each short query, not while it talks SMTP: a few per
     // process suffice, and 50 each exhausted PostgreSQL's max_connections with four workers
-    // ("too many clients", jobs retried after the backoff; npm run bench, scenario 3).
+    // ("too many clients", jobs retried after the backoff; docs/benchmarks.md#scenarios-and-targets).
     await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY, 10)),
     (orm) => orm.close(),
   );
@@ -59,7 +59,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     createMailTransport(
       config.SMTP_URL,
       // One connection per concurrent job: a job waiting for a free connection holds its claim
-      // and its open attachment streams while doing nothing (npm run bench, scenario 3).
+      // and its open attachment streams while doing nothing (docs/benchmarks.md#scenarios-and-targets).
       config.WORKER_CONCURRENCY,
       config.DKIM_DOMAIN && config.DKIM_SELECTOR && config.DKIM_PRIVATE_KEY
         ? { domainName: config.DKIM_DOMAIN, keySelector: config.DKIM_SELECTOR, privateKey: config.DKIM_PRIVATE_KEY.replace(/\\n/g, '\n') }

@@ -1,7 +1,8 @@
 // Stores the files of one request one after another. Each file passes through a meter that
 // hashes and counts it; the next file is read only once the previous one is stored, so a request
-// holds one upload's parts in memory and TCP backpressure paces the client. (Concurrent files
-// piled up whole in memory when storage was slower: docs/benchmarks.md, scenario 5.)
+// holds one upload's parts in memory and TCP backpressure paces the client. Files stored side by
+// side would let a client that sends faster than storage takes fill the API's memory
+// (docs/benchmarks.md#scenarios-and-targets).
 import { createHash } from 'node:crypto';
 import { finished, Transform, type Readable } from 'node:stream';
 import type { Logger } from '../../shared/infra/log.ts';
@@ -134,7 +135,7 @@ export function createUploadChain(storage: Storage, log: Logger): UploadChain {
  * `source.pipe(meter)` with pipeline's error handling: an error or a premature close on either
  * side destroys both and rejects; resolves once the meter has flushed. Not `stream.pipeline`: it
  * aborts an AbortController when it ends, and each abort builds a DOMException with a stack
- * trace, a cost paid on every file of every request (docs/benchmarks.md, scenario 2).
+ * trace, a cost paid on every file of every request (docs/benchmarks.md#scenarios-and-targets).
  */
 function pipeInto(source: Readable, meter: Transform): Promise<void> {
   return new Promise((resolve, reject) => {

@@ -64,7 +64,7 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
     async learn(sample, mark, timeoutMs) {
       // Learn-Type bulk: every mark is learned, also one the filter already puts in that class
       // (rspamd otherwise learns only its mistakes); with few marks each one counts
-      // (docs/benchmarks.md, scenario 9).
+      // (docs/benchmarks.md#the-spam-filter).
       const path = mark === 'spam' ? '/learnspam' : '/learnham';
       const answer = await postOnce(controller, path, { ...headers(sample), 'Learn-Type': 'bulk' }, sampleMessage(sample), timeoutMs);
       if (answer.status === 200) return 'taught';

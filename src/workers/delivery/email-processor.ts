@@ -46,7 +46,7 @@ type Handler<N extends EmailJobName> = (context: JobContext, job: Job<DeliveryJo
 /**
  * The job's own EntityManager, forked when the job first asks for it: a submission email without
  * files that is sent at once needs none (its claim and its `sent` have connections of their own),
- * and a fork per job is a cost paid on every email (docs/benchmarks.md, scenario 3).
+ * and a fork per job is a cost paid on every email (docs/benchmarks.md#scenarios-and-targets).
  */
 function withJobEm<T extends object>(context: T, orm: MikroORM): T & { em: EntityManager } {
   let em: EntityManager | undefined;

@@ -1,7 +1,7 @@
 // The claims of the submission jobs that a worker starts together go to PostgreSQL as one
 // statement (group commit, ../../shared/infra/group-commit.ts): with 50 jobs in flight, one UPDATE claims a
 // burst instead of fifty, which saves PostgreSQL a transaction and the worker a round trip per
-// email (docs/benchmarks.md, scenario 3). Each job still gets only its own row, and only if its own
+// email (docs/benchmarks.md#scenarios-and-targets). Each job still gets only its own row, and only if its own
 // compare-and-set succeeded (claimSubmissions). The statement is prepared on a connection of its
 // own, so PostgreSQL plans it once, not once per batch.
 import { claimSubmissions, type SubmissionClaim } from '../../shared/submissions/data/delivery-status.ts';
@@ -18,8 +18,8 @@ const MAX_BATCH = 100;
  * How long a claim waits for others to share its statement. A drained backlog starts jobs one at a
  * time, as others finish, so without a wait most statements carried one or two claims, and each
  * statement costs PostgreSQL CPU and the worker a round trip. A wait of 2 ms is nothing beside the
- * tens of ms an SMTP server takes, and lets most claims share a statement (docs/benchmarks.md,
- * scenario 3).
+ * tens of ms an SMTP server takes, and lets most claims share a statement
+ * (docs/benchmarks.md#scenarios-and-targets).
  */
 const LINGER_MS = 2;
 

@@ -48,7 +48,7 @@ type JobFate = 'none' | 'finished' | 'pending';
  * queue in one script, marks a finished job with `finishedOn` (a completed one is deleted at once)
  * and clears it when the job is retried. Queue.getJobState would scan the waiting list for each row,
  * so one run's cost would grow with the square of the backlog, every RECONCILE_INTERVAL_MS
- * (docs/benchmarks.md, scenario 10).
+ * (docs/benchmarks.md#scenarios-and-targets).
  */
 async function jobFates(queue: Queue<DeliveryJob>, rows: AwaitingRow[]): Promise<JobFate[]> {
   const redis = await queue.backend.client;

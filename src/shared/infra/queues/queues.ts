@@ -26,7 +26,7 @@ export function createDeliveryQueue(connection: RedisClient, config: QueueConfig
       backoff: { type: BACKOFF_TYPE },
       // A completed job is deleted at once: the row's `sent` status is the record, and the
       // reconciler only asks whether a row still has a pending job. Fewer Redis commands per email
-      // (npm run bench, scenario 3).
+      // (docs/benchmarks.md#scenarios-and-targets).
       removeOnComplete: true,
       // Failed jobs stay for inspection for a week.
       removeOnFail: { age: 7 * 24 * 3600 },
@@ -64,7 +64,7 @@ export async function enqueueDelivery(queue: Queue<DeliveryJob>, request: Delive
 /**
  * Enqueues several deliveries in one round trip (addBulk's pipeline). A single one is a plain add:
  * addBulk builds an ioredis pipeline, whose constructor copies every command and script onto it,
- * for each call, a cost of its own when requests come one at a time (npm run bench, scenario 2).
+ * for each call, a cost of its own when requests come one at a time (docs/benchmarks.md#scenarios-and-targets).
  * The same script runs either way.
  */
 export async function enqueueDeliveries(queue: Queue<DeliveryJob>, requests: DeliveryRequest[]): Promise<void> {

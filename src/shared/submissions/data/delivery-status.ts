@@ -234,7 +234,7 @@ const CLAIM_SUBMISSIONS = {
  * The claims of submissions (each the same compare-and-set as claimRow, so only one worker claims
  * a row) and what their emails need, in one statement: the rows, their keys' addresses and how
  * many files each has. Hydrating the row and its key through the ORM was a large share of a
- * worker's CPU (docs/benchmarks.md, scenario 3); the jobs that start together share the statement
+ * worker's CPU (docs/benchmarks.md#scenarios-and-targets); the jobs that start together share the statement
  * (src/workers/delivery/submission-claims.ts). One result per id, in order, undefined for a row that is not
  * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
  * A prepared statement with the ids as one array parameter: the same text whatever the batch's
@@ -425,7 +425,7 @@ export async function recordSent(db: Queryable, kind: KindFor<'sent'>, sent: Sen
     return result.rows;
   }
   // A submission's spam verdict (ham, or unchecked when the filter failed) rides on this write:
-  // no statement of its own per email (npm run bench, scenario 9). So does its attempt's row in the
+  // no statement of its own per email (docs/benchmarks.md#scenarios-and-targets). So does its attempt's row in the
   // history: one more insert in the same statement, not a round trip.
   const result = await db.query<SentRow>({
     name: 'record-sent-submission',

@@ -12,7 +12,7 @@ export type SubmissionFilter = { keyHash?: string; status?: EmailStatus; from?: 
 /**
  * How many of the newest rows a search reads in date order before it asks the full-text index.
  * PostgreSQL cannot estimate how many rows a prefix search matches: it may walk a key's 100,000
- * rows newest first, building each row's text for the match to find a rare word (docs/benchmarks.md, scenario 11).
+ * rows newest first, building each row's text for the match to find a rare word (docs/benchmarks.md#owner-console-search).
  * A common word is found fastest in that walk, a rare one through the index: so the walk stops here.
  */
 const SEARCH_WINDOW = 1_000;

@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 /**
  * A claim (queued → sending) could not be a HOT update while an index named email_status: every
- * claim wrote a new entry into each of the table's indexes (npm run bench, scenario 3). The status
+ * claim wrote a new entry into each of the table's indexes (docs/benchmarks.md#scenarios-and-targets). The status
  * index is replaced by two partial indexes on created_at, split by `settled`, a column PostgreSQL
  * derives from email_status that a claim does not change, and the table keeps room on its pages
  * for the new row versions of claims (fillfactor). The reconciler and the held-submission rules
