@@ -126,6 +126,27 @@ export async function updateKey(
 
 // ---- submissions
 
+/**
+ * The delivery columns submissions, key emails and webhook deliveries share, settable on each:
+ * status, attempts, claim and sent times, age. Queued, never tried, new unless given.
+ */
+export type DeliveryOverrides = {
+  status?: EmailStatus;
+  attempts?: number;
+  claimedAt?: DbTime | Date | null;
+  sentAt?: DbTime | Date | null;
+  createdAt?: DbTime | Date;
+};
+
+/** The values of email_status, email_attempts, claimed_at, sent_at and created_at, in that order. */
+const deliveryValues = (overrides: DeliveryOverrides): Value[] => [
+  overrides.status ?? 'queued',
+  overrides.attempts ?? 0,
+  overrides.claimedAt ?? null,
+  overrides.sentAt ?? null,
+  overrides.createdAt ?? NOW,
+];
+
 export type SubmissionOverrides = {
   /** Its key: a row or an id; a new key unless given. */
   key?: Ref;
@@ -133,12 +154,7 @@ export type SubmissionOverrides = {
   message?: string;
   subject?: string;
   customFields?: CustomFields;
-  status?: EmailStatus;
-  attempts?: number;
-  claimedAt?: DbTime | Date | null;
-  sentAt?: DbTime | Date | null;
-  createdAt?: DbTime | Date;
-};
+} & DeliveryOverrides;
 
 export type SubmissionRow = {
   id: string;
@@ -188,11 +204,7 @@ export async function buildSubmissions(db: Db, list: SubmissionOverrides[]): Pro
       overrides.message ?? 'Hello from the contact form',
       overrides.subject ?? 'New submission',
       JSON.stringify(overrides.customFields ?? []),
-      overrides.status ?? 'queued',
-      overrides.attempts ?? 0,
-      overrides.claimedAt ?? null,
-      overrides.sentAt ?? null,
-      overrides.createdAt ?? NOW,
+      ...deliveryValues(overrides),
     ];
     return `(gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})`;
   });
@@ -249,12 +261,7 @@ export type KeyEmailOverrides = {
   key?: Ref | null;
   /** Where it goes (the mailbox is derived from it): the key's address when the key is a row or new, else a new address. */
   email?: string;
-  status?: EmailStatus;
-  attempts?: number;
-  claimedAt?: DbTime | Date | null;
-  sentAt?: DbTime | Date | null;
-  createdAt?: DbTime | Date;
-};
+} & DeliveryOverrides;
 
 export type KeyEmailRow = { id: string; kind: KeyEmailKind; email: string; mailbox: string; keyId: string | null; status: EmailStatus; attempts: number };
 
@@ -264,17 +271,7 @@ export async function buildKeyEmail(db: Db, overrides: KeyEmailOverrides = {}): 
   const keyEmail = key !== null && typeof key !== 'string' && 'email' in key && typeof key.email === 'string' ? key.email : undefined;
   const email = overrides.email ?? keyEmail ?? `owner-${suffix()}@example.test`;
   const params = new Params();
-  const values: Value[] = [
-    overrides.kind ?? 'new-key',
-    email,
-    mailboxOf(email),
-    key === null ? null : idOf(key),
-    overrides.status ?? 'queued',
-    overrides.attempts ?? 0,
-    overrides.claimedAt ?? null,
-    overrides.sentAt ?? null,
-    overrides.createdAt ?? NOW,
-  ];
+  const values: Value[] = [overrides.kind ?? 'new-key', email, mailboxOf(email), key === null ? null : idOf(key), ...deliveryValues(overrides)];
   const [row] = await db.sql<{
     id: string;
     kind: KeyEmailKind;
@@ -427,12 +424,7 @@ export type WebhookDeliveryOverrides = {
   /** The submission it reports: a row or an id; a new submission of the endpoint's key unless given. */
   submission?: Ref;
   event?: WebhookEvent;
-  status?: EmailStatus;
-  attempts?: number;
-  claimedAt?: DbTime | Date | null;
-  sentAt?: DbTime | Date | null;
-  createdAt?: DbTime | Date;
-};
+} & DeliveryOverrides;
 
 export type WebhookDeliveryRow = { id: string; endpointId: string; submissionId: string; event: WebhookEvent; status: EmailStatus; attempts: number };
 
@@ -450,16 +442,7 @@ export async function buildWebhookDelivery(db: Db, overrides: WebhookDeliveryOve
   const endpoint = overrides.endpoint ?? (await buildWebhookEndpoint(db, { key: keyId! }));
   const submission = overrides.submission ?? (await buildSubmission(db, { key: keyId! }));
   const params = new Params();
-  const values: Value[] = [
-    idOf(endpoint),
-    idOf(submission),
-    overrides.event ?? 'submission.created',
-    overrides.status ?? 'queued',
-    overrides.attempts ?? 0,
-    overrides.claimedAt ?? null,
-    overrides.sentAt ?? null,
-    overrides.createdAt ?? NOW,
-  ];
+  const values: Value[] = [idOf(endpoint), idOf(submission), overrides.event ?? 'submission.created', ...deliveryValues(overrides)];
   const [row] = await db.sql<{
     id: string;
     endpoint_id: string;
