@@ -25,6 +25,18 @@ import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor } from '../
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
+/**
+ * The SQL pieces built from the table, each built once: the statements that use them run for every
+ * email, and the table does not change while the process runs.
+ */
+const built = new Map<string, string | undefined>();
+function once(id: string, build: () => string): string;
+function once(id: string, build: () => string | undefined): string | undefined;
+function once(id: string, build: () => string | undefined): string | undefined {
+  if (!built.has(id)) built.set(id, build());
+  return built.get(id);
+}
+
 const inList = (statuses: readonly EmailStatus[]) => (statuses.length === 1 ? `= '${statuses[0]}'` : `in (${sqlList(statuses)})`);
 
 function rowsOf(kind: DeliveryKindName, event: DeliveryEvent) {
@@ -39,6 +51,10 @@ function rowsOf(kind: DeliveryKindName, event: DeliveryEvent) {
  * `claimExpired`, the statement's own test of claimed_at.
  */
 function statusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string } = {}): string | undefined {
+  return once(`guard|${kind}|${event}|${options.column ?? ''}|${options.claimExpired ?? ''}`, () => buildStatusGuard(kind, event, options));
+}
+
+function buildStatusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string }): string | undefined {
   const column = options.column ?? 'email_status';
   const rows = rowsOf(kind, event);
   const plain = rows.filter((row) => row.onlyIf === undefined).map((row) => row.from);
@@ -68,6 +84,10 @@ const andStatus = (kind: DeliveryKindName, event: DeliveryEvent, options: { colu
  * status before (read from `column`), a case naming the statuses of each but the commonest.
  */
 function statusAfter(kind: DeliveryKindName, event: DeliveryEvent, column = 'email_status'): string {
+  return once(`after|${kind}|${event}|${column}`, () => buildStatusAfter(kind, event, column));
+}
+
+function buildStatusAfter(kind: DeliveryKindName, event: DeliveryEvent, column: string): string {
   const rows = rowsOf(kind, event);
   const targets = [...new Set(rows.map((row) => row.to))];
   const fromsOf = (to: EmailStatus) => rows.filter((row) => row.to === to).map((row) => row.from);
