@@ -99,10 +99,11 @@ try {
     const fingerprint = campaignFingerprint(text);
     if (!fingerprint) continue;
     rows.push(
-      `(gen_random_uuid(), 'owner${n % MAILBOXES}@example.test', 'spam', '{${fingerprint.hashes.join(',')}}', '{${fingerprint.bands.join(',')}}', now() - random() * interval '30 days')`,
+      `(gen_random_uuid(), 'owner@shop${n % MAILBOXES}.example', 'shop${n % MAILBOXES}.example', 'spam', '{${fingerprint.hashes.join(',')}}', '{${fingerprint.bands.join(',')}}', now() - random() * interval '30 days')`,
     );
     stored += 1;
-    if (rows.length === 5_000 || stored === VOTES) await em.execute(`insert into spam_campaign_votes values ${rows.splice(0).join(',')}`);
+    if (rows.length === 5_000 || stored === VOTES)
+      await em.execute(`insert into spam_campaign_votes (submission_id, mailbox, domain, mark, hashes, bands, marked_at) values ${rows.splice(0).join(',')}`);
   }
   await em.execute('vacuum analyze spam_campaign_votes');
   const checked = entries.map((entry) => entry.fingerprint);

@@ -68,7 +68,7 @@ describe('retention', () => {
     const owner = await signIn(h, voter.email);
     const ids: string[] = [];
     for (const topic of ['backlinks', 'solar panels']) {
-      const message = `We offer cheap ${topic} for your business with guaranteed results within one week, call us now`;
+      const message = `We offer cheap ${topic} for your business with guaranteed results within one week, call us now to hear all about our offer`;
       const response = await submitJson(h, { access_key: voter.key, email: 'visitor@example.org', message });
       ids.push(response.json.submission_id as string);
     }

@@ -1,9 +1,11 @@
 // Spam campaigns across owners, against a real rspamd: a text the owners of 3 different mailboxes
 // marked spam is held for every other key at the normal and strict levels, also with another name,
 // phone number or link in it; one owner marking it, however often and from however many keys of
-// their mailbox, makes no campaign; a mark reversed to not spam takes its vote back; an owner who
-// said not spam keeps getting it; an unrelated message goes out; a campaign check that fails
-// leaves the filter's verdict; and a campaign is held while rspamd is down.
+// their mailbox, makes no campaign, nor do the mailboxes of one domain, nor marks on a short text;
+// a mark reversed to not spam takes its vote back; an owner who said not spam keeps getting it; an
+// unrelated message goes out; a campaign check that fails leaves the filter's verdict; and a
+// campaign is held while rspamd is down.
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { adminClient } from '../support/client.ts';
@@ -42,6 +44,10 @@ const PITCHES = {
     `Hi there, this is ${v.name}. I looked at your website and noticed it is slow on phones and hard to read, which loses you customers every day. We redesign sites like yours in one week for a fixed low price. Text ${v.phone} or see our portfolio at ${v.link} please.`,
   reviews: (v: Variant) =>
     `Hello, ${v.name} writing. We can add fifty five-star reviews to your business listing every month from real local accounts, which brings more calls and better rankings. Prices start low and the first ten are free. Message ${v.phone} on WhatsApp or order at ${v.link} today.`,
+  leads: (v: Variant) =>
+    `Hi, ${v.name} from a lead generation agency. We send you twenty qualified customer enquiries every week for your trade, paid only when they call you back. Most of our partners double their bookings within a month. Phone ${v.phone} or start your free week at ${v.link} today.`,
+  domains: (v: Variant) =>
+    `Hello, this is ${v.name}. The domain name matching your business is about to be sold at auction, and we have reserved it for you for three days only. Secure it before a competitor does: call ${v.phone} or pay the small reservation fee at ${v.link} now.`,
   apps: (v: Variant) =>
     `Greetings from ${v.name}! We build mobile apps for restaurants, shops and salons that bring repeat customers with loyalty points and push offers. Launch yours this month with our starter package and pay nothing for the first quarter. Call ${v.phone} or visit ${v.link} for a demo.`,
 };
@@ -67,8 +73,9 @@ const AUDIT_QUESTION =
 
 type Owner = { key: TestKey; client: OwnerClient };
 
-async function newOwner(email?: string): Promise<Owner> {
-  const key = await h.createKey(email ? { email } : {});
+/** An owner of their own mailbox at a domain of their own, unless `email` says otherwise. */
+async function newOwner(email = `owner@${randomBytes(4).toString('hex')}.example`): Promise<Owner> {
+  const key = await h.createKey({ email });
   return { key, client: await signIn(h, key.email) };
 }
 
@@ -139,6 +146,65 @@ describe('spam campaigns', () => {
     const ownHeld = await settled(await submit(firstOtherKey, text('seo', 7)));
     expect(ownHeld.email_status).toBe('spam');
     expect(ownHeld.spam.reasons[0].description).toBe("near-identical to messages marked spam by this key's owner and the owners of 2 other mailboxes");
+  });
+
+  it("one person's inbox under three Yandex domains marking a short request makes no campaign of another owner's customers' requests", async () => {
+    for (const email of ['x@yandex.ru', 'x@ya.ru', 'x@yandex.com']) await receiveAndMarkSpam(await newOwner(email), 'Hi, I would like a quote for my kitchen');
+    const other = await newOwner();
+    for (const message of [
+      'Hello, I would like to get a quote for my kitchen',
+      'Hi, I would like a price for my kitchen',
+      'Hi, I would like a quote for my bathroom',
+    ]) {
+      const record = await settled(await submit(other.key, message));
+      expect(record.email_status).toBe('sent');
+      expect(symbols(record)).not.toContain('FORM_CAMPAIGN');
+    }
+    expect(mailsWith('for my bathroom')).toHaveLength(1);
+  });
+
+  it('a text of fewer than 20 words makes no campaign, whoever marks it', async () => {
+    // 19 words: owners of 3 mailboxes at 3 domains mark it, and another owner still gets it.
+    const request = (n: number) => `Hello, could you send me a quote for painting ${n} rooms and the hallway of our flat next month?`;
+    for (const n of [2, 3, 4]) await receiveAndMarkSpam(await newOwner(), request(n));
+    const record = await settled(await submit((await newOwner()).key, request(5)));
+    expect(record.email_status).toBe('sent');
+    expect(symbols(record)).not.toContain('FORM_CAMPAIGN');
+  });
+
+  it("an inbox's spellings at Yandex, Proton and Apple are one mailbox's vote", async () => {
+    const spellings = ['y.z@yandex.ru', 'y-z@ya.ru', 'y.z@yandex.com', 'q.r@proton.me', 'qr@pm.me', 'q_r@protonmail.com'];
+    for (const [n, email] of spellings.entries()) await receiveAndMarkSpam(await newOwner(email), text('leads', n));
+    // Six addresses at six domains, but two inboxes: not a campaign.
+    const bystander = await newOwner();
+    const notYet = await settled(await submit(bystander.key, text('leads', 6)));
+    expect(notYet.email_status).toBe('sent');
+    expect(symbols(notYet)).not.toContain('FORM_CAMPAIGN');
+    // A third inbox makes one; at Apple, its other name is its owner's own mailbox.
+    await receiveAndMarkSpam(await newOwner('k@me.com'), text('leads', 7));
+    const held = await settled(await submit(bystander.key, text('leads', 8)));
+    expect(held.email_status).toBe('spam');
+    expect(held.spam.reasons[0].description).toBe('near-identical to messages marked spam by the owners of 3 other mailboxes');
+    const own = await settled(await submit((await newOwner('k@mac.com')).key, text('leads', 9)));
+    expect(own.email_status).toBe('spam');
+    expect(own.spam.reasons[0].description).toBe("near-identical to messages marked spam by this key's owner and the owners of 2 other mailboxes");
+  });
+
+  it('the mailboxes of one domain and its subdomains are one voice: a campaign needs 3 domains', async () => {
+    for (const [n, email] of ['sales@acme-shop.example', 'info@acme-shop.example', 'jo@mail.acme-shop.example', 'ann@acme-shop.example'].entries()) {
+      await receiveAndMarkSpam(await newOwner(email), text('domains', n));
+    }
+    const bystander = await newOwner();
+    const notYet = await settled(await submit(bystander.key, text('domains', 4)));
+    expect(notYet.email_status).toBe('sent');
+    expect(symbols(notYet)).not.toContain('FORM_CAMPAIGN');
+    // Two more domains make it one.
+    await receiveAndMarkSpam(await newOwner('bo@bakery.example'), text('domains', 5));
+    expect((await settled(await submit(bystander.key, text('domains', 6)))).email_status).toBe('sent');
+    await receiveAndMarkSpam(await newOwner('cy@florist.example.co.uk'), text('domains', 7));
+    const held = await settled(await submit(bystander.key, text('domains', 8)));
+    expect(held.email_status).toBe('spam');
+    expect(held.spam.reasons[0].description).toBe('near-identical to messages marked spam by the owners of 6 other mailboxes');
   });
 
   it('does not hold an unrelated message, nor one that shares only a sentence with the campaign', async () => {

@@ -121,6 +121,24 @@ describe('the notification email', () => {
     for (const part of [mail.parsed.text ?? '', String(mail.parsed.html)]) expect(part).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
   });
 
+  it("decodes encoded words in the subject and file names before dropping bidi controls: the owner's client finds none to decode", async () => {
+    const body = new FormData();
+    body.set('access_key', key.key);
+    body.set('email', 'visitor@example.org');
+    body.set('subject', 'Invoice =?UTF-8?Q?=E2=80=AEgpj.exe?=');
+    body.set('message', 'see the encoded names');
+    body.append('file', new Blob([Buffer.from('%PDF-1.4')], { type: 'application/pdf' }), '=?UTF-8?Q?=E2=80=AEgpj.exe?=');
+    const response = await fetch(`${h.url}/api/contact-api/`, { method: 'POST', body, headers: { accept: 'application/json' } });
+    const id = ((await response.json()) as any).submission_id;
+    const mail = await mailFor(id);
+    // What the owner's client shows once it has decoded the headers.
+    expect(mail.parsed.subject).toBe('Invoice gpj.exe');
+    expect(mail.parsed.attachments.map((a) => a.filename)).toEqual(['gpj.exe']);
+    // The list of files in the text shows the names the attachments carry.
+    expect(mail.parsed.text).toContain('  - gpj.exe (application/pdf, 8 bytes)');
+    expect(mail.raw.toString('latin1')).not.toContain('=E2=80=AE');
+  });
+
   it('attaches the files, streamed from storage, byte-identical', async () => {
     const first = Buffer.alloc(300_000, 7);
     const second = Buffer.from('plain text file\n');

@@ -11,16 +11,33 @@ import { recordConfirmed } from './data/mailbox-consent.ts';
 import { releaseHeld } from '../submissions/data/delivery-status.ts';
 
 /**
- * Providers that deliver every spelling of a name to one inbox: dots in the local part are
- * ignored, and each domain listed is an alias of the first.
+ * Providers whose every spelling of a name reaches one inbox, as each documents it: each domain
+ * listed is an alias of the first, and `local` gives the name's one spelling there. Only what is
+ * provably the same inbox is folded: Microsoft's outlook.com, hotmail.com and live.com are separate
+ * namespaces (one name can be two people's), and so are Fastmail's many domains (docs/spam.md).
  */
-const DOTLESS_PROVIDERS: ReadonlyArray<readonly [canonical: string, ...aliases: string[]]> = [['gmail.com', 'googlemail.com']];
+const PROVIDERS: ReadonlyArray<{ domains: readonly [canonical: string, ...aliases: string[]]; local?: (local: string) => string }> = [
+  // Gmail ignores dots in the name.
+  { domains: ['gmail.com', 'googlemail.com'], local: (local) => local.replaceAll('.', '') },
+  // Yandex gives every account its name on each of these domains, and reads a dot in it as a hyphen.
+  {
+    domains: ['yandex.ru', 'ya.ru', 'yandex.com', 'yandex.by', 'yandex.kz', 'yandex.ua', 'narod.ru'],
+    local: (local) => local.replaceAll('.', '-'),
+  },
+  // Proton: a name on one of its domains is reserved to its account on all; dots, hyphens and underscores are transparent.
+  { domains: ['proton.me', 'protonmail.com', 'protonmail.ch', 'pm.me'], local: (local) => local.replace(/[._-]/g, '') },
+  // Apple: a name at mac.com or me.com is the same account's at icloud.com.
+  { domains: ['icloud.com', 'me.com', 'mac.com'] },
+];
+
+/** Fastmail's subdomain addressing: `anything@name.fastmail.com` reaches `name@fastmail.com`, as a +tag does. */
+const SUBDOMAIN_ADDRESSING = ['fastmail.com', 'fastmail.fm'];
 
 /**
  * The inbox an address delivers to: lower-cased, without the +tag of its local part and, at the
- * providers above, without dots and under the provider's first domain. Everything that counts,
- * confirms, suppresses for complaints or locks per inbox uses it; the address as typed is what is
- * shown and mailed to.
+ * providers above, under the provider's first domain and the name's one spelling there. Everything
+ * that counts, confirms, suppresses for complaints or locks per inbox uses it; the address as typed
+ * is what is shown and mailed to.
  */
 export function mailboxOf(email: string): string {
   const address = email.trim().toLowerCase();
@@ -29,10 +46,15 @@ export function mailboxOf(email: string): string {
   const plus = address.slice(0, at).indexOf('+');
   let local = plus < 0 ? address.slice(0, at) : address.slice(0, plus);
   let domain = address.slice(at + 1);
-  const provider = DOTLESS_PROVIDERS.find((domains) => domains.includes(domain));
+  const addressed = SUBDOMAIN_ADDRESSING.find((base) => domain.endsWith(`.${base}`) && !domain.slice(0, -base.length - 1).includes('.'));
+  if (addressed) {
+    local = domain.slice(0, -addressed.length - 1);
+    domain = addressed;
+  }
+  const provider = PROVIDERS.find(({ domains }) => domains.includes(domain));
   if (provider) {
-    local = local.replaceAll('.', '');
-    domain = provider[0];
+    local = provider.local?.(local) ?? local;
+    domain = provider.domains[0];
   }
   return `${local}@${domain}`;
 }

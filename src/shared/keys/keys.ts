@@ -166,8 +166,9 @@ export const KEY_LABEL_MAX = 100;
 export function parseLabel(label: string | null): string | null {
   const trimmed = (label ?? '').trim();
   if (trimmed === '') return null;
-  // One line: it goes into page titles and, if the owner asks, into email subjects (a header).
-  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(trimmed))
+  // One line: it goes into page titles and, if the owner asks, into email subjects (a header). The C1
+  // controls too: U+0085 is a line break to some readers, U+009B a terminal's escape.
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
     throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
   if (Array.from(trimmed).length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
   return trimmed;

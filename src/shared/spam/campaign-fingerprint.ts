@@ -17,10 +17,12 @@ export const HASHES = 48;
 const ROWS_PER_BAND = 3;
 const BANDS = HASHES / ROWS_PER_BAND;
 /**
- * Fewer words than this: no fingerprint. Short messages ("please call me back") are alike for
- * customers and spammers alike; the filter's other rules judge them.
+ * Fewer words than this: no fingerprint. Short messages ("Hi, I would like a quote for my kitchen")
+ * are alike for customers and spammers: in two-word runs, a customer's rewording of one keeps most
+ * runs of another's. Twenty words is a spam pitch's length, past what customers write alike; the
+ * filter's other rules judge shorter messages.
  */
-export const MIN_WORDS = 8;
+export const MIN_WORDS = 20;
 
 export type Fingerprint = {
   /** HASHES signed 32-bit MinHash values, by position. */

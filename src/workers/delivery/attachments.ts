@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Attachment } from '../../shared/infra/db/entities.ts';
-import { withoutBidiControls } from '../../shared/submissions/display-text.ts';
+import { headerText } from '../../shared/submissions/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 
 export type FileInEmail = { file: Attachment; link?: string };
@@ -24,8 +24,8 @@ export async function prepareFiles(files: Attachment[], storage: Storage, option
       for (const file of files) {
         const stream = await storage.download(file.storageKey);
         streams.push(stream);
-        // Names stored before bidi controls were stripped at intake lose them here.
-        attachments.push({ filename: withoutBidiControls(file.filename), contentType: file.contentType, content: stream });
+        // A header: its encoded words decoded and made safe, as the owner's client would show them.
+        attachments.push({ filename: headerText(file.filename), contentType: file.contentType, content: stream });
       }
     } catch (error) {
       for (const stream of streams) stream.destroy();
@@ -40,7 +40,7 @@ export async function prepareFiles(files: Attachment[], storage: Storage, option
   const listed = await Promise.all(
     files.map(async (file) => ({
       file,
-      link: await storage.presign(file.storageKey, withoutBidiControls(file.filename), options.linkTtlSeconds, file.contentType),
+      link: await storage.presign(file.storageKey, headerText(file.filename), options.linkTtlSeconds, file.contentType),
     })),
   );
   return { listed, attachments: [], release: () => undefined };

@@ -4,7 +4,7 @@
 // must not pass for a line of ours. Our lines sit at the left margin, above everything the sender
 // wrote; in the text part the sender's text is indented (every line) and names kept on one line.
 import type { Submission } from '../../shared/infra/db/entities.ts';
-import { oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
+import { headerText, oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
 import type { FileInEmail } from './attachments.ts';
 import { renderEmail, type RenderedEmail } from './email-templates.ts';
 
@@ -19,8 +19,9 @@ export function renderSubmissionEmail(submission: SubmissionForEmail, files: Fil
     return { name, value, text: indented(`${name}: ${value}`) };
   });
   const message = withoutBidiControls(submission.message);
-  const label = ({ file }: FileInEmail) => `${oneLine(file.filename)} (${file.contentType}, ${file.size} bytes)`;
-  return renderEmail('submission', withoutBidiControls(submission.subject), {
+  // The name the attachment carries (a header's, decoded as the owner's client would).
+  const label = ({ file }: FileInEmail) => `${headerText(file.filename)} (${file.contentType}, ${file.size} bytes)`;
+  return renderEmail('submission', headerText(submission.subject), {
     from: submission.email,
     id: submission.id,
     received: submission.createdAt.toISOString(),

@@ -24,6 +24,37 @@ describe('the mailbox of an address', () => {
     expect(mailboxOf('f.i.r.s.t.last@googlemail.com')).toBe('firstlast@gmail.com');
   });
 
+  it("at Yandex, names each of an account's domains under yandex.ru, and reads a dot in the name as a hyphen", () => {
+    for (const domain of ['yandex.ru', 'ya.ru', 'yandex.com', 'yandex.by', 'yandex.kz', 'yandex.ua', 'narod.ru']) {
+      expect(mailboxOf(`X@${domain}`)).toBe('x@yandex.ru');
+    }
+    expect(mailboxOf('ivan.petrov+forms@ya.ru')).toBe('ivan-petrov@yandex.ru');
+    expect(mailboxOf('ivan-petrov@yandex.com')).toBe('ivan-petrov@yandex.ru');
+  });
+
+  it('at Proton, names every domain under proton.me and drops the dots, hyphens and underscores it ignores', () => {
+    for (const address of ['alice.jones@proton.me', 'alice_jones@protonmail.com', 'alice-jones@protonmail.ch', 'alicejones+x@pm.me']) {
+      expect(mailboxOf(address)).toBe('alicejones@proton.me');
+    }
+  });
+
+  it("at Apple, names me.com's and mac.com's inboxes under icloud.com, keeping the dots", () => {
+    expect(mailboxOf('pat.lee@me.com')).toBe('pat.lee@icloud.com');
+    expect(mailboxOf('pat.lee+shop@mac.com')).toBe('pat.lee@icloud.com');
+    expect(mailboxOf('pat.lee@icloud.com')).toBe('pat.lee@icloud.com');
+  });
+
+  it("at Fastmail, reads subdomain addressing as the name's own inbox, and keeps its domains apart", () => {
+    expect(mailboxOf('shop@jo.fastmail.com')).toBe('jo@fastmail.com');
+    expect(mailboxOf('news@jo.fastmail.fm')).toBe('jo@fastmail.fm');
+    expect(mailboxOf('jo@fastmail.fm')).toBe('jo@fastmail.fm');
+    expect(mailboxOf('x@a.b.fastmail.com')).toBe('x@a.b.fastmail.com');
+  });
+
+  it("keeps Microsoft's domains apart: one name at outlook.com, hotmail.com and live.com can be three people", () => {
+    expect(new Set(['sam@outlook.com', 'sam@hotmail.com', 'sam@live.com'].map(mailboxOf)).size).toBe(3);
+  });
+
   it('cuts at the last @ (a quoted local part may hold one), and leaves a string without @ as it is, lower-cased', () => {
     expect(mailboxOf('"a@b"+x@Example.com')).toBe('"a@b"@example.com');
     expect(mailboxOf('Not-An-Address')).toBe('not-an-address');

@@ -13,7 +13,7 @@ const reasons = [
   { symbol: 'FORM_SHOUTING', score: 0.3 },
   { symbol: 'MIME_HTML_ONLY', score: 0.2 },
 ];
-const votes = { otherMailboxes: 3, ownSpam: false, ownHam: false };
+const votes = { otherMailboxes: 3, spamDomains: 3, ownSpam: false, ownHam: false };
 
 describe("the filter's score", () => {
   it("holds the submission as spam from the key level's threshold, and lets it through below", () => {
@@ -48,7 +48,7 @@ describe('a campaign', () => {
   });
 
   it("holds the submission while the filter is down, and says when the key's own owner marked such a message spam", () => {
-    const decided = decideSpam(undefined, { otherMailboxes: 2, ownSpam: true, ownHam: false }, NORMAL);
+    const decided = decideSpam(undefined, { otherMailboxes: 2, spamDomains: 3, ownSpam: true, ownHam: false }, NORMAL);
     expect(decided).toMatchObject({ verdict: 'spam', campaign: true, scan: { score: 10 } });
     expect(decided.scan!.reasons[0]!.description).toBe("near-identical to messages marked spam by this key's owner and the owners of 2 other mailboxes");
   });

@@ -359,6 +359,8 @@ export const SpamCampaignVoteSchema = defineEntity({
   properties: {
     submissionId: p.uuid().primary(),
     mailbox: p.string().length(254),
+    /** The mailbox's registrable domain (src/shared/spam/spam-campaigns.ts voteDomainOf): a campaign needs votes from several. */
+    domain: p.string().length(254),
     mark: p.enum(SPAM_MARKS),
     /** The message's MinHash values, by position (src/shared/spam/campaign-fingerprint.ts). */
     hashes: p.array<number>().columnType('int4[]'),

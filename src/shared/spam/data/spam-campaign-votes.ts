@@ -1,5 +1,5 @@
 // The spam_campaign_votes table: each marked submission's text fingerprint (MinHash values and
-// their bands, GIN-indexed), its owner's mailbox and mark.
+// their bands, GIN-indexed), its owner's mailbox and that mailbox's domain, and the mark.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SpamMark } from '../../infra/db/entities.ts';
 import type { Fingerprint } from '../campaign-fingerprint.ts';
@@ -8,12 +8,15 @@ import type { Fingerprint } from '../campaign-fingerprint.ts';
 const intArray = (values: number[]) => `{${values.join(',')}}`;
 
 /** Records the vote of a mark on a submission, or turns it over: one row per submission, refreshed by each mark. */
-export async function upsertVote(tx: EntityManager, vote: { submissionId: string; mailbox: string; mark: SpamMark; fingerprint: Fingerprint }): Promise<void> {
+export async function upsertVote(
+  tx: EntityManager,
+  vote: { submissionId: string; mailbox: string; domain: string; mark: SpamMark; fingerprint: Fingerprint },
+): Promise<void> {
   await tx.execute(
-    `insert into spam_campaign_votes (submission_id, mailbox, mark, hashes, bands, marked_at)
-       values (?, ?, ?, ?::int4[], ?::int4[], now())
+    `insert into spam_campaign_votes (submission_id, mailbox, domain, mark, hashes, bands, marked_at)
+       values (?, ?, ?, ?, ?::int4[], ?::int4[], now())
      on conflict (submission_id) do update set mark = excluded.mark, marked_at = excluded.marked_at`,
-    [vote.submissionId, vote.mailbox, vote.mark, intArray(vote.fingerprint.hashes), intArray(vote.fingerprint.bands)],
+    [vote.submissionId, vote.mailbox, vote.domain, vote.mark, intArray(vote.fingerprint.hashes), intArray(vote.fingerprint.bands)],
   );
 }
 
@@ -21,7 +24,7 @@ export async function upsertVote(tx: EntityManager, vote: { submissionId: string
  * The votes of the last `days` days on texts near-identical to `fingerprint`, as a key of `mailbox`
  * sees them: one statement. The bands' index (GIN, `&&`: at least one band in common) finds the few
  * stored fingerprints worth comparing; of those, the ones with at least `matching` values equal,
- * position by position, count.
+ * position by position, count: the other mailboxes that marked it spam, and the domains of all that did.
  */
 export async function votesOnText(
   em: EntityManager,
@@ -29,9 +32,10 @@ export async function votesOnText(
   fingerprint: Fingerprint,
   days: number,
   matching: number,
-): Promise<{ others: number; own_spam: boolean; own_ham: boolean } | undefined> {
-  const [row] = await em.execute<Array<{ others: number; own_spam: boolean; own_ham: boolean }>>(
+): Promise<{ others: number; spam_domains: number; own_spam: boolean; own_ham: boolean } | undefined> {
+  const [row] = await em.execute<Array<{ others: number; spam_domains: number; own_spam: boolean; own_ham: boolean }>>(
     `select count(distinct mailbox) filter (where mark = 'spam' and mailbox <> ?)::int as others,
+            count(distinct domain) filter (where mark = 'spam')::int as spam_domains,
             coalesce(bool_or(mark = 'spam' and mailbox = ?), false) as own_spam,
             coalesce(bool_or(mark = 'ham' and mailbox = ?), false) as own_ham
        from spam_campaign_votes
