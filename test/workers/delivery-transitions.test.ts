@@ -2,7 +2,9 @@
 // what PostgreSQL does: for every kind of row, every status and every event of that kind, a row is
 // put in the status, the event applied through the module that writes every status
 // (src/shared/submissions/data/delivery-status.ts), and its status after must be the table's, or
-// unchanged, with the function saying it refused, where the table has no row for it. That no other
+// unchanged, with the function saying it refused, where the table has no row for it. A worker's
+// outcome written under a claim that is no longer the row's (a worker that outlived its lease) is
+// refused and leaves the row as it was. That no other
 // code writes a status, and that docs/architecture.md lists the table's rows, is checked without a
 // database: test/unit/submissions/delivery-transitions.test.ts.
 import { randomUUID } from 'node:crypto';
@@ -63,18 +65,29 @@ afterAll(async () => {
   await h?.stop();
 });
 
-/** A row under test: its id, and for a webhook delivery its submission's. */
-type Row = { id: string; submissionId: string | undefined };
+/** A row under test: its id, for a webhook delivery its submission's, and its claim (claimed_at) when it has one. */
+type Row = { id: string; submissionId: string | undefined; claim: string | undefined };
 
-/** A row of `kind` in `status`; a `sending` one claimed now, or an hour ago when its claim has expired. */
-async function rowIn(kind: DeliveryKindName, status: EmailStatus, claimExpired: boolean): Promise<Row> {
-  const claimedAt = status !== 'sending' ? null : claimExpired ? ago({ hours: 1 }) : NOW;
-  if (kind === 'submission') return { id: (await buildSubmission(h, { key, status, claimedAt })).id, submissionId: undefined };
-  if (kind === 'key-email') return { id: (await buildKeyEmail(h, { kind: 'confirm', key, status, claimedAt })).id, submissionId: undefined };
-  const submission = await buildSubmission(h, { key, status: 'spam' });
-  const delivery = await buildWebhookDelivery(h, { endpoint, submission, status, claimedAt });
-  return { id: delivery.id, submissionId: delivery.submissionId };
+/** Whether the row has a claim: none, one taken now, or one taken an hour ago (past the lease). */
+type Claim = 'none' | 'live' | 'expired';
+
+/** A row of `kind` in `status` with `claim`. */
+async function rowIn(kind: DeliveryKindName, status: EmailStatus, claim: Claim): Promise<Row> {
+  const claimedAt = claim === 'none' ? null : claim === 'expired' ? ago({ hours: 1 }) : NOW;
+  let made: { id: string; submissionId: string | undefined };
+  if (kind === 'submission') made = { id: (await buildSubmission(h, { key, status, claimedAt })).id, submissionId: undefined };
+  else if (kind === 'key-email') made = { id: (await buildKeyEmail(h, { kind: 'confirm', key, status, claimedAt })).id, submissionId: undefined };
+  else {
+    const submission = await buildSubmission(h, { key, status: 'spam' });
+    const delivery = await buildWebhookDelivery(h, { endpoint, submission, status, claimedAt });
+    made = { id: delivery.id, submissionId: delivery.submissionId };
+  }
+  const [row] = await h.sql<{ claim: string | null }>(`select claimed_at::text as claim from ${TABLES[kind]} where id = $1`, [made.id]);
+  return { ...made, claim: row?.claim ?? undefined };
 }
+
+/** A claim no row of the test has: what a row without a claim is written under. */
+const SOME_OTHER_CLAIM = '2000-01-01T00:00:00Z';
 
 const em = () => h.orm.em.fork();
 const failure = (kind: DeliveryKindName, final: boolean) => ({
@@ -93,21 +106,22 @@ const report = (type: 'hard' | 'complaint') => ({
 });
 
 /**
- * Applies `event` to the row through the module that writes statuses: true when the function
- * reports it moved the row, false when it reports it refused, undefined when it reports neither
- * (a failure is written whatever the row's status, so there is nothing to refuse).
+ * Applies `event` to the row through the module that writes statuses, a worker's outcome under
+ * `claim`: true when the function reports it moved the row, false when it reports it refused.
  */
-const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row) => Promise<boolean | undefined>> = {
+const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row, claim: string) => Promise<boolean>> = {
   claim: async (kind, row) => (await claimRow(em(), kind, row.id, LEASE_MS)) !== undefined,
-  retry: (kind, row) => recordFailure(em(), kind, row.id, failure(kind, false)).then(() => undefined),
-  'give-up': (kind, row) => recordFailure(em(), kind, row.id, failure(kind, true)).then(() => undefined),
-  suppress: (kind, row) => recordSuppressed(em(), kind as KindFor<'suppress'>, row.id, 'suppressed for the test'),
-  'spam-verdict': (_kind, row) => recordSpamVerdict(em(), row.id, 'spam', { score: 20, reasons: [] }),
-  sent: async (kind, row) =>
-    (await recordSent(pool, kind as KindFor<'sent'>, [{ id: row.id, messageId: `<${row.id}@example.test>` }], 'test')).some((sent) => sent.id === row.id),
-  delivered: async (_kind, row) => (await recordDelivered(em(), row.id, 200)) !== undefined,
-  skip: (_kind, row) => recordSkipped(em(), row.id, 'held as spam'),
-  'release-claim': (kind, row) => releaseClaim(em(), kind as KindFor<'release-claim'>, row.id),
+  retry: async (kind, row, claim) => (await recordFailure(em(), kind, row.id, claim, failure(kind, false))) !== undefined,
+  'give-up': async (kind, row, claim) => (await recordFailure(em(), kind, row.id, claim, failure(kind, true))) !== undefined,
+  suppress: (kind, row, claim) => recordSuppressed(em(), kind as KindFor<'suppress'>, row.id, claim, 'suppressed for the test'),
+  'spam-verdict': (_kind, row, claim) => recordSpamVerdict(em(), row.id, claim, 'spam', { score: 20, reasons: [] }),
+  sent: async (kind, row, claim) =>
+    (await recordSent(pool, kind as KindFor<'sent'>, [{ id: row.id, claim, messageId: `<${row.id}@example.test>` }], 'test')).some(
+      (sent) => sent.id === row.id,
+    ),
+  delivered: async (_kind, row, claim) => (await recordDelivered(em(), row.id, claim, 200)) !== undefined,
+  skip: (_kind, row, claim) => recordSkipped(em(), row.id, claim, 'held as spam'),
+  'release-claim': (kind, row, claim) => releaseClaim(em(), kind as KindFor<'release-claim'>, row.id, claim),
   'requeue-for-resend': (kind, row) => requeueFailed(em(), kind as KindFor<'requeue-for-resend'>, row.id),
   'release-held': async (_kind, row) => (await releaseHeld(em(), mailboxOf(key.email))).includes(row.id),
   bounce: (kind, row) => recordReturnedReport(pool, kind as KindFor<'bounce'>, row.id, 'bounce', report('hard')),
@@ -119,20 +133,34 @@ const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row) => Promise
 const statusOf = async (kind: DeliveryKindName, id: string) =>
   (await h.sql<{ email_status: EmailStatus }>(`select email_status from ${TABLES[kind]} where id = $1`, [id]))[0]?.email_status;
 
-/** Every status a row can be in; `sending` twice, with a live claim and with one past the lease. */
-type Start = { status: EmailStatus; claimExpired: boolean };
+/**
+ * Every status a row can be in, each without a claim and with one (a report can come back while a
+ * worker holds its claim); `sending` always with one: live, or past the lease.
+ */
+type Start = { status: EmailStatus; claim: Claim };
 const STARTS: Start[] = EMAIL_STATUSES.flatMap((status): Start[] =>
-  status === 'sending'
-    ? [
-        { status, claimExpired: false },
-        { status, claimExpired: true },
-      ]
-    : [{ status, claimExpired: false }],
+  (status === 'sending' ? (['live', 'expired'] as const) : (['none', 'live'] as const)).map((claim) => ({ status, claim })),
 );
+const CLAIMED_STARTS = STARTS.filter((start) => start.claim !== 'none');
+
+/** What the table's conditions see of a row written under its own claim (when it has one). */
+const stateOf = (start: Start) => ({ claimExpired: start.claim === 'expired', ownClaim: start.claim !== 'none' });
 
 /** What the walk writes down for one row: its status after, and what the function reported. */
-const outcome = (start: Start, after: EmailStatus | undefined, applied: boolean | undefined) =>
-  `${start.status}${start.claimExpired ? ' (claim expired)' : ''} → ${after}${applied === undefined ? '' : applied ? ' (applied)' : ' (refused)'}`;
+const outcome = (start: Start, after: EmailStatus | undefined, applied: boolean) =>
+  `${start.status}${start.claim === 'none' ? '' : start.claim === 'expired' ? ' (claim expired)' : ' (claimed)'} → ${after}${applied ? ' (applied)' : ' (refused)'}`;
+
+/** The whole row, and for a submission its delivery history: what a refused write must leave as it was. */
+const snapshot = async (kind: DeliveryKindName, id: string) =>
+  (
+    await h.sql<{ row: unknown; history: number }>(
+      `select to_jsonb(t) as row, (select count(*)::int from delivery_attempts a where a.submission_id = t.id) as history from ${TABLES[kind]} t where t.id = $1`,
+      [id],
+    )
+  )[0];
+
+/** The events a worker records of its attempt: written only under the row's current claim. */
+const underClaim = (kind: DeliveryKindName) => DELIVERY_EVENTS.filter((event) => transitionsOf(kind, event).some((row) => row.onlyIf === 'own-claim'));
 
 describe('delivery status changes', () => {
   for (const kind of KINDS) {
@@ -141,11 +169,31 @@ describe('delivery status changes', () => {
         const expected: string[] = [];
         const actual: string[] = [];
         for (const start of STARTS) {
-          const row = await rowIn(kind, start.status, start.claimExpired);
-          const applied = await apply[event](kind, row);
-          const to = transition(kind, event, start.status, start);
-          expected.push(outcome(start, to ?? start.status, applied === undefined ? undefined : to !== undefined));
+          const row = await rowIn(kind, start.status, start.claim);
+          const applied = await apply[event](kind, row, row.claim ?? SOME_OTHER_CLAIM);
+          const to = transition(kind, event, start.status, stateOf(start));
+          expected.push(outcome(start, to ?? start.status, to !== undefined));
           actual.push(outcome(start, await statusOf(kind, row.id), applied));
+        }
+        expect(actual).toEqual(expected);
+      });
+    }
+
+    for (const event of underClaim(kind)) {
+      it(`${kind}: ${event} under a claim the row no longer has is refused and changes nothing`, async () => {
+        const expected: string[] = [];
+        const actual: string[] = [];
+        for (const start of CLAIMED_STARTS) {
+          const row = await rowIn(kind, start.status, start.claim);
+          const before = await snapshot(kind, row.id);
+          // The claim of a worker that outlived its lease: the row was claimed again a second later.
+          const [stale] = await h.sql<{ claim: string }>(`select (claimed_at - interval '1 second')::text as claim from ${TABLES[kind]} where id = $1`, [
+            row.id,
+          ]);
+          const applied = await apply[event](kind, row, stale!.claim);
+          const unchanged = JSON.stringify(await snapshot(kind, row.id)) === JSON.stringify(before);
+          expected.push(`${outcome(start, start.status, false)}, row unchanged`);
+          actual.push(`${outcome(start, await statusOf(kind, row.id), applied)}, row ${unchanged ? 'unchanged' : 'changed'}`);
         }
         expect(actual).toEqual(expected);
       });
@@ -156,9 +204,9 @@ describe('delivery status changes', () => {
     const expected: string[] = [];
     const actual: string[] = [];
     for (const start of STARTS) {
-      const row = await rowIn('submission', start.status, start.claimExpired);
+      const row = await rowIn('submission', start.status, start.claim);
       const [claim] = await claimSubmissions(pool, [row.id], LEASE_MS);
-      const to = transition('submission', 'claim', start.status, start);
+      const to = transition('submission', 'claim', start.status, stateOf(start));
       expected.push(outcome(start, to ?? start.status, to !== undefined));
       actual.push(outcome(start, await statusOf('submission', row.id), claim !== undefined));
     }

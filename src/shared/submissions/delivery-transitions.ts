@@ -2,8 +2,9 @@
 // status, and to which. It describes what the statements do (src/shared/submissions/data/delivery-status.ts
 // builds each statement's status guard and target from it), not an ideal: a few writes are not
 // guarded by the row's status at all (a worker's outcome, a report that came back) and say so with
-// `any`. docs/architecture.md ("Delivery statuses") lists the same rows; test/workers/delivery-transitions.test.ts
-// walks them against PostgreSQL, and test/unit/submissions/delivery-transitions.test.ts checks the page.
+// `any`; a worker's outcome is guarded by its claim instead (`own-claim`). docs/architecture.md
+// ("Delivery statuses") lists the same rows; test/workers/delivery-transitions.test.ts walks them
+// against PostgreSQL, and test/unit/submissions/delivery-transitions.test.ts checks the page.
 import { EMAIL_STATUSES, type EmailStatus } from '../infra/db/entities.ts';
 import type { DeliveryKindName } from './delivery-kinds.ts';
 import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';
@@ -27,8 +28,13 @@ export const DELIVERY_EVENTS = [
 ] as const;
 export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number];
 
-/** A condition on the row besides its status: `claim-expired`, its claim is older than CLAIM_LEASE_MS (its worker died). */
-export type TransitionCondition = 'claim-expired';
+/**
+ * A condition on the row besides its status: `claim-expired`, its claim is older than
+ * CLAIM_LEASE_MS (its worker died); `own-claim`, its claim is still the one the writer took (its
+ * claimed_at unchanged), so a worker that outlived its lease, whose row another worker claimed
+ * since, records nothing over that worker's outcome.
+ */
+export type TransitionCondition = 'claim-expired' | 'own-claim';
 
 /** One line of the table: `event` moves a row of each of `kinds` from each of `from` to `to` (`same`: it keeps its status). */
 type Line = {
@@ -48,17 +54,17 @@ export const TRANSITION_LINES = [
   // A worker takes the row (the claim is a compare-and-set, so one worker sends it).
   { kinds: ALL, from: CLAIMABLE, event: 'claim', to: IN_FLIGHT },
   { kinds: ALL, from: [IN_FLIGHT], event: 'claim', to: IN_FLIGHT, onlyIf: 'claim-expired' },
-  // The worker's outcome is written by id alone, whatever the row's status now.
-  { kinds: ALL, from: EMAIL_STATUSES, event: 'retry', to: 'retrying' },
-  { kinds: ALL, from: EMAIL_STATUSES, event: 'give-up', to: 'failed' },
-  { kinds: EMAILS, from: [IN_FLIGHT], event: 'suppress', to: 'suppressed' },
-  { kinds: ['submission'], from: [IN_FLIGHT], event: 'spam-verdict', to: 'spam' },
+  // The worker's outcome, written only while the row is still its claim (whatever its status now).
+  { kinds: ALL, from: EMAIL_STATUSES, event: 'retry', to: 'retrying', onlyIf: 'own-claim' },
+  { kinds: ALL, from: EMAIL_STATUSES, event: 'give-up', to: 'failed', onlyIf: 'own-claim' },
+  { kinds: EMAILS, from: [IN_FLIGHT], event: 'suppress', to: 'suppressed', onlyIf: 'own-claim' },
+  { kinds: ['submission'], from: [IN_FLIGHT], event: 'spam-verdict', to: 'spam', onlyIf: 'own-claim' },
   // A report that came back before `sent` was written keeps its status.
-  { kinds: EMAILS, from: anyBut(...REPORTED), event: 'sent', to: 'sent' },
-  { kinds: EMAILS, from: REPORTED, event: 'sent', to: 'same' },
-  { kinds: ['webhook'], from: EMAIL_STATUSES, event: 'delivered', to: 'sent' },
-  { kinds: ['webhook'], from: [IN_FLIGHT], event: 'skip', to: 'skipped' },
-  { kinds: ['webhook'], from: [IN_FLIGHT], event: 'release-claim', to: QUEUED },
+  { kinds: EMAILS, from: anyBut(...REPORTED), event: 'sent', to: 'sent', onlyIf: 'own-claim' },
+  { kinds: EMAILS, from: REPORTED, event: 'sent', to: 'same', onlyIf: 'own-claim' },
+  { kinds: ['webhook'], from: EMAIL_STATUSES, event: 'delivered', to: 'sent', onlyIf: 'own-claim' },
+  { kinds: ['webhook'], from: [IN_FLIGHT], event: 'skip', to: 'skipped', onlyIf: 'own-claim' },
+  { kinds: ['webhook'], from: [IN_FLIGHT], event: 'release-claim', to: QUEUED, onlyIf: 'own-claim' },
   // The owner's or the operator's re-send.
   { kinds: ['submission', 'webhook'], from: RESENDABLE, event: 'requeue-for-resend', to: QUEUED },
   // The recipient confirmed the mailbox (src/shared/keys/consent.ts).
@@ -93,14 +99,17 @@ for (const row of TRANSITIONS) {
 /** The rows of `event` for `kind`, in table order (none: the event does not apply to that kind). */
 export const transitionsOf = (kind: DeliveryKindName, event: DeliveryEvent): readonly Transition[] => byKindEvent.get(`${kind} ${event}`) ?? [];
 
+/** What the conditions ask of a row: `claimExpired`, its claim is older than the lease; `ownClaim`, its claim is the writer's. */
+export type RowState = { claimExpired?: boolean; ownClaim?: boolean };
+const HOLDS: Record<TransitionCondition, keyof RowState> = { 'claim-expired': 'claimExpired', 'own-claim': 'ownClaim' };
+
 /**
  * May `event` move a row of `kind` from status `from`, and to what: the status after (which may be
  * `from` itself), or undefined when the row keeps its status because the event does not apply.
- * `claimExpired`: the row's claim is older than the claim lease.
  */
-export function transition(kind: DeliveryKindName, event: DeliveryEvent, from: EmailStatus, row: { claimExpired?: boolean } = {}): EmailStatus | undefined {
+export function transition(kind: DeliveryKindName, event: DeliveryEvent, from: EmailStatus, row: RowState = {}): EmailStatus | undefined {
   const found = transitionsOf(kind, event).find((candidate) => candidate.from === from);
-  if (!found || (found.onlyIf === 'claim-expired' && !row.claimExpired)) return undefined;
+  if (!found || (found.onlyIf !== undefined && !row[HOLDS[found.onlyIf]])) return undefined;
   return found.to;
 }
 

@@ -18,7 +18,8 @@ import {
   retryDelay,
   type RetryBackoff,
 } from '../../shared/submissions/retry-policy.ts';
-import { claimRow, recordFailure, recordSuppressed, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import { claimRow, recordFailure, recordSuppressed, type ClaimToken, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import { claimClock, logLostClaim, stillClaimed } from './claim-check.ts';
 import type { ReturnPaths } from '../../shared/bounces/return-path.ts';
 import { HeldAsSpamError } from '../spam/spam-check.ts';
 
@@ -70,14 +71,14 @@ export class SuppressedError extends Error {
 /** The row's mailbox complained: nothing more is sent to it until its owner signs in. */
 export const suppressedByComplaint = () => new SuppressedError(COMPLAINT_SUPPRESSION);
 
-/** A claimed row: its attempt number and what the claim loaded with it. */
-export type Claimed<Row> = { attempt: number; row: Row };
+/** A claimed row: its attempt number, the claim its outcome is written under, and what the claim loaded with it. */
+export type Claimed<Row> = { attempt: number; claim: ClaimToken; row: Row };
 
 /** The plain claim (claimRow), for emails that load their row themselves. */
 export function claimOnly(context: SendContext, kind: KindsIn<'email'>, id: string): () => Promise<Claimed<undefined> | undefined> {
   return async () => {
-    const attempt = await claimRow(context.em, kind, id, context.claimLeaseMs);
-    return attempt === undefined ? undefined : { attempt, row: undefined };
+    const claimed = await claimRow(context.em, kind, id, context.claimLeaseMs);
+    return claimed && { ...claimed, row: undefined };
   };
 }
 
@@ -88,30 +89,37 @@ export async function sendTracked<Row>(
   job: Job,
   claim: () => Promise<Claimed<Row> | undefined>,
   /** `spam`: a submission's verdict, recorded with its `sent`. */
-  buildMessage: (row: Row) => Promise<{ message: Mail.Options; release?: () => void; spam?: SpamResult | undefined }>,
+  buildMessage: (row: Row, claim: ClaimToken) => Promise<{ message: Mail.Options; release?: () => void; spam?: SpamResult | undefined }>,
 ): Promise<SendOutcome> {
   const label = { kind: deliveryKinds[kind].metricLabel };
   // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
   // claimable too: its job only runs again when an operator retries it on the queue dashboard
   // (nothing was sent for it, so nothing is sent twice).
+  const since = claimClock();
   const claimed = await claim();
   if (claimed === undefined) {
     deliveries.inc({ ...label, outcome: 'not-claimable' });
     return 'not-claimable';
   }
   const { attempt } = claimed;
+  const lost = (what: string): SendOutcome => {
+    deliveries.inc({ ...label, outcome: 'not-claimable' });
+    logLostClaim(context.log, kind, id, what);
+    return 'not-claimable';
+  };
 
   let release: (() => void) | undefined;
   let spam: SpamResult | undefined;
   let accepted: { messageId: string; response: string };
   try {
-    const built = await buildMessage(claimed.row);
+    const built = await buildMessage(claimed.row, claimed.claim);
     release = built.release;
     spam = built.spam;
+    if (!(await stillClaimed(context.em, kind, id, claimed.claim, since, context.claimLeaseMs))) return lost('not sent');
     accepted = await context.transport.sendMail(withReturnPath(context, kind, id, built.message));
   } catch (error) {
     if (error instanceof SuppressedError) {
-      await recordSuppressed(context.em, kind, id, error.message);
+      if (!(await recordSuppressed(context.em, kind, id, claimed.claim, error.message))) return lost('not sent, its suppression not recorded');
       deliveries.inc({ ...label, outcome: 'suppressed' });
       context.log.info({ table: deliveryKinds[kind].table, id, reason: error.message }, 'not attempted: the mailbox is suppressed');
       return 'suppressed';
@@ -124,13 +132,14 @@ export async function sendTracked<Row>(
     const reason = describeSendError(error);
     // The delay BullMQ's backoff would pick for this retry (it takes this one, see createDeliveryWorker).
     const retryDelayMs = retryDelay(job.attemptsMade + 1, context.backoff);
-    const status = await recordFailure(context.em, kind, id, {
+    const status = await recordFailure(context.em, kind, id, claimed.claim, {
       final: isFinalFailure(isPermanentSmtpFailure(error), job),
       retryHorizonMs: context.retryHorizonMs,
       maxAttempts: context.maxAttempts,
       reason,
       retry: { delayMs: retryDelayMs, worker: context.worker },
     });
+    if (status === undefined) return lost(`its failure (${reason}) not recorded`);
     const finalAttempt = status !== 'retrying';
     deliveries.inc({ ...label, outcome: finalAttempt ? 'failed' : 'retry' });
     if (!finalAttempt) deliveryRetries.inc(label);
@@ -141,7 +150,9 @@ export async function sendTracked<Row>(
   }
   // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
   // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
-  const sent = await context.recorder.markSent(kind, id, { messageId: accepted.messageId, response: accepted.response, spam });
+  const sent = await context.recorder.markSent(kind, id, { claim: claimed.claim, messageId: accepted.messageId, response: accepted.response, spam });
+  // Accepted before this worker could tell: sent twice, recorded once (the other worker's outcome stands).
+  if (!sent) logLostClaim(context.log, kind, id, 'sent all the same, its `sent` not recorded');
   deliveries.inc({ ...label, outcome: 'sent' });
   if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
   return 'sent';

@@ -7,16 +7,19 @@
 // round trips, not fifty.
 import { sentRecordDuration } from '../../shared/infra/metrics.ts';
 import type { KindsIn } from '../../shared/submissions/delivery-kinds.ts';
-import { recordSent, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import { recordSent, type ClaimToken, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { createPgPool } from '../../shared/infra/db/pg-pool.ts';
 
-/** What the SMTP server accepted: the Message-ID, its reply (250 …), and a submission's spam verdict. */
-export type Acceptance = { messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
+/** What the SMTP server accepted, under which claim: the Message-ID, its reply (250 …), and a submission's spam verdict. */
+export type Acceptance = { claim: ClaimToken; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
 type Accepted = Acceptance & { kind: KindsIn<'email'>; id: string };
 
 export type SentRecorder = {
-  /** Marks the row `sent` (a submission with its verdict and its attempt in the history); returns its creation and send times for the latency metric. */
+  /**
+   * Marks the row `sent` (a submission with its verdict and its attempt in the history); returns its
+   * creation and send times for the latency metric, undefined when the row is no longer the claim's.
+   */
   markSent: (kind: KindsIn<'email'>, id: string, accepted: Acceptance) => Promise<SentRow | undefined>;
   close: () => Promise<void>;
 };

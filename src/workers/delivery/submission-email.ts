@@ -21,9 +21,9 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
   const { submissionId } = job.data;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);
-    return claimed && { attempt: claimed.attempt, row: claimed.submission };
+    return claimed && { attempt: claimed.attempt, claim: claimed.claim, row: claimed.submission };
   };
-  return sendTracked(context, 'submission', submissionId, job, claim, async (submission) => {
+  return sendTracked(context, 'submission', submissionId, job, claim, async (submission, claimToken) => {
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
     const suppressed = submissionSuppression(submission);
     if (suppressed) throw new SuppressedError(suppressed);
@@ -33,6 +33,7 @@ export async function deliverSubmission(context: SubmissionContext, job: Job<Del
     const spam = await context.spamCheck(
       context.em,
       submission,
+      claimToken,
       stored.map((file) => file.filename),
       context.log,
     );

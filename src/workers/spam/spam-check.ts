@@ -17,13 +17,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../../shared/spam/campaign-fingerprint.ts';
 import type { SpamFilterLevel } from '../../shared/infra/db/entities.ts';
-import { recordSpamVerdict, type ClaimedSubmission, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import { recordSpamVerdict, type ClaimedSubmission, type ClaimToken, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../../shared/spam/spam-filter.ts';
 import { spamSampleOf } from '../../shared/spam/samples.ts';
 import { awaitsSpamCheck, decideSpam } from '../../shared/spam/verdict.ts';
+import { logLostClaim } from '../delivery/claim-check.ts';
 
 const FAILURES_TO_PAUSE = 5;
 const PAUSE_MS = 30_000;
@@ -44,8 +45,17 @@ export class HeldAsSpamError extends Error {
   override name = 'HeldAsSpamError';
 }
 
-/** Throws HeldAsSpamError, or answers the verdict to record with `sent` (undefined: not checked, the filter is off). */
-export type SpamChecker = (em: EntityManager, submission: ClaimedSubmission, filenames: string[], log: Logger) => Promise<SpamResult | undefined>;
+/**
+ * Throws HeldAsSpamError, or answers the verdict to record with `sent` (undefined: not checked, the
+ * filter is off). `claim`: the worker's, under which a `spam` verdict is written.
+ */
+export type SpamChecker = (
+  em: EntityManager,
+  submission: ClaimedSubmission,
+  claim: ClaimToken,
+  filenames: string[],
+  log: Logger,
+) => Promise<SpamResult | undefined>;
 
 export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
   let failuresInARow = 0;
@@ -70,7 +80,7 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     }
   }
 
-  return async (em, submission, filenames, log) => {
+  return async (em, submission, claim, filenames, log) => {
     const { filter } = settings;
     const level = submission.spamFilter;
     // A verdict already recorded (a re-send) stands; the owner's "not spam" is final.
@@ -95,7 +105,9 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     scan = decided.scan;
     spamChecks.inc({ verdict });
     if (verdict === 'spam') {
-      await recordSpamVerdict(em, submission.id, verdict, scan);
+      // Not sent either way; another worker's claim has its own verdict to write.
+      if (!(await recordSpamVerdict(em, submission.id, claim, verdict, scan)))
+        logLostClaim(log, 'submission', submission.id, 'held as spam, its verdict not recorded');
       log.info({ submissionId: submission.id, score: scan?.score, level, campaign: held }, 'held as spam');
       throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
     }

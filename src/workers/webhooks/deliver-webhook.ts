@@ -21,6 +21,7 @@ import { isFinalFailure } from '../../shared/submissions/retry-policy.ts';
 import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../../shared/webhooks/delivery-policy.ts';
 import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/submissions/data/delivery-status.ts';
 import type { SendOutcome } from '../delivery/send.ts';
+import { claimClock, logLostClaim, stillClaimed } from '../delivery/claim-check.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
 import { buildPayload, StaleEventError } from './webhook-payload.ts';
 
@@ -54,11 +55,18 @@ const label = { kind: deliveryKinds.webhook.metricLabel };
 export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJobs['webhook']>): Promise<SendOutcome> {
   const { em } = context;
   const id = job.data.deliveryId;
-  const attempt = await claimRow(em, 'webhook', id, context.claimLeaseMs);
-  if (attempt === undefined) {
+  const since = claimClock();
+  const claimed = await claimRow(em, 'webhook', id, context.claimLeaseMs);
+  if (claimed === undefined) {
     deliveries.inc({ ...label, outcome: 'not-claimable' });
     return 'not-claimable';
   }
+  const { attempt, claim } = claimed;
+  const lost = (what: string): SendOutcome => {
+    deliveries.inc({ ...label, outcome: 'not-claimable' });
+    logLostClaim(context.log, 'webhook', id, what);
+    return 'not-claimable';
+  };
   const delivery = await findDeliveryToSend(em, id);
   const { endpoint } = delivery;
   let answer: WebhookAnswer | undefined;
@@ -81,12 +89,14 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
       );
       if (spam === 'wait' && context.token) {
         // Not an attempt: the row goes back to `queued`, the job runs again shortly.
-        await releaseClaim(em, 'webhook', id);
+        if (!(await releaseClaim(em, 'webhook', id, claim))) return lost('not delivered');
         await job.moveToDelayed(Date.now() + SPAM_VERDICT_POLL_MS, context.token);
         throw new DelayedError();
       }
       if (spam === 'skip') {
-        await recordSkipped(em, id, 'held as spam: this key sends no spam to its webhooks (marking it not spam sends it)');
+        if (!(await recordSkipped(em, id, claim, 'held as spam: this key sends no spam to its webhooks (marking it not spam sends it)'))) {
+          return lost('not delivered, its skip not recorded');
+        }
         deliveries.inc({ ...label, outcome: 'spam' });
         return 'spam';
       }
@@ -99,9 +109,12 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': new Webhook(context.vault.decrypt(endpoint.secretSealed)).sign(webhookId, now, body),
     };
+    if (!(await stillClaimed(em, 'webhook', id, claim, since, context.claimLeaseMs))) return lost('not delivered');
     answer = await postWebhook(endpoint.url, body, headers, { timeoutMs: context.timeoutMs, policy: context.policy });
     if (answer.status >= 200 && answer.status < 300) {
-      const sent = await recordDelivered(em, id, answer.status);
+      const sent = await recordDelivered(em, id, claim, answer.status);
+      // Delivered before this worker could tell: the other worker's outcome stands.
+      if (!sent) logLostClaim(context.log, 'webhook', id, 'delivered all the same, its `sent` not recorded');
       await recordEndpointOutcome(em, endpoint.id, true, context.disableAfter);
       deliveries.inc({ ...label, outcome: 'sent' });
       if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
@@ -117,13 +130,14 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
       counts: !(error instanceof DisabledEndpointError || error instanceof StaleEventError),
     };
   }
-  const status = await recordFailure(em, 'webhook', id, {
+  const status = await recordFailure(em, 'webhook', id, claim, {
     final: isFinalFailure(failure.permanent, job),
     retryHorizonMs: context.retryHorizonMs,
     maxAttempts: undefined,
     reason: failure.reason,
     responseCode: answer?.status ?? null,
   });
+  if (status === undefined) return lost(`its failure (${failure.reason}) not recorded`);
   context.log.warn({ id, attempt, status, reason: failure.reason }, 'webhook delivery failed');
   if (status === 'failed') {
     deliveries.inc({ ...label, outcome: 'failed' });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EMAIL_STATUSES, type EmailStatus } from '../../../src/shared/infra/db/entities.ts';
 import type { DeliveryKindName } from '../../../src/shared/submissions/delivery-kinds.ts';
-import { CREATED_AS, TRANSITIONS } from '../../../src/shared/submissions/delivery-transitions.ts';
+import { CREATED_AS, TRANSITIONS, type TransitionCondition } from '../../../src/shared/submissions/delivery-transitions.ts';
 import { functionsWritingStatus, statusWrites } from '../../support/status-writers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
@@ -78,25 +78,28 @@ describe('docs/architecture.md', () => {
     .filter((line) => line.startsWith('| ') && !line.startsWith('| Event') && !line.startsWith('| ---'))
     .map(cells);
   const statusesIn = (cell: string) => [...cell.matchAll(/`([a-z-]+)`/g)].map((match) => match[1] as EmailStatus);
+  /** How the page writes each condition of the table after the statuses it applies to. */
+  const CONDITION_WORDS: Record<TransitionCondition, string> = { 'claim-expired': 'claim expired', 'own-claim': 'own claim' };
+  const CONDITIONS = Object.values(CONDITION_WORDS);
   const kindsIn = (cell: string): DeliveryKindName[] => (cell === 'all' ? [...KINDS] : (statusesIn(cell) as string[] as DeliveryKindName[]));
 
   it('lists exactly the rows of the table of status changes', () => {
     const listed = rows
       .filter(([event]) => event !== '(new row)')
       .flatMap(([event = '', kinds = '', from = '', to = '']) => {
+        const condition = CONDITIONS.find((words) => from.endsWith(` (${words})`));
         const froms = from.startsWith('any but')
           ? EMAIL_STATUSES.filter((status) => !statusesIn(from).includes(status))
-          : from === 'any'
+          : from.replace(` (${condition})`, '') === 'any'
             ? EMAIL_STATUSES
             : statusesIn(from);
         return kindsIn(kinds).flatMap((kind) =>
           froms.map(
-            (status) =>
-              `${kind} ${statusesIn(event)[0]} ${status} → ${to === 'unchanged' ? status : statusesIn(to)[0]}${from.includes('(claim expired)') ? ' (claim expired)' : ''}`,
+            (status) => `${kind} ${statusesIn(event)[0]} ${status} → ${to === 'unchanged' ? status : statusesIn(to)[0]}${condition ? ` (${condition})` : ''}`,
           ),
         );
       });
-    const table = TRANSITIONS.map((row) => `${row.kind} ${row.event} ${row.from} → ${row.to}${row.onlyIf === 'claim-expired' ? ' (claim expired)' : ''}`);
+    const table = TRANSITIONS.map((row) => `${row.kind} ${row.event} ${row.from} → ${row.to}${row.onlyIf ? ` (${CONDITION_WORDS[row.onlyIf]})` : ''}`);
     expect(listed.toSorted()).toEqual(table.toSorted());
   });
 

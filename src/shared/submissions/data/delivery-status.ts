@@ -21,7 +21,7 @@ import {
 } from '../../infra/db/entities.ts';
 import { FAILED, sqlList } from '../delivery-statuses.ts';
 import { OWNER_MIN_LEARNS } from '../../spam/spam-filter.ts';
-import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor } from '../delivery-transitions.ts';
+import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
@@ -46,27 +46,46 @@ function rowsOf(kind: DeliveryKindName, event: DeliveryEvent) {
 }
 
 /**
- * The statuses `event` moves a row of `kind` from, as a condition on `column`: undefined when it
- * moves it from any status (the statement is not guarded). A claim past its lease adds
- * `claimExpired`, the statement's own test of claimed_at.
+ * The statement's own SQL for the table's conditions on a row: `claimExpired`, its test that the
+ * claim is past its lease; `ownClaim`, its test that the claim is still the writer's.
  */
-function statusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string } = {}): string | undefined {
-  return once(`guard|${kind}|${event}|${options.column ?? ''}|${options.claimExpired ?? ''}`, () => buildStatusGuard(kind, event, options));
+type ConditionSql = { claimExpired?: string; ownClaim?: string };
+const SQL_OF: Record<TransitionCondition, keyof ConditionSql> = { 'claim-expired': 'claimExpired', 'own-claim': 'ownClaim' };
+type GuardOptions = { column?: string } & ConditionSql;
+
+/**
+ * The statuses `event` moves a row of `kind` from, with the table's conditions, as a condition on
+ * `column`: undefined when it moves it from any status unconditionally (the statement is not guarded).
+ */
+function statusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: GuardOptions = {}): string | undefined {
+  return once(`guard|${kind}|${event}|${options.column ?? ''}|${options.claimExpired ?? ''}|${options.ownClaim ?? ''}`, () =>
+    buildStatusGuard(kind, event, options),
+  );
 }
 
-function buildStatusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string }): string | undefined {
+function buildStatusGuard(kind: DeliveryKindName, event: DeliveryEvent, options: GuardOptions): string | undefined {
   const column = options.column ?? 'email_status';
   const rows = rowsOf(kind, event);
+  /** `statuses` as a condition on the column, undefined for all of them; the shorter list: `not in` the few statuses an event that takes nearly any row refuses. */
+  const among = (statuses: readonly EmailStatus[]) => {
+    const refused = EMAIL_STATUSES.filter((status) => !statuses.includes(status));
+    if (refused.length === 0) return undefined;
+    return refused.length < statuses.length ? `${column} not in (${sqlList(refused)})` : `${column} ${inList(statuses)}`;
+  };
+  const parts: string[] = [];
   const plain = rows.filter((row) => row.onlyIf === undefined).map((row) => row.from);
-  const conditional = rows.filter((row) => row.onlyIf === 'claim-expired');
-  if (conditional.length > 0 && options.claimExpired === undefined) throw new Error(`${event} of a ${kind} row needs the claim lease's condition`);
-  if (conditional.length === 0 && EMAIL_STATUSES.every((status) => plain.includes(status))) return undefined;
-  // The shorter list: `not in` the few statuses an event that takes nearly any row refuses.
-  const refused = EMAIL_STATUSES.filter((status) => !plain.includes(status));
-  const parts = [
-    ...(plain.length > 0 ? [refused.length < plain.length ? `${column} not in (${sqlList(refused)})` : `${column} ${inList(plain)}`] : []),
-    ...conditional.map((row) => `(${column} = '${row.from}' and ${options.claimExpired})`),
-  ];
+  if (plain.length > 0) {
+    const condition = among(plain);
+    // Every status, unconditionally: nothing to guard.
+    if (condition === undefined) return undefined;
+    parts.push(condition);
+  }
+  for (const onlyIf of new Set(rows.flatMap((row) => (row.onlyIf === undefined ? [] : [row.onlyIf])))) {
+    const sql = options[SQL_OF[onlyIf]];
+    if (sql === undefined) throw new Error(`${event} of a ${kind} row needs the statement's test of ${onlyIf}`);
+    const statuses = among(rows.filter((row) => row.onlyIf === onlyIf).map((row) => row.from));
+    parts.push(statuses === undefined ? sql : `(${statuses} and ${sql})`);
+  }
   return parts.length === 1 ? parts[0] : `(${parts.join('\n             or ')})`;
 }
 
@@ -74,7 +93,7 @@ function buildStatusGuard(kind: DeliveryKindName, event: DeliveryEvent, options:
 const statusCondition = (kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string } = {}) => statusGuard(kind, event, options) ?? 'true';
 
 /** The guard as more of a where clause: ` and <guard>`, or nothing. */
-const andStatus = (kind: DeliveryKindName, event: DeliveryEvent, options: { column?: string; claimExpired?: string } = {}) => {
+const andStatus = (kind: DeliveryKindName, event: DeliveryEvent, options: GuardOptions = {}) => {
   const guard = statusGuard(kind, event, options);
   return guard === undefined ? '' : ` and ${guard}`;
 };
@@ -172,26 +191,49 @@ export async function insertSubmissionWithFiles(
 // ---- The claim.
 
 /**
+ * A claim, as its worker names it when it records the outcome: the claimed_at the claim wrote, to
+ * the microsecond, as ISO 8601 text (a JS Date keeps only milliseconds). Each claim of a row writes
+ * a later one: a claim is taken only from a row unclaimed or claimed longer ago than the lease.
+ */
+export type ClaimToken = string;
+const claimTokenOf = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** The test of `own-claim` (../delivery-transitions.ts) in a statement with `?` placeholders: its parameter is the writer's ClaimToken. */
+const OWN_CLAIM = { ownClaim: 'claimed_at = ?::timestamptz' };
+
+/**
  * A claim counts one attempt. Claiming a failed row (its job retried on the queue dashboard) is a
  * re-send, like requeueFailed's: a fresh delivery, its attempts from 1 and its horizon from now.
  */
 const COUNT_ATTEMPT = `email_attempts = case when email_status = '${FAILED}' then 1 else email_attempts + 1 end,
             requeued_at = case when email_status = '${FAILED}' then now() else requeued_at end`;
 
+/** A row claimed: its attempt number, and the claim its outcome is written under. */
+export type RowClaim = { attempt: number; claim: ClaimToken };
+
 /**
  * Compare-and-set: only one worker moves the row to `sending`, so a job that runs twice sends once.
  * A `sending` row whose claim is older than the lease belongs to a dead worker and may be taken.
- * Returns the attempt number, or undefined when the row is not claimable.
+ * Undefined when the row is not claimable.
  */
-export async function claimRow(em: EntityManager, kind: KindFor<'claim'>, id: string, claimLeaseMs: number): Promise<number | undefined> {
-  const claimed = await em.execute<Array<{ email_attempts: number }>>(
+export async function claimRow(em: EntityManager, kind: KindFor<'claim'>, id: string, claimLeaseMs: number): Promise<RowClaim | undefined> {
+  const [claimed] = await em.execute<Array<{ email_attempts: number; claim: ClaimToken }>>(
     `update ${tableOf(kind)}
         set email_status = ${statusAfter(kind, 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
       where id = ?${andStatus(kind, 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => ?)' })}
-      returning email_attempts`,
+      returning email_attempts, ${claimTokenOf('claimed_at')} as claim`,
     [id, claimLeaseMs / 1000],
   );
-  return claimed[0]?.email_attempts;
+  return claimed && { attempt: claimed.email_attempts, claim: claimed.claim };
+}
+
+/**
+ * Whether the row is still `claim` (no other worker took it since): asked just before sending by a
+ * worker whose claim may have passed its lease, so that it does not send what another sends.
+ */
+export async function holdsClaim(em: EntityManager, kind: KindFor<'claim'>, id: string, claim: ClaimToken): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>(`select id from ${tableOf(kind)} where id = ? and ${OWN_CLAIM.ownClaim}`, [id, claim]);
+  return rows.length > 0;
 }
 
 /** What the submission email needs of its row, loaded by the statement that claims it. */
@@ -221,8 +263,8 @@ export type ClaimedSubmission = {
   spamMark: SpamMark | null;
 };
 
-/** A claimed submission: its attempt number and what its email needs. */
-export type SubmissionClaim = { attempt: number; submission: ClaimedSubmission };
+/** A claimed submission: its attempt number, its claim, and what its email needs. */
+export type SubmissionClaim = RowClaim & { submission: ClaimedSubmission };
 
 /** What runs a parameterised statement: a pg pool or client. */
 export type Queryable = Pick<pg.Pool, 'query'>;
@@ -234,8 +276,8 @@ const CLAIM_SUBMISSIONS = {
        update submissions
           set email_status = ${statusAfter('submission', 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
         where id = any($1::uuid[])${andStatus('submission', 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => $2)' })}
-        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark)
-     select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, k.email as key_email,
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at)
+     select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, ${claimTokenOf('c.claimed_at')} as claim, k.email as key_email,
             k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark,
             case when k.subject_prefix then k.label end as subject_label,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
@@ -269,6 +311,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     custom_fields: CustomFields;
     created_ms: number;
     email_attempts: number;
+    claim: ClaimToken;
     key_email: string | null;
     attachment_count: number;
     suppressed_ms: number | null;
@@ -288,6 +331,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     byId.delete(row.id);
     return {
       attempt: row.email_attempts,
+      claim: row.claim,
       submission: {
         id: row.id,
         email: row.email,
@@ -310,18 +354,20 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
   });
 }
 
-/** Gives a claimed row back untouched (not an attempt): `queued` again, its attempt uncounted. False when it was not claimed. */
-export async function releaseClaim(em: EntityManager, kind: KindFor<'release-claim'>, id: string): Promise<boolean> {
+/** Gives a claimed row back untouched (not an attempt): `queued` again, its attempt uncounted. False when it is not (or no longer) `claim`. */
+export async function releaseClaim(em: EntityManager, kind: KindFor<'release-claim'>, id: string, claim: ClaimToken): Promise<boolean> {
   const result = await em.execute<{ affectedRows: number }>(
     `update ${tableOf(kind)} set email_status = ${statusAfter(kind, 'release-claim')}, claimed_at = null, email_attempts = greatest(email_attempts - 1, 0)
-      where id = ?${andStatus(kind, 'release-claim')}`,
-    [id],
+      where id = ?${andStatus(kind, 'release-claim', OWN_CLAIM)}`,
+    [id, claim],
     'run',
   );
   return result.affectedRows > 0;
 }
 
-// ---- What a worker records of its attempt.
+// ---- What a worker records of its attempt: each write only while the row is still the worker's
+// claim (`own-claim`), so a worker that outlived its lease writes nothing over the outcome of the
+// worker that claimed the row after it (0 rows: the caller says so).
 
 export type FailurePolicy = {
   /** The failure is final whatever the row's age (a permanent refusal, the job's last attempt). */
@@ -339,17 +385,24 @@ export type FailurePolicy = {
 
 /** The guard of a failure: `retry` and `give-up` are one statement, so they must apply to the same statuses. */
 function failureGuard(kind: KindFor<'retry'>): string {
-  const guard = andStatus(kind, 'retry');
-  if (guard !== andStatus(kind, 'give-up')) throw new Error(`retry and give-up of a ${kind} row must move it from the same statuses`);
+  const guard = andStatus(kind, 'retry', OWN_CLAIM);
+  if (guard !== andStatus(kind, 'give-up', OWN_CLAIM)) throw new Error(`retry and give-up of a ${kind} row must move it from the same statuses`);
   return guard;
 }
 
 /**
  * Releases the claim after a failed attempt: `retrying` (the `retry` event), or `failed` (`give-up`)
  * when the policy says it is over. A submission's attempt joins its history in the same statement,
- * and a `retrying` one says when its job's timer ends.
+ * and a `retrying` one says when its job's timer ends. Undefined when the row is no longer `claim`
+ * (another worker's now, or deleted): nothing is written.
  */
-export async function recordFailure(em: EntityManager, kind: KindFor<'retry'>, id: string, policy: FailurePolicy): Promise<'failed' | 'retrying'> {
+export async function recordFailure(
+  em: EntityManager,
+  kind: KindFor<'retry'>,
+  id: string,
+  claim: ClaimToken,
+  policy: FailurePolicy,
+): Promise<'failed' | 'retrying' | undefined> {
   const over = '(? or coalesce(requeued_at, created_at) < now() - make_interval(secs => ?) or email_attempts >= ?)';
   const overValues = [policy.final, policy.retryHorizonMs / 1000, policy.maxAttempts ?? 2 ** 31 - 1];
   const status = `case when ${over} then ${statusAfter(kind, 'give-up')} else ${statusAfter(kind, 'retry')} end`;
@@ -366,9 +419,9 @@ export async function recordFailure(em: EntityManager, kind: KindFor<'retry'>, i
          insert into delivery_attempts (submission_id, attempt, outcome, response, worker)
          select id, email_attempts, email_status, last_error, ? from recorded)
        select email_status from recorded`,
-      [...overValues, ...overValues, policy.retry.delayMs / 1000, policy.reason, id, policy.retry.worker],
+      [...overValues, ...overValues, policy.retry.delayMs / 1000, policy.reason, id, claim, policy.retry.worker],
     );
-    return row?.email_status ?? 'failed';
+    return row?.email_status;
   }
   const [row] = await em.execute<Array<{ email_status: 'failed' | 'retrying' }>>(
     `update ${tableOf(kind)}
@@ -376,17 +429,16 @@ export async function recordFailure(em: EntityManager, kind: KindFor<'retry'>, i
             last_error = ?, claimed_at = null${kind === 'webhook' ? ', last_response_code = ?' : ''}
       where id = ?${failureGuard(kind)}
       returning email_status`,
-    [...overValues, policy.reason, ...(kind === 'webhook' ? [policy.responseCode ?? null] : []), id],
+    [...overValues, policy.reason, ...(kind === 'webhook' ? [policy.responseCode ?? null] : []), id, claim],
   );
-  // A row deleted meanwhile has nothing left to retry.
-  return row?.email_status ?? 'failed';
+  return row?.email_status;
 }
 
-/** A claimed email that is not attempted: its mailbox is suppressed (`reason` says why and until when). False when it was not claimed. */
-export async function recordSuppressed(em: EntityManager, kind: KindFor<'suppress'>, id: string, reason: string): Promise<boolean> {
+/** A claimed email that is not attempted: its mailbox is suppressed (`reason` says why and until when). False when it is not (or no longer) `claim`. */
+export async function recordSuppressed(em: EntityManager, kind: KindFor<'suppress'>, id: string, claim: ClaimToken, reason: string): Promise<boolean> {
   const result = await em.execute<{ affectedRows: number }>(
-    `update ${tableOf(kind)} set email_status = ${statusAfter(kind, 'suppress')}, claimed_at = null, last_error = ? where id = ?${andStatus(kind, 'suppress')}`,
-    [reason, id],
+    `update ${tableOf(kind)} set email_status = ${statusAfter(kind, 'suppress')}, claimed_at = null, last_error = ? where id = ?${andStatus(kind, 'suppress', OWN_CLAIM)}`,
+    [reason, id, claim],
     'run',
   );
   return result.affectedRows > 0;
@@ -394,11 +446,12 @@ export async function recordSuppressed(em: EntityManager, kind: KindFor<'suppres
 
 /**
  * The spam filter's verdict on a claimed submission; `spam` also ends its delivery (the
- * `spam-verdict` event): kept, not emailed. False when the row was not claimed.
+ * `spam-verdict` event): kept, not emailed. False when the row is not (or no longer) `claim`.
  */
 export async function recordSpamVerdict(
   em: EntityManager,
   id: string,
+  claim: ClaimToken,
   verdict: SpamVerdict,
   scan: { score: number; reasons: SpamReason[] } | undefined,
 ): Promise<boolean> {
@@ -407,8 +460,8 @@ export async function recordSpamVerdict(
         set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
             email_status = case when ? = 'spam' then ${statusAfter('submission', 'spam-verdict')} else email_status end,
             claimed_at = case when ? = 'spam' then null else claimed_at end
-      where id = ?${andStatus('submission', 'spam-verdict')}`,
-    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, verdict, id],
+      where id = ?${andStatus('submission', 'spam-verdict', OWN_CLAIM)}`,
+    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, verdict, id, claim],
     'run',
   );
   return result.affectedRows > 0;
@@ -419,28 +472,29 @@ export type SentRow = { id: string; created_at: Date; sent_at: Date };
 /** A submission's spam verdict, written with its `sent` (src/workers/spam/spam-check.ts). */
 export type SpamResult = { verdict: SpamVerdict; score: number | null; reasons: SpamReason[] | null };
 
-/** `response`: the SMTP server's reply to the message (250 …), kept in a submission's history. */
-export type SentItem = { id: string; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
+/** `claim`: the sender's; `response`: the SMTP server's reply to the message (250 …), kept in a submission's history. */
+export type SentItem = { id: string; claim: ClaimToken; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
 
 /**
  * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
  * src/workers/delivery/sent-recorder.ts). Prepared by name (one per kind): parsed and planned once per connection.
  * A bounce may come back before this write (the relay reports within a second, this commit can
  * wait longer): a row already `bounced` or `complained` keeps that status. `worker` names the
- * process in the submissions' delivery history.
+ * process in the submissions' delivery history. A row that is no longer its sender's claim is left
+ * as it is and missing from the answer.
  */
 export async function recordSent(db: Queryable, kind: KindFor<'sent'>, sent: SentItem[], worker: string): Promise<SentRow[]> {
   const status = `email_status = ${statusAfter(kind, 'sent', 't.email_status')}`;
-  const guard = andStatus(kind, 'sent', { column: 't.email_status' });
+  const guard = andStatus(kind, 'sent', { column: 't.email_status', ownClaim: 't.claimed_at = v.claimed_at' });
   if (kind !== 'submission') {
     const result = await db.query<SentRow>({
       name: `record-sent-${kind}`,
       text: `update ${tableOf(kind)} as t
           set ${status}, sent_at = now(), message_id = v.message_id, last_error = null
-         from unnest($1::uuid[], $2::text[]) as v(id, message_id)
+         from unnest($1::uuid[], $2::text[], $3::timestamptz[]) as v(id, message_id, claimed_at)
         where t.id = v.id${guard}
         returning t.id, t.created_at, t.sent_at`,
-      values: [sent.map((item) => item.id), sent.map((item) => item.messageId)],
+      values: [sent.map((item) => item.id), sent.map((item) => item.messageId), sent.map((item) => item.claim)],
     });
     return result.rows;
   }
@@ -456,7 +510,8 @@ export async function recordSent(db: Queryable, kind: KindFor<'sent'>, sent: Sen
               spam_score = case when v.verdict is null then t.spam_score else v.score end,
               spam_reasons = case when v.verdict is null then t.spam_reasons else v.reasons end,
               spam_checked_at = case when v.verdict is null then t.spam_checked_at else now() end
-         from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[], $6::text[]) as v(id, message_id, verdict, score, reasons, response)
+         from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[], $6::text[], $8::timestamptz[])
+              as v(id, message_id, verdict, score, reasons, response, claimed_at)
         where t.id = v.id${guard}
         returning t.id, t.created_at, t.sent_at, t.email_attempts, v.response),
      logged as (
@@ -471,29 +526,30 @@ export async function recordSent(db: Queryable, kind: KindFor<'sent'>, sent: Sen
       sent.map((item) => (item.spam?.reasons ? JSON.stringify(item.spam.reasons) : null)),
       sent.map((item) => item.response?.slice(0, 2000) ?? null),
       worker,
+      sent.map((item) => item.claim),
     ],
   });
   return result.rows;
 }
 
-/** A webhook delivery that will not be made (its submission is held as spam): `skipped`, with why. False when it was not claimed. */
-export async function recordSkipped(em: EntityManager, id: string, reason: string): Promise<boolean> {
+/** A webhook delivery that will not be made (its submission is held as spam): `skipped`, with why. False when it is not (or no longer) `claim`. */
+export async function recordSkipped(em: EntityManager, id: string, claim: ClaimToken, reason: string): Promise<boolean> {
   const result = await em.execute<{ affectedRows: number }>(
-    `update webhook_deliveries set email_status = ${statusAfter('webhook', 'skip')}, claimed_at = null, last_error = ? where id = ?${andStatus('webhook', 'skip')}`,
-    [reason, id],
+    `update webhook_deliveries set email_status = ${statusAfter('webhook', 'skip')}, claimed_at = null, last_error = ? where id = ?${andStatus('webhook', 'skip', OWN_CLAIM)}`,
+    [reason, id, claim],
     'run',
   );
   return result.affectedRows > 0;
 }
 
-/** A webhook answered 2xx: `sent`, with the answer's status. */
-export async function recordDelivered(em: EntityManager, id: string, responseCode: number): Promise<SentRow | undefined> {
+/** A webhook answered 2xx: `sent`, with the answer's status. Undefined when the row is no longer `claim`: nothing is written. */
+export async function recordDelivered(em: EntityManager, id: string, claim: ClaimToken, responseCode: number): Promise<SentRow | undefined> {
   const [row] = await em.execute<SentRow[]>(
     `update webhook_deliveries
         set email_status = ${statusAfter('webhook', 'delivered')}, sent_at = now(), last_error = null, last_response_code = ?, claimed_at = null
-      where id = ?${andStatus('webhook', 'delivered')}
+      where id = ?${andStatus('webhook', 'delivered', OWN_CLAIM)}
       returning id, created_at, sent_at`,
-    [responseCode, id],
+    [responseCode, id, claim],
   );
   return row;
 }
