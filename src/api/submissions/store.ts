@@ -138,19 +138,21 @@ export class WriteOutcomeUnknown extends Error {
  * have refused it in a committed statement).
  */
 async function settledTransaction(em: EntityManager, submissionId: string, work: (tx: EntityManager) => Promise<void>): Promise<boolean> {
-  let xid: string | undefined;
+  // An object: TypeScript does not follow assignments made in the callback.
+  const progress: { xid?: string; committing: boolean } = { committing: false };
   try {
     await inTransaction(em, async (tx) => {
-      xid = await beginSubmissionWrite(tx, SUBMISSION_STATEMENT_TIMEOUT_MS);
+      progress.xid = await beginSubmissionWrite(tx, SUBMISSION_STATEMENT_TIMEOUT_MS);
       await work(tx);
+      progress.committing = true;
     });
     return true;
   } catch (error) {
     // PostgreSQL's own timeout (57014, query_canceled) rolled it back: nothing was stored.
     if (sqlState(error) === '57014') throw errors.serviceUnavailable();
-    // Before the transaction had its id nothing was written.
-    if (xid === undefined || !outcomeUnknown(error)) throw error;
-    const transaction = xid;
+    // Only the COMMIT's lost answer leaves the outcome open: before it, nothing can have committed.
+    const transaction = progress.xid;
+    if (transaction === undefined || !progress.committing || !outcomeUnknown(error)) throw error;
     const outcome = await settle(submissionId, error, async () => {
       const status = await transactionOutcome(em.fork(), transaction);
       if (status === 'in progress') return undefined;
