@@ -7,7 +7,7 @@ import type { VerificationKey } from '../shared/infra/db/entities.ts';
 import { createOrm } from '../shared/infra/db/orm.ts';
 import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
-import { adoptSecret, checkSecret, LOST_SECRET_DOC } from '../shared/infra/secret-check.ts';
+import { adoptSecret, checkSecret, LOST_SECRET_DOC, unreadableUnder } from '../shared/infra/secret-check.ts';
 import { createEndpoint, keyIdByValue, parseWebhookUrl } from '../shared/webhooks/webhooks.ts';
 import { deleteEndpoint, listEndpoints, setEndpointEnabled, type EndpointRecord } from '../shared/webhooks/data/webhook-endpoints.ts';
 import { listWebhookDeliveries } from '../shared/webhooks/data/webhook-deliveries.ts';
@@ -15,6 +15,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
 const USAGE = `Usage: npm run admin -- <command>
   keys list <email>                 the address's keys and their states
@@ -29,8 +31,9 @@ const USAGE = `Usage: npm run admin -- <command>
   webhooks deliveries <key>         the key's latest webhook deliveries
   deliveries flush [--per-second N] the emails waiting on a retry timer, tried now, at most N a second
                                     (default RETRY_FLUSH_PER_SECOND, 10)
-  secret adopt                      only when the SECRET the data was written with is lost for good:
-                                    the database takes this SECRET from now on (${LOST_SECRET_DOC})`;
+  secret adopt [--yes]              only when the SECRET the data was written with is lost for good:
+                                    the database takes this SECRET from now on (${LOST_SECRET_DOC});
+                                    without --yes, says what would become unreadable and changes nothing`;
 
 const describe = (key: VerificationKey, vault: KeyVault) =>
   [
@@ -47,7 +50,7 @@ async function run(args: string[]): Promise<number> {
       command,
       [target, ...rest].filter((arg) => arg !== undefined),
     );
-  if (group === 'secret' && command === 'adopt' && !target) return adopt();
+  if (group === 'secret' && command === 'adopt' && (!target || target === '--yes') && !rest.length) return adopt(target === '--yes');
   if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {
     process.stderr.write(`${USAGE}\n`);
     return 2;
@@ -172,10 +175,29 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
   }
 }
 
-/** `secret adopt`: writes the check value under this SECRET, for a database whose own SECRET is lost. */
-async function adopt(): Promise<number> {
+/**
+ * `secret adopt`: writes the check value under this SECRET, for a database whose own SECRET is lost.
+ * It cannot be undone without the old SECRET, so it says first what it leaves unreadable, and acts
+ * only with --yes.
+ */
+async function adopt(confirmed: boolean): Promise<number> {
   const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET']));
   try {
+    const lost = await unreadableUnder(config.DATABASE_URL, config.SECRET);
+    process.stdout.write(
+      `Under this SECRET, ${plural(lost.keys, 'key')} and ${plural(lost.webhooks, 'webhook endpoint')} ` +
+        `(out of ${lost.total} in use) are sealed under another one and cannot be read.\n`,
+    );
+    if (!confirmed) {
+      process.stdout.write(
+        [
+          'Nothing was changed. Adopt this SECRET only when the one the data was written with is lost for good:',
+          'those keys would answer 403, and those endpoints be added again. To go on: npm run admin -- secret adopt --yes',
+          '',
+        ].join('\n'),
+      );
+      return 1;
+    }
     await adoptSecret(config.DATABASE_URL, config.SECRET);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;

@@ -1,26 +1,49 @@
 // What `npm run backup` writes and `npm run restore` reads, and where both find the service's data:
 // as `npm start` does, each of DATABASE_URL, S3_ENDPOINT and SECRET when set, else DATA_DIR's own.
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
 import type { TableColumns } from '../shared/infra/db/table-copy.ts';
 import { createStorage, type Storage } from '../shared/infra/storage.ts';
 
 export const ARCHIVE_FORMAT = 'contact-form-service backup';
-export const ARCHIVE_VERSION = 1;
+/** Version 2 records the size and SHA-256 of every file in the archive; version 1 those of the stored files only. */
+export const ARCHIVE_VERSION = 2;
+/** Archives of version 1 are still restored: their table files are checked for place, type and row count. */
+export const READABLE_VERSIONS: readonly number[] = [1, ARCHIVE_VERSION];
 
 /**
  * The archive (a .tar.gz) holds manifest.json, `secret` (SECRET, one line), database/<n>-<table>.copy
- * (COPY text format) and files/<n> (the bytes of each stored file), in that order.
+ * (COPY text format) and files/<n> (the bytes of each stored file), in that order. Each entry's
+ * size and SHA-256 are those of the bytes in the archive.
  */
 export type Manifest = {
   format: typeof ARCHIVE_FORMAT;
-  version: typeof ARCHIVE_VERSION;
+  version: number;
   createdAt: string;
   /** The migrations applied to the database, oldest first: restore builds the schema with exactly these. */
   migrations: string[];
-  tables: Array<TableColumns & { rows: number; file: string }>;
-  files: Array<{ key: string; contentType: string; size: number; sha256: string; file: string }>;
+  /** size and sha256 are absent in archives of version 1. */
+  tables: Array<TableColumns & Partial<Digest> & { rows: number; file: string }>;
+  files: Array<{ key: string; contentType: string; file: string } & Digest>;
 };
+
+export type Digest = { size: number; sha256: string };
+
+/** The size and SHA-256 of a file's bytes. */
+export async function digestFile(file: string): Promise<Digest> {
+  const hash = createHash('sha256');
+  let size = 0;
+  await pipeline(createReadStream(file), async (chunks: AsyncIterable<Buffer>) => {
+    for await (const chunk of chunks) {
+      hash.update(chunk);
+      size += chunk.length;
+    }
+  });
+  return { size, sha256: hash.digest('hex') };
+}
 
 export const MANIFEST = 'manifest.json';
 export const SECRET_ENTRY = 'secret';

@@ -14,6 +14,7 @@ import { appliedMigrations, copyTableOut, listTables, readInSnapshot, storedObje
 import {
   ARCHIVE_FORMAT,
   ARCHIVE_VERSION,
+  digestFile,
   localDataDir,
   MANIFEST,
   openStorage,
@@ -23,6 +24,7 @@ import {
   SECRET_ENTRY,
   userPath,
   UserError,
+  type Digest,
   type Manifest,
   type Settings,
 } from './archive.ts';
@@ -72,7 +74,8 @@ async function main(): Promise<number> {
       say(`Reading ${plural(objects.length, 'stored file')} (${storage.where})…`);
       for (const [index, object] of objects.entries()) {
         const file = `files/${String(index + 1).padStart(6, '0')}`;
-        if (await copyObject(storage.storage.download, object, path.join(staging, file))) manifest.files.push({ ...object, file });
+        const copied = await copyObject(storage.storage.download, object, path.join(staging, file));
+        if (copied) manifest.files.push({ ...object, ...copied, file });
       }
     }
 
@@ -157,7 +160,7 @@ async function dumpDatabase(url: string, staging: string, manifest: Manifest): P
       for (const [index, table] of (await listTables(client)).entries()) {
         const file = `database/${String(index + 1).padStart(2, '0')}-${table.name}.copy`;
         const rows = await copyTableOut(client, table, createWriteStream(path.join(staging, file)));
-        manifest.tables.push({ ...table, rows, file });
+        manifest.tables.push({ ...table, rows, file, ...(await digestFile(path.join(staging, file))) });
       }
       return storedObjects(client);
     });
@@ -167,17 +170,18 @@ async function dumpDatabase(url: string, staging: string, manifest: Manifest): P
 }
 
 /**
- * Copies one stored file, checking it against the size and SHA-256 its row recorded. A file gone
- * since the snapshot (its submission deleted meanwhile) is left out with a warning.
+ * Copies one stored file, checking it against the size and SHA-256 its row recorded; returns those
+ * of the bytes copied, which restore checks. A file gone since the snapshot (its submission deleted
+ * meanwhile) is left out with a warning.
  */
-async function copyObject(download: (key: string) => Promise<NodeJS.ReadableStream>, object: StoredObject, file: string): Promise<boolean> {
+async function copyObject(download: (key: string) => Promise<NodeJS.ReadableStream>, object: StoredObject, file: string): Promise<Digest | undefined> {
   let body: NodeJS.ReadableStream;
   try {
     body = await download(object.key);
   } catch (error) {
     if ((error as Error).name !== 'NoSuchKey') throw error;
     process.stderr.write(`Warning: the stored file ${object.key} is missing from the bucket; the archive has its row only.\n`);
-    return false;
+    return undefined;
   }
   const hash = createHash('sha256');
   let size = 0;
@@ -193,7 +197,7 @@ async function copyObject(download: (key: string) => Promise<NodeJS.ReadableStre
   if (sha256 !== object.sha256 || size !== object.size) {
     process.stderr.write(`Warning: the stored file ${object.key} differs from what its row recorded (${size} bytes, SHA-256 ${sha256}); archived as it is.\n`);
   }
-  return true;
+  return { size, sha256 };
 }
 
 runTool(main);

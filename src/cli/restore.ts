@@ -3,8 +3,8 @@
 // the project's own migrations, up to the ones the archive's database had; the rows are loaded in one
 // transaction, after the files. Refuses a target that holds data (unless --overwrite) or that the
 // service is using.
-import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createReadStream, rmSync } from 'node:fs';
+import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -25,11 +25,12 @@ import { inClientTransaction } from '../shared/infra/db/transactions.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import {
   ARCHIVE_FORMAT,
-  ARCHIVE_VERSION,
+  digestFile,
   localDataDir,
   MANIFEST,
   openStorage,
   plural,
+  READABLE_VERSIONS,
   readSettings,
   runTool,
   SECRET_ENTRY,
@@ -60,11 +61,18 @@ async function main(): Promise<number> {
   const settings = readSettings();
   const archive = rest[0] === '-' ? undefined : userPath(rest[0]!);
 
-  const staging = await mkdtemp(path.join(tmpdir(), 'contact-form-restore-'));
+  // Holds a copy of SECRET and of every row: removed however the restore ends, Ctrl+C included.
+  const staging = await realpath(await mkdtemp(path.join(tmpdir(), 'contact-form-restore-')));
+  const removeOnSignal = (signal: NodeJS.Signals) => {
+    rmSync(staging, { recursive: true, force: true });
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  };
+  process.once('SIGINT', removeOnSignal).once('SIGTERM', removeOnSignal);
   const stops: Array<() => Promise<void>> = [];
   try {
     const manifest = await unpack(archive, staging);
-    const secret = (await readFile(path.join(staging, SECRET_ENTRY), 'utf8')).trim();
+    await checkEntries(staging, manifest);
+    const secret = (await readFile(await stagedFile(staging, SECRET_ENTRY, 'the secret'), 'utf8')).trim();
     if (settings.SECRET && settings.SECRET !== secret) {
       throw new UserError(
         'SECRET is set, and is not the secret of the archive: the restored keys would not work under it.\n' +
@@ -96,8 +104,12 @@ async function main(): Promise<number> {
     );
     return 0;
   } finally {
-    for (const stop of stops.reverse()) await stop();
-    await rm(staging, { recursive: true, force: true });
+    try {
+      for (const stop of stops.reverse()) await stop();
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+      process.off('SIGINT', removeOnSignal).off('SIGTERM', removeOnSignal);
+    }
   }
 }
 
@@ -114,17 +126,62 @@ async function unpack(archive: string | undefined, staging: string): Promise<Man
   // What the file says, before its format and version are checked.
   let manifest: Omit<Manifest, 'format' | 'version'> & { format: unknown; version: unknown };
   try {
-    manifest = JSON.parse(await readFile(path.join(staging, MANIFEST), 'utf8')) as typeof manifest;
-  } catch {
+    manifest = JSON.parse(await readFile(await stagedFile(staging, MANIFEST, 'the manifest'), 'utf8')) as typeof manifest;
+  } catch (error) {
+    if (error instanceof UserError) throw error;
     throw notAnArchive(`no readable ${MANIFEST}`);
   }
-  if (manifest.format !== ARCHIVE_FORMAT) throw notAnArchive(`its ${MANIFEST} is not ours`);
-  if (manifest.version !== ARCHIVE_VERSION) {
+  if (manifest.format !== ARCHIVE_FORMAT || !Array.isArray(manifest.tables) || !Array.isArray(manifest.files)) {
+    throw notAnArchive(`its ${MANIFEST} is not ours`);
+  }
+  if (typeof manifest.version !== 'number' || !READABLE_VERSIONS.includes(manifest.version)) {
     throw new UserError(
-      `The archive is of format version ${String(manifest.version)}; this version of the service reads ${ARCHIVE_VERSION}. Restore it with the version that wrote it.`,
+      `The archive is of format version ${String(manifest.version)}; this version of the service reads ${READABLE_VERSIONS.join(' and ')}. Restore it with the version that wrote it.`,
     );
   }
   return manifest as Manifest;
+}
+
+/**
+ * Every file the manifest names must be a regular file inside the staging directory with the size
+ * and SHA-256 the manifest records, before anything is changed: a crafted archive could otherwise
+ * name ../../etc/shadow, or hold a symbolic link, and have what it points at uploaded or loaded.
+ */
+async function checkEntries(staging: string, manifest: Manifest): Promise<void> {
+  const entries = [
+    ...manifest.tables.map((table) => ({ what: `the table ${table.name}`, ...table })),
+    ...manifest.files.map((file) => ({ what: `the stored file ${file.key}`, ...file })),
+  ];
+  for (const entry of entries) {
+    const file = await stagedFile(staging, entry.file, entry.what);
+    // Only the tables of a version 1 archive have none; their row counts are still checked on loading.
+    if (entry.sha256 === undefined && manifest.version === 1 && 'rows' in entry) continue;
+    const found = await digestFile(file);
+    if (found.size !== entry.size || found.sha256 !== entry.sha256) {
+      throw new UserError(
+        `The archive is damaged or was altered: ${entry.what} (${entry.file}) has ${plural(found.size, 'byte')}, SHA-256 ${found.sha256}; ` +
+          `its manifest says ${plural(Number(entry.size), 'byte')}, SHA-256 ${String(entry.sha256)}.\nNothing was changed.`,
+      );
+    }
+  }
+  if (manifest.version === 1) {
+    process.stderr.write('Note: the archive is of format version 1, which records no checksums of its tables: their row counts are checked instead.\n');
+  }
+}
+
+/** The path of a file the archive holds: a regular file inside the staging directory, not through a link. */
+async function stagedFile(staging: string, name: unknown, what: string): Promise<string> {
+  const refuse = (why: string) => new UserError(`The archive cannot be restored: ${what} ${why}.\nNothing was changed.`);
+  if (typeof name !== 'string' || !name) throw refuse('has no file name');
+  const file = path.resolve(staging, name);
+  if (!file.startsWith(staging + path.sep)) throw refuse(`is named ${JSON.stringify(name)}, outside the archive`);
+  const stats = await lstat(file).catch(() => undefined);
+  if (!stats) throw refuse(`(${name}) is missing from the archive`);
+  if (stats.isSymbolicLink()) throw refuse(`(${name}) is a symbolic link, not a file`);
+  if (!stats.isFile()) throw refuse(`(${name}) is not a regular file`);
+  // A directory above it that is a link would lead outside all the same.
+  if ((await realpath(file)) !== file) throw refuse(`(${name}) lies under a symbolic link`);
+  return file;
 }
 
 /** DATABASE_URL, or npm start's PostgreSQL on DATA_DIR, started here: never while npm start runs it. */
@@ -187,14 +244,14 @@ async function restoreInto(url: string, storage: Storage, manifest: Manifest, st
     const uploaded: string[] = [];
     try {
       for (const file of manifest.files) {
-        await storage.upload(file.key, createReadStream(path.join(staging, file.file)), file.contentType);
+        await storage.upload(file.key, createReadStream(path.resolve(staging, file.file)), file.contentType);
         uploaded.push(file.key);
       }
       await inClientTransaction(client, async () => {
         for (const table of tables) {
           const saved = manifest.tables.find((entry) => entry.name === table.name);
           if (!saved) continue;
-          const rows = await copyTableIn(client, saved, createReadStream(path.join(staging, saved.file)));
+          const rows = await copyTableIn(client, saved, createReadStream(path.resolve(staging, saved.file)));
           if (rows !== saved.rows) throw new Error(`${saved.name}: loaded ${rows} rows, the archive has ${saved.rows}`);
         }
         await advanceSequences(client);

@@ -4,13 +4,14 @@
 // First through npm start and its DATA_DIR (backed up running and stopped, through a file and
 // through stdout), then against external PostgreSQL and S3.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
-import { mkdtemp, readlink, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, DeleteBucketCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
+import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApi } from '../../src/api/server.ts';
 import { freePort, LOCAL_S3_CREDENTIALS } from '../../src/local/services.ts';
@@ -336,6 +337,108 @@ describe('backup and restore with external PostgreSQL and S3', () => {
       storage.close();
       await database.drop();
       await deleteQueueKeys(harness.env.REDIS_URL!, target.QUEUE_PREFIX);
+    }
+  });
+
+  it('refuses an archive whose manifest leads outside it, through a link or to altered bytes: nothing uploaded, nothing left staged', async () => {
+    // A file of this machine the archive must not reach: two levels above the staging directory.
+    const outside = Buffer.from('a private file of this machine\n');
+    await writeFile(path.join(base, 'outside.txt'), outside);
+    const digest = { size: outside.length, sha256: createHash('sha256').update(outside).digest('hex') };
+    const stagingParent = path.join(base, 'tmp');
+    await mkdir(stagingParent);
+    const stored = { key: 'crafted/file', contentType: 'text/plain' };
+    const secretLine = Buffer.from(`${harness.env.SECRET}\n`);
+    const secretDigest = { size: secretLine.length, sha256: createHash('sha256').update(secretLine).digest('hex') };
+
+    const crafted: Array<{ name: string; build: (dir: string) => Promise<object>; says: string }> = [
+      {
+        name: 'a stored file named by a relative path out of the archive',
+        build: async () => ({ files: [{ ...stored, ...digest, file: '../../outside.txt' }] }),
+        says: 'the stored file crafted/file is named "../../outside.txt", outside the archive.',
+      },
+      {
+        name: 'a table file named by an absolute path',
+        build: async () => ({ tables: [{ name: 'submissions', columns: ['id'], rows: 1, ...digest, file: path.join(base, 'outside.txt') }] }),
+        says: 'the table submissions is named',
+      },
+      {
+        name: 'a symbolic link out of the archive',
+        build: async (dir) => {
+          await symlink('../../../outside.txt', path.join(dir, 'files/000001'));
+          return { files: [{ ...stored, ...digest, file: 'files/000001' }] };
+        },
+        says: 'is not an archive of npm run backup (TAR_ENTRY_ERROR: linkpath escapes extraction directory)',
+      },
+      {
+        // Would put the archive's SECRET in the bucket.
+        name: 'a stored file that is a symbolic link to another file of the archive',
+        build: async (dir) => {
+          await symlink('../secret', path.join(dir, 'files/000001'));
+          return { files: [{ ...stored, ...secretDigest, file: 'files/000001' }] };
+        },
+        says: 'the stored file crafted/file (files/000001) is a symbolic link, not a file.',
+      },
+      {
+        name: 'a stored file under a directory that is a symbolic link',
+        build: async (dir) => {
+          await symlink('..', path.join(dir, 'files/linked'));
+          return { files: [{ ...stored, ...secretDigest, file: 'files/linked/secret' }] };
+        },
+        says: 'the stored file crafted/file (files/linked/secret) lies under a symbolic link.',
+      },
+      {
+        name: 'a stored file whose bytes are not those the manifest records',
+        build: async (dir) => {
+          await writeFile(path.join(dir, 'files/000001'), 'other bytes');
+          return { files: [{ ...stored, ...digest, file: 'files/000001' }] };
+        },
+        says: `The archive is damaged or was altered: the stored file crafted/file (files/000001) has 11 bytes, SHA-256 ${createHash('sha256').update('other bytes').digest('hex')}; its manifest says ${digest.size} bytes`,
+      },
+    ];
+
+    for (const [index, archiveCase] of crafted.entries()) {
+      const dir = path.join(base, `crafted-${index}`);
+      await mkdir(path.join(dir, 'database'), { recursive: true });
+      await mkdir(path.join(dir, 'files'));
+      const manifest = {
+        format: 'contact-form-service backup',
+        version: 2,
+        createdAt: new Date().toISOString(),
+        migrations: [],
+        tables: [],
+        files: [],
+        ...(await archiveCase.build(dir)),
+      };
+      await writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+      await writeFile(path.join(dir, 'secret'), secretLine);
+      const archive = path.join(base, `crafted-${index}.tar.gz`);
+      await tar.c({ gzip: true, cwd: dir, file: archive }, ['manifest.json', 'secret', 'database', 'files']);
+
+      // An empty database and bucket, and --overwrite: nothing else would stop the restore.
+      const database = await testDatabase({ migrated: false });
+      const bucket = `cfs-t-${randomBytes(5).toString('hex')}`;
+      await harness.storage.client.send(new CreateBucketCommand({ Bucket: bucket }));
+      const storage = createStorage({ ...harness.config, S3_BUCKET: bucket });
+      try {
+        const env = { ...process.env, ...harness.env, DATABASE_URL: database.url, S3_BUCKET: bucket, TMPDIR: stagingParent };
+        const restore = await npmRun('restore', [archive, '--overwrite'], env);
+        expect(restore.code, `${archiveCase.name}:\n${restore.output}`).toBe(1);
+        expect(restore.output, archiveCase.name).toContain(archiveCase.says);
+        if (!archiveCase.says.includes('not an archive')) expect(restore.output, archiveCase.name).toContain('Nothing was changed.');
+        expect(await listObjectKeys(storage), archiveCase.name).toEqual([]);
+        // (Node keeps its compile cache there too.)
+        expect(
+          (await readdir(stagingParent)).filter((name) => name.startsWith('contact-form-restore-')),
+          archiveCase.name,
+        ).toEqual([]);
+      } finally {
+        const keys = await listObjectKeys(storage);
+        if (keys.length) await storage.remove(keys);
+        await storage.client.send(new DeleteBucketCommand({ Bucket: bucket }));
+        storage.close();
+        await database.drop();
+      }
     }
   });
 });

@@ -93,6 +93,20 @@ describe('CSV export', () => {
     expect(byId[second.json.submission_id]!.slice(15)).toEqual(['', 'support\nbilling', `'=HYPERLINK("http://evil")`]);
   });
 
+  it('quotes a cell a spreadsheet splitting on ; would cut, and no piece of it is a formula', async () => {
+    const key = await h.createKey();
+    await submitJson(h, { access_key: key.key, email: 'a@example.org', message: 'x;=1+1;y', note: 'a\t@SUM(A1)' });
+    const response = await admin('GET', `/admin/submissions.csv?key=${key.key}`);
+    expect(response.status).toBe(200);
+    // What Excel reads with ; as the separator: every cell of the row, split as it splits them.
+    const row = response.text.split('\r\n')[1]!;
+    expect(row).toContain(`,"x;'=1+1;y",`);
+    expect(row).toContain(`,"a\t'@SUM(A1)"`);
+    const pieces = row.split(/[;\t]/);
+    expect(pieces.filter((piece) => /^[=+\-@]/.test(piece))).toEqual([]);
+    expect(parseCsv(response.text)[1]!.slice(4, 5)).toEqual(["x;'=1+1;y"]);
+  });
+
   it('needs the admin token and a key', async () => {
     expect((await admin('GET', '/admin/submissions.csv?key=x', undefined, null)).status).toBe(401);
     expect((await admin('GET', '/admin/submissions.csv')).status).toBe(400);

@@ -174,13 +174,30 @@ describe('a database written before the check existed', () => {
       expect(refused?.message).toContain(`${STOPS}: the newest stored key or webhook secret does not open with this SECRET.`);
 
       // The SECRET lost for good: the operator adopts a new one, and it starts from then on.
-      const adopted = spawnSync('npm', ['run', '--silent', 'admin', '--', 'secret', 'adopt'], {
-        cwd: ROOT,
-        env: { ...process.env, DATABASE_URL: database.url, SECRET: OTHER_SECRET },
-        encoding: 'utf8',
-        timeout: 30_000,
-      });
+      const adopt = (...flags: string[]) =>
+        spawnSync('npm', ['run', '--silent', 'admin', '--', 'secret', 'adopt', ...flags], {
+          cwd: ROOT,
+          env: { ...process.env, DATABASE_URL: database.url, SECRET: OTHER_SECRET },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+      // Without --yes it only says what the new SECRET cannot read.
+      const asked = adopt();
+      expect(asked.status, asked.stderr).toBe(1);
+      expect(asked.stdout).toContain('Under this SECRET, 1 key and 0 webhook endpoints (out of 1 in use) are sealed under another one and cannot be read.');
+      expect(asked.stdout).toContain('Nothing was changed.');
+      expect(asked.stdout).toContain('npm run admin -- secret adopt --yes');
+      const checkRows = async () => {
+        const reader = new pg.Client({ connectionString: database.url });
+        await reader.connect();
+        const { rows } = await reader.query<{ n: number }>('select count(*)::int as n from secret_check');
+        await reader.end();
+        return rows[0]!.n;
+      };
+      expect(await checkRows()).toBe(0);
+      const adopted = adopt('--yes');
       expect(adopted.status, adopted.stderr).toBe(0);
+      expect(adopted.stdout).toContain('Under this SECRET, 1 key and 0 webhook endpoints');
       expect(adopted.stdout).toContain('The database now takes this SECRET');
       expect(await checkSecret(database.url, OTHER_SECRET)).toBe('matched');
       const old = await checkSecret(database.url, TEST_SECRET).then(

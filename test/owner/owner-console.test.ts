@@ -261,6 +261,41 @@ describe('the whole journey', () => {
     expect((await client.post(`/owner/submissions/${failedId}/resend`)).status).toBe(409);
   });
 
+  it("shows the owner what each attempt came to, without the worker's host and process or the relay's host name", async () => {
+    // The attempts of the email that failed, then went out: made by this test's worker.
+    const worker = (await h.sql<{ worker: string }>('select worker from delivery_attempts where submission_id = $1 limit 1', [failedId]))[0]!.worker;
+    expect(worker).toMatch(/:\d+$/);
+    // A relay whose name did not resolve, as Node words it.
+    const dnsError = 'getaddrinfo ENOTFOUND relay.internal.example';
+    await h.sql("insert into delivery_attempts (submission_id, attempt, outcome, response, worker) values ($1, 2, 'retrying', $2, $3)", [
+      failedId,
+      dnsError,
+      worker,
+    ]);
+    await h.sql('update submissions set last_error = $2 where id = $1', [failedId, 'connect ECONNREFUSED 10.20.30.40:587']);
+
+    const shown = cardOf((await message(failedId)).text, failedId);
+    expect(shown).toContain('data-field="history-count">3 attempts<');
+    expect(shown).toContain('· attempt 2 · retrying · <code>getaddrinfo ENOTFOUND (the mail relay)</code></li>');
+    expect(shown).toContain('<code>connect ECONNREFUSED (the mail relay)</code>');
+    expect(shown).toMatch(/· attempt 1 · sent · <code>250 [^<]*<\/code><\/li>/);
+    const api = (await client.api('GET', `/submissions/${failedId}`)).text;
+    for (const text of [shown, api]) {
+      expect(text).not.toContain(worker);
+      expect(text).not.toContain('relay.internal.example');
+      expect(text).not.toContain('10.20.30.40');
+    }
+    expect(JSON.parse(api)).toMatchObject({
+      last_error: 'connect ECONNREFUSED (the mail relay)',
+      delivery_attempts: [
+        { attempt: 2, outcome: 'retrying', response: 'getaddrinfo ENOTFOUND (the mail relay)' },
+        { attempt: 1, outcome: 'sent' },
+        { attempt: 1, outcome: 'failed' },
+      ],
+    });
+    expect(JSON.parse(api).delivery_attempts[0]).not.toHaveProperty('worker');
+  });
+
   it('re-sends an old failed email as a fresh delivery: a temporary refusal on the way is retried, not final', async () => {
     h.sink.behave(() => ({ code: 550, message: 'mailbox unavailable: old-failure' }));
     const oldId = await submit(owner.key, 'failed a week ago');

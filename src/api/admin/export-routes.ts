@@ -25,10 +25,14 @@ const FIXED = [
   'spam_mark',
 ] as const;
 
-/** RFC 4180 quoting, and a leading ' on values a spreadsheet would run as a formula. */
+/**
+ * RFC 4180 quoting, and a leading ' on values a spreadsheet would run as a formula. A spreadsheet
+ * may split on ; (Excel in most European locales) or a tab instead of the comma: a cell holding one
+ * is quoted too, and each piece after one is guarded as a whole value is.
+ */
 export function csvCell(value: string): string {
-  const safe = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+  const safe = (/^[=+\-@\t\r]/.test(value) ? `'${value}` : value).replace(/([;\t])(?=[=+\-@\t\r])/g, "$1'");
+  return /[",;\t\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
 const csvRow = (cells: string[]) => `${cells.map(csvCell).join(',')}\r\n`;

@@ -147,7 +147,6 @@
       item.appendChild(time);
       item.appendChild(document.createTextNode(' · attempt ' + attempt.attempt + ' · ' + attempt.outcome + ' · '));
       item.appendChild(reply);
-      item.appendChild(document.createTextNode(' · ' + attempt.worker));
       listNode.appendChild(item);
     });
   }

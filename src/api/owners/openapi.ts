@@ -6,6 +6,7 @@ import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/
 import {
   BounceReport,
   deliveryFields,
+  OwnerAttemptDetail,
   SpamVerdictDetail,
   error,
   forbidden,
@@ -52,6 +53,11 @@ export const Submission = v.object({
   created_at: v.string(),
   email_status: v.picklist(EMAIL_STATUSES),
   ...deliveryFields,
+  last_error: v.pipe(
+    v.nullable(v.string()),
+    v.description("The mail server's last refusal, as it replied, or the error, its host names as (the mail relay); null once sent"),
+  ),
+  delivery_attempts: v.pipe(v.array(OwnerAttemptDetail), deliveryFields.delivery_attempts.pipe[1]),
   bounce: BounceReport,
   spam: SpamVerdictDetail,
   sent_at: v.nullable(v.string()),

@@ -15,6 +15,7 @@ import {
   deleteSubmissions,
   deliveryHistories,
   listSubmissions,
+  ownerDeliveryFields,
   submissionFields,
   submissionFiles,
   type DeliveryHistory,
@@ -43,7 +44,7 @@ export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'
 export async function ownerSubmissionRecord(em: EntityManager, submission: Submission, history?: DeliveryHistory) {
   const files = await submissionFiles(em, submission);
   return {
-    ...submissionFields(submission, history ?? (await deliveryHistories(em, [submission.id])).get(submission.id)),
+    ...ownerDeliveryFields(submissionFields(submission, history ?? (await deliveryHistories(em, [submission.id])).get(submission.id))),
     key_id: submission.key.id,
     attachments: files.map((file) => ({
       id: file.id,

@@ -70,6 +70,15 @@ export const AttemptDetail = v.object({
   worker: v.pipe(v.string(), v.description('The worker process that made it: host name and process id')),
 });
 
+/** An attempt as the owner's records show it: without the worker, host names of the operator's network replaced. */
+export const OwnerAttemptDetail = v.object({
+  ...v.omit(AttemptDetail, ['worker']).entries,
+  response: v.pipe(
+    v.nullable(v.string()),
+    v.description("The SMTP server's reply (250 … when accepted), or the error when none came, its host names as (the mail relay)"),
+  ),
+});
+
 /** The delivery fields of every submission record, operator's or owner's (src/shared/submissions/submissions.ts submissionFields). */
 export const deliveryFields = {
   email_attempts: v.pipe(v.number(), v.description('Attempts of the current delivery, counted from its last re-send')),

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { ConfigError } from './config.ts';
 import type { Logger } from './log.ts';
 import { createKeyVault } from './secrets.ts';
-import { insertSecretCheck, newestSealedValues, readSecretCheck, replaceSecretCheck } from './db/secret-check.ts';
+import { insertSecretCheck, newestSealedValues, readSecretCheck, replaceSecretCheck, sealedInUse } from './db/secret-check.ts';
 
 const CHECK_TEXT = 'contact-form-service: the SECRET this database was written with';
 /** How often a process that started while PostgreSQL could not be reached tries the check again. */
@@ -114,6 +114,29 @@ export async function adoptSecret(databaseUrl: string, secret: string): Promise<
   await client.connect();
   try {
     await replaceSecretCheck(client, createKeyVault(secret).encrypt(CHECK_TEXT));
+  } catch (error) {
+    throw missingTable(error);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * What adopting `secret` would leave unreadable: the keys (not deleted) and webhook endpoints whose
+ * sealed values do not open with it, out of how many there are.
+ */
+export async function unreadableUnder(databaseUrl: string, secret: string): Promise<{ keys: number; webhooks: number; total: number }> {
+  const vault = createKeyVault(secret);
+  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  await client.connect();
+  try {
+    const sealed = await sealedInUse(client);
+    const unreadable = sealed.filter((value) => vault.tryDecrypt(value.sealed) === undefined);
+    return {
+      keys: unreadable.filter((value) => value.kind === 'key').length,
+      webhooks: unreadable.filter((value) => value.kind === 'webhook').length,
+      total: sealed.length,
+    };
   } catch (error) {
     throw missingTable(error);
   } finally {

@@ -58,6 +58,38 @@ export async function deliveryHistories(em: EntityManager, ids: string[]): Promi
   return histories;
 }
 
+/** Stands in the owner's view for a host name or address of the operator's network. */
+const RELAY = '(the mail relay)';
+
+/**
+ * A delivery error as the owner sees it. An SMTP reply (it starts with its code) is the relay's
+ * answer and is shown as it is; another error (DNS, connection) names hosts of the operator's
+ * network, which are replaced.
+ */
+export function ownerReply(text: string | null): string | null {
+  if (text === null || /^[2-5]\d\d[ -]/.test(text)) return text;
+  return (
+    text
+      // As Node words them: `getaddrinfo ENOTFOUND relay`, `connect ECONNREFUSED 10.0.0.5:587`, `queryA EAI_AGAIN relay`.
+      .replace(/\b(getaddrinfo|query\w*|connect|lookup) (E[A-Z0-9_]+) \S+/g, `$1 $2 ${RELAY}`)
+      .replace(/\[[0-9a-f:.]+\](?::\d+)?/gi, RELAY)
+      .replace(/\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g, RELAY)
+      .replace(/\b(?=[\w-]*[a-z])[\w-]+(?:\.[\w-]+)+(?::\d+)?/gi, RELAY)
+  );
+}
+
+/**
+ * The delivery fields as the form's owner sees them: what happened to each attempt, without the
+ * worker that made it (the operator's host and process id) or the operator's host names.
+ */
+export function ownerDeliveryFields(fields: ReturnType<typeof submissionFields>) {
+  return {
+    ...fields,
+    last_error: ownerReply(fields.last_error),
+    delivery_attempts: fields.delivery_attempts.map(({ attempt, at, outcome, response }) => ({ attempt, at, outcome, response: ownerReply(response) })),
+  };
+}
+
 /** What every record of a submission shows, operator's or owner's; each adds its files in its own way. */
 export function submissionFields(submission: Submission, history: DeliveryHistory = NO_HISTORY) {
   return {

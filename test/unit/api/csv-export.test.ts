@@ -16,6 +16,14 @@ describe('a CSV cell', () => {
 
   it('that a spreadsheet would run as a formula starts with a quote mark', () => {
     expect(csvCell('=HYPERLINK("http://evil.example","click")')).toBe('"\'=HYPERLINK(""http://evil.example"",""click"")"');
-    for (const value of ['+1+1', '-2+3', '@SUM(A1)', '\tcmd']) expect(csvCell(value), value).toBe(`'${value}`);
+    for (const value of ['+1+1', '-2+3', '@SUM(A1)']) expect(csvCell(value), value).toBe(`'${value}`);
+    expect(csvCell('\tcmd')).toBe(`"'\tcmd"`);
+  });
+
+  it('is quoted when a spreadsheet splitting on ; or a tab would cut it, each piece guarded against formulas', () => {
+    expect(csvCell('x;=1+1;y')).toBe(`"x;'=1+1;y"`);
+    expect(csvCell('a\t@SUM(A1)')).toBe(`"a\t'@SUM(A1)"`);
+    expect(csvCell('-1;-2')).toBe(`"'-1;'-2"`);
+    expect(csvCell('tea; coffee')).toBe('"tea; coffee"');
   });
 });

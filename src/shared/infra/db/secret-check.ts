@@ -20,6 +20,15 @@ export async function newestSealedValues(client: pg.Client): Promise<string[]> {
   return rows.map((row) => row.sealed);
 }
 
+/** Every sealed value still in use: those of the keys not deleted, and of the webhook endpoints. */
+export async function sealedInUse(client: pg.Client): Promise<Array<{ kind: 'key' | 'webhook'; sealed: string }>> {
+  const { rows } = await client.query<{ kind: 'key' | 'webhook'; sealed: string }>(
+    `select 'key' as kind, key_encrypted as sealed from verification_keys where status <> 'deleted'
+     union all select 'webhook', secret_sealed from webhook_endpoints`,
+  );
+  return rows;
+}
+
 /** Writes the check value unless one is there already (two first starts at once: one row wins). */
 export async function insertSecretCheck(client: pg.Client, sealed: string): Promise<void> {
   await client.query('insert into secret_check (id, sealed) values ($1, $2) on conflict (id) do nothing', [CHECK_ID, sealed]);
