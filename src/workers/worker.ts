@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { registerBreakerState, registerQueueDepth } from '../shared/infra/metrics.ts';
-import type { Config } from '../shared/infra/config.ts';
+import { ConfigError, type Config } from '../shared/infra/config.ts';
 import { createOrm, type MikroORM } from '../shared/infra/db/orm.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/infra/mail.ts';
@@ -39,6 +39,9 @@ const FAREWELL_MS = 2_000;
 export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
+  // The one process that sends: the others run without the relay's credentials.
+  const smtpUrl = config.SMTP_URL;
+  if (smtpUrl === undefined) throw new ConfigError('Invalid configuration:\n  SMTP_URL: is required by a worker, which sends the emails');
   const shutdown = new Shutdown(log);
   // First, before anything is opened: with another SECRET than the data's, nothing may start.
   const secretCheck = await checkSecretAtStart(config.DATABASE_URL, config.SECRET, log, (error) => {
@@ -57,7 +60,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const transport = shutdown.add(
     'smtp',
     createMailTransport(
-      config.SMTP_URL,
+      smtpUrl,
       // One connection per concurrent job: a job waiting for a free connection holds its claim
       // and its open attachment streams while doing nothing (docs/benchmarks.md#scenarios-and-targets).
       config.WORKER_CONCURRENCY,
@@ -78,7 +81,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     'delivery settings',
   );
   // Once, in the background: an unreachable relay must not hold the start for its connection timeout.
-  void checkMailRelay(transport, config.SMTP_URL, log);
+  void checkMailRelay(transport, smtpUrl, log);
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   // Names this process in the delivery history: stable while it runs, told apart from its peers.
   const workerName = `${hostname()}:${process.pid}`;

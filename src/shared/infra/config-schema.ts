@@ -182,8 +182,8 @@ const services = {
   S3_SECRET_ACCESS_KEY: about(text(), "Secret key. Unset: the AWS SDK's default credential chain."),
   S3_FORCE_PATH_STYLE: about(boolean(true), 'Path-style bucket URLs (MinIO and most non-AWS servers need them).'),
   SMTP_URL: about(
-    url(['smtp:', 'smtps:']),
-    'The SMTP relay, `smtp://user:pass@host:port` or `smtps://…`. Each worker connects and logs in once at start, and warns when it cannot. `npm start` starts a local mail catcher when unset.',
+    v.optional(url(['smtp:', 'smtps:'])),
+    'The SMTP relay, `smtp://user:pass@host:port` or `smtps://…`. Required by the workers, the only processes that send (the API and the bounce receiver need not be given its credentials). Each worker connects and logs in once at start, and warns when it cannot. `npm start` starts a local mail catcher when unset.',
   ),
   DATA_DIR: about(text('.data'), "Where `npm start` keeps its local services' data and the generated secret."),
 };
