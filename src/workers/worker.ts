@@ -36,7 +36,8 @@ import { createJobCounter } from './in-flight.ts';
 /** How long the job processors may take to close once no job runs (see the shutdown below). */
 const FAREWELL_MS = 2_000;
 
-export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
+/** metricsPort: where /metrics and /livez listen, with METRICS_PORT set (0 takes a free one). */
+export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown; metricsPort?: number };
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
   // The one process that sends: the others run without the relay's credentials.
@@ -161,12 +162,32 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     stalledInterval: config.JOB_LOCK_MS,
   });
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
+  // Liveness (/livez): stuck when jobs wait and this worker has started or finished none for
+  // WORKER_STALL_MS. A Redis outage is not the worker's fault: unanswered, it counts as alive.
+  let lastActivity = Date.now();
+  const touch = () => {
+    lastActivity = Date.now();
+  };
+  const alive = async () => {
+    if (Date.now() - lastActivity < config.WORKER_STALL_MS) return true;
+    let waiting: number;
+    try {
+      waiting = (await queue.getJobCountByTypes('wait', 'prioritized')) + (await webhookQueue.getJobCountByTypes('wait', 'prioritized'));
+    } catch {
+      return true;
+    }
+    if (waiting === 0) touch();
+    return waiting === 0;
+  };
+  for (const event of ['active', 'completed', 'failed'] as const) worker.on(event, touch);
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'job failed'));
   // loadConfig refuses METRICS_PORT without ADMIN_TOKEN; the second test only narrows the type.
+  let metricsPort: number | undefined;
   if (config.METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {
-    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT, config.ADMIN_TOKEN);
+    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT, config.ADMIN_TOKEN, alive);
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
-    log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
+    metricsPort = (metrics.address() as AddressInfo).port;
+    log.info({ port: metricsPort }, 'worker metrics listening');
   }
   // Webhooks: a queue and a concurrency of their own, so a slow receiver never holds the emails.
   const webhooks = createWebhookWorker(
@@ -191,6 +212,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
       }),
     ),
   );
+  for (const event of ['active', 'completed', 'failed'] as const) webhooks.on(event, touch);
   // Registered last, so closed first, all three together: each takes no new job and waits for
   // its active ones (the process gives up after SHUTDOWN_TIMEOUT_MS).
   shutdown.add('job processors', [worker, webhooks, housekeeping], async (processors) => {
@@ -211,5 +233,5 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
   await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady(), webhooks.waitUntilReady()]);
   // "worker ready" is for the caller to say, once it has installed the signal handlers (main.ts).
-  return { worker, orm, shutdown };
+  return { worker, orm, shutdown, metricsPort };
 }

@@ -233,6 +233,10 @@ const email = {
 
 const delivery = {
   WORKER_CONCURRENCY: about(integer(50, 1), 'Email deliveries one worker process makes at a time.'),
+  WORKER_STALL_MS: about(
+    integer(120_000, 1_000),
+    "A worker's `/livez` (on `METRICS_PORT`) answers 503 when email or webhook jobs wait and it has started or finished none for this long.",
+  ),
   EMAIL_RETRY_HORIZON_MS: about(
     integer(5 * 24 * 3_600_000, 1_000),
     'Temporary failures (4xx, refused or dropped connections, timeouts) are retried until the row is this old, counted from its last re-send; the next one makes it `failed`. The default is 5 days, as a mail server keeps a message.',
