@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig } from '../src/shared/infra/config.ts';
+import { composeSecrets } from '../tools/secrets.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
@@ -32,11 +33,20 @@ type Run = { code: number; stdout: string; stderr: string };
 
 let dir: string;
 let emptyEnvFile: string;
+let secretsEnvFile: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'cfs-compose-'));
   emptyEnvFile = path.join(dir, 'empty.env');
   await writeFile(emptyEnvFile, '');
+  // The .env `npm run secrets:compose` writes: the file has no default for a secret.
+  secretsEnvFile = path.join(dir, 'secrets.env');
+  await writeFile(
+    secretsEnvFile,
+    Object.entries(composeSecrets()['.env']!)
+      .map(([key, value]) => `${key}=${value}\n`)
+      .join(''),
+  );
 });
 
 afterAll(async () => {
@@ -44,17 +54,22 @@ afterAll(async () => {
 });
 
 /**
- * Runs docker-compose on a file with a bare environment and an empty env file, so neither the shell
- * (DATABASE_URL, S3_* set by a developer or CI) nor a local .env changes what the defaults resolve to.
+ * Runs docker-compose on a file with a bare environment and an env file of generated secrets (as
+ * `npm run secrets:compose` writes), so neither the shell (DATABASE_URL, S3_* set by a developer or
+ * CI) nor a local .env changes what the defaults resolve to.
  */
 function dockerCompose(file: string, ...args: string[]): Promise<Run> {
+  return dockerComposeWith(secretsEnvFile, file, ...args);
+}
+
+function dockerComposeWith(envFile: string, file: string, ...args: string[]): Promise<Run> {
   // Found or installed by the global setup (DOCKER_COMPOSE, else docker-compose on PATH).
   const found = inject('testTools')['docker-compose']!;
   if (found.problem !== undefined) return Promise.reject(new Error(found.problem));
   return new Promise((resolve, reject) => {
     execFile(
       found.path,
-      ['--env-file', emptyEnvFile, '-f', file, ...args],
+      ['--env-file', envFile, '-f', file, ...args],
       { cwd: path.dirname(file), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, timeout: 30_000 },
       (error, stdout, stderr) => {
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error; its Omit<> type hides that from the rule
@@ -103,6 +118,12 @@ function expandShell(command: string, env: Record<string, string>): string {
 }
 
 describe('docker-compose.yml', () => {
+  it('refuses to resolve without the secrets, naming one and the command that writes them', async () => {
+    const run = await dockerComposeWith(emptyEnvFile, COMPOSE_FILE, 'config', '-q');
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/(POSTGRES_PASSWORD|S3_SECRET_ACCESS_KEY|ADMIN_TOKEN|SECRET|SPAM_FILTER_PASSWORD)[^]*npm run secrets:compose/);
+  });
+
   it('is a valid compose file (docker-compose config -q)', async () => {
     const run = await dockerCompose(COMPOSE_FILE, 'config', '-q');
     expect(run.stderr).toBe('');

@@ -25,3 +25,39 @@ describe('process start with a bad configuration', () => {
     expect(result.stderr).not.toContain('    at '); // a message, not a stack trace
   });
 });
+
+describe('process start with a published sample secret', () => {
+  it.each(['src/api/main.ts', 'src/workers/main.ts', 'src/bounces/main.ts', 'src/cli/migrate.ts'])('%s exits naming the setting', (script) => {
+    const result = spawnSync(process.execPath, [script], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        ...VALID,
+        // docker-compose.yml's and the Kubernetes overlays' former placeholders.
+        DATABASE_URL: 'postgres://contact_form:change-me@postgres.example.internal:5432/contact_form',
+        SECRET: 'change-me-to-a-random-secret-of-32-chars-or-more',
+        BOUNCE_DOMAIN: 'bounces.example.com',
+      },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(78);
+    expect(result.stderr).toContain('DATABASE_URL: its password is a sample value published with this project; set your own');
+    if (!script.includes('migrate')) expect(result.stderr).toContain('SECRET: is a sample value published with this project');
+    expect(result.stderr).not.toContain('    at ');
+  });
+});
+
+describe('a worker without SMTP_URL', () => {
+  it('exits with a message naming it: the workers send the emails, the other processes need no relay', () => {
+    const { SMTP_URL: _relay, ...withoutRelay } = VALID;
+    const result = spawnSync(process.execPath, ['src/workers/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, ...withoutRelay },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(78);
+    expect(result.stderr).toContain('SMTP_URL: is required by a worker, which sends the emails');
+  });
+});

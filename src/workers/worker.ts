@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Worker } from 'bullmq';
 import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { registerBreakerState, registerQueueDepth } from '../shared/infra/metrics.ts';
-import type { Config } from '../shared/infra/config.ts';
+import { ConfigError, type Config } from '../shared/infra/config.ts';
 import { createOrm, type MikroORM } from '../shared/infra/db/orm.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/infra/mail.ts';
@@ -36,9 +36,13 @@ import { createJobCounter } from './in-flight.ts';
 /** How long the job processors may take to close once no job runs (see the shutdown below). */
 const FAREWELL_MS = 2_000;
 
-export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown };
+/** metricsPort: where /metrics and /livez listen, with METRICS_PORT set (0 takes a free one). */
+export type WorkerProcess = { worker: Worker<DeliveryJob>; orm: MikroORM; shutdown: Shutdown; metricsPort?: number };
 
 export async function startWorker(config: Config, log: Logger): Promise<WorkerProcess> {
+  // The one process that sends: the others run without the relay's credentials.
+  const smtpUrl = config.SMTP_URL;
+  if (smtpUrl === undefined) throw new ConfigError('Invalid configuration:\n  SMTP_URL: is required by a worker, which sends the emails');
   const shutdown = new Shutdown(log);
   // First, before anything is opened: with another SECRET than the data's, nothing may start.
   const secretCheck = await checkSecretAtStart(config.DATABASE_URL, config.SECRET, log, (error) => {
@@ -57,7 +61,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const transport = shutdown.add(
     'smtp',
     createMailTransport(
-      config.SMTP_URL,
+      smtpUrl,
       // One connection per concurrent job: a job waiting for a free connection holds its claim
       // and its open attachment streams while doing nothing (docs/benchmarks.md#scenarios-and-targets).
       config.WORKER_CONCURRENCY,
@@ -78,7 +82,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     'delivery settings',
   );
   // Once, in the background: an unreachable relay must not hold the start for its connection timeout.
-  void checkMailRelay(transport, config.SMTP_URL, log);
+  void checkMailRelay(transport, smtpUrl, log);
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   // Names this process in the delivery history: stable while it runs, told apart from its peers.
   const workerName = `${hostname()}:${process.pid}`;
@@ -158,12 +162,32 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     stalledInterval: config.JOB_LOCK_MS,
   });
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
+  // Liveness (/livez): stuck when jobs wait and this worker has started or finished none for
+  // WORKER_STALL_MS. A Redis outage is not the worker's fault: unanswered, it counts as alive.
+  let lastActivity = Date.now();
+  const touch = () => {
+    lastActivity = Date.now();
+  };
+  const alive = async () => {
+    if (Date.now() - lastActivity < config.WORKER_STALL_MS) return true;
+    let waiting: number;
+    try {
+      waiting = (await queue.getJobCountByTypes('wait', 'prioritized')) + (await webhookQueue.getJobCountByTypes('wait', 'prioritized'));
+    } catch {
+      return true;
+    }
+    if (waiting === 0) touch();
+    return waiting === 0;
+  };
+  for (const event of ['active', 'completed', 'failed'] as const) worker.on(event, touch);
   worker.on('failed', (job, error) => log.warn({ err: error, job: job?.name, jobId: job?.id }, 'job failed'));
   // loadConfig refuses METRICS_PORT without ADMIN_TOKEN; the second test only narrows the type.
+  let metricsPort: number | undefined;
   if (config.METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {
-    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT, config.ADMIN_TOKEN);
+    const metrics = await serveMetrics(config.HOST, config.METRICS_PORT, config.ADMIN_TOKEN, alive);
     shutdown.add('metrics', metrics, (server) => new Promise((resolve) => server.close(resolve)));
-    log.info({ port: (metrics.address() as AddressInfo).port }, 'worker metrics listening');
+    metricsPort = (metrics.address() as AddressInfo).port;
+    log.info({ port: metricsPort }, 'worker metrics listening');
   }
   // Webhooks: a queue and a concurrency of their own, so a slow receiver never holds the emails.
   const webhooks = createWebhookWorker(
@@ -188,6 +212,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
       }),
     ),
   );
+  for (const event of ['active', 'completed', 'failed'] as const) webhooks.on(event, touch);
   // Registered last, so closed first, all three together: each takes no new job and waits for
   // its active ones (the process gives up after SHUTDOWN_TIMEOUT_MS).
   shutdown.add('job processors', [worker, webhooks, housekeeping], async (processors) => {
@@ -208,5 +233,5 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   worker.on('completed', (job, outcome) => log.debug({ job: job.name, id: job.id, outcome }, 'job done'));
   await Promise.all([worker.waitUntilReady(), housekeeping.waitUntilReady(), webhooks.waitUntilReady()]);
   // "worker ready" is for the caller to say, once it has installed the signal handlers (main.ts).
-  return { worker, orm, shutdown };
+  return { worker, orm, shutdown, metricsPort };
 }

@@ -13,9 +13,11 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { loadConfig } from '../../src/shared/infra/config.ts';
+import { loadConfig, loadConfigSubset } from '../../src/shared/infra/config.ts';
 import { EnvSchema } from '../../src/shared/infra/config-schema.ts';
-import { DELIVERY_QUEUE } from '../../src/shared/infra/queues/jobs.ts';
+import { DELIVERY_QUEUE, WEBHOOK_QUEUE } from '../../src/shared/infra/queues/jobs.ts';
+import { PUBLISHED_SAMPLE_VALUES } from '../../src/shared/infra/sample-values.ts';
+import { kubernetesSecrets } from '../../tools/secrets.ts';
 import { submitJson } from '../support/client.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 
@@ -131,13 +133,52 @@ async function kustomize(dir: string): Promise<Run> {
 
 const rendered = new Map<string, Promise<K8sObject[]>>();
 
+/** The managed services' addresses and credentials an operator gives `npm run secrets:k8s` for the large overlay. */
+const LARGE_SERVICES = {
+  DATABASE_ADDRESS: 'postgres.example.internal:5432/contact_form',
+  REDIS_ADDRESS: 'redis.example.internal:6379',
+  SMTP_URL: 'smtp://forms:relay-password-from-the-provider@smtp.example.com:587',
+  S3_ACCESS_KEY_ID: 'AKIAEXAMPLEKEY',
+  S3_SECRET_ACCESS_KEY: 'secret-key-from-the-provider',
+};
+
+let withSecrets: Promise<string> | undefined;
+
+/**
+ * A copy of deploy/kubernetes with each overlay's secret-*.env files written as `npm run secrets:k8s`
+ * writes them: the repository holds none.
+ */
+function kustomizeRoot(): Promise<string> {
+  withSecrets ??= (async () => {
+    const copy = path.join(await mkdtemp(path.join(tmpdir(), 'cfs-kubernetes-')), 'kubernetes');
+    await cp(KUSTOMIZE_ROOT, copy, { recursive: true });
+    for (const overlay of OVERLAYS) {
+      const dir = path.join(copy, 'overlays', overlay);
+      const files = kubernetesSecrets(await readFile(path.join(dir, 'kustomization.yaml'), 'utf8'), overlay === 'large' ? LARGE_SERVICES : {});
+      for (const [name, values] of Object.entries(files))
+        await writeFile(
+          path.join(dir, name),
+          Object.entries(values)
+            .map(([key, value]) => `${key}=${value}\n`)
+            .join(''),
+        );
+    }
+    return copy;
+  })();
+  return withSecrets;
+}
+afterAll(async () => {
+  if (withSecrets) await rm(path.dirname(await withSecrets), { recursive: true, force: true });
+});
+
 /** The objects `kubectl kustomize` renders for an overlay (once per run). */
 function render(overlay: Overlay): Promise<K8sObject[]> {
-  const dir = path.join(KUSTOMIZE_ROOT, 'overlays', overlay);
+  const dir = overlay;
   let objects = rendered.get(dir);
   if (!objects) {
-    objects = kustomize(dir).then((result) => {
-      if (result.code !== 0) throw new Error(`kubectl kustomize ${dir} failed:\n${result.stderr}`);
+    objects = kustomizeRoot().then(async (root) => {
+      const result = await kustomize(path.join(root, 'overlays', overlay));
+      if (result.code !== 0) throw new Error(`kubectl kustomize ${overlay} failed:\n${result.stderr}`);
       return parseAllDocuments(result.stdout).map((document) => {
         const object = document.toJS() as K8sObject;
         // kustomize folds long base64 values over lines, which the API server's decoder skips.
@@ -431,11 +472,16 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
         const env = environment(objects, entry);
         expect(unknownVariables(env), `${where}: variables of no setting in src/shared/infra/config-schema.ts`).toEqual([]);
         for (const [name, value] of Object.entries(env)) expect(value, `${where}: ${name}`).not.toBe('');
+        // The migrations read DATABASE_URL alone (src/cli/migrate.ts).
+        if (entry.name === 'migrate') {
+          expect(Object.keys(env), where).toEqual(['DATABASE_URL']);
+          loadConfigSubset(['DATABASE_URL'], env);
+          continue;
+        }
         // Throws a ConfigError naming each bad variable.
         const config = loadConfig(env);
         expect(config.BOUNCE_DOMAIN, `${where}: the bounce receiver needs BOUNCE_DOMAIN`).toBeDefined();
-        for (const name of ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL', 'SECRET', 'ADMIN_TOKEN', 'PUBLIC_URL'])
-          expect(env, `${where}: ${name}`).toHaveProperty(name);
+        for (const name of ['DATABASE_URL', 'REDIS_URL', 'SECRET', 'PUBLIC_URL']) expect(env, `${where}: ${name}`).toHaveProperty(name);
       }
     }
   });
@@ -459,20 +505,18 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     expect(serviceTarget(objects, 'api', 80).port).toBe(config.PORT);
   });
 
-  it('probes the workers and the bounce receiver on their metrics ports, and takes SMTP on port 25', async () => {
+  it('probes the workers on their metrics port (alive: /livez), the bounce receiver on SMTP, and takes SMTP on port 25', async () => {
     const objects = await render(overlay);
-    const checks = [
-      ['worker', 'METRICS_PORT'],
-      ['bounces', 'BOUNCE_METRICS_PORT'],
-    ] as const;
-    for (const [name, setting] of checks) {
-      const main = container(workload(objects, 'Deployment', name).spec.template.spec, name);
-      const config = loadConfig(environment(objects, main));
-      const probes = [main.startupProbe, main.readinessProbe, main.livenessProbe].filter((probe) => probe !== undefined);
-      expect(probes.length, name).toBeGreaterThanOrEqual(2);
-      for (const probe of probes) expect(containerPort(main, probe.tcpSocket!.port), `${name} probe`).toBe(config[setting]);
-    }
+    const worker = container(workload(objects, 'Deployment', 'worker').spec.template.spec, 'worker');
+    const workerConfig = loadConfig(environment(objects, worker));
+    expect(containerPort(worker, worker.startupProbe!.tcpSocket!.port)).toBe(workerConfig.METRICS_PORT);
+    // Alive only while it takes jobs (test/workers/liveness.test.ts): a port that still accepts is not enough.
+    expect(worker.livenessProbe!.httpGet!.path).toBe('/livez');
+    expect(containerPort(worker, worker.livenessProbe!.httpGet!.port)).toBe(workerConfig.METRICS_PORT);
     const bounces = container(workload(objects, 'Deployment', 'bounces').spec.template.spec, 'bounces');
+    const bouncesConfig = loadConfig(environment(objects, bounces));
+    const probes = [bounces.startupProbe, bounces.readinessProbe, bounces.livenessProbe];
+    for (const probe of probes) expect(containerPort(bounces, probe!.tcpSocket!.port), 'bounces probe').toBe(bouncesConfig.BOUNCE_SMTP_PORT);
     const smtp = serviceTarget(objects, 'bounces', 25);
     expect(smtp.item.name).toBe('bounces');
     expect(smtp.port).toBe(loadConfig(environment(objects, bounces)).BOUNCE_SMTP_PORT);
@@ -541,13 +585,20 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     expect(scaled.spec.minReplicaCount).toBeGreaterThanOrEqual(1);
     expect(scaled.spec.maxReplicaCount).toBeGreaterThan(scaled.spec.minReplicaCount);
     expect(scaled.spec.advanced.horizontalPodAutoscalerConfig.behavior.scaleDown.stabilizationWindowSeconds).toBeGreaterThanOrEqual(120);
-    const [trigger, ...others] = scaled.spec.triggers as Array<{ type: string; metadata: Record<string, string>; authenticationRef: { name: string } }>;
-    expect(others).toEqual([]);
-    expect(trigger!.type).toBe('redis');
-    expect(trigger!.metadata.listName).toBe(`${config.QUEUE_PREFIX}:${DELIVERY_QUEUE}:wait`);
-    expect(Number(trigger!.metadata.listLength)).toBeGreaterThan(0);
+    const triggers = scaled.spec.triggers as Array<{ type: string; metadata: Record<string, string>; authenticationRef: { name: string } }>;
+    // The emails and the webhooks, each its own queue.
+    expect(triggers.map((item) => item.metadata.listName)).toEqual([
+      `${config.QUEUE_PREFIX}:${DELIVERY_QUEUE}:wait`,
+      `${config.QUEUE_PREFIX}:${WEBHOOK_QUEUE}:wait`,
+    ]);
+    for (const item of triggers) {
+      expect(item.type).toBe('redis');
+      expect(Number(item.metadata.listLength)).toBeGreaterThan(0);
+      expect(item.authenticationRef.name).toBe(triggers[0]!.authenticationRef.name);
+    }
+    const trigger = triggers[0];
 
-    // KEDA reaches the workers' Redis with its password.
+    // KEDA reaches the workers' Redis as a user of its own, not with the processes' password.
     const auth = find(objects, 'TriggerAuthentication', trigger!.authenticationRef.name);
     const parameters = Object.fromEntries(
       (auth.spec.secretTargetRef as Array<{ parameter: string; name: string; key: string }>).map((ref) => [
@@ -559,7 +610,12 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     const [host, port] = parameters.address!.split(':');
     expect([redis.hostname, `${redis.hostname}.${worker.metadata.namespace}.svc.cluster.local`]).toContain(host);
     expect(Number(port)).toBe(Number(redis.port || 6379));
-    expect(parameters.password).toBe(decodeURIComponent(redis.password));
+    expect(parameters.username).toBe('keda');
+    expect(parameters.password).not.toBe(decodeURIComponent(redis.password));
+    if (overlay === 'small') {
+      const redisEnv = environment(objects, container(workload(objects, 'StatefulSet', 'redis').spec.template.spec, 'redis'));
+      expect(parameters.password).toBe(redisEnv.KEDA_REDIS_PASSWORD);
+    }
 
     const hpa = find(objects, 'HorizontalPodAutoscaler', 'api');
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: 'api' });
@@ -620,6 +676,79 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     }
   });
 
+  it('gives each process a Secret with only the keys it uses, and the migrations alone the schema owner', async () => {
+    const objects = await render(overlay);
+    // What each process reads of the secret settings (src/shared/infra/sample-values.ts names them):
+    // the API no relay (the workers send), the internet-facing bounce receiver neither the relay,
+    // the storage, the spam filter nor ADMIN_TOKEN (it serves no metrics here).
+    const uses: Record<string, string[]> = {
+      api: ['ADMIN_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'SECRET', 'SPAM_FILTER_PASSWORD'],
+      worker: ['ADMIN_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'S3_ACCESS_KEY_ID', 'S3_SECRET_ACCESS_KEY', 'SECRET', 'SMTP_URL', 'SPAM_FILTER_PASSWORD'],
+      bounces: ['DATABASE_URL', 'REDIS_URL', 'SECRET'],
+      migrate: ['DATABASE_URL'],
+      rspamd: ['SPAM_FILTER_PASSWORD'],
+    };
+    const secretKeys = (item: Container) => [
+      ...(item.envFrom ?? []).filter((from) => from.secretRef).flatMap((from) => Object.keys(dataOf(find(objects, 'Secret', from.secretRef!.name)))),
+      ...(item.env ?? []).filter((variable) => variable.valueFrom?.secretKeyRef).map((variable) => variable.name),
+    ];
+    for (const name of ['api', 'worker', 'bounces', 'rspamd']) {
+      const spec = workload(objects, 'Deployment', name).spec.template.spec;
+      for (const item of allContainers(spec)) {
+        const keys = secretKeys(item);
+        const allowed = uses[item.name === 'migrate' ? 'migrate' : name]!;
+        expect(
+          keys.filter((key) => !allowed.includes(key)),
+          `${name}/${item.name}: keys it does not use`,
+        ).toEqual([]);
+      }
+    }
+    // The workers need the relay, and nobody else has it.
+    expect(secretKeys(container(workload(objects, 'Deployment', 'worker').spec.template.spec, 'worker'))).toContain('SMTP_URL');
+    // The migrations connect as another user than the processes: the schema's owner, which only they use.
+    const apiSpec = workload(objects, 'Deployment', 'api').spec.template.spec;
+    const owner = new URL(environment(objects, container(apiSpec, 'migrate')).DATABASE_URL!).username;
+    for (const name of ['api', 'worker', 'bounces']) {
+      const spec = workload(objects, 'Deployment', name).spec.template.spec;
+      expect(new URL(environment(objects, container(spec, 'migrate')).DATABASE_URL!).username, `${name}/migrate`).toBe(owner);
+      expect(new URL(environment(objects, container(spec, name)).DATABASE_URL!).username, name).not.toBe(owner);
+    }
+  });
+
+  it('lets each process of the service connect out only to the ports of what it uses', async () => {
+    const objects = await render(overlay);
+    const policies = objects.filter((object) => object.kind === 'NetworkPolicy' && (object.spec.policyTypes as string[]).includes('Egress'));
+    const egressPorts = (component: string) => {
+      const labels = workloads(objects).find((item) => componentOf(item.spec.template.metadata?.labels) === component)!.spec.template.metadata!.labels!;
+      const selecting = policies.filter((policy) => matches(policy.spec.podSelector as Selector, labels));
+      expect(selecting.length, `${component}: an egress policy`).toBeGreaterThan(0);
+      return new Set(selecting.flatMap((policy) => (policy.spec.egress as Rule[]).flatMap((rule) => (rule.ports ?? []).map((port) => port.port))));
+    };
+    const dns = [53];
+    const data = [5432, 6379];
+    const expected: Record<string, number[]> = {
+      api: [...dns, ...data, 443, 11334, ...(overlay === 'small' ? [9000] : [])],
+      // SMTP (25, 465, 587), S3 and webhooks (443, 80), rspamd.
+      worker: [...dns, ...data, 25, 465, 587, 443, 80, 11333, 11334, ...(overlay === 'small' ? [9000, 1025] : [])],
+      bounces: [...dns, ...data],
+      rspamd: [...dns, 6379],
+    };
+    for (const [component, ports] of Object.entries(expected)) expect([...egressPorts(component)].sort(), component).toEqual([...ports].sort());
+    // Every egress rule names its ports: none opens everything.
+    for (const policy of policies) for (const rule of (policy.spec.egress ?? []) as Rule[]) expect(rule.ports?.length, policy.metadata.name).toBeGreaterThan(0);
+  });
+
+  it('pins every image by version: no latest, no bare major', async () => {
+    const objects = await render(overlay);
+    for (const item of workloads(objects))
+      for (const entry of allContainers(item.spec.template.spec)) {
+        const tag = entry.image.split('@')[0]!.split(':').pop()!;
+        expect(tag, `${item.metadata.name}/${entry.name}: ${entry.image}`).toMatch(
+          /^(\d+\.\d+\.\d+(-[a-z0-9]+)?|v\d+\.\d+\.\d+|\d+\.\d+-alpine|RELEASE\.[\dT-]+Z)$/,
+        );
+      }
+  });
+
   it('lets traffic from anywhere reach only the API and the bounce receiver, and rspamd and its Redis only the pods that use them', async () => {
     const objects = await render(overlay);
     const all = workloads(objects);
@@ -644,7 +773,8 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
         .map((item) => componentOf(item.spec.template.metadata?.labels))
         .sort();
     const rspamd = byComponent('rspamd');
-    expect(reaching(rspamd, 11333)).toEqual(['api', 'worker']);
+    // The API only teaches (the controller); its egress policy does not open the scanner.
+    expect(reaching(rspamd, 11333)).toEqual(['worker']);
     expect(reaching(rspamd, 11334)).toEqual(['api', 'worker']);
     expect(reaching(byComponent('rspamd-redis'), 6379)).toEqual(['rspamd']);
     expect(allowed(objects, { namespace: 'elsewhere', labels: byComponent('worker').spec.template.metadata!.labels! }, rspamd, 11333)).toBe(false);
@@ -702,6 +832,67 @@ describe('the queue KEDA watches', () => {
   });
 });
 
+describe("KEDA's Redis user", () => {
+  it('reads the lengths of the lists it watches, and nothing else', async () => {
+    const objects = await render('small');
+    const redis = container(workload(objects, 'StatefulSet', 'redis').spec.template.spec, 'redis');
+    const args = redis.args ?? [];
+    const start = args.indexOf('--user');
+    const rules = args.slice(start + 2, args.findIndex((arg, index) => index > start && arg.startsWith('--')) >>> 0);
+    // On this test's Redis, under a name and a prefix of its own.
+    const name = `keda-${process.pid}`;
+    const prefix = `{keda${process.pid}}`;
+    const admin = new Redis(h.env.REDIS_URL!);
+    try {
+      await admin.call(
+        'ACL',
+        'SETUSER',
+        name,
+        ...rules.map((rule) => rule.replace('$(KEDA_REDIS_PASSWORD)', 'keda-test-password').replaceAll('{cfs}', prefix)),
+      );
+      const list = `${prefix}:${DELIVERY_QUEUE}:wait`;
+      await admin.rpush(list, 'job-1', 'job-2');
+      await admin.set(`${prefix}:secret-data`, 'x');
+      const keda = new Redis(h.env.REDIS_URL!, { username: name, password: 'keda-test-password', maxRetriesPerRequest: 0 });
+      try {
+        // What KEDA's redis scaler sends: the key's type, then its length.
+        expect(await keda.ping()).toBe('PONG');
+        expect(await keda.type(list)).toBe('list');
+        expect(await keda.llen(list)).toBe(2);
+        expect(await keda.llen(`${prefix}:${WEBHOOK_QUEUE}:wait`)).toBe(0);
+        await expect(keda.lrange(list, 0, -1)).rejects.toThrow(/NOPERM/);
+        await expect(keda.get(`${prefix}:secret-data`)).rejects.toThrow(/NOPERM/);
+        await expect(keda.llen(`${prefix}:other:wait`)).rejects.toThrow(/NOPERM/);
+        await expect(keda.del(list)).rejects.toThrow(/NOPERM/);
+      } finally {
+        keda.disconnect();
+      }
+      await admin.del(list, `${prefix}:secret-data`);
+    } finally {
+      await admin.call('ACL', 'DELUSER', name);
+      admin.disconnect();
+    }
+  });
+});
+
+describe('the repository', () => {
+  it('holds no secret value in deploy/kubernetes: the Secrets come from files git ignores, in a copied overlay too', async () => {
+    const files = (await run('git', ['ls-files', 'deploy', 'docker-compose.yml'])).stdout.trim().split('\n');
+    expect(files.filter((file) => /secret[^/]*\.env$|keda-redis\.env$|trial-services\.env$/.test(file))).toEqual([]);
+    for (const file of files) {
+      const text = (await readFile(path.join(ROOT, file), 'utf8')).toLowerCase();
+      for (const sample of PUBLISHED_SAMPLE_VALUES) expect(text, `${file} holds ${sample}`).not.toMatch(new RegExp(`[=:/]${sample}[@\\s"]`));
+    }
+    const ignored = await run('git', [
+      'check-ignore',
+      '--no-index',
+      'deploy/kubernetes/overlays/mine/secret-api.env',
+      'deploy/kubernetes/overlays/large/secret-worker.env',
+    ]);
+    expect(ignored.stdout.trim().split('\n')).toHaveLength(2);
+  });
+});
+
 describe('the check itself', () => {
   let dir: string;
   beforeAll(async () => {
@@ -713,7 +904,7 @@ describe('the check itself', () => {
 
   it('fails when a kustomization names a file that is not there', async () => {
     const copy = path.join(dir, 'kubernetes');
-    await cp(KUSTOMIZE_ROOT, copy, { recursive: true });
+    await cp(await kustomizeRoot(), copy, { recursive: true });
     const file = path.join(copy, 'base/kustomization.yaml');
     await writeFile(file, (await readFile(file, 'utf8')).replace('  - api.yaml\n', '  - api.yaml\n  - ingress-routes.yaml\n'));
     const result = await kustomize(path.join(copy, 'overlays/small'));
@@ -761,9 +952,16 @@ describe('the trial overlay (small)', () => {
     const postgresEnv = environment(objects, container(postgres.spec.template.spec, 'postgres'));
     const database = new URL(env.DATABASE_URL!);
     expect(database.hostname).toBe('postgres');
-    expect(decodeURIComponent(database.username)).toBe(postgresEnv.POSTGRES_USER);
-    expect(decodeURIComponent(database.password)).toBe(postgresEnv.POSTGRES_PASSWORD);
     expect(database.pathname).toBe(`/${postgresEnv.POSTGRES_DB}`);
+    // The migrations as the schema's owner, the image's first user; the processes as the role its
+    // init script creates, with the password it is given.
+    const owner = new URL(environment(objects, container(workload(objects, 'Deployment', 'api').spec.template.spec, 'migrate')).DATABASE_URL!);
+    expect(decodeURIComponent(owner.username)).toBe(postgresEnv.POSTGRES_USER);
+    expect(decodeURIComponent(owner.password)).toBe(postgresEnv.POSTGRES_PASSWORD);
+    expect(decodeURIComponent(database.password)).toBe(postgresEnv.APP_DATABASE_PASSWORD);
+    const roles = dataOf(find(objects, 'ConfigMap', 'postgres-roles'))['app-role.sh']!;
+    expect(roles).toContain(`CREATE ROLE ${database.username} LOGIN PASSWORD :'password'`);
+    expect(roles).toContain('-v password="$APP_DATABASE_PASSWORD"');
     expect(serviceTarget(objects, 'postgres', Number(database.port)).workload).toBe(postgres);
 
     const redis = workload(objects, 'StatefulSet', 'redis');
@@ -789,7 +987,7 @@ describe('the trial overlay (small)', () => {
     expect(mcEnv.MC_HOST_local).toBe(`http://${env.S3_ACCESS_KEY_ID}:${env.S3_SECRET_ACCESS_KEY}@${storage.host}`);
     expect(mc.args?.join(' ')).toContain('mc mb --ignore-existing "local/$S3_BUCKET"');
 
-    const smtp = new URL(env.SMTP_URL!);
+    const smtp = new URL(environment(objects, container(workload(objects, 'Deployment', 'worker').spec.template.spec, 'worker')).SMTP_URL!);
     expect(serviceTarget(objects, smtp.hostname, Number(smtp.port)).workload.metadata.name).toBe('mailpit');
 
     for (const item of [postgres, redis, minio, bucketJob, workload(objects, 'Deployment', 'mailpit')]) {

@@ -182,8 +182,8 @@ const services = {
   S3_SECRET_ACCESS_KEY: about(text(), "Secret key. Unset: the AWS SDK's default credential chain."),
   S3_FORCE_PATH_STYLE: about(boolean(true), 'Path-style bucket URLs (MinIO and most non-AWS servers need them).'),
   SMTP_URL: about(
-    url(['smtp:', 'smtps:']),
-    'The SMTP relay, `smtp://user:pass@host:port` or `smtps://…`. Each worker connects and logs in once at start, and warns when it cannot. `npm start` starts a local mail catcher when unset.',
+    v.optional(url(['smtp:', 'smtps:'])),
+    'The SMTP relay, `smtp://user:pass@host:port` or `smtps://…`. Required by the workers, the only processes that send (the API and the bounce receiver need not be given its credentials). Each worker connects and logs in once at start, and warns when it cannot. `npm start` starts a local mail catcher when unset.',
   ),
   DATA_DIR: about(text('.data'), "Where `npm start` keeps its local services' data and the generated secret."),
 };
@@ -233,6 +233,10 @@ const email = {
 
 const delivery = {
   WORKER_CONCURRENCY: about(integer(50, 1), 'Email deliveries one worker process makes at a time.'),
+  WORKER_STALL_MS: about(
+    integer(120_000, 1_000),
+    "A worker's `/livez` (on `METRICS_PORT`) answers 503 when email or webhook jobs wait and it has started or finished none for this long.",
+  ),
   EMAIL_RETRY_HORIZON_MS: about(
     integer(5 * 24 * 3_600_000, 1_000),
     'Temporary failures (4xx, refused or dropped connections, timeouts) are retried until the row is this old, counted from its last re-send; the next one makes it `failed`. The default is 5 days, as a mail server keeps a message.',

@@ -2,6 +2,7 @@
 // A bad value stops the process with a message naming the variable.
 import * as v from 'valibot';
 import { EnvSchema } from './config-schema.ts';
+import { sampleValueIssues } from './sample-values.ts';
 
 export type { TrustProxy } from './config-schema.ts';
 
@@ -68,6 +69,9 @@ function parseEnv(schema: v.GenericSchema<Record<string, string>, unknown>, env:
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
+  // A secret everyone can read in this repository protects nothing.
+  const samples = sampleValueIssues(result.output as Record<string, unknown>);
+  if (samples.length > 0) throw new ConfigError(`Invalid configuration:\n${samples.map((line) => `  ${line}`).join('\n')}`);
   return result.output;
 }
 

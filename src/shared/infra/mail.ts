@@ -25,8 +25,9 @@ export function createMailTransport(smtpUrl: string, maxConnections: number, dki
   return nodemailer.createTransport(options);
 }
 
-/** SMTP_URL as the logs and `npm start` show it: the password hidden. */
-export function relayForDisplay(smtpUrl: string): string {
+/** SMTP_URL as the logs and `npm start` show it: the password hidden ("unset" for a process without one). */
+export function relayForDisplay(smtpUrl: string | undefined): string {
+  if (smtpUrl === undefined) return 'unset';
   const url = new URL(smtpUrl);
   if (url.password) url.password = '***';
   return url.toString();

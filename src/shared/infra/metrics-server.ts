@@ -6,9 +6,20 @@ import { createServer, type Server } from 'node:http';
 import { tokenCheck } from './bearer-token.ts';
 import { registry } from './metrics.ts';
 
-export async function serveMetrics(host: string, port: number, adminToken: string): Promise<Server> {
+/**
+ * `alive`, when given, answers GET /livez without a token (a kubelet sends none): 200 while the
+ * process does its work, 503 when it is stuck. An event loop that is blocked answers nothing at all.
+ */
+export async function serveMetrics(host: string, port: number, adminToken: string, alive?: () => Promise<boolean>): Promise<Server> {
   const carriesToken = tokenCheck(adminToken);
   const server = createServer((req, res) => {
+    if (req.url === '/livez' && alive) {
+      alive().then(
+        (ok) => res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'alive\n' : 'stuck: jobs wait and none was taken\n'),
+        () => res.writeHead(200).end('alive\n'),
+      );
+      return;
+    }
     if (req.url !== '/metrics') {
       res.writeHead(404).end();
       return;

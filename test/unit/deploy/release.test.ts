@@ -1,0 +1,74 @@
+// `npm run release` (tools/release.ts), cut in a temporary clone of this repository's release
+// files: the version, the CHANGELOG section, the images' tags, the commit and the annotated tag.
+// And in the repository itself, the images' tags follow package.json's version.
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { nextVersion, release } from '../../../tools/release.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function clone(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'cfs-release-'));
+  dirs.push(dir);
+  for (const file of ['package.json', 'package-lock.json', 'CHANGELOG.md', 'docker-compose.yml', 'deploy', 'docs'])
+    cpSync(path.join(ROOT, file), path.join(dir, file), { recursive: true });
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' });
+  git('init', '-q');
+  git('-c', 'user.name=t', '-c', 'user.email=t@example.test', 'add', '.');
+  git('-c', 'user.name=t', '-c', 'user.email=t@example.test', 'commit', '-qm', 'start');
+  git('config', 'user.name', 'Releaser');
+  git('config', 'user.email', 'releaser@example.test');
+  return dir;
+}
+
+const imageTags = (root: string) => {
+  const files = (dir: string): string[] =>
+    readdirSync(dir).flatMap((name) => (statSync(path.join(dir, name)).isDirectory() ? files(path.join(dir, name)) : [path.join(dir, name)]));
+  return [...files(path.join(root, 'deploy')), path.join(root, 'docker-compose.yml')].flatMap((file) =>
+    [...readFileSync(file, 'utf8').matchAll(/\bcontact-form-(?:service|rspamd):([^\s"]+)/g)].map((match) => match[1]),
+  );
+};
+
+describe('npm run release', () => {
+  it('bumps by semver', () => {
+    expect(nextVersion('0.2.0', 'patch')).toBe('0.2.1');
+    expect(nextVersion('0.2.3', 'minor')).toBe('0.3.0');
+    expect(nextVersion('0.2.3', 'major')).toBe('1.0.0');
+    expect(nextVersion('0.2.3', '0.4.0')).toBe('0.4.0');
+    expect(() => nextVersion('0.2.3', 'next')).toThrow(/not a version/);
+  });
+
+  it('commits the new version everywhere and tags it', () => {
+    const dir = clone();
+    const before = (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+    const version = release(dir, 'minor', '2026-12-01');
+    expect(version).toBe(nextVersion(before, 'minor'));
+    expect((JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version).toBe(version);
+    const lock = JSON.parse(readFileSync(path.join(dir, 'package-lock.json'), 'utf8')) as { version: string; packages: Record<string, { version: string }> };
+    expect([lock.version, lock.packages['']!.version]).toEqual([version, version]);
+    const changelog = readFileSync(path.join(dir, 'CHANGELOG.md'), 'utf8');
+    expect(changelog).toMatch(new RegExp(`## Unreleased\\n\\n## ${version.replaceAll('.', '\\.')} - 2026-12-01\\n`));
+    expect(new Set(imageTags(dir))).toEqual(new Set([version]));
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
+    expect(git('status', '--porcelain')).toBe('');
+    expect(git('log', '-1', '--format=%s')).toBe(`Release ${version}`);
+    expect(git('cat-file', '-t', `v${version}`)).toBe('tag');
+    expect(git('rev-parse', `v${version}^{commit}`)).toBe(git('rev-parse', 'HEAD'));
+    // Nothing released since: a second release has nothing to say.
+    expect(() => release(dir, 'patch')).toThrow(/nothing under "## Unreleased"/);
+  });
+});
+
+describe('the images in deploy/ and docker-compose.yml', () => {
+  it("are tagged with package.json's version", () => {
+    const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(new Set(imageTags(ROOT))).toEqual(new Set([version]));
+  });
+});
