@@ -30,6 +30,8 @@ export type RspamdOptions = {
    * instead of loopback TCP. rspamd lets every client of that socket learn without the password.
    */
   controllerOnSocket?: boolean;
+  /** The controller's loopback port (the scanner, when on TCP, takes the next one); unset: free ports. */
+  controllerPort?: number;
 };
 
 export type RspamdService = LocalService & {
@@ -87,7 +89,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
   try {
     // Redis runs as root and makes its socket for its own user only: rspamd's user is let in.
     if (redisSocket && asRoot) await starting('rspamd', remedy, async () => chownToRspamd(redisSocket));
-    const [scanPort, controllerPort] = [await freePort(), await freePort()];
+    const [scanPort, controllerPort] = options.controllerPort ? [options.controllerPort + 1, options.controllerPort] : [await freePort(), await freePort()];
     // Loopback is trusted by rspamd's stock settings, but other users of this machine reach it too.
     const password = randomBytes(18).toString('base64url');
     const variables = {
