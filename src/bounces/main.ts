@@ -4,7 +4,6 @@ import module from 'node:module';
 import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/infra/config.ts';
 import { createLogger } from '../shared/infra/log.ts';
 import { exitOnBusyPorts, tellParentReady } from '../shared/infra/preflight.ts';
-import { startBounceReceiver } from './process.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger('bounces', config.LOG_LEVEL);
@@ -18,6 +17,8 @@ await exitOnBusyPorts([
   { setting: 'BOUNCE_SMTP_PORT', host: config.BOUNCE_SMTP_HOST, port: config.BOUNCE_SMTP_PORT },
   ...(config.BOUNCE_METRICS_PORT === undefined ? [] : [{ setting: 'BOUNCE_METRICS_PORT', host: config.HOST, port: config.BOUNCE_METRICS_PORT }]),
 ]);
+// Loaded only now: the checks above answer within a second, before the module graph loads.
+const { startBounceReceiver } = await import('./process.ts');
 try {
   const receiver = await exitOnConfigErrorAsync(() => startBounceReceiver({ ...config, BOUNCE_DOMAIN: domain }, log));
   receiver.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
