@@ -31,7 +31,7 @@ const log = createLogger('local', process.env.LOG_LEVEL ?? 'info', readable);
 const env: NodeJS.ProcessEnv = { ...process.env };
 const dataDir = path.resolve(env.DATA_DIR || '.data');
 const local = localPaths(dataDir);
-/** Local services, in the order they started; stopped last, newest first. */
+/** Local services, in the order they started; stopped last, together. */
 const services: Array<{ name: string; stop: () => Promise<void> }> = [];
 /** The API and the worker; stopped first, together. */
 const children: Array<{ name: string; child: ChildProcess; stop: () => Promise<void> }> = [];
@@ -49,14 +49,16 @@ async function stopLogged(name: string, stop: () => Promise<void>): Promise<void
 
 /**
  * Stops the API and the worker (it finishes its jobs in flight, up to SHUTDOWN_TIMEOUT_MS), then
- * the services they used, newest first.
+ * the services they used, together.
  */
 function stopAll(exitCode: number): Promise<void> {
   if (stopping) return stopping;
   stopRequestedAt = Date.now();
   stopping = (async () => {
     await Promise.all(children.map(({ name, stop }) => stopLogged(name, stop)));
-    for (const { name, stop } of [...services].reverse()) await stopLogged(name, stop);
+    // Nothing uses the services any more, and none needs another to stop: all at once, so a stop
+    // takes as long as the slowest one, not their sum.
+    await Promise.all(services.map(({ name, stop }) => stopLogged(name, stop)));
     process.exit(exitCode);
   })();
   return stopping;
