@@ -21,6 +21,8 @@ import { MissingToolError, requireSystemTool, spawnFailure } from './system-tool
 /** The project's rspamd configuration: what it adds to and overrides in the stock one. */
 export const RSPAMD_CONFIG_DIR = fileURLToPath(new URL('../../rspamd', import.meta.url));
 const STOCK_CONFIG = '/etc/rspamd/rspamd.conf';
+/** How long rspamd may take to stop on SIGTERM before its process group is killed. */
+const RSPAMD_STOP_GRACE_MS = 1_000;
 
 export type RspamdOptions = {
   /** Where its Redis keeps the statistics (kept across restarts); unset: a throwaway Redis. */
@@ -30,6 +32,8 @@ export type RspamdOptions = {
    * instead of loopback TCP. rspamd lets every client of that socket learn without the password.
    */
   controllerOnSocket?: boolean;
+  /** The controller's loopback port (the scanner, when on TCP, takes the next one); unset: free ports. */
+  controllerPort?: number;
 };
 
 export type RspamdService = LocalService & {
@@ -87,7 +91,7 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
   try {
     // Redis runs as root and makes its socket for its own user only: rspamd's user is let in.
     if (redisSocket && asRoot) await starting('rspamd', remedy, async () => chownToRspamd(redisSocket));
-    const [scanPort, controllerPort] = [await freePort(), await freePort()];
+    const [scanPort, controllerPort] = options.controllerPort ? [options.controllerPort + 1, options.controllerPort] : [await freePort(), await freePort()];
     // Loopback is trusted by rspamd's stock settings, but other users of this machine reach it too.
     const password = randomBytes(18).toString('base64url');
     const variables = {
@@ -132,7 +136,9 @@ export async function startRspamd(options: RspamdOptions = {}): Promise<RspamdSe
       child,
       statisticsRedis: redis.child,
       stop: async () => {
-        await stopChild(child, 'SIGTERM');
+        // rspamd waits for its workers to end (seconds on a busy machine) but keeps nothing itself:
+        // its statistics are in its Redis, stopped cleanly below. So its group is killed soon.
+        await stopChild(child, 'SIGTERM', RSPAMD_STOP_GRACE_MS);
         await redis.stop();
         await removeWork();
       },

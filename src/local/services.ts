@@ -3,6 +3,7 @@
 // Production never imports this module.
 import type { ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { freePort, LOOPBACK, ServiceStartError, spawnTracked, starting, stopChild, waitForOutput, type LocalService } from './processes.ts';
 import { MissingToolError, requireSystemTool } from './system-tools.ts';
@@ -111,11 +112,38 @@ export async function startMailCatcher(options: MailCatcherOptions): Promise<Loc
       silent: true,
     });
     await maildev.start();
+    answerNonBrowsers(maildev.getServers()?.api, `http://${LOOPBACK}:${webPort}`);
     return {
       name: 'mail',
       url: `smtp://${LOOPBACK}:${smtpPort}`,
       webUrl: `http://${LOOPBACK}:${webPort}`,
       stop: () => maildev.stop(),
     };
+  });
+}
+
+/**
+ * MailDev serves its UI only to a client that accepts text/html; `curl` of the banner's address got
+ * `{"error":"Not found"}`. Its root now tells such a client, in plain text, to open it in a browser
+ * (and where the API is). MailDev's HTTP server is reached through its Fastify instance, which its
+ * types keep private: when that ever changes, the UI simply stays as MailDev serves it.
+ */
+function answerNonBrowsers(api: unknown, address: string): void {
+  const server = (api as { app?: { server?: Server } } | undefined)?.app?.server;
+  if (!server) return;
+  const [handler] = server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>;
+  if (!handler) return;
+  server.removeAllListeners('request');
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const browser = (request.headers.accept ?? '').includes('text/html');
+    if (request.method === 'GET' && (request.url === '/' || request.url === '') && !browser) {
+      response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
+      response.end(
+        `This is the local mail catcher's web UI: open ${address} in a browser to read the emails the service sent.\n` +
+          `For scripts: GET ${address}/api/email lists them as JSON.\n`,
+      );
+      return;
+    }
+    handler(request, response);
   });
 }

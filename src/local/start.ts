@@ -7,18 +7,19 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createOrm, migrate } from '../shared/infra/db/orm.ts';
 import { deployedNodeFlags } from './deployed-flags.ts';
-import { ConfigError, loadConfigOrExit } from '../shared/infra/config.ts';
+import { ConfigError, loadConfig, loadConfigOrExit, loadConfigSubset } from '../shared/infra/config.ts';
 import PinoPretty from 'pino-pretty';
 import { createLogger } from '../shared/infra/log.ts';
 import { generateSecret } from '../shared/infra/secrets.ts';
 import { checkSecret } from '../shared/infra/secret-check.ts';
 import { relayForDisplay } from '../shared/infra/mail.ts';
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
-import { LOCAL_S3_CREDENTIALS, ServiceStartError, startMailCatcher, startPostgres, startRedis, startS3, stopChild } from './services.ts';
+import { freePort, LOCAL_S3_CREDENTIALS, ServiceStartError, startMailCatcher, startPostgres, startRedis, startS3, stopChild } from './services.ts';
 import { startRspamd } from './rspamd.ts';
 import { LOCAL_DATABASE, localPaths } from './data-dir.ts';
+import { DataDirInUseError, lockDataDir } from './data-dir-lock.ts';
+import { busyPort } from '../shared/infra/preflight.ts';
 import { startServersInOwnProcessGroups } from './processes.ts';
 import { SECOND_PRESS_AFTER_MS } from '../shared/infra/shutdown.ts';
 
@@ -30,7 +31,7 @@ const log = createLogger('local', process.env.LOG_LEVEL ?? 'info', readable);
 const env: NodeJS.ProcessEnv = { ...process.env };
 const dataDir = path.resolve(env.DATA_DIR || '.data');
 const local = localPaths(dataDir);
-/** Local services, in the order they started; stopped last, newest first. */
+/** Local services, in the order they started; stopped last, together. */
 const services: Array<{ name: string; stop: () => Promise<void> }> = [];
 /** The API and the worker; stopped first, together. */
 const children: Array<{ name: string; child: ChildProcess; stop: () => Promise<void> }> = [];
@@ -48,14 +49,16 @@ async function stopLogged(name: string, stop: () => Promise<void>): Promise<void
 
 /**
  * Stops the API and the worker (it finishes its jobs in flight, up to SHUTDOWN_TIMEOUT_MS), then
- * the services they used, newest first.
+ * the services they used, together.
  */
 function stopAll(exitCode: number): Promise<void> {
   if (stopping) return stopping;
   stopRequestedAt = Date.now();
   stopping = (async () => {
     await Promise.all(children.map(({ name, stop }) => stopLogged(name, stop)));
-    for (const { name, stop } of [...services].reverse()) await stopLogged(name, stop);
+    // Nothing uses the services any more, and none needs another to stop: all at once, so a stop
+    // takes as long as the slowest one, not their sum.
+    await Promise.all(services.map(({ name, stop }) => stopLogged(name, stop)));
     process.exit(exitCode);
   })();
   return stopping;
@@ -77,37 +80,116 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal
 const parentPid = process.ppid;
 setInterval(() => process.ppid !== parentPid && void stopAll(0), 1_000).unref();
 
-function runChild(name: string, script: string, nodeFlags: string[] = []): ChildProcess {
+/** Each child's readiness: it says so over the IPC channel once it listens (src/shared/infra/preflight.ts). */
+function runChild(name: string, script: string, nodeFlags: string[] = []): Promise<void> {
   const child = spawn(process.execPath, [...nodeFlags, fileURLToPath(new URL(script, import.meta.url))], {
     env: { ...env, CFS_EXIT_WITH_PARENT: '1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
-  child.stdout.pipe(readable, { end: false });
+  child.stdout!.pipe(readable, { end: false });
   children.push({ name, child, stop: () => stopChild(child, 'SIGTERM', Number(env.SHUTDOWN_TIMEOUT_MS ?? 30_000) + 5_000) });
-  child.once('exit', (code, signal) => {
-    if (stopping) return;
-    log.error({ name, code, signal }, 'child process exited; stopping everything');
-    void stopAll(1);
+  return new Promise((resolve) => {
+    child.once('message', () => {
+      child.channel?.unref();
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      if (stopping) return;
+      // 78: the child found a setting or a port wrong and said so in one line; pass its code on.
+      if (code === 78) return void stopAll(78);
+      log.error({ name, code, signal }, 'child process exited; stopping everything');
+      void stopAll(1);
+    });
   });
-  return child;
+}
+
+/** A check before anything starts that failed: one line, exit 78 (EX_CONFIG). */
+class PreflightError extends Error {
+  override name = 'PreflightError';
+}
+
+const LOCAL_PORTS = ['LOCAL_POSTGRES_PORT', 'LOCAL_REDIS_PORT', 'LOCAL_S3_PORT', 'LOCAL_SMTP_PORT', 'LOCAL_MAIL_UI_PORT', 'LOCAL_RSPAMD_PORT'] as const;
+type LocalPorts = Record<(typeof LOCAL_PORTS)[number], number>;
+
+const oneLine = (error: ConfigError) => error.message.replace(/\n\s*/g, ' ');
+
+/**
+ * Every setting validated, the data directory taken and every port checked free, before any
+ * service, process or job starts: a failure is one line, within a second or two, with nothing
+ * started and nothing sent. The ports of the local services are chosen here (or read from their
+ * settings), so the configuration checked is the one the processes get.
+ */
+async function preflight(): Promise<{ ports: LocalPorts; saveSecret: () => Promise<void> }> {
+  let chosen: Partial<Record<(typeof LOCAL_PORTS)[number], number>>;
+  try {
+    chosen = loadConfigSubset([...LOCAL_PORTS], env);
+  } catch (error) {
+    throw error instanceof ConfigError ? new PreflightError(oneLine(error)) : error;
+  }
+  const ports = {} as LocalPorts;
+  for (const name of LOCAL_PORTS) ports[name] = chosen[name] ?? (await freePort());
+  const spamFilter = env.SPAM_FILTER?.trim().toLowerCase() !== 'off' && !env.SPAM_FILTER_URL;
+  // The addresses the local services will have: the processes' settings, checked now.
+  const planned: NodeJS.ProcessEnv = { ...env };
+  planned.DATABASE_URL ||= `postgres://postgres:postgres@127.0.0.1:${ports.LOCAL_POSTGRES_PORT}/${LOCAL_DATABASE}`;
+  planned.REDIS_URL ||= `redis://127.0.0.1:${ports.LOCAL_REDIS_PORT}`;
+  if (!planned.S3_ENDPOINT) {
+    planned.S3_ENDPOINT = `http://127.0.0.1:${ports.LOCAL_S3_PORT}`;
+    planned.S3_ACCESS_KEY_ID ||= LOCAL_S3_CREDENTIALS.accessKeyId;
+    planned.S3_SECRET_ACCESS_KEY ||= LOCAL_S3_CREDENTIALS.secretAccessKey;
+  }
+  planned.SMTP_URL ||= `smtp://127.0.0.1:${ports.LOCAL_SMTP_PORT}`;
+  // The generated secret is written only once the checks pass: a refused start changes nothing.
+  const kept = env.SECRET ? undefined : await keptSecret(local.secret);
+  planned.SECRET ||= kept?.secret;
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(planned);
+  } catch (error) {
+    throw error instanceof ConfigError ? new PreflightError(oneLine(error)) : error;
+  }
+  try {
+    lockDataDir(dataDir);
+  } catch (error) {
+    throw error instanceof DataDirInUseError ? new PreflightError(error.message) : error;
+  }
+  const loopback = (setting: string, port: number) => ({ setting, host: '127.0.0.1', port });
+  const busy = await busyPort([
+    { setting: 'PORT', host: config.HOST, port: config.PORT },
+    ...(config.METRICS_PORT === undefined ? [] : [{ setting: 'METRICS_PORT', host: config.HOST, port: config.METRICS_PORT }]),
+    ...(config.BOUNCE_DOMAIN ? [{ setting: 'BOUNCE_SMTP_PORT', host: config.BOUNCE_SMTP_HOST, port: config.BOUNCE_SMTP_PORT }] : []),
+    ...(config.BOUNCE_DOMAIN && config.BOUNCE_METRICS_PORT !== undefined
+      ? [{ setting: 'BOUNCE_METRICS_PORT', host: config.HOST, port: config.BOUNCE_METRICS_PORT }]
+      : []),
+    ...(env.DATABASE_URL ? [] : [loopback('LOCAL_POSTGRES_PORT', ports.LOCAL_POSTGRES_PORT)]),
+    ...(env.REDIS_URL ? [] : [loopback('LOCAL_REDIS_PORT', ports.LOCAL_REDIS_PORT)]),
+    ...(env.S3_ENDPOINT ? [] : [loopback('LOCAL_S3_PORT', ports.LOCAL_S3_PORT)]),
+    ...(env.SMTP_URL ? [] : [loopback('LOCAL_SMTP_PORT', ports.LOCAL_SMTP_PORT), loopback('LOCAL_MAIL_UI_PORT', ports.LOCAL_MAIL_UI_PORT)]),
+    ...(spamFilter ? [loopback('LOCAL_RSPAMD_PORT', ports.LOCAL_RSPAMD_PORT)] : []),
+  ]);
+  if (busy) throw new PreflightError(busy);
+  return { ports, saveSecret: async () => kept?.save() };
 }
 
 async function main(): Promise<void> {
+  const { ports, saveSecret } = await preflight();
+  await saveSecret();
+  const { createOrm, migrate } = await import('../shared/infra/db/orm.ts');
   const urls: Record<string, string> = {};
   if (!env.DATABASE_URL) {
-    const pg = await startPostgres({ dir: local.postgres, persistent: true, database: LOCAL_DATABASE });
+    const pg = await startPostgres({ dir: local.postgres, persistent: true, database: LOCAL_DATABASE, port: ports.LOCAL_POSTGRES_PORT });
     services.push(pg);
     env.DATABASE_URL = pg.url;
     urls.postgres = pg.url;
   }
   if (!env.REDIS_URL) {
-    const redis = await startRedis({ dir: path.join(dataDir, 'redis') });
+    const redis = await startRedis({ dir: path.join(dataDir, 'redis'), port: ports.LOCAL_REDIS_PORT });
     services.push(redis);
     env.REDIS_URL = redis.url;
     urls.redis = redis.url;
   }
   if (!env.S3_ENDPOINT) {
-    const s3 = await startS3({ dir: local.s3, bucket: env.S3_BUCKET || 'contact-form-files' });
+    const s3 = await startS3({ dir: local.s3, bucket: env.S3_BUCKET || 'contact-form-files', port: ports.LOCAL_S3_PORT });
     services.push(s3);
     env.S3_ENDPOINT = s3.url;
     urls.s3 = s3.url;
@@ -115,16 +197,16 @@ async function main(): Promise<void> {
     env.S3_SECRET_ACCESS_KEY ||= LOCAL_S3_CREDENTIALS.secretAccessKey;
   }
   if (!env.SMTP_URL) {
-    const mail = await startMailCatcher({ dir: path.join(dataDir, 'mail') });
+    const mail = await startMailCatcher({ dir: path.join(dataDir, 'mail'), smtpPort: ports.LOCAL_SMTP_PORT, webPort: ports.LOCAL_MAIL_UI_PORT });
     services.push(mail);
     env.SMTP_URL = mail.url;
-    urls.mail = mail.webUrl;
+    urls.mail = `${mail.webUrl} (open it in a browser)`;
   }
 
   if (env.SPAM_FILTER?.trim().toLowerCase() !== 'off' && !env.SPAM_FILTER_URL) {
     // Run when it can be: a machine without rspamd (and no root to install it) runs without the filter.
     try {
-      const rspamd = await startRspamd({ dir: path.join(dataDir, 'rspamd') });
+      const rspamd = await startRspamd({ dir: path.join(dataDir, 'rspamd'), controllerPort: ports.LOCAL_RSPAMD_PORT });
       services.push(rspamd);
       env.SPAM_FILTER_URL = rspamd.url;
       env.SPAM_FILTER_CONTROLLER_URL = rspamd.controllerUrl;
@@ -138,7 +220,7 @@ async function main(): Promise<void> {
   }
 
   const secretSource = { file: local.secret, fromFile: !env.SECRET };
-  env.SECRET ||= await keptSecret(local.secret);
+  env.SECRET ||= (await keptSecret(local.secret)).secret;
   const config = loadConfigOrExit(env);
   const orm = await createOrm(config.DATABASE_URL, 2);
   const applied = await migrate(orm);
@@ -149,13 +231,14 @@ async function main(): Promise<void> {
 
   // As `npm run start:worker` / `start:api` run them: the compile cache, and the worker's small young
   // generation, which keeps its memory low under base64-heavy mail (docs/benchmarks.md).
-  runChild('worker', '../workers/main.ts', deployedNodeFlags('start:worker'));
-  runChild('api', '../api/main.ts', deployedNodeFlags('start:api'));
+  // The API first: should it fail to listen, no worker has taken a job yet.
+  await runChild('api', '../api/main.ts', deployedNodeFlags('start:api'));
   if (config.BOUNCE_DOMAIN) {
-    runChild('bounces', '../bounces/main.ts', deployedNodeFlags('start:bounces'));
+    await runChild('bounces', '../bounces/main.ts', deployedNodeFlags('start:bounces'));
     urls.bounces = `smtp://${config.BOUNCE_SMTP_HOST}:${config.BOUNCE_SMTP_PORT} for ${config.BOUNCE_DOMAIN}`;
   }
-  await waitForHttp(`http://127.0.0.1:${config.PORT}/healthz`, 30_000);
+  // Ready once the spam filter answers (or its wait at start ran out): the banner comes after.
+  await runChild('worker', '../workers/main.ts', deployedNodeFlags('start:worker'));
   urls.api = config.PUBLIC_URL;
 
   // What it uses, each under the name of its setting's subject, secrets hidden: what the operator
@@ -183,34 +266,30 @@ async function main(): Promise<void> {
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
-/** The server secret of this data directory: made once, then kept, since the stored keys depend on it. */
-async function keptSecret(file: string): Promise<string> {
+/**
+ * The server secret of this data directory: made once, then kept, since the stored keys depend on
+ * it. A new one is written by `save`, once the start's checks have passed.
+ */
+async function keptSecret(file: string): Promise<{ secret: string; save: () => Promise<void> }> {
   try {
-    return (await readFile(file, 'utf8')).trim();
+    return { secret: (await readFile(file, 'utf8')).trim(), save: () => Promise.resolve() };
   } catch {
     const secret = generateSecret();
-    await mkdir(path.dirname(file), { recursive: true });
-    await writeFile(file, `${secret}\n`, { mode: 0o600 });
-    return secret;
+    return {
+      secret,
+      save: async () => {
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+      },
+    };
   }
-}
-
-async function waitForHttp(url: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (
-      await fetch(url).then(
-        (response) => response.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof PreflightError) {
+    process.stderr.write(`npm start: ${error.message}\n`);
+    process.exit(78); // EX_CONFIG: nothing was started
+  }
   // A service that could not start is explained in plain words (which, why, what to do), not a stack.
   if (error instanceof ServiceStartError || error instanceof ConfigError) process.stderr.write(`\nnpm start: ${error.message}\n\n`);
   else log.error({ err: error }, 'start failed');

@@ -2,6 +2,7 @@
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
 import { createSpamChecker } from './spam/spam-check.ts';
+import { waitForSpamFilter } from './spam/filter-ready.ts';
 import { setTimeout } from 'node:timers/promises';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
@@ -102,6 +103,9 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const schedule = () => schedulePeriodicJobs(housekeepingQueue, queue, config);
   await schedule();
+  // No job before the spam filter answers: an email taken while rspamd still starts would go out unchecked.
+  const filter = spamFilterFromConfig(config);
+  if (filter && config.SPAM_FILTER_START_WAIT_MS > 0) await waitForSpamFilter(filter, config.SPAM_CHECK_TIMEOUT_MS, config.SPAM_FILTER_START_WAIT_MS, log);
   redis.on('ready', () => void schedule().catch((error: unknown) => log.warn({ err: error }, 'could not schedule the periodic jobs')));
   const jobs = createJobCounter();
   const housekeeping = createHousekeepingWorker(
@@ -132,7 +136,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     recorder,
     claimSubmission: claims.claim,
     spamCheck: createSpamChecker({
-      filter: spamFilterFromConfig(config),
+      filter,
       timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
       inFlight: config.SPAM_CHECKS_IN_FLIGHT,
       thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },

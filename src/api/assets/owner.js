@@ -109,7 +109,7 @@
     }
     set(card, 'status', record.email_status);
     set(card, 'hint', statusHelp[record.email_status] || '');
-    set(card, 'attempts', String(record.email_attempts));
+    set(card, 'attempts', String(record.delivery_attempts_total || 0));
     setTime(card, 'last-attempt', record.last_attempt_at, 'none yet');
     setTime(card, 'next-attempt', record.next_attempt_at, '');
     show(card, 'next-attempt', Boolean(record.next_attempt_at));
@@ -137,7 +137,8 @@
     if (!listNode || listNode.getAttribute('data-total') === String(total)) return;
     listNode.setAttribute('data-total', String(total));
     while (listNode.firstChild) listNode.removeChild(listNode.firstChild);
-    attempts.forEach(function (attempt) {
+    // Numbered across every send, newest first: a re-send starts the worker's own count again.
+    attempts.forEach(function (attempt, index) {
       var item = document.createElement('li');
       var time = document.createElement('time');
       time.setAttribute('datetime', attempt.at);
@@ -145,7 +146,7 @@
       var reply = document.createElement('code');
       reply.textContent = attempt.response || 'no reply';
       item.appendChild(time);
-      item.appendChild(document.createTextNode(' · attempt ' + attempt.attempt + ' · ' + attempt.outcome + ' · '));
+      item.appendChild(document.createTextNode(' · attempt ' + (total - index) + ' · ' + attempt.outcome + ' · '));
       item.appendChild(reply);
       listNode.appendChild(item);
     });

@@ -76,6 +76,10 @@ const NOTICES: Record<string, string> = {
   'spam-taught': 'Marked spam: the filter learned from it.',
   'ham-untaught':
     'Marked not spam, and a held message is on its way to your inbox. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
+  // "Not spam" on a message that was not held (sent already, or on its way): nothing is released.
+  'ham-taught-nothing-held': 'Marked not spam: the filter learned from it.',
+  'ham-untaught-nothing-held':
+    'Marked not spam. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
   'spam-untaught': 'Marked spam. The filter learns from it later: this key has taught as many marks as it may in an hour, or the filter is unavailable.',
 };
 const noticeOf = (ctx: AppContext) => NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
@@ -337,7 +341,7 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
     const result = await markSubmission(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '', mark);
     if (!result) return notFound(ctx);
     const taught = result.teaching === 'taught' || result.teaching === 'known';
-    const notice = `notice=${mark}-${taught ? 'taught' : 'untaught'}`;
+    const notice = `notice=${mark}-${taught ? 'taught' : 'untaught'}${mark === 'ham' && !result.released ? '-nothing-held' : ''}`;
     // Back where the button was: the Spam view's list, else the message's page.
     see(ctx, form.get('view') === 'spam' ? `/owner/keys/${result.submission.key.id}/spam?${notice}` : `/owner/submissions/${result.submission.id}?${notice}`);
   });

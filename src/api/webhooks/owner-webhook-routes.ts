@@ -49,7 +49,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
         csrf: state.csrf!,
         notice,
         error: '',
-        key: { id: key.id, key: deps.vault.tryDecrypt(key.keyEncrypted) ?? null },
+        key: { id: key.id, label: key.label, key: deps.vault.tryDecrypt(key.keyEncrypted) ?? null },
         endpoints: await listEndpoints(em, key.id),
         deliveries: await listWebhookDeliveries(em, { keyId: key.id, limit: DELIVERIES_SHOWN }),
         max: MAX_WEBHOOKS,

@@ -188,6 +188,33 @@ const services = {
   DATA_DIR: about(text('.data'), "Where `npm start` keeps its local services' data and the generated secret."),
 };
 
+/** A TCP port for a local service of `npm start`; unset: a free one is picked at each start. */
+const localPort = (service: string) =>
+  about(
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.regex(/^\d+$/, 'must be a port number'),
+        v.transform(Number),
+        v.minValue(1, 'must be at least 1'),
+        v.maxValue(65_535, 'must be at most 65535'),
+        kind('port'),
+      ),
+    ),
+    `The loopback port of the ${service} \`npm start\` runs. Unset: a free port, another at each start.`,
+  );
+
+/** Read by `npm start` only, and checked free before anything starts. */
+const local = {
+  LOCAL_POSTGRES_PORT: localPort('PostgreSQL'),
+  LOCAL_REDIS_PORT: localPort('Redis (the queues)'),
+  LOCAL_S3_PORT: localPort('S3 server'),
+  LOCAL_SMTP_PORT: localPort("mail catcher's SMTP server"),
+  LOCAL_MAIL_UI_PORT: localPort("mail catcher's web UI"),
+  LOCAL_RSPAMD_PORT: localPort("rspamd controller (learning); its scanner is on a Unix socket, or on the next port when the socket's path does not fit"),
+};
+
 const operators = {
   SECRET: about(
     v.pipe(v.string(), v.trim(), v.minLength(32, 'must be at least 32 characters (e.g. `openssl rand -base64 32`)'), kind('text, at least 32 characters')),
@@ -425,6 +452,10 @@ const spam = {
     text(),
     "The controller's password (`CFS_CONTROLLER_PASSWORD` of the project's rspamd configuration; `npm start` makes one). Unset: none is sent, for an rspamd of your own that trusts this host (`secure_ip`).",
   ),
+  SPAM_FILTER_START_WAIT_MS: about(
+    integer(60_000, 0),
+    'A starting worker takes no job until the filter answers a check, for at most this long (rspamd may still be loading its rules); past it, it starts anyway and emails go out unchecked while the filter does not answer (`0`: no wait).',
+  ),
   SPAM_CHECK_TIMEOUT_MS: about(
     integer(500, 1),
     'How long a worker waits for a verdict, from when the check is sent. Past it, or when the filter is down, the email is sent unchecked (marked so): the filter costs time, never mail.',
@@ -455,6 +486,7 @@ const spam = {
 export const SETTING_GROUPS = {
   'HTTP server': server,
   'Services the processes use': services,
+  'Local services of npm start': local,
   'Secrets and operator access': operators,
   'Email': email,
   'Delivery and retries': delivery,
@@ -465,4 +497,16 @@ export const SETTING_GROUPS = {
   'Spam filter': spam,
 };
 
-export const EnvSchema = v.object({ ...server, ...services, ...operators, ...email, ...delivery, ...abuse, ...retention, ...webhooks, ...bounces, ...spam });
+export const EnvSchema = v.object({
+  ...server,
+  ...services,
+  ...local,
+  ...operators,
+  ...email,
+  ...delivery,
+  ...abuse,
+  ...retention,
+  ...webhooks,
+  ...bounces,
+  ...spam,
+});

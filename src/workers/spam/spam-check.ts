@@ -93,7 +93,9 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
       try {
         scan = await turn(() => checkNow(filter, spamSampleOf(submission, filenames, settings.mailFrom), log));
       } catch (error) {
-        log.warn({ err: error, submissionId: submission.id }, 'spam check failed: the email is sent unchecked');
+        // The filter's answer (or its absence) is the cause; a stack trace would only say where we asked.
+        const cause = error instanceof Error ? error.message : String(error);
+        log.warn({ submissionId: submission.id, cause }, `spam check failed (${cause}): the email is sent unchecked`);
       } finally {
         // The email's wait for its verdict, its turn included.
         spamCheckDuration.observe((performance.now() - started) / 1000);
