@@ -53,7 +53,9 @@ async function run(args: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS']));
+  const config = exitOnConfigError(() =>
+    loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS']),
+  );
   // As every process: with another SECRET than the data's, each key would be "unknown".
   try {
     await checkSecret(config.DATABASE_URL, config.SECRET);
@@ -151,10 +153,13 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
     return 2;
   }
   const config = exitOnConfigError(() =>
-    loadConfigSubset(['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER', 'QUEUE_PREFIX', 'RETRY_FLUSH_PER_SECOND', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS'], {
-      ...process.env,
-      ...(perSecondArg === undefined ? {} : { RETRY_FLUSH_PER_SECOND: perSecondArg }),
-    }),
+    loadConfigSubset(
+      ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER', 'QUEUE_PREFIX', 'RETRY_FLUSH_PER_SECOND', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS'],
+      {
+        ...process.env,
+        ...(perSecondArg === undefined ? {} : { RETRY_FLUSH_PER_SECOND: perSecondArg }),
+      },
+    ),
   );
   const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
   const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);

@@ -83,8 +83,14 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   // Names this process in the delivery history: stable while it runs, told apart from its peers.
   const workerName = `${hostname()}:${process.pid}`;
-  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL, workerName, configuredTimeouts(config, 'worker')), (recorder) => recorder.close());
-  const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS, configuredTimeouts(config, 'worker')), (claims) => claims.close());
+  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL, workerName, configuredTimeouts(config, 'worker')), (recorder) =>
+    recorder.close(),
+  );
+  const claims = shutdown.add(
+    'postgres (claims)',
+    createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS, configuredTimeouts(config, 'worker')),
+    (claims) => claims.close(),
+  );
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));

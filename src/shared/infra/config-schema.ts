@@ -158,7 +158,7 @@ const services = {
   DATABASE_URL: about(url(['postgres:', 'postgresql:']), 'PostgreSQL, `postgres://user:pass@host:port/db`. `npm start` starts a local one when unset.'),
   PG_STATEMENT_TIMEOUT_MS: about(
     integer(4_000, 100),
-    "Longest a statement of the API, the bounce receiver or `npm run admin` may run: PostgreSQL cancels it past this (`statement_timeout`). The API waits 1 s more for an answer, then answers 503. An export is read in pages, each page one statement under this bound.",
+    'Longest a statement of the API, the bounce receiver or `npm run admin` may run: PostgreSQL cancels it past this (`statement_timeout`). The API waits 1 s more for an answer, then answers 503. An export is read in pages, each page one statement under this bound.',
   ),
   PG_WORKER_STATEMENT_TIMEOUT_MS: about(
     integer(60_000, 100),
@@ -308,10 +308,7 @@ const abuse = {
     'Searches (lists with `q`) one owner session may run at a time in one API process; past it 429 with Retry-After.',
   ),
   OWNER_EXPORTS_PER_SESSION: about(integer(1, 1), 'CSV downloads one owner session may run at a time in one API process; past it 429 with Retry-After.'),
-  EXPORTS_PER_PROCESS: about(
-    integer(2, 1),
-    'CSV downloads (owners and `/admin`) one API process runs at a time, whoever asks; past it 429 with Retry-After.',
-  ),
+  EXPORTS_PER_PROCESS: about(integer(2, 1), 'CSV downloads (owners and `/admin`) one API process runs at a time, whoever asks; past it 429 with Retry-After.'),
   KEY_STORAGE_QUOTA_MB: about(integer(1024, 1), 'Megabytes of files one key may keep stored; past it a submission with files gets 413.'),
   // Changes to keys are notified to every API process at once; this bounds an entry's life should a
   // notification be lost.

@@ -34,7 +34,9 @@ export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {
     // The schema is owned by the migrations, never created implicitly.
     ensureDatabase: false,
     // No snapshot file: new migrations are diffed against a freshly migrated database (npm run migration:create).
-    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: false, silent: true },
+    // Each migration in a transaction of its own, not all in one: a migration that must not lock a
+    // large table builds its indexes CONCURRENTLY, outside any transaction.
+    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: false, silent: true, allOrNothing: false },
     // The triggers and functions are written by hand in migrations and not mirrored in the entities:
     // without this, every new migration would drop them.
     schemaGenerator: { ignoreTriggers: true, ignoreRoutines: true },
