@@ -20,7 +20,7 @@ import { rateLimitSubject } from './client-ip.ts';
 import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
 import { createKeyCache } from './submissions/key-cache.ts';
-import { API_PG_WAITS } from './unavailable.ts';
+import { apiPgWaits } from './unavailable.ts';
 
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
 
@@ -32,7 +32,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
-  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, undefined, API_PG_WAITS), (orm) => orm.close());
+  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, undefined, apiPgWaits(config)), (orm) => orm.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());

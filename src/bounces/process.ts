@@ -3,7 +3,7 @@
 // ordered shutdown. Used by `start:bounces`, `npm start` and the tests.
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/infra/config.ts';
-import { createPgPool } from '../shared/infra/db/pg-pool.ts';
+import { configuredTimeouts, createPgPool } from '../shared/infra/db/pg-pool.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
@@ -29,7 +29,7 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
-  const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE), (pool) => pool.end());
+  const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE, configuredTimeouts(config, 'request')), (pool) => pool.end());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const webhooks = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());

@@ -5,6 +5,7 @@ import { parseAllowList, type AddressPolicy } from '../shared/webhooks/address-g
 import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
 import type { VerificationKey } from '../shared/infra/db/entities.ts';
 import { createOrm } from '../shared/infra/db/orm.ts';
+import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
 import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
 import { adoptSecret, checkSecret, LOST_SECRET_DOC, unreadableUnder } from '../shared/infra/secret-check.ts';
@@ -55,7 +56,9 @@ async function run(args: string[]): Promise<number> {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
-  const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW']));
+  const config = exitOnConfigError(() =>
+    loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS']),
+  );
   // As every process: with another SECRET than the data's, each key would be "unknown".
   try {
     await checkSecret(config.DATABASE_URL, config.SECRET);
@@ -65,7 +68,7 @@ async function run(args: string[]): Promise<number> {
     return 78;
   }
   const vault = createKeyVault(config.SECRET);
-  const orm = await createOrm(config.DATABASE_URL, 2);
+  const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
   const em = orm.em.fork();
   try {
     if (group === 'webhooks') return await webhooks(em, vault, parseAllowList(config.WEBHOOK_ALLOW), command, target, rest);
@@ -153,12 +156,15 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
     return 2;
   }
   const config = exitOnConfigError(() =>
-    loadConfigSubset(['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER', 'QUEUE_PREFIX', 'RETRY_FLUSH_PER_SECOND'], {
-      ...process.env,
-      ...(perSecondArg === undefined ? {} : { RETRY_FLUSH_PER_SECOND: perSecondArg }),
-    }),
+    loadConfigSubset(
+      ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER', 'QUEUE_PREFIX', 'RETRY_FLUSH_PER_SECOND', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS'],
+      {
+        ...process.env,
+        ...(perSecondArg === undefined ? {} : { RETRY_FLUSH_PER_SECOND: perSecondArg }),
+      },
+    ),
   );
-  const orm = await createOrm(config.DATABASE_URL, 2);
+  const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
   const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);
   const queue = createDeliveryQueue(redis, config);
   try {

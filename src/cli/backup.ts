@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
+import { LONG_OPERATION_TIMEOUTS, pgTimeoutOptions } from '../shared/infra/db/pg-pool.ts';
 import * as tar from 'tar';
 import { appliedMigrations, copyTableOut, listTables, readInSnapshot, storedObjects, type StoredObject } from '../shared/infra/db/table-copy.ts';
 import {
@@ -149,7 +150,7 @@ async function openDatabase(settings: Settings, stops: Array<() => Promise<void>
 
 /** Every table in one snapshot, into staging/database; returns the stored files the snapshot names. */
 async function dumpDatabase(url: string, staging: string, manifest: Manifest): Promise<StoredObject[]> {
-  const client = new pg.Client({ connectionString: url, application_name: 'contact-form backup' });
+  const client = new pg.Client({ connectionString: url, application_name: 'contact-form backup', ...pgTimeoutOptions(LONG_OPERATION_TIMEOUTS) });
   await client.connect();
   try {
     return await readInSnapshot(client, async () => {

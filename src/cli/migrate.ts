@@ -1,9 +1,11 @@
 // `npm run migrate`: applies pending migrations to DATABASE_URL (docker-compose runs it once before the API).
 import { exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
 import { createOrm, migrate } from '../shared/infra/db/orm.ts';
+import { LONG_OPERATION_TIMEOUTS } from '../shared/infra/db/pg-pool.ts';
 
 const config = exitOnConfigError(() => loadConfigSubset(['DATABASE_URL']));
-const orm = await createOrm(config.DATABASE_URL, 2);
+// A migration may build an index over the whole table: no statement bound (docs/upgrading.md).
+const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: LONG_OPERATION_TIMEOUTS });
 try {
   const applied = await migrate(orm);
   process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'No pending migrations.\n');

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import pg from 'pg';
+import { LONG_OPERATION_TIMEOUTS, pgTimeoutOptions } from '../shared/infra/db/pg-pool.ts';
 import * as tar from 'tar';
 import { createOrm, MIGRATIONS_PATH } from '../shared/infra/db/orm.ts';
 import {
@@ -211,7 +212,7 @@ async function openDatabase(settings: Settings, stops: Array<() => Promise<void>
 
 async function restoreInto(url: string, storage: Storage, manifest: Manifest, staging: string, overwrite: boolean, remedy: string): Promise<void> {
   await checkMigrations(manifest.migrations);
-  const client = new pg.Client({ connectionString: url, application_name: 'contact-form restore' });
+  const client = new pg.Client({ connectionString: url, application_name: 'contact-form restore', ...pgTimeoutOptions(LONG_OPERATION_TIMEOUTS) });
   await client.connect();
   try {
     const sessions = await otherSessions(client);

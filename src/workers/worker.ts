@@ -11,6 +11,7 @@ import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { registerBreakerState, registerQueueDepth } from '../shared/infra/metrics.ts';
 import { ConfigError, type Config } from '../shared/infra/config.ts';
 import { createOrm, type MikroORM } from '../shared/infra/db/orm.ts';
+import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/infra/mail.ts';
 import { createDeliveryQueue, createHousekeepingQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
@@ -56,7 +57,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     // A job holds a connection only for each short query, not while it talks SMTP: a few per
     // process suffice, and 50 each exhausted PostgreSQL's max_connections with four workers
     // ("too many clients", jobs retried after the backoff; docs/benchmarks.md#scenarios-and-targets).
-    await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY, 10)),
+    await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY, 10), { timeouts: configuredTimeouts(config, 'worker') }),
     (orm) => orm.close(),
   );
   const transport = shutdown.add(
@@ -87,8 +88,14 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
   // Names this process in the delivery history: stable while it runs, told apart from its peers.
   const workerName = `${hostname()}:${process.pid}`;
-  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL, workerName), (recorder) => recorder.close());
-  const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS), (claims) => claims.close());
+  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL, workerName, configuredTimeouts(config, 'worker')), (recorder) =>
+    recorder.close(),
+  );
+  const claims = shutdown.add(
+    'postgres (claims)',
+    createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS, configuredTimeouts(config, 'worker')),
+    (claims) => claims.close(),
+  );
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));

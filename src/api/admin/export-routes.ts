@@ -40,9 +40,26 @@ const csvRow = (cells: string[]) => `${cells.map(csvCell).join(',')}\r\n`;
 /** The filters of the owner console's list, so that the download holds what the list shows. */
 export type CsvFilters = Omit<SubmissionPageQuery, 'keyHash' | 'limit'>;
 
-export async function submissionsCsv(em: EntityManager, keyHash: string, filters: CsvFilters = {}): Promise<PassThrough> {
-  const names = await customFieldNames(em, keyHash);
+/**
+ * The CSV as a stream that reads the next page only when the last one was taken. `release`: called
+ * once the stream has closed (ended, failed, or destroyed when the client went away), to give back
+ * the download's slot (../owners/heavy-reads.ts).
+ */
+export async function submissionsCsv(
+  em: EntityManager,
+  keyHash: string,
+  filters: CsvFilters = {},
+  release: () => void = () => undefined,
+): Promise<PassThrough> {
+  let names: string[];
+  try {
+    names = await customFieldNames(em, keyHash);
+  } catch (error) {
+    release();
+    throw error;
+  }
   const out = new PassThrough();
+  out.once('close', release);
   out.write(csvRow([...FIXED, ...names]));
   const write = (submission: Submission) => {
     const values = new Map<string, string[]>();
@@ -74,7 +91,9 @@ export async function submissionsCsv(em: EntityManager, keyHash: string, filters
     for (;;) {
       const { page } = await listSubmissions(em, { ...filters, keyHash, limit: PAGE }, after);
       for (const submission of page) {
-        if (!write(submission)) await new Promise((resolve) => out.once('drain', resolve));
+        // A client that went away destroys the stream: no drain comes, and no page more is read.
+        if (!write(submission)) await new Promise((resolve) => (out.once('drain', resolve), out.once('close', resolve)));
+        if (out.destroyed) return;
       }
       em.clear(); // pages are written out; the identity map need not keep them
       if (page.length < PAGE) break;

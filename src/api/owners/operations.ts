@@ -31,6 +31,7 @@ import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
 import { submissionJob } from '../../shared/infra/queues/jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
+import { takeExport, takeSearch } from './heavy-reads.ts';
 import { loadSubmissionKey } from '../../shared/submissions/data/submissions.ts';
 import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
@@ -100,7 +101,7 @@ export async function ownerSubmissionsPage(
   deps: AppDeps,
   email: string,
   keyId: string,
-  options: { cursor?: string; limit?: number; status?: EmailStatus; filters?: ListFilters },
+  options: { cursor?: string; limit?: number; status?: EmailStatus; filters?: ListFilters; sessionId: string },
 ) {
   const em = deps.orm.em.fork();
   const key = await ownedKey(em, email, keyId);
@@ -109,7 +110,15 @@ export async function ownerSubmissionsPage(
   if (options.cursor && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
   const filters = pageQueryOf(options.filters ?? NO_FILTERS);
   const query = { ...filters, keyHash: key.keyHash, limit: options.limit ?? PAGE_SIZE, status: options.status ?? filters.status };
-  const { page, nextCursor } = await listSubmissions(em, query, after);
+  // A search is the list's costly read: 429 past the session's bound on them.
+  const release = query.search ? takeSearch(deps, options.sessionId) : () => undefined;
+  let listed: Awaited<ReturnType<typeof listSubmissions>>;
+  try {
+    listed = await listSubmissions(em, query, after);
+  } finally {
+    release();
+  }
+  const { page, nextCursor } = listed;
   const histories = await deliveryHistories(
     em,
     page.map((row) => row.id),
@@ -194,15 +203,22 @@ export async function sendOwnerFile(ctx: Context, deps: AppDeps, email: string, 
   return true;
 }
 
-/** The key's messages as CSV: those that pass the list's filters, all without any. */
-export async function sendOwnerCsv(ctx: Context, deps: AppDeps, email: string, keyId: string, filters: ListFilters = NO_FILTERS): Promise<boolean> {
+/** The key's messages as CSV: those that pass the list's filters, all without any. 429 past the session's or the process's bound on downloads. */
+export async function sendOwnerCsv(
+  ctx: Context,
+  deps: AppDeps,
+  session: { id: string; email: string },
+  keyId: string,
+  filters: ListFilters = NO_FILTERS,
+): Promise<boolean> {
   const em = deps.orm.em.fork();
-  const key = await ownedKey(em, email, keyId);
+  const key = await ownedKey(em, session.email, keyId);
   if (!key) return false;
+  const release = takeExport(deps, session.id);
   ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
   ctx.type = 'text/csv; charset=utf-8';
   ctx.attachment('submissions.csv');
-  ctx.body = await submissionsCsv(em, key.keyHash, pageQueryOf(filters));
+  ctx.body = await submissionsCsv(em, key.keyHash, pageQueryOf(filters), release);
   return true;
 }
 

@@ -156,6 +156,7 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
     const page = await ownerSubmissionsPage(deps, email(ctx), ctx.params.keyId ?? '', {
       ...query,
       filters,
+      sessionId: ownerState(ctx).owner!.id,
       ...(view === 'spam' ? { status: 'spam' as const } : {}),
     });
     if (!page) throw notFound();
@@ -165,7 +166,7 @@ export function ownerApiRoutes(deps: AppDeps, signInLimiter: Middleware<AppState
 
   router.get('/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
     const filters = validate(ListFilterSchema, { ...ctx.query });
-    if (!(await sendOwnerCsv(ctx, deps, email(ctx), ctx.params.keyId ?? '', filters))) throw notFound();
+    if (!(await sendOwnerCsv(ctx, deps, ownerState(ctx).owner!, ctx.params.keyId ?? '', filters))) throw notFound();
   });
 
   router.get('/submissions/:id', signedIn, async (ctx) => {

@@ -238,7 +238,12 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
     const cursor = typeof ctx.query.cursor === 'string' ? ctx.query.cursor : undefined;
     const filters = validate(ListFilterSchema, { ...ctx.query });
     const keyId = ctx.params.keyId ?? '';
-    const result = await ownerSubmissionsPage(deps, page.email, keyId, { cursor, filters, ...(spamView ? { status: 'spam' as const } : {}) });
+    const result = await ownerSubmissionsPage(deps, page.email, keyId, {
+      cursor,
+      filters,
+      sessionId: ownerState(ctx).owner!.id,
+      ...(spamView ? { status: 'spam' as const } : {}),
+    });
     if (!result) return notFound(ctx);
     const base = `/owner/keys/${result.key.id}/${spamView ? 'spam' : 'submissions'}`;
     const submissions = result.submissions.map((record) => ({ ...record, preview: previewOf(record, defaultSubject(record.email)) }));
@@ -297,7 +302,7 @@ export function ownerPageRoutes(deps: AppDeps, limiters: { mail: Middleware<AppS
 
   router.get('/owner/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
     const filters = validate(ListFilterSchema, { ...ctx.query });
-    if (!(await sendOwnerCsv(ctx, deps, ownerState(ctx).owner!.email, ctx.params.keyId ?? '', filters))) notFound(ctx);
+    if (!(await sendOwnerCsv(ctx, deps, ownerState(ctx).owner!, ctx.params.keyId ?? '', filters))) notFound(ctx);
   });
 
   /** One message: the whole record, its delivery history, its files and what can be done with it. */

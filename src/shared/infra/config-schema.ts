@@ -156,6 +156,18 @@ const server = {
 
 const services = {
   DATABASE_URL: about(url(['postgres:', 'postgresql:']), 'PostgreSQL, `postgres://user:pass@host:port/db`. `npm start` starts a local one when unset.'),
+  PG_STATEMENT_TIMEOUT_MS: about(
+    integer(4_000, 100),
+    'Longest a statement of the API, the bounce receiver or `npm run admin` may run: PostgreSQL cancels it past this (`statement_timeout`). The API waits 1 s more for an answer, then answers 503. An export is read in pages, each page one statement under this bound.',
+  ),
+  PG_WORKER_STATEMENT_TIMEOUT_MS: about(
+    integer(60_000, 100),
+    "Longest a worker's statement may run (housekeeping deletes in batches, each one statement). Migrations, backups and restores have no statement bound: they take as long as the data needs (docs/operations.md).",
+  ),
+  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: about(
+    integer(30_000, 100),
+    'PostgreSQL ends a connection of the API, a worker, the bounce receiver or `npm run admin` that stays this long inside a transaction without a statement (`idle_in_transaction_session_timeout`), so a stuck process holds no locks.',
+  ),
   REDIS_URL: about(url(['redis:', 'rediss:']), 'Redis ≥ 6.2 for the queues and the rate limiter. `npm start` starts a local one when unset.'),
   REDIS_CLUSTER: about(boolean(false), '`REDIS_URL` names one node of a Redis Cluster.'),
   QUEUE_PREFIX: about(
@@ -322,6 +334,12 @@ const abuse = {
     integer(30, 1),
     'Skipped (`not_email_sent`) submissions of unconfirmed mailboxes are deleted, with their files, after this many days.',
   ),
+  OWNER_SEARCHES_PER_SESSION: about(
+    integer(2, 1),
+    'Searches (lists with `q`) one owner session may run at a time in one API process; past it 429 with Retry-After.',
+  ),
+  OWNER_EXPORTS_PER_SESSION: about(integer(1, 1), 'CSV downloads one owner session may run at a time in one API process; past it 429 with Retry-After.'),
+  EXPORTS_PER_PROCESS: about(integer(2, 1), 'CSV downloads (owners and `/admin`) one API process runs at a time, whoever asks; past it 429 with Retry-After.'),
   KEY_STORAGE_QUOTA_MB: about(integer(1024, 1), 'Megabytes of files one key may keep stored; past it a submission with files gets 413.'),
   // Changes to keys are notified to every API process at once; this bounds an entry's life should a
   // notification be lost.

@@ -9,7 +9,7 @@ import { sentRecordDuration } from '../../shared/infra/metrics.ts';
 import type { KindsIn } from '../../shared/submissions/delivery-kinds.ts';
 import { recordSent, type ClaimToken, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
-import { createPgPool } from '../../shared/infra/db/pg-pool.ts';
+import { createPgPool, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 
 /** What the SMTP server accepted, under which claim: the Message-ID, its reply (250 …), and a submission's spam verdict. */
 export type Acceptance = { claim: ClaimToken; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
@@ -34,8 +34,8 @@ export type SentRecorder = {
 const MAX_BATCH = 64;
 
 /** `worker`: this process's name in the delivery history. */
-export function createSentRecorder(databaseUrl: string, worker: string, connections = 2): SentRecorder {
-  const pool = createPgPool(databaseUrl, connections);
+export function createSentRecorder(databaseUrl: string, worker: string, timeouts?: PgTimeouts, connections = 2): SentRecorder {
+  const pool = createPgPool(databaseUrl, connections, timeouts);
 
   // One statement per kind in the batch (nearly always one); each caller gets its own row.
   const record = groupCommit<Accepted, SentRow | undefined>(

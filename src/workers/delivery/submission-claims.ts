@@ -5,7 +5,7 @@
 // compare-and-set succeeded (claimSubmissions). The statement is prepared on a connection of its
 // own, so PostgreSQL plans it once, not once per batch.
 import { claimSubmissions, type SubmissionClaim } from '../../shared/submissions/data/delivery-status.ts';
-import { createPgPool } from '../../shared/infra/db/pg-pool.ts';
+import { createPgPool, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 
 /** Claims submission `id`; undefined when the row is not claimable (sent, or another worker's). */
@@ -23,12 +23,16 @@ const MAX_BATCH = 100;
  */
 const LINGER_MS = 2;
 
-export function createSubmissionClaimer(databaseUrl: string, claimLeaseMs: number): { claim: SubmissionClaimer; close: () => Promise<void> } {
+export function createSubmissionClaimer(
+  databaseUrl: string,
+  claimLeaseMs: number,
+  timeouts?: PgTimeouts,
+): { claim: SubmissionClaimer; close: () => Promise<void> } {
   // One statement in flight at most: the claims that arrive meanwhile wait for it (about a
   // millisecond, against the tens an SMTP server takes) and go together in the next. Two in
   // flight made batches half as large and cost PostgreSQL and the worker more per email. Two
   // connections: when a shared claim fails, its ids are claimed again one by one.
-  const pool = createPgPool(databaseUrl, 2);
+  const pool = createPgPool(databaseUrl, 2, timeouts);
   const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(pool, ids, claimLeaseMs), {
     maxBatch: MAX_BATCH,
     maxInFlight: 1,

@@ -4,7 +4,7 @@ import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
 import { entities } from './entities.ts';
-import { PG_KEEPALIVE } from './pg-pool.ts';
+import { LONG_OPERATION_TIMEOUTS, PG_KEEPALIVE, pgTimeoutOptions, type PgTimeouts } from './pg-pool.ts';
 
 export type { MikroORM };
 
@@ -13,9 +13,10 @@ export const MIGRATIONS_PATH = fileURLToPath(new URL('./migrations', import.meta
 /**
  * How long a pool waits, in ms: for a connection (opened, or freed by another query) and for each
  * statement's answer. Unset: as long as TCP does. The API sets both (src/api/server.ts); the workers
- * and the tools wait, since what they would do instead is try again.
+ * and the tools wait, since what they would do instead is try again. `timeouts`: what PostgreSQL
+ * bounds on each connection (./pg-pool.ts); unset, those of a long operation (a migration, a tool).
  */
-export type PgWaits = { connectMs?: number; queryMs?: number };
+export type PgWaits = { connectMs?: number; queryMs?: number; timeouts?: PgTimeouts };
 
 export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {}): Options {
   return {
@@ -26,13 +27,16 @@ export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {
     // Options of the pg pool itself.
     driverOptions: {
       ...PG_KEEPALIVE,
+      ...pgTimeoutOptions(waits.timeouts ?? LONG_OPERATION_TIMEOUTS),
       ...(waits.connectMs ? { connectionTimeoutMillis: waits.connectMs } : {}),
       ...(waits.queryMs ? { query_timeout: waits.queryMs } : {}),
     },
     // The schema is owned by the migrations, never created implicitly.
     ensureDatabase: false,
     // No snapshot file: new migrations are diffed against a freshly migrated database (npm run migration:create).
-    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: false, silent: true },
+    // Each migration in a transaction of its own, not all in one: a migration that must not lock a
+    // large table builds its indexes CONCURRENTLY, outside any transaction.
+    migrations: { path: MIGRATIONS_PATH, pathTs: MIGRATIONS_PATH, emit: 'ts', snapshot: false, silent: true, allOrNothing: false },
     // The triggers and functions are written by hand in migrations and not mirrored in the entities:
     // without this, every new migration would drop them.
     schemaGenerator: { ignoreTriggers: true, ignoreRoutines: true },

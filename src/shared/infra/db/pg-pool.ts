@@ -13,8 +13,37 @@ import pg from 'pg';
  */
 export const PG_KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as const;
 
-export function createPgPool(databaseUrl: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, ...PG_KEEPALIVE });
+/**
+ * What PostgreSQL itself bounds on a connection, in ms (0: no bound): a statement's run
+ * (`statement_timeout`: past it the server cancels the statement, so a client that gave up leaves
+ * nothing running) and a transaction left idle (`idle_in_transaction_session_timeout`: the server
+ * ends the connection, so a stuck process holds no locks). Sent as startup options, so every
+ * connection of a pool has them from its first statement.
+ */
+export type PgTimeouts = { statementMs: number; idleInTransactionMs: number };
+
+/**
+ * Migrations, backups and restores: a statement takes as long as the data needs (an index built
+ * over the whole table, a COPY of it), and a transaction may wait 10 minutes between two of them
+ * (a backup writes each table out inside its snapshot).
+ */
+export const LONG_OPERATION_TIMEOUTS: PgTimeouts = { statementMs: 0, idleInTransactionMs: 10 * 60_000 };
+
+type TimeoutSettings = { PG_STATEMENT_TIMEOUT_MS: number; PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: number; PG_WORKER_STATEMENT_TIMEOUT_MS?: number };
+
+/** The configured bounds: `request` for the API, the bounce receiver and the admin CLI, `worker` for a worker. */
+export const configuredTimeouts = (config: TimeoutSettings, kind: 'request' | 'worker'): PgTimeouts => ({
+  statementMs: kind === 'worker' ? (config.PG_WORKER_STATEMENT_TIMEOUT_MS ?? config.PG_STATEMENT_TIMEOUT_MS) : config.PG_STATEMENT_TIMEOUT_MS,
+  idleInTransactionMs: config.PG_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+});
+
+/** The bounds as the options of a pg client or pool. */
+export const pgTimeoutOptions = (timeouts: PgTimeouts) => ({
+  options: `-c statement_timeout=${Math.floor(timeouts.statementMs)} -c idle_in_transaction_session_timeout=${Math.floor(timeouts.idleInTransactionMs)}`,
+});
+
+export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, ...PG_KEEPALIVE, ...pgTimeoutOptions(timeouts) });
   // A connection that breaks (idle, or while the pool closes it) is replaced on the next query, and
   // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);

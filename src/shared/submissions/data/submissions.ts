@@ -10,14 +10,6 @@ import { SETTLED } from '../delivery-statuses.ts';
 export type SubmissionFilter = { keyHash?: string; status?: EmailStatus; from?: Date; before?: Date };
 
 /**
- * How many of the newest rows a search reads in date order before it asks the full-text index.
- * PostgreSQL cannot estimate how many rows a prefix search matches: it may walk a key's 100,000
- * rows newest first, building each row's text for the match to find a rare word (docs/benchmarks.md#owner-console-search).
- * A common word is found fastest in that walk, a rare one through the index: so the walk stops here.
- */
-const SEARCH_WINDOW = 1_000;
-
-/**
  * The ids of a page, newest first, and one more when there is a next page: at most `limit + 1`,
  * after the (created_at, id) of `after`. `tsquery`: only the rows whose text matches it.
  */
@@ -49,18 +41,8 @@ export async function findPageIds(
       (row) => row.id,
     );
   }
-  // The newest rows first (the expression as the index has it, word for word)...
-  const [recent] = await em.execute<Array<{ scanned: number; ids: string | null }>>(
-    `with recent as materialized (select id, created_at, email, subject, message, custom_fields from submissions where ${filtered} ${order} limit ?),
-          hits as (select id, created_at from recent where ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?) ${order} limit ?)
-     select (select count(*)::int from recent) as scanned, (select string_agg(id::text, ',' ${order}) from hits) as ids`,
-    [...params, SEARCH_WINDOW, tsquery, limit + 1],
-  );
-  const hits = recent?.ids ? recent.ids.split(',') : [];
-  // A full page, or every row the filters leave was read: that is the answer.
-  const complete = hits.length > limit || (recent?.scanned ?? 0) < SEARCH_WINDOW;
-  if (complete) return hits;
-  // ...else, for a rarer word, the full-text index: all the matches, of which the newest.
+  // The key's matches from the GIN index whose first column is the key (materialized, so that
+  // PostgreSQL reads them there rather than walking the key's rows by date), then the newest of them.
   return (
     await em.execute<Array<{ id: string }>>(
       `with found as materialized (select id, created_at from submissions where ${filtered} and ${SEARCH_DOCUMENT} @@ to_tsquery('simple', ?))
