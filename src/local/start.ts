@@ -200,7 +200,7 @@ async function main(): Promise<void> {
     const mail = await startMailCatcher({ dir: path.join(dataDir, 'mail'), smtpPort: ports.LOCAL_SMTP_PORT, webPort: ports.LOCAL_MAIL_UI_PORT });
     services.push(mail);
     env.SMTP_URL = mail.url;
-    urls.mail = `${mail.webUrl} (open it in a browser)`;
+    urls.mail = mail.webUrl;
   }
 
   if (env.SPAM_FILTER?.trim().toLowerCase() !== 'off' && !env.SPAM_FILTER_URL) {

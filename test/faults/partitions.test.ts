@@ -69,7 +69,8 @@ beforeAll(async () => {
     path.join(dir, 'postgres'),
     net.hosts.postgres.address,
   ]);
-  const databaseUrl = `postgres://postgres:postgres@${net.hosts.postgres.address}:5432/contact_form`;
+  // The host trusts its network (test/support/postgres-host.ts): no password, so none is a published sample.
+  const databaseUrl = `postgres://postgres@${net.hosts.postgres.address}:5432/contact_form`;
   const redisServer = await startOn('redis', 'redis-server', /Ready to accept connections/, ensureRedisServer(), [
     '--port',
     '6379',

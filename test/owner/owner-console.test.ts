@@ -276,9 +276,9 @@ describe('the whole journey', () => {
 
     const shown = cardOf((await message(failedId)).text, failedId);
     expect(shown).toContain('data-field="history-count">3 attempts<');
-    expect(shown).toContain('· attempt 2 · retrying · <code>getaddrinfo ENOTFOUND (the mail relay)</code></li>');
+    expect(shown).toContain('· attempt 3 · retrying · <code>getaddrinfo ENOTFOUND (the mail relay)</code></li>');
     expect(shown).toContain('<code>connect ECONNREFUSED (the mail relay)</code>');
-    expect(shown).toMatch(/· attempt 1 · sent · <code>250 [^<]*<\/code><\/li>/);
+    expect(shown).toMatch(/· attempt 2 · sent · <code>250 [^<]*<\/code><\/li>/);
     const api = (await client.api('GET', `/submissions/${failedId}`)).text;
     for (const text of [shown, api]) {
       expect(text).not.toContain(worker);

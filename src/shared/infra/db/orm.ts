@@ -62,13 +62,27 @@ const MIGRATION_LOCK = 0x6366_732d_6d69_6772n;
  * migrator also queries outside its transaction (it creates its table first); a process that dies
  * ends that connection, and the lock with it.
  */
+/**
+ * Waits for the migration lock by trying it, not by blocking in pg_advisory_lock: a blocked statement
+ * keeps a snapshot open for as long as it waits, and CREATE INDEX CONCURRENTLY in the running
+ * migration waits for every older snapshot to end, so the two would wait for each other for ever.
+ */
+async function takeMigrationLock(lock: pg.Client): Promise<void> {
+  for (;;) {
+    const result = await lock.query<{ locked: boolean }>('select pg_try_advisory_lock($1) as locked', [MIGRATION_LOCK.toString()]);
+    if (result.rows[0]?.locked) return;
+    await new Promise((resolve) => setTimeout(resolve, MIGRATION_LOCK_RETRY_MS));
+  }
+}
+const MIGRATION_LOCK_RETRY_MS = 250;
+
 export async function migrate(orm: MikroORM): Promise<string[]> {
   const lock = new pg.Client({ connectionString: orm.config.get('clientUrl') });
   // A broken connection fails the query in flight, or the end below: the event must not crash.
   lock.on('error', () => undefined);
   await lock.connect();
   try {
-    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK.toString()]);
+    await takeMigrationLock(lock);
     const applied = await orm.migrator.up();
     return applied.map((migration) => migration.name);
   } finally {
