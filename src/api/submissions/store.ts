@@ -85,18 +85,10 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
   } catch (error) {
     if (!mayBeWritten.has(row) && !outcomeUnknown(error)) throw error;
     // The INSERT is idempotent: repeated, it either finds the row or writes it.
-    const stored = await settle(submission.id, error, async () => {
-      try {
-        await insertSubmissionRows(em, [row]);
-        return true;
-      } catch (repeatError) {
-        // PostgreSQL ended the repeat at its statement limit. The first write was sent earlier under
-        // the same limit, so it has ended too: whether the row is there is the outcome.
-        if (sqlState(repeatError) !== '57014') throw repeatError;
-        return submissionExists(em.fork(), submission.id);
-      }
+    await settle(submission.id, error, async () => {
+      await insertSubmissionRows(em, [row]);
+      return true;
     });
-    if (!stored) throw errors.serviceUnavailable();
   }
   return saved(admission);
 }
