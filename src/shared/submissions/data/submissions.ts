@@ -137,28 +137,3 @@ export async function loadSubmissionKey(em: EntityManager, submission: Submissio
 export async function reloadSubmission(em: EntityManager, submission: Submission): Promise<void> {
   await em.refresh(submission);
 }
-
-/**
- * Starts a submission's write in the transaction `tx`: PostgreSQL ends its statements after
- * `timeoutMs` (and the transaction, should it idle that long), and the transaction's id is returned,
- * for transactionOutcome. One round trip: set_config(…, true) is SET LOCAL.
- */
-export async function beginSubmissionWrite(tx: EntityManager, timeoutMs: number): Promise<string> {
-  const [row] = await tx.execute<Array<{ xid: string }>>(
-    `select pg_current_xact_id()::text as xid, set_config('statement_timeout', ?, true), set_config('idle_in_transaction_session_timeout', ?, true)`,
-    [`${timeoutMs}ms`, `${timeoutMs}ms`],
-  );
-  return row!.xid;
-}
-
-/** Whether the transaction `xid` committed, was rolled back, or is still under way (PostgreSQL's own record). */
-export async function transactionOutcome(em: EntityManager, xid: string): Promise<'committed' | 'aborted' | 'in progress'> {
-  const [row] = await em.execute<Array<{ status: string | null }>>('select pg_xact_status(?::xid8) as status', [xid]);
-  // Null only for a transaction too old to be known: never one this process just ran.
-  return (row?.status ?? 'aborted') as 'committed' | 'aborted' | 'in progress';
-}
-
-export async function submissionExists(em: EntityManager, id: string): Promise<boolean> {
-  const rows = await em.execute<Array<{ id: string }>>('select id from submissions where id = ?', [id]);
-  return rows.length > 0;
-}
