@@ -2,7 +2,7 @@
 // files: the version, the CHANGELOG section, the images' tags, the commit and the annotated tag.
 // And in the repository itself, the images' tags follow package.json's version.
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, writeFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,9 @@ function clone(): string {
   dirs.push(dir);
   for (const file of ['package.json', 'package-lock.json', 'CHANGELOG.md', 'docker-compose.yml', 'deploy', 'docs'])
     cpSync(path.join(ROOT, file), path.join(dir, file), { recursive: true });
+  // A change waiting for its release, whatever the repository's own "Unreleased" holds today.
+  const changelog = path.join(dir, 'CHANGELOG.md');
+  writeFileSync(changelog, readFileSync(changelog, 'utf8').replace(/^## Unreleased\n/m, '## Unreleased\n\n### Fixed\n- A change waiting for its release.\n'));
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' });
   git('init', '-q');
   git('-c', 'user.name=t', '-c', 'user.email=t@example.test', 'add', '.');
