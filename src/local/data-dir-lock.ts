@@ -5,22 +5,13 @@
 // longer running, or now belongs to a program that is neither an npm start nor PostgreSQL.
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { localPaths } from './data-dir.ts';
+import { isRunning, localPaths } from './data-dir.ts';
 
 export const LOCK_FILE = 'npm-start.pid';
 
 /** Another start, or its PostgreSQL, uses the data directory: one line that says so. */
 export class DataDirInUseError extends Error {
   override name = 'DataDirInUseError';
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 const isNpmStart = (pid: number) => {

@@ -33,7 +33,8 @@ export function runningPostgres(dataDir: string): { pid: number; url: string } |
   return { pid, url: `postgres://postgres:postgres@${address === '*' ? '127.0.0.1' : address}:${port}/${LOCAL_DATABASE}` };
 }
 
-function isRunning(pid: number): boolean {
+/** Whether a process with this PID exists (EPERM: it does, under another user). */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -146,7 +146,7 @@ describe('an owner searching and downloading large messages', () => {
       expect(Number(second.headers['retry-after'])).toBeGreaterThan(0);
       expect(second.json).toMatchObject({ success: false, errors: { __all__: [expect.any(String)] } });
 
-      // A second session of the same owner takes the process's second slot; a third owner's is refused.
+      // Another session of the same owner takes the process's other slot; a different owner's is then refused.
       const otherDownload = await holdDownload(await signIn(h, attacker.email), attacker.id);
       expect(otherDownload.status).toBe(200);
       const third = await h.createKey();
