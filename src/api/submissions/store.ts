@@ -1,6 +1,8 @@
 // Saving an accepted submission: the row, its attachments and its webhook deliveries in one statement (so one
 // implicit transaction and one round trip: this runs on every submission, see npm run bench).
 // With files, the key's storage quota is charged in the same transaction.
+// An error answer means nothing was stored: when a write's answer is lost (a timeout, a broken
+// connection), its outcome is learnt from PostgreSQL before the request is answered (settle below).
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/infra/db/entities.ts';
@@ -8,9 +10,10 @@ import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { GroupCommit } from '../../shared/infra/group-commit.ts';
 import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
-import { readEmailStatus } from '../../shared/submissions/data/submissions.ts';
+import { beginSubmissionWrite, readEmailStatus, settledSubmission, submissionExists } from '../../shared/submissions/data/submissions.ts';
 import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
-import { errors } from '../errors.ts';
+import { ApiError, errors } from '../errors.ts';
+import { API_PG_WAITS } from '../unavailable.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
 
@@ -60,21 +63,153 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     webhookDeliveryIds,
   });
   if (submission.admit.writes) {
-    return inTransaction(em, async (tx) => {
-      const admission = await submission.admit.run(tx);
+    let admission: Admission | undefined;
+    await settledTransaction(em, submission.id, async (tx) => {
+      admission = await submission.admit.run(tx);
       await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
-      return saved(admission);
     });
+    // Committed, so the admission ran in it; and a refusal (quota, consent) would have rolled it back.
+    return saved(admission!);
   }
   const admission = await submission.admit.run(em);
   if (submission.files.length > 0 || webhookDeliveryIds.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
-    await insertSubmission(em, submission, admission.emailStatus, webhookDeliveryIds);
+    await settledTransaction(em, submission.id, (tx) => insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds));
     return saved(admission);
   }
   const row = submissionRow(submission, admission.emailStatus);
-  await (submission.insertRow ? submission.insertRow(row) : insertSubmissionRows(em, [row]));
+  try {
+    await (submission.insertRow ? submission.insertRow(row) : writeSubmissionRows(() => em)([row]));
+  } catch (error) {
+    if (!mayBeWritten.has(row) && !outcomeUnknown(error)) throw error;
+    // The INSERT is idempotent: repeated, it either finds the row or writes it.
+    const stored = await settle(submission.id, error, async () => {
+      try {
+        await insertSubmissionRows(em, [row]);
+        return true;
+      } catch (repeatError) {
+        // PostgreSQL ended the repeat at its statement limit. The first write was sent earlier under
+        // the same limit, so it has ended too: whether the row is there is the outcome.
+        if (sqlState(repeatError) !== '57014') throw repeatError;
+        return submissionExists(em.fork(), submission.id);
+      }
+    });
+    if (!stored) throw errors.serviceUnavailable();
+  }
   return saved(admission);
+}
+
+/**
+ * The write of the group commit (and of a lone row). A row whose write was cut off before its answer
+ * came is remembered: the group commit retries it alone, and should that retry fail before it
+ * reached PostgreSQL (a refused connection), its outcome is still the cut-off write's.
+ */
+export function writeSubmissionRows(em: () => EntityManager): (rows: SubmissionRow[]) => Promise<void> {
+  return async (rows) => {
+    try {
+      await insertSubmissionRows(em(), rows);
+    } catch (error) {
+      if (outcomeUnknown(error)) for (const row of rows) mayBeWritten.add(row);
+      throw error;
+    }
+  };
+}
+
+const mayBeWritten = new WeakSet<SubmissionRow>();
+
+/**
+ * PostgreSQL ends a submission's statements after this, before the API itself stops waiting
+ * (API_PG_WAITS.queryMs): a slow write is then rolled back and answered 503, not left running.
+ */
+export const SUBMISSION_STATEMENT_TIMEOUT_MS = API_PG_WAITS.queryMs - 1_000;
+/** How long a request whose write was cut off keeps asking PostgreSQL what became of it: through a restart. */
+export const SETTLE_MS = 30_000;
+const SETTLE_PAUSE_MS = 500;
+
+/**
+ * A write whose outcome PostgreSQL could not be asked about within SETTLE_MS: the request gets no
+ * answer at all (its connection is closed), since neither "stored" nor "not stored" is known.
+ */
+export class WriteOutcomeUnknown extends Error {
+  override name = 'WriteOutcomeUnknown';
+  constructor(submissionId: string, cause: unknown) {
+    super(`the outcome of the write of submission ${submissionId} is unknown`, { cause });
+  }
+}
+
+/**
+ * Runs `work` in a transaction PostgreSQL bounds (SUBMISSION_STATEMENT_TIMEOUT_MS). When the
+ * COMMIT's answer is lost, the submission's row decides, read once no write of it can still be under
+ * way (settledSubmission): there, it was stored; missing, nothing was (rolled back, or refused by
+ * the quota in a committed statement), and the request gets a 503. PostgreSQL's own record of the
+ * transaction is not asked: after a crash it may give a lost transaction's id to a new one.
+ */
+async function settledTransaction(em: EntityManager, submissionId: string, work: (tx: EntityManager) => Promise<void>): Promise<void> {
+  // An object: TypeScript does not follow assignments made in the callback.
+  const progress = { committing: false };
+  try {
+    await inTransaction(em, async (tx) => {
+      await beginSubmissionWrite(tx, submissionId, SUBMISSION_STATEMENT_TIMEOUT_MS);
+      await work(tx);
+      progress.committing = true;
+    });
+  } catch (error) {
+    // PostgreSQL's own timeout (57014, query_canceled) rolled it back: nothing was stored.
+    if (sqlState(error) === '57014') throw errors.serviceUnavailable();
+    // Only the COMMIT's lost answer leaves the outcome open: before it, nothing can have committed.
+    if (!progress.committing || !outcomeUnknown(error)) throw error;
+    const stored = await settle(submissionId, error, () => settledSubmission(em.fork(), submissionId, SUBMISSION_STATEMENT_TIMEOUT_MS));
+    if (!stored) throw errors.serviceUnavailable();
+  }
+}
+
+/**
+ * Asks `check` until it knows (not undefined), pausing between tries, for up to SETTLE_MS; then
+ * gives up with WriteOutcomeUnknown. Errors of `check` (PostgreSQL still down) are tries too.
+ */
+async function settle<T>(submissionId: string, cause: unknown, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + SETTLE_MS;
+  for (;;) {
+    const known = await check().catch(() => undefined);
+    if (known !== undefined) return known;
+    if (Date.now() + SETTLE_PAUSE_MS > deadline) throw new WriteOutcomeUnknown(submissionId, cause);
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_PAUSE_MS));
+  }
+}
+
+/** Errors that prove the statement never reached PostgreSQL: no connection could be had. */
+const NOT_CONNECTED_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', '57P03']);
+/** node-postgres's words for a statement whose answer never came: cut off, or waited for too long. */
+const ANSWER_LOST = /^Connection terminated|^Client has encountered a connection error|^Query read timeout/;
+
+/**
+ * Whether a failed write may still have committed: its statement may have reached PostgreSQL and the
+ * answer was lost. An error PostgreSQL answered (a SQLSTATE outside class 08) means the statement
+ * failed and its transaction with it; a connection never made means it was never sent.
+ */
+export function outcomeUnknown(error: unknown): boolean {
+  let current: unknown = error;
+  // MikroORM's DriverException wraps the pg error; look a few causes deep, no further.
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++, current = current.cause) {
+    if (current instanceof ApiError) return false;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') {
+      if (NOT_CONNECTED_CODES.has(code)) return false;
+      if (['ECONNRESET', 'EPIPE', 'ETIMEDOUT'].includes(code) || code.startsWith('08')) return true;
+      if (/^[0-9A-Z]{5}$/.test(code)) return false;
+    }
+    if (ANSWER_LOST.test(current.message)) return true;
+  }
+  return false;
+}
+
+function sqlState(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++, current = current.cause) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
 }
 
 function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {

@@ -22,8 +22,8 @@ import { requestDomain } from './domains.ts';
 import { parseSubmissionFields } from './input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
-import { saveSubmission, waitForDelivery } from './store.ts';
-import { insertSubmissionRows, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
+import { saveSubmission, waitForDelivery, WriteOutcomeUnknown, writeSubmissionRows } from './store.ts';
+import type { SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -35,7 +35,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   const { HONEYPOT_FIELD } = deps.config;
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
   // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
-  const insertRow = groupCommit<SubmissionRow>((rows) => insertSubmissionRows(deps.orm.em.fork(), rows));
+  const insertRow = groupCommit<SubmissionRow>(writeSubmissionRows(() => deps.orm.em.fork()));
   // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
   const consent = createConsentMemory();
 
@@ -98,6 +98,15 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       submissionsAccepted.inc();
       respondAccepted(ctx, { id: submission.id, attachments: body.files.length, emailStatus }, { successUrl: input.successUrl, key });
     } catch (error) {
+      if (error instanceof WriteOutcomeUnknown) {
+        // Neither answer would be true: close the connection without one. The files stay, as the
+        // row may hold them; a committed row is delivered (the reconciler enqueues it).
+        ctx.state.log.error({ err: error, submissionId }, 'submission write outcome unknown: connection closed without an answer');
+        submissionsRejected.inc({ reason: 'outcome_unknown' });
+        ctx.respond = false;
+        ctx.req.socket.destroy();
+        return;
+      }
       submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
       // A refused request leaves nothing behind: the files stored while reading it go too.
       if (!saved && body?.files.length)

@@ -151,9 +151,19 @@ export function submissionRow(row: NewSubmissionRow): SubmissionRow {
   ] as unknown as SubmissionRow;
 }
 
-/** Submissions without files, in one plain INSERT (one implicit transaction, one round trip). */
+/**
+ * Submissions without files, in one plain INSERT (one implicit transaction, one round trip).
+ * Idempotent: a row whose id is already there is left as it is. Each id is a fresh UUID v7 made by
+ * the request, so the only row that can hold it is the same submission, written by an earlier try
+ * whose answer was lost (a timeout, a broken connection, a shared write retried item by item). A
+ * try that finds the earlier one still in progress waits for it on the primary key, so its success
+ * means the row is committed, once.
+ */
 export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
-  await em.execute(`insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')}`, rows.flat());
+  await em.execute(
+    `insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')} on conflict (id) do nothing`,
+    rows.flat(),
+  );
 }
 
 /** A stored file of a new submission, as cfs_insert_submission reads it. */

@@ -137,3 +137,37 @@ export async function loadSubmissionKey(em: EntityManager, submission: Submissio
 export async function reloadSubmission(em: EntityManager, submission: Submission): Promise<void> {
   await em.refresh(submission);
 }
+
+/**
+ * Starts a submission's write in the transaction `tx`: PostgreSQL ends its statements after
+ * `timeoutMs` (and the transaction, should it idle that long), and the transaction holds the
+ * submission's write lock until it ends, for settledSubmission. One round trip: set_config(…, true)
+ * is SET LOCAL.
+ */
+export async function beginSubmissionWrite(tx: EntityManager, id: string, timeoutMs: number): Promise<void> {
+  await tx.execute(
+    `select set_config('statement_timeout', ?, true), set_config('idle_in_transaction_session_timeout', ?, true), pg_advisory_xact_lock(hashtext(?))`,
+    [`${timeoutMs}ms`, `${timeoutMs}ms`, writeLock(id)],
+  );
+}
+
+/**
+ * Whether the submission's row is stored, asked once no write of it can still be under way: the
+ * submission's write lock is taken first, so a transaction begun by beginSubmissionWrite has
+ * committed or rolled back (or died with its server) by then. Two statements, as a statement's
+ * snapshot is taken before it waits for the lock. Waits at most `lockTimeoutMs` for the lock.
+ */
+export async function settledSubmission(em: EntityManager, id: string, lockTimeoutMs: number): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    await tx.execute(`select set_config('lock_timeout', ?, true), pg_advisory_xact_lock(hashtext(?))`, [`${lockTimeoutMs}ms`, writeLock(id)]);
+    const rows = await tx.execute<Array<{ id: string }>>('select id from submissions where id = ?', [id]);
+    return rows.length > 0;
+  });
+}
+
+export async function submissionExists(em: EntityManager, id: string): Promise<boolean> {
+  const rows = await em.execute<Array<{ id: string }>>('select id from submissions where id = ?', [id]);
+  return rows.length > 0;
+}
+
+const writeLock = (id: string) => `submission-write:${id}`;

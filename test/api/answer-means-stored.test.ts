@@ -1,0 +1,169 @@
+// A success answer means the submission is stored; an error answer means nothing is (no row, no
+// file, no email). Here PostgreSQL is slow on purpose: a lock held on the submissions table makes
+// every write wait past the API's own wait for a statement (API_PG_WAITS.queryMs).
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_PG_WAITS } from '../../src/api/unavailable.ts';
+import { groupCommit } from '../../src/shared/infra/group-commit.ts';
+import { insertSubmissionRows, submissionRow, type SubmissionRow } from '../../src/shared/submissions/data/delivery-status.ts';
+import { v7 as uuidv7 } from 'uuid';
+import { buildRecipient } from '../support/factories.ts';
+import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { submitMultipart } from '../support/client.ts';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+/** Holds a lock that makes every INSERT into submissions wait, on a connection of the test's own. */
+async function blockInserts(): Promise<{ release: () => Promise<void> }> {
+  const client = new pg.Client({ connectionString: h.config.DATABASE_URL });
+  await client.connect();
+  await client.query('begin');
+  await client.query('lock table submissions in share mode');
+  return {
+    release: async () => {
+      await client.query('rollback');
+      await client.end();
+    },
+  };
+}
+
+/**
+ * Waits until a write of submissions has waited on the lock for longer than `ms`, or until `answered`
+ * says the request was answered before that.
+ */
+async function writeWaitingLongerThan(ms: number, answered: () => boolean = () => false): Promise<void> {
+  await eventually(
+    async () => {
+      if (answered()) return true;
+      const [row] = await h.sql<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity
+          where (query ilike '%insert into submissions%' or query ilike '%cfs_insert_submission%')
+            and wait_event_type = 'Lock' and query_start < now() - make_interval(secs => $1)`,
+        [ms / 1000],
+      );
+      return row!.n > 0 ? true : undefined;
+    },
+    60_000,
+    `a write waiting for more than ${ms} ms`,
+  );
+}
+
+/** Waits until no statement writes submissions any more, so that every row that will commit has. */
+async function writesEnded(): Promise<void> {
+  await eventually(
+    async () => {
+      const [row] = await h.sql<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity
+          where pid <> pg_backend_pid() and state <> 'idle' and (query ilike '%insert into submissions%' or query ilike '%cfs_insert_submission%')`,
+      );
+      return row!.n === 0 ? true : undefined;
+    },
+    60_000,
+    'the writes to end',
+  );
+}
+
+describe('a database slower than the API waits for', () => {
+  it('10 concurrent 900 KB submissions: each 200 has its row, and no row exists without a 200', async () => {
+    const key = await h.createKey();
+    await buildRecipient(h, { mailbox: key.mailbox });
+    const before = (await h.sql<{ id: string }>('select id from submissions')).map((row) => row.id);
+    const lock = await blockInserts();
+    const big = (i: number, letter: string) => `${letter}${i} `.repeat(25_000).slice(0, 100_000);
+    const answers = Array.from({ length: 10 }, (_, i) =>
+      postJson(`${h.url}/api/contact-api/`, {
+        access_key: key.key,
+        email: 'sender@example.org',
+        message: big(i, 'm'),
+        ...Object.fromEntries(Array.from({ length: 8 }, (_, field) => [`field_${field}`, big(i, String.fromCharCode(97 + field))])),
+      }),
+    );
+    let answered = 0;
+    for (const answer of answers) void answer.finally(() => answered++);
+    try {
+      // Either every request is answered while the lock is held (PostgreSQL ended the writes at its
+      // statement limit), or a write still waits past the API's own wait: without a settled outcome,
+      // its request would be answered now while the INSERT still waits to commit.
+      await writeWaitingLongerThan(API_PG_WAITS.queryMs + 1_000, () => answered === answers.length);
+    } finally {
+      await lock.release();
+    }
+    const settled = await Promise.all(answers);
+    await writesEnded();
+
+    const stored = (await h.sql<{ id: string }>('select id from submissions')).map((row) => row.id).filter((id) => !before.includes(id));
+    const accepted = settled.filter((answer) => answer.status >= 200 && answer.status < 300).map((answer) => answer.json.submission_id as string);
+    expect(stored.sort()).toEqual(accepted.sort());
+    // Each visitor was told the truth: stored (200), or not stored and worth a retry (503).
+    for (const answer of settled) expect([200, 503]).toContain(answer.status);
+  }, 120_000);
+
+  it('a submission with a file: answered 503 with nothing stored, neither row nor file', async () => {
+    const key = await h.createKey();
+    await buildRecipient(h, { mailbox: key.mailbox });
+    const rowsBefore = (await h.sql<{ n: number }>('select count(*)::int as n from submissions'))[0]!.n;
+    const objectsBefore = await listObjectKeys(h.storage);
+    const lock = await blockInserts();
+    let answered = false;
+    const answer = submitMultipart(h, [
+      { name: 'access_key', value: key.key },
+      { name: 'email', value: 'visitor@example.org' },
+      { name: 'message', value: 'With a file.' },
+      { name: 'attachment', filename: 'notes.txt', data: Buffer.from('some notes\n'), contentType: 'text/plain' },
+    ]).finally(() => (answered = true));
+    // Either the API answers while the lock is held, or its write is still waiting past the API's wait.
+    try {
+      await writeWaitingLongerThan(API_PG_WAITS.queryMs + 1_000, () => answered);
+    } finally {
+      await lock.release();
+    }
+    const settled = await answer;
+    await writesEnded();
+
+    expect(settled.status).toBe(503);
+    expect((await h.sql<{ n: number }>('select count(*)::int as n from submissions'))[0]!.n).toBe(rowsBefore);
+    expect(await listObjectKeys(h.storage)).toEqual(objectsBefore);
+  }, 120_000);
+});
+
+describe('the group commit of submission rows', () => {
+  it('retries the items of a shared write that committed but whose answer was lost, and each caller is told stored, once', async () => {
+    const key = await h.createKey();
+    const em = h.orm.em.fork();
+    let shared = 0;
+    const write = groupCommit<SubmissionRow>(
+      async (rows) => {
+        await insertSubmissionRows(em, rows);
+        // The first shared write commits, then its answer is lost.
+        if (rows.length > 1 && shared++ === 0) throw new Error('Connection terminated unexpectedly');
+      },
+      { maxInFlight: 1 },
+    );
+    const ids = Array.from({ length: 5 }, () => uuidv7());
+    const results = await Promise.allSettled(
+      ids.map((id, i) =>
+        write(
+          submissionRow({
+            id,
+            keyId: key.id,
+            email: 'sender@example.org',
+            message: `message ${i}`,
+            subject: 'Hello',
+            customFields: [],
+            emailStatus: 'queued',
+            clientIp: '127.0.0.1',
+            origin: undefined,
+          }),
+        ),
+      ),
+    );
+    expect(shared).toBe(1);
+    expect(results.map((result) => result.status)).toEqual(Array(5).fill('fulfilled'));
+    const rows = await h.sql<{ id: string }>('select id from submissions where id = any($1::uuid[])', [ids]);
+    expect(rows.map((row) => row.id).sort()).toEqual([...ids].sort());
+  });
+});
