@@ -63,8 +63,12 @@ export const Submission = v.object({
   sent_at: v.nullable(v.string()),
   email: v.string(),
   subject: v.string(),
-  message: v.string(),
-  custom_fields: v.pipe(v.array(v.object({ name: v.string(), value: v.string() })), v.description('In the order the form sent them')),
+  message: v.pipe(v.string(), v.description('In a list, its first 1,000 characters; whole at /owner/api/submissions/{id}')),
+  custom_fields: v.pipe(
+    v.array(v.object({ name: v.string(), value: v.string() })),
+    v.description("In the order the form sent them; in a list, each value's first 500 characters"),
+  ),
+  truncated: v.pipe(v.boolean(), v.description('Whether this list cut the message or a field; always false for one submission')),
   attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
 });
 /** The list filters (src/api/owners/filters.ts) as query parameters. */

@@ -2,6 +2,7 @@
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
 import type { Context } from 'koa';
 import {
+  type Attachment,
   type CaptchaProvider,
   type EmailStatus,
   type KeyStatus,
@@ -17,9 +18,11 @@ import {
   listSubmissions,
   ownerDeliveryFields,
   submissionFields,
+  filesOfSubmissions,
   submissionFiles,
   type DeliveryHistory,
 } from '../../shared/submissions/submissions.ts';
+import type { TextPreview } from '../../shared/submissions/data/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
@@ -37,15 +40,31 @@ import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 
 export const PAGE_SIZE = 25;
+/**
+ * What a list shows of each message: its first 1,000 characters (and each field's first 500,
+ * FIELD_PREVIEW_CHARS). A page of the largest messages is then about 100 KB, not 90 MB, and a
+ * search costs the service little.
+ */
+export const LIST_PREVIEW = { messageChars: 1_000 };
 export const MAX_PAGE_SIZE = 100;
 
 export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'>) => ({ id: key.id, ...keyRecord(key, deps.vault) });
 
-/** `history`: given when a page loaded its rows' histories together; read here otherwise. */
-export async function ownerSubmissionRecord(em: EntityManager, submission: Submission, history?: DeliveryHistory) {
-  const files = await submissionFiles(em, submission);
+/**
+ * `page`: what a list loaded for all its rows at once (their histories and files), and its cut texts
+ * (LIST_PREVIEW) in place of the row's own; `truncated` says whether anything was cut, so that a
+ * client knows to read the whole message at /submissions/:id. Without `page`, all is read here.
+ */
+export async function ownerSubmissionRecord(
+  em: EntityManager,
+  submission: Submission,
+  page?: { history: DeliveryHistory; files: Attachment[]; preview?: TextPreview },
+) {
+  const files = page?.files ?? (await submissionFiles(em, submission));
+  const history = page?.history ?? (await deliveryHistories(em, [submission.id])).get(submission.id);
   return {
-    ...ownerDeliveryFields(submissionFields(submission, history ?? (await deliveryHistories(em, [submission.id])).get(submission.id))),
+    ...ownerDeliveryFields(submissionFields(submission, history, page?.preview)),
+    truncated: page?.preview?.truncated ?? false,
     key_id: submission.key.id,
     attachments: files.map((file) => ({
       id: file.id,
@@ -114,17 +133,21 @@ export async function ownerSubmissionsPage(
   const release = query.search ? takeSearch(deps, options.sessionId) : () => undefined;
   let listed: Awaited<ReturnType<typeof listSubmissions>>;
   try {
-    listed = await listSubmissions(em, query, after);
+    listed = await listSubmissions(em, query, after, LIST_PREVIEW);
   } finally {
     release();
   }
-  const { page, nextCursor } = listed;
+  const { page, nextCursor, previews } = listed;
   const histories = await deliveryHistories(
     em,
     page.map((row) => row.id),
   );
+  const files = await filesOfSubmissions(em, page);
   const submissions = [];
-  for (const row of page) submissions.push(await ownerSubmissionRecord(em, row, histories.get(row.id) ?? { attempts: [], total: 0 }));
+  for (const row of page) {
+    const loaded = { history: histories.get(row.id) ?? { attempts: [], total: 0 }, files: files.get(row.id) ?? [], preview: previews?.get(row.id) };
+    submissions.push(await ownerSubmissionRecord(em, row, loaded));
+  }
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
 }
 

@@ -5,9 +5,9 @@ import type { EmailStatus, Submission } from '../infra/db/entities.ts';
 import type { Storage } from '../infra/storage.ts';
 import { messageIdFor } from './delivery-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
-import { findAttachments, storageKeysOf } from './data/attachments.ts';
+import { findAttachments, findAttachmentsOf, storageKeysOf } from './data/attachments.ts';
 import { latestAttempts, type AttemptRecord } from './data/delivery-attempts.ts';
-import { deleteSubmissionRows, findPageIds, findSubmissionsByIds, loadKeys } from './data/submissions.ts';
+import { deleteSubmissionRows, findPageIds, findSubmissionPreviews, findSubmissionsByIds, loadKeys, type TextPreview } from './data/submissions.ts';
 
 /** The subject of a submission that came without one. */
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
@@ -91,7 +91,11 @@ export function ownerDeliveryFields(fields: ReturnType<typeof submissionFields>)
 }
 
 /** What every record of a submission shows, operator's or owner's; each adds its files in its own way. */
-export function submissionFields(submission: Submission, history: DeliveryHistory = NO_HISTORY) {
+export function submissionFields(
+  submission: Submission,
+  history: DeliveryHistory = NO_HISTORY,
+  texts: Pick<Submission, 'message' | 'customFields'> = submission,
+) {
   return {
     submission_id: submission.id,
     email_status: submission.emailStatus,
@@ -108,13 +112,20 @@ export function submissionFields(submission: Submission, history: DeliveryHistor
     created_at: submission.createdAt.toISOString(),
     email: submission.email,
     subject: submission.subject,
-    message: submission.message,
-    custom_fields: submission.customFields.map(([name, value]) => ({ name, value })),
+    message: texts.message,
+    custom_fields: texts.customFields.map(([name, value]) => ({ name, value })),
   };
 }
 
 /** A submission's files, in the order they came. */
 export const submissionFiles = (em: EntityManager, submission: Submission) => findAttachments(em, submission.id);
+
+/** The files of a page of submissions, by submission id, in one query. */
+export const filesOfSubmissions = (em: EntityManager, submissions: Submission[]) =>
+  findAttachmentsOf(
+    em,
+    submissions.map((submission) => submission.id),
+  );
 
 /** What the operator's records need besides the rows: the keys' values, and MAIL_FROM for the Message-IDs. */
 export type OperatorView = { vault: KeyVault; mailFrom: string };
@@ -181,14 +192,32 @@ export function searchQuery(search: string): string | undefined {
   return words.length ? words.map((word) => `'${word}':*`).join(' & ') : undefined;
 }
 
-export async function listSubmissions(em: EntityManager, query: SubmissionPageQuery, after?: { createdAt: Date; id: string }) {
+/**
+ * A page of submissions. With `preview`, the rows come without their message and fields, and
+ * `previews` holds those texts cut to its bounds (see findSubmissionPreviews).
+ */
+export async function listSubmissions(
+  em: EntityManager,
+  query: SubmissionPageQuery,
+  after?: { createdAt: Date; id: string },
+  preview?: { messageChars: number },
+): Promise<{ page: Submission[]; nextCursor: string | null; previews?: Map<string, TextPreview> }> {
   const tsquery = query.search ? searchQuery(query.search) : undefined;
   const ids = await findPageIds(em, query, tsquery, query.limit, after);
-  const byId = new Map((ids.length ? await findSubmissionsByIds(em, ids) : []).map((row) => [row.id, row]));
+  const found = !ids.length
+    ? { rows: [] }
+    : preview
+      ? await findSubmissionPreviews(em, ids, preview.messageChars)
+      : { rows: await findSubmissionsByIds(em, ids) };
+  const byId = new Map(found.rows.map((row) => [row.id, row]));
   // A row deleted between the two reads is left out.
   const rows = ids.map((id) => byId.get(id)).filter((row): row is Submission => row !== undefined);
   const page = rows.slice(0, query.limit);
-  return { page, nextCursor: ids.length > query.limit && page.length ? encodeCursor(page[page.length - 1]!) : null };
+  return {
+    page,
+    nextCursor: ids.length > query.limit && page.length ? encodeCursor(page[page.length - 1]!) : null,
+    ...('previews' in found ? { previews: found.previews } : {}),
+  };
 }
 
 /** Deletes submissions with their files, giving their bytes back to their keys' quotas. */

@@ -157,6 +157,9 @@ export const SubmissionSchema = defineEntity({
     nextAttemptAt: p.datetime().nullable(),
     /** The words the owner console's search finds, over a bounded prefix of the texts; written by a trigger (src/shared/infra/db/search.ts), never read into the entity. */
     searchDocument: p.string().columnType('tsvector').nullable().lazy(),
+    /** The fields with each value cut for a list, and whether any was cut; written by a trigger (migration list_previews), null on older rows. */
+    fieldsPreview: p.json<CustomFields>().nullable().lazy(),
+    fieldsTruncated: p.boolean().nullable().lazy(),
     createdAt: createdAt(),
     attachments: () => p.oneToMany(AttachmentSchema).mappedBy('submission'),
   },

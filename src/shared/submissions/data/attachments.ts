@@ -6,6 +6,16 @@ import { AttachmentSchema, type Attachment } from '../../infra/db/entities.ts';
 export const findAttachments = (em: EntityManager, submissionId: string) =>
   em.find(AttachmentSchema, { submission: submissionId }, { orderBy: { createdAt: 'asc' } });
 
+/** The files of these submissions, by submission, each's in the order they came: one query for a page. */
+export async function findAttachmentsOf(em: EntityManager, submissionIds: string[]): Promise<Map<string, Attachment[]>> {
+  const files = submissionIds.length
+    ? await em.find(AttachmentSchema, { submission: { $in: submissionIds } }, { orderBy: { createdAt: 'asc', id: 'asc' } })
+    : [];
+  const bySubmission = new Map<string, Attachment[]>(submissionIds.map((id) => [id, []]));
+  for (const file of files) bySubmission.get(file.submission.id)?.push(file);
+  return bySubmission;
+}
+
 /** Where the files of these submissions are stored. */
 export async function storageKeysOf(em: EntityManager, submissionIds: string[]): Promise<string[]> {
   const files = await em.execute<Array<{ storage_key: string }>>('select storage_key from attachments where submission_id in (?)', [submissionIds]);

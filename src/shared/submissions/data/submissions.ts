@@ -2,7 +2,7 @@
 // and webhook deliveries in one statement), reading rows, the pages of the console and the operator,
 // the housekeeping's reads and deletions, and the counts of held messages.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SubmissionSchema, type EmailStatus, type Submission } from '../../infra/db/entities.ts';
+import { SubmissionSchema, type CustomFields, type EmailStatus, type Submission } from '../../infra/db/entities.ts';
 import { SEARCH_DOCUMENT } from '../../infra/db/search.ts';
 import { SETTLED } from '../delivery-statuses.ts';
 
@@ -54,6 +54,38 @@ export async function findPageIds(
 
 /** The submissions with these ids (in no particular order; a deleted one is missing). */
 export const findSubmissionsByIds = (em: EntityManager, ids: string[]) => em.find(SubmissionSchema, { id: { $in: ids } });
+
+/** A list's view of a row's texts: the message and each field's value cut to a bound, and whether any was cut. */
+export type TextPreview = { message: string; customFields: CustomFields; truncated: boolean };
+
+/**
+ * The submissions with these ids without their message and fields (not loaded), and beside them those
+ * texts cut to `messageChars` and `fieldChars`. Neither is unpacked whole: the message's head is
+ * read alone, and the cut fields are stored by a trigger (migration list_previews) with the bound
+ * FIELD_PREVIEW_CHARS; rows older than it are cut here. So a page of large messages costs
+ * PostgreSQL, the API and the answer no more than a page of short ones.
+ */
+export async function findSubmissionPreviews(
+  em: EntityManager,
+  ids: string[],
+  messageChars: number,
+): Promise<{ rows: Submission[]; previews: Map<string, TextPreview> }> {
+  const rows = await em.find(SubmissionSchema, { id: { $in: ids } }, { exclude: ['message', 'customFields'] });
+  const cutOnRead = `(select coalesce(jsonb_agg(jsonb_build_array(f ->> 0, left(f ->> 1, ${FIELD_PREVIEW_CHARS})) order by n), '[]')
+                        from jsonb_array_elements(custom_fields) with ordinality as e(f, n))`;
+  const texts = await em.execute<Array<{ id: string; message: string; custom_fields: CustomFields; truncated: boolean }>>(
+    `select id, left(message, ?) as message, coalesce(fields_preview, ${cutOnRead}) as custom_fields,
+            length(left(message, ?)) > ? or coalesce(fields_truncated, exists (select 1 from jsonb_array_elements(custom_fields) as e(f) where length(f ->> 1) > ${FIELD_PREVIEW_CHARS})) as truncated
+       from submissions where id in (?)`,
+    [messageChars, messageChars + 1, messageChars, ids],
+  );
+  const previews = new Map(texts.map((text) => [text.id, { message: text.message, customFields: text.custom_fields, truncated: text.truncated }]));
+  // Typed as whole rows for the code that renders them, which takes the texts from `previews`.
+  return { rows: rows as unknown as Submission[], previews };
+}
+
+/** How many characters of each field's value a list shows: the bound the list_previews migration's trigger stores. */
+export const FIELD_PREVIEW_CHARS = 500;
 
 /** The submission with its key, or null. */
 export const findSubmissionWithKey = (em: EntityManager, id: string) => em.findOne(SubmissionSchema, { id }, { populate: ['key'] });
