@@ -17,7 +17,14 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], isolate: false, setupFiles: ['test/setup/no-services.ts'], testTimeout: 10_000, hookTimeout: 10_000 },
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          isolate: false,
+          setupFiles: ['test/setup/no-services.ts'],
+          testTimeout: 10_000,
+          hookTimeout: 10_000,
+        },
       },
       {
         extends: true,
