@@ -41,6 +41,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
   const { reserved, released } = await recordMark(em, deps, submission, mark);
   let teaching: TeachOutcome = !deps.spamFilter ? 'off' : reserved ? 'taught' : (again ?? 'capped');
   if (reserved && deps.spamFilter) {
+    // A fresh unit of work: it reads the mark as just written, not the request's loaded copy.
     teaching = await teachMark(em.fork(), deps.spamFilter, teachingSettings(deps), id, ctx.state.log);
   }
   spamMarks.inc({ mark, outcome: teaching });

@@ -10,7 +10,7 @@ import { webhookJob } from '../../shared/infra/queues/jobs.ts';
 import { keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
 import { listEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
-import type { AppDeps, AppState, RouteContext } from '../context.ts';
+import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { clearFinishedJob } from '../finished-jobs.ts';
 import { addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
@@ -133,9 +133,7 @@ function webhookApiRoutes(deps: AppDeps, access: WebhookAccess): Router<AppState
   router.post('/webhook-deliveries/:id/resend', ...access.write, ...access.resendBody, ...keyFound, async (ctx) => {
     const keyId = await access.keyId(ctx);
     const deliveryId = rowId(ctx, access.unknownDelivery);
-    if (!(await markWebhookForResend(ctx.state.em, keyId, deliveryId))) throw errors.notFound(access.unknownDelivery);
-    await clearFinishedWebhookJob(deps, deliveryId);
-    await enqueueCommitted(ctx, deps, webhookJob(deliveryId, ctx.state.requestId));
+    if (!(await resendWebhookDelivery(ctx, deps, keyId, deliveryId))) throw errors.notFound(access.unknownDelivery);
     ctx.status = 202;
     ctx.body = { success: true, delivery_id: deliveryId, status: 'queued' };
   });
@@ -143,7 +141,14 @@ function webhookApiRoutes(deps: AppDeps, access: WebhookAccess): Router<AppState
   return router;
 }
 
-/** A finished job under the row's id would make the new add a no-op (see clearFinishedJob). A Redis outage leaves it to the reconciler. */
-export async function clearFinishedWebhookJob(deps: Pick<AppDeps, 'webhookQueue'>, deliveryId: string): Promise<void> {
+/**
+ * Queues a failed delivery of the key again (the API's and the console page's re-send); false when
+ * the key has no failed delivery with that id. A finished job under the row's id would make the new
+ * add a no-op (see clearFinishedJob); a Redis outage leaves the row to the reconciler.
+ */
+export async function resendWebhookDelivery(ctx: AppContext, deps: AppDeps, keyId: string, deliveryId: string): Promise<boolean> {
+  if (!(await markWebhookForResend(ctx.state.em, keyId, deliveryId))) return false;
   await clearFinishedJob(deps.webhookQueue, deliveryId).catch(() => undefined);
+  await enqueueCommitted(ctx, deps, webhookJob(deliveryId, ctx.state.requestId));
+  return true;
 }
