@@ -3,24 +3,29 @@ import type Router from '@koa/router';
 import Koa from 'koa';
 import { clientIpResolver } from './client-ip.ts';
 import type { AppDeps, AppState } from './context.ts';
-import { errors } from './errors.ts';
+import { errors } from './api-errors.ts';
 import { adminGuard } from './middleware/admin-auth.ts';
 import { closeUnreadBody } from './middleware/close-unread.ts';
-import { errorHandler } from './middleware/errors.ts';
+import { errorHandler } from './middleware/error-handler.ts';
 import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './admin/queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
+import { requestEm } from './middleware/request-em.ts';
 import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './admin/admin-routes.ts';
-import { adminWebhookRoutes } from './webhooks/admin-webhook-routes.ts';
+import { adminWebhookApiRoutes, ownerWebhookApiRoutes } from './webhooks/webhook-api-routes.ts';
 import { ownerWebhookRoutes } from './webhooks/owner-webhook-routes.ts';
 import { confirmRoutes } from './keys/confirm-routes.ts';
 import { docsRoutes } from './site/docs-routes.ts';
 import { healthRoutes } from './ops/health-routes.ts';
 import { keyRoutes } from './keys/key-routes.ts';
 import { metricsRoutes } from './ops/metrics-routes.ts';
-import { ownerApiRoutes } from './owners/owner-api-routes.ts';
-import { ownerPageRoutes } from './owners/owner-page-routes.ts';
+import { ownerApiKeyRoutes } from './owners/owner-api-key-routes.ts';
+import { ownerApiSessionRoutes } from './owners/owner-api-session-routes.ts';
+import { ownerApiSubmissionRoutes } from './owners/owner-api-submission-routes.ts';
+import { ownerKeyPages } from './owners/owner-key-pages.ts';
+import { ownerSessionPages } from './owners/owner-session-pages.ts';
+import { ownerSubmissionPages } from './owners/owner-submission-pages.ts';
 import { pageRoutes } from './site/page-routes.ts';
 import { submissionRoutes } from './submissions/submission-routes.ts';
 
@@ -29,6 +34,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.silent = true; // errors are logged by errorHandler, with the request id
 
   app.use(requestContext(deps.log, clientIpResolver(deps.config.TRUST_PROXY)));
+  app.use(requestEm(deps.orm));
   app.use(closeUnreadBody()); // outside errorHandler: sees the status it sets
   app.use(errorHandler());
   app.use(async (ctx, next) => {
@@ -63,11 +69,16 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     keyRoutes(deps, limiter),
     submissionRoutes(deps, limiter),
     confirmRoutes(deps, limiter),
-    ownerPageRoutes(deps, { mail: limiter, signIn: signInLimiter }),
+    ownerSessionPages(deps, { mail: limiter, signIn: signInLimiter }),
+    ownerKeyPages(deps),
+    ownerSubmissionPages(deps),
     ownerWebhookRoutes(deps),
-    ownerApiRoutes(deps, signInLimiter),
+    ownerApiSessionRoutes(deps, signInLimiter),
+    ownerApiKeyRoutes(deps),
+    ownerApiSubmissionRoutes(deps),
+    ownerWebhookApiRoutes(deps),
     adminRoutes(deps),
-    adminWebhookRoutes(deps),
+    adminWebhookApiRoutes(deps),
   );
   for (const router of routers) {
     app.use(router.routes());

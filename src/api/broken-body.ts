@@ -6,7 +6,7 @@
 // readable" or "request aborted", ECONNRESET "aborted", …), it is the client's doing: a 400 logged
 // at info, not a 500 that anyone could raise to page the operator.
 import type { IncomingMessage } from 'node:http';
-import { errors } from './errors.ts';
+import { errors } from './api-errors.ts';
 
 /** Whether the request has a body that was not read to its end and now cannot be: its connection is gone. */
 export function bodyBrokenOff(req: IncomingMessage): boolean {

@@ -11,6 +11,7 @@ import type { DeliveryJob } from '../shared/infra/queues/jobs.ts';
 import type { KeyVault } from '../shared/infra/secrets.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import type { KeyCache } from './submissions/key-cache.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
 
 export type AppDeps = {
   config: Config;
@@ -33,6 +34,10 @@ export type AppState = {
   log: Logger;
   /** The client's address: the socket's, or X-Forwarded-For's through trusted proxies. */
   clientIp: string;
+  /** The request's unit of work (middleware/request-em.ts). */
+  em: EntityManager;
+  /** Set on page routes (refusalsAsPage): the view a refusal is answered with. */
+  errorPage?: string;
 };
 
 export type AppContext = ParameterizedContext<AppState>;

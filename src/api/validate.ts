@@ -1,6 +1,6 @@
 // Valibot validation for request bodies: the first message of each field becomes a form-style 400.
 import * as v from 'valibot';
-import { errors, type FieldErrors } from './errors.ts';
+import { errors, type FieldErrors } from './api-errors.ts';
 
 export function validate<const S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
   const result = v.safeParse(schema, input);

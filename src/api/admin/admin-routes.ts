@@ -6,12 +6,13 @@ import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, type Submission } from '../../shared/infra/db/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions/submissions.ts';
-import { findSubmissionById } from '../../shared/submissions/data/submissions.ts';
+import { findSubmissionById, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
-import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
+import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
+import { changeKey } from '../keys/key-changes.ts';
 import type { AppDeps, AppState } from '../context.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 import { resendSubmission } from '../submissions/resend.ts';
@@ -80,7 +81,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 
   router.get('/keys', async (ctx) => {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
-    const keys = await listKeys(deps.orm.em.fork(), email);
+    const keys = await listKeys(ctx.state.em, email);
     ctx.body = { email: email.toLowerCase(), keys: keys.map((key) => keyRecord(key, deps.vault)) };
   });
 
@@ -89,17 +90,18 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     const release = takeExport(deps, undefined);
     ctx.type = 'text/csv; charset=utf-8';
     ctx.attachment('submissions.csv');
+    // The CSV streams after the handler returns: it reads on a unit of work of its own.
     ctx.body = await submissionsCsv(deps.orm.em.fork(), deps.vault.hash(key), {}, release);
   });
 
   router.get('/submissions/:id', async (ctx) => {
-    const em = deps.orm.em.fork();
+    const em = ctx.state.em;
     ctx.body = await submissionRecord(em, view, await submissionOr404(em, ctx.params.id));
   });
 
   router.get('/submissions/:id/webhook-deliveries', async (ctx) => {
     const { limit } = validate(DeliveryLogQuerySchema, { ...ctx.query });
-    const em = deps.orm.em.fork();
+    const em = ctx.state.em;
     const submission = await submissionOr404(em, ctx.params.id);
     ctx.body = { deliveries: await listWebhookDeliveries(em, { submissionId: submission.id, limit }) };
   });
@@ -108,26 +110,26 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
   router.post('/deliveries/flush', optionalJson, async (ctx) => {
     const { per_second: perSecond } = validate(FlushRequestSchema, ctx.request.body);
     if (deps.redis.status !== 'ready') throw errors.unavailable('The queue (Redis) cannot be reached: nothing was flushed. Try again once it is back.');
-    const flushed = await flushRetries({ queue: deps.queue, redis: deps.redis, em: deps.orm.em.fork() }, perSecond ?? deps.config.RETRY_FLUSH_PER_SECOND);
+    const flushed = await flushRetries({ queue: deps.queue, redis: deps.redis, em: ctx.state.em }, perSecond ?? deps.config.RETRY_FLUSH_PER_SECOND);
     ctx.state.log.info(flushed, 'operator flushed the retry timers');
     ctx.body = flushed;
   });
 
   router.post('/submissions/:id/resend', async (ctx) => {
-    const em = deps.orm.em.fork();
+    const em = ctx.state.em;
     const submission = await submissionOr404(em, ctx.params.id);
     await resendSubmission(ctx, deps, em, submission);
     ctx.state.log.info({ submissionId: submission.id }, 'operator re-sent a failed email');
     // As it now stands: queued again, its attempts and report reset.
-    const fresh = deps.orm.em.fork();
-    ctx.body = await submissionRecord(fresh, view, await submissionOr404(fresh, submission.id));
+    await reloadSubmission(em, submission);
+    ctx.body = await submissionRecord(em, view, submission);
   });
 
   router.get('/submissions', async (ctx) => {
     const query = validate(SubmissionListQuerySchema, { ...ctx.query });
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     if (query.cursor !== undefined && !after) throw errors.invalidFields({ cursor: ['Not a cursor of this list.'] });
-    const em = deps.orm.em.fork();
+    const em = ctx.state.em;
     const { page, nextCursor } = await listSubmissions(
       em,
       { keyHash: query.key === undefined ? undefined : deps.vault.hash(query.key), status: query.status, limit: query.limit },
@@ -141,7 +143,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
     async (ctx) => {
       const patch = validate(KeyPatchSchema, ctx.request.body);
-      const key = await updateKey(deps.orm.em.fork(), deps.vault.hash(ctx.params.key ?? ''), {
+      const key = await changeKey(deps, ctx.state.em, deps.vault.hash(ctx.params.key ?? ''), {
         status: patch.status,
         useDomain: patch.use_domain,
         domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
@@ -151,7 +153,6 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
         label: patch.label,
         subjectPrefix: patch.subject_prefix,
       });
-      deps.keys.forgetAll();
       ctx.body = keyRecord(key, deps.vault);
     },
   );

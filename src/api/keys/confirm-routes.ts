@@ -5,7 +5,8 @@
 // (lasting) and release held submissions → enqueue them → respond.
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { confirmMailbox, createConsentSigner, mailboxOf } from '../../shared/keys/consent.ts';
+import { createConsentSigner, mailboxOf } from '../../shared/keys/consent.ts';
+import { confirmMailboxOf } from './key-changes.ts';
 import { submissionJob } from '../../shared/infra/queues/jobs.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
@@ -37,8 +38,7 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
     if (!valid(fields)) return invalidLink(ctx);
 
     // A link signed before the mailbox rule last changed names the inbox in an older spelling.
-    const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(fields.address));
-    deps.keys.forgetAll();
+    const released = await confirmMailboxOf(deps, ctx.state.em, mailboxOf(fields.address));
     // A flood may have held thousands: the request enqueues a bounded first part, and the
     // reconciler enqueues the rest (they are `queued` rows without a job).
     for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));

@@ -8,7 +8,7 @@ import { generateKey, parseDomains, requestAllKeysEmail } from '../../shared/key
 import { keyEmailJob } from '../../shared/infra/queues/jobs.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import type { AppDeps, AppState } from '../context.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
@@ -50,7 +50,7 @@ export function keyRoutes(deps: AppDeps, limiter: Middleware<AppState>): Router<
       const body = ctx.request.body as Record<string, unknown>;
       if (body.email === undefined || body.email === null || body.email === '') throw errors.missingFields(['email']);
       const request = validate(KeyRequestSchema, body);
-      const em = deps.orm.em.fork();
+      const em = ctx.state.em;
 
       if (request.requestType === 'generateKey') {
         const domains = parseDomains(request.domains ?? []);

@@ -8,7 +8,7 @@ import { posix } from 'node:path';
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
 import { tokenCheck } from '../../shared/infra/bearer-token.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import { adminCsrf } from './admin-csrf.ts';
 
 /** Percent-decodes until nothing changes (at most a few passes); a malformed escape stops it. */

@@ -6,7 +6,7 @@
 // A request with neither header does not come from a browser (curl, scripts) and passes.
 import type { Middleware } from 'koa';
 import type { AppState } from '../context.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../api-errors.ts';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -10,7 +10,7 @@
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import type { AppState } from '../context.ts';
-import { ApiError, errors } from '../errors.ts';
+import { ApiError, errors } from '../api-errors.ts';
 import { jsonShapeBreach } from './json-shape.ts';
 
 export const JSON_LIMIT_BYTES = 1024 * 1024;

@@ -5,7 +5,7 @@ import type { Middleware } from 'koa';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { rateLimitSubject } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
 
 const HIT = `

@@ -20,8 +20,9 @@ import {
 } from '../site/openapi-parts.ts';
 import { KeyPatchSchema } from '../admin/admin-routes.ts';
 import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
-import { OwnerSignInSchema } from './owner-page-routes.ts';
-import { SessionRequestSchema, SpamMarkSchema } from './owner-api-routes.ts';
+import { OwnerSignInSchema } from './owner-session-pages.ts';
+import { SessionRequestSchema } from './owner-api-session-routes.ts';
+import { SpamMarkSchema } from './owner-api-submission-routes.ts';
 
 const Session = v.object({
   email: v.pipe(v.string(), v.description('The address whose keys the session reaches')),

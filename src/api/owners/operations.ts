@@ -10,7 +10,7 @@ import {
   type Submission,
   type VerificationKey,
 } from '../../shared/infra/db/entities.ts';
-import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
+import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
 import {
   decodeCursor,
   deleteSubmissions,
@@ -26,16 +26,17 @@ import type { TextPreview } from '../../shared/submissions/data/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import { submissionsCsv } from '../admin/export-routes.ts';
-import { confirmMailbox, mailboxOf } from '../../shared/keys/consent.ts';
+import { mailboxOf } from '../../shared/keys/consent.ts';
+import { changeKey, confirmMailboxOf } from '../keys/key-changes.ts';
 import { isConfirmed } from '../../shared/keys/data/mailbox-consent.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
 import { submissionJob } from '../../shared/infra/queues/jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { takeExport, takeSearch } from './heavy-reads.ts';
-import { loadSubmissionKey } from '../../shared/submissions/data/submissions.ts';
+import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
 import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 
@@ -79,8 +80,7 @@ export type OwnerSubmissionRecord = Awaited<ReturnType<typeof ownerSubmissionRec
 
 export const notFound = () => errors.notFound('Not found.');
 
-export async function listOwnerKeys(deps: AppDeps, email: string) {
-  const em = deps.orm.em.fork();
+export async function listOwnerKeys(em: EntityManager, deps: AppDeps, email: string) {
   const keys = await listKeys(em, email);
   return keys.map((key) => ownerKeyRecord(key, deps));
 }
@@ -97,11 +97,10 @@ export type OwnerKeyChanges = {
 };
 
 /** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
-export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
-  const em = deps.orm.em.fork();
+export async function changeOwnerKey(em: EntityManager, deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
   const key = await ownedKey(em, email, keyId);
   if (!key) return undefined;
-  const updated = await updateKey(em, key.keyHash, {
+  const updated = await changeKey(deps, em, key.keyHash, {
     status: changes.status,
     useDomain: changes.useDomain,
     domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
@@ -111,18 +110,17 @@ export async function changeOwnerKey(deps: AppDeps, email: string, keyId: string
     label: changes.label,
     subjectPrefix: changes.subjectPrefix,
   });
-  deps.keys.forgetAll();
   return ownerKeyRecord(updated, deps);
 }
 
 /** A page of the key's submissions, newest first, that pass the filters; `status`: only those (the Spam view: `spam`). */
 export async function ownerSubmissionsPage(
+  em: EntityManager,
   deps: AppDeps,
   email: string,
   keyId: string,
   options: { cursor?: string; limit?: number; status?: EmailStatus; filters?: ListFilters; sessionId: string },
 ) {
-  const em = deps.orm.em.fork();
   const key = await ownedKey(em, email, keyId);
   if (!key) return undefined;
   const after = options.cursor ? decodeCursor(options.cursor) : undefined;
@@ -151,8 +149,7 @@ export async function ownerSubmissionsPage(
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
 }
 
-export async function getOwnerSubmission(deps: AppDeps, email: string, id: string) {
-  const em = deps.orm.em.fork();
+export async function getOwnerSubmission(em: EntityManager, deps: AppDeps, email: string, id: string) {
   const submission = await ownedSubmission(em, email, id);
   return submission ? ownerSubmissionRecord(em, submission) : undefined;
 }
@@ -161,8 +158,7 @@ export async function getOwnerSubmission(deps: AppDeps, email: string, id: strin
  * The overview of one of the address's keys (`keyId`), or of all of them with a line per key;
  * undefined when `keyId` is not the address's.
  */
-export async function ownerOverview(deps: AppDeps, email: string, keyId?: string) {
-  const em = deps.orm.em.fork();
+export async function ownerOverview(em: EntityManager, deps: AppDeps, email: string, keyId?: string) {
   if (keyId !== undefined) {
     const key = await ownedKey(em, email, keyId);
     if (!key) return undefined;
@@ -183,8 +179,7 @@ export async function ownerOverview(deps: AppDeps, email: string, keyId?: string
 }
 
 /** A message of the owner's with its key, for the message's page. */
-export async function ownerSubmissionWithKey(deps: AppDeps, email: string, id: string) {
-  const em = deps.orm.em.fork();
+export async function ownerSubmissionWithKey(em: EntityManager, deps: AppDeps, email: string, id: string) {
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
   await loadSubmissionKey(em, submission);
@@ -193,17 +188,18 @@ export async function ownerSubmissionWithKey(deps: AppDeps, email: string, id: s
 
 /** Re-sends a failed, bounced or suppressed email through the queue; 409 for any other. */
 export async function resendOwnerSubmission(ctx: AppContext, deps: AppDeps, email: string, id: string) {
-  const em = deps.orm.em.fork();
+  const em = ctx.state.em;
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
   await resendSubmission(ctx, deps, em, submission);
   ctx.state.log.info({ submissionId: id }, 'owner re-sent a failed email');
-  return getOwnerSubmission(deps, email, id);
+  // As it now stands: queued again, its attempts and report reset.
+  await reloadSubmission(em, submission);
+  return ownerSubmissionRecord(em, submission);
 }
 
 /** Deletes the submission's files and row; returns its key's id, or undefined when not the owner's. */
-export async function deleteOwnerSubmission(deps: AppDeps, email: string, id: string): Promise<string | undefined> {
-  const em = deps.orm.em.fork();
+export async function deleteOwnerSubmission(em: EntityManager, deps: AppDeps, email: string, id: string): Promise<string | undefined> {
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
   await deleteSubmissions(em, deps.storage, [id]);
@@ -214,8 +210,8 @@ export async function deleteOwnerSubmission(deps: AppDeps, email: string, id: st
  * Sends a stored file as a download: its stored type, attachment disposition, nosniff and a
  * sandboxing CSP, so nothing uploaded by a form's visitor ever runs in this origin.
  */
-export async function sendOwnerFile(ctx: Context, deps: AppDeps, email: string, submissionId: string, fileId: string): Promise<boolean> {
-  const file = await ownedFile(deps.orm.em.fork(), email, submissionId, fileId);
+export async function sendOwnerFile(ctx: AppContext, deps: AppDeps, email: string, submissionId: string, fileId: string): Promise<boolean> {
+  const file = await ownedFile(ctx.state.em, email, submissionId, fileId);
   if (!file) return false;
   const body = await deps.storage.download(file.storageKey);
   ctx.set({ 'Content-Security-Policy': "default-src 'none'; sandbox", 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
@@ -234,6 +230,7 @@ export async function sendOwnerCsv(
   keyId: string,
   filters: ListFilters = NO_FILTERS,
 ): Promise<boolean> {
+  // The CSV streams after the request's handler returns: it reads on a unit of work of its own.
   const em = deps.orm.em.fork();
   const key = await ownedKey(em, session.email, keyId);
   if (!key) return false;
@@ -246,8 +243,7 @@ export async function sendOwnerCsv(
 }
 
 /** Whether the address's mailbox confirmed it wants its messages, and how many wait until it does. */
-export async function ownerConsent(deps: AppDeps, email: string) {
-  const em = deps.orm.em.fork();
+export async function ownerConsent(em: EntityManager, deps: AppDeps, email: string) {
   return { mailbox_confirmed: await isConfirmed(em, mailboxOf(email)), held: await heldCount(em, email) };
 }
 
@@ -259,8 +255,7 @@ const ENQUEUE_IN_REQUEST = 200;
  * messages (a bounded first part enqueued here; the reconciler enqueues the rest).
  */
 export async function confirmOwnerMailbox(ctx: AppContext, deps: AppDeps, email: string): Promise<number> {
-  const released = await confirmMailbox(deps.orm.em.fork(), mailboxOf(email));
-  deps.keys.forgetAll();
+  const released = await confirmMailboxOf(deps, ctx.state.em, mailboxOf(email));
   for (const id of released.slice(0, ENQUEUE_IN_REQUEST)) await enqueueCommitted(ctx, deps, submissionJob(id, ctx.state.requestId));
   ctx.state.log.info({ released: released.length }, 'owner confirmed the mailbox');
   return released.length;

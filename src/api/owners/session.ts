@@ -6,7 +6,7 @@ import type { Middleware } from 'koa';
 import type { OwnerSession } from '../../shared/infra/db/entities.ts';
 import { findSession, SESSION_TTL_DAYS } from '../../shared/owners/owners.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../api-errors.ts';
 import { bodyText, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 
 export const SESSION_COOKIE = 'owner_session';
@@ -15,7 +15,14 @@ export const CSRF_FIELD = 'csrf_token';
 export const CSRF_HEADER = 'x-csrf-token';
 
 /** What the owner middleware leaves on ctx.state. */
-export type OwnerState = AppState & { owner?: OwnerSession; csrf?: string; form?: URLSearchParams; json?: Record<string, unknown> };
+export type OwnerState = AppState & {
+  owner?: OwnerSession;
+  csrf?: string;
+  form?: URLSearchParams;
+  json?: Record<string, unknown>;
+  /** The session's key named in the path, once found. */
+  keyId?: string;
+};
 export const ownerState = (ctx: AppContext) => ctx.state as OwnerState;
 
 export function sessionCookie(value: string, secure: boolean): string {
@@ -70,11 +77,11 @@ export function createCsrf(secret: string) {
  * Loads the session of the cookie. Without one: pages redirect to the sign-in page, the JSON API
  * answers 401.
  */
-export function requireOwner(deps: Pick<AppDeps, 'orm' | 'config'>, mode: 'page' | 'api'): Middleware<AppState> {
+export function requireOwner(deps: Pick<AppDeps, 'config'>, mode: 'page' | 'api'): Middleware<AppState> {
   const csrf = createCsrf(deps.config.SECRET);
   return async (ctx, next) => {
     const cookie = ctx.cookies.get(SESSION_COOKIE) ?? '';
-    const session = cookie ? await findSession(deps.orm.em.fork(), cookie) : undefined;
+    const session = cookie ? await findSession(ctx.state.em, cookie) : undefined;
     if (!session) {
       if (mode === 'api') {
         throw new ApiError(401, 'unauthorized', 'Sign in first: POST /owner/sign-in.', { __all__: ['Sign in first.'] });
@@ -118,3 +125,17 @@ export function csrfGuard(secret: string): Middleware<AppState> {
     await next();
   };
 }
+
+/** The guards of the JSON API: a read needs a session; a write also a same-site request with the CSRF token. */
+export function apiGuards(deps: Pick<AppDeps, 'config'>): {
+  sameSite: Middleware<AppState>;
+  signedIn: Middleware<AppState>;
+  write: Array<Middleware<AppState>>;
+} {
+  const sameSite = crossSiteGuard(deps.config.PUBLIC_URL);
+  const signedIn = requireOwner(deps, 'api');
+  return { sameSite, signedIn, write: [sameSite, signedIn, csrfGuard(deps.config.SECRET)] };
+}
+
+/** The signed-in address, after requireOwner. */
+export const ownerEmail = (ctx: AppContext) => ownerState(ctx).owner!.email;

@@ -14,7 +14,8 @@ import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/
 import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
-import { clearFinishedJob, ownedSubmission } from './access.ts';
+import { ownedSubmission } from './access.ts';
+import { clearFinishedJob } from '../finished-jobs.ts';
 
 /** How long teaching may take before the owner's answer goes without it. */
 const TEACH_TIMEOUT_MS = 3_000;
@@ -30,7 +31,7 @@ export type MarkResult = { submission: Submission; teaching: TeachOutcome; relea
 
 /** Marks the owner's submission; undefined when it is not the owner's. */
 export async function markSubmission(ctx: AppContext, deps: AppDeps, email: string, id: string, mark: SpamMark): Promise<MarkResult | undefined> {
-  const em = deps.orm.em.fork();
+  const em = ctx.state.em;
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
   await loadSubmissionKey(em, submission);
@@ -40,6 +41,7 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
   const { reserved, released } = await recordMark(em, deps, submission, mark);
   let teaching: TeachOutcome = !deps.spamFilter ? 'off' : reserved ? 'taught' : (again ?? 'capped');
   if (reserved && deps.spamFilter) {
+    // A fresh unit of work: it reads the mark as just written, not the request's loaded copy.
     teaching = await teachMark(em.fork(), deps.spamFilter, teachingSettings(deps), id, ctx.state.log);
   }
   spamMarks.inc({ mark, outcome: teaching });

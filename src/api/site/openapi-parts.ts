@@ -94,3 +94,22 @@ export const deliveryFields = {
   ),
   delivery_attempts_total: v.pipe(v.number(), v.description('How many attempts the history keeps in all')),
 };
+
+// The public endpoints' error body: the shared one, described, and with the request id of a 500.
+export const FormError = v.object({
+  ...ErrorBody.entries,
+  errors: v.pipe(ErrorBody.entries.errors, v.description('Field name (or __all__) → messages')),
+  request_id: v.optional(v.pipe(v.string(), v.description('On 500 only: the id under which the log has the detail'))),
+});
+export const KeyLimitError = v.object({ error: v.string() });
+export const formError = (description: string) => ({ description, content: json(FormError) });
+export const CORS_PREFLIGHT = {
+  summary: 'CORS preflight',
+  responses: { 204: { description: 'Access-Control-Allow-Origin: *, Allow-Methods: POST, OPTIONS, Allow-Headers: Content-Type, X-Requested-With, Accept' } },
+};
+export const rateLimited = formError('Too many requests (1 per 3 seconds per client IP by default); Retry-After says when to retry');
+/** PostgreSQL unreachable (stopped, restarting): nothing was saved; Retry-After says when to try again. */
+export const unavailable = {
+  ...formError('The service is unavailable for a moment (its database cannot be reached); nothing was saved'),
+  headers: { 'Retry-After': { description: 'Seconds to wait (5)', schema: { type: 'integer' } } },
+};

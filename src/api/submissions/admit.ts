@@ -6,7 +6,7 @@ import type { EmailStatus } from '../../shared/infra/db/entities.ts';
 import { admissionBeforeAllowance, admissionByAllowance, secondsToNextHour } from '../../shared/keys/admission.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
 import { insertConfirmEmail } from '../../shared/keys/data/key-emails.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import type { ConsentMemory } from './consent-memory.ts';
 
 export type Admission = {

@@ -1,7 +1,7 @@
 // A submission's key must be active, and a key restricted to domains must be used from one of them.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import { keyAcceptsDomain } from './domains.ts';
 import type { KeyCache } from './key-cache.ts';
 

@@ -3,7 +3,7 @@
 import type { Storage } from '../../shared/infra/storage.ts';
 import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
 import type { AppContext } from '../context.ts';
-import { ApiError, errors } from '../errors.ts';
+import { ApiError, errors } from '../api-errors.ts';
 import { BODY_FIELD_LIMIT, bodyText, FORM_TYPE, parseJsonObject, readBodyText } from '../middleware/json-body.ts';
 import type { RawFields } from './input.ts';
 import { readMultipart } from './multipart.ts';

@@ -2,7 +2,7 @@
 // verify URL (configurable, so it can be tested against a local endpoint).
 import type { Config } from '../../shared/infra/config.ts';
 import type { CaptchaProvider } from '../../shared/infra/db/entities.ts';
-import { errors } from '../errors.ts';
+import { errors } from '../api-errors.ts';
 import type { RawFields } from './input.ts';
 
 export const CAPTCHA_FIELDS: Record<CaptchaProvider, string> = {

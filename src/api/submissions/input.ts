@@ -2,7 +2,7 @@
 // the named parameters of the spec, and every other field kept as a custom field.
 import * as v from 'valibot';
 import type { CustomFields } from '../../shared/infra/db/entities.ts';
-import { errors, type FieldErrors } from '../errors.ts';
+import { errors, type FieldErrors } from '../api-errors.ts';
 
 /** A body's fields as they arrived: JSON entries, urlencoded pairs or multipart fields. */
 export type RawFields = Array<[name: string, value: unknown]>;

@@ -1,6 +1,6 @@
 // Counts what a multipart body carries against its bounds: field bytes, field names, files. Each
 // check returns the error to answer with (the first one crossed), or undefined.
-import { ApiError, errors } from '../errors.ts';
+import { ApiError, errors } from '../api-errors.ts';
 import { BODY_FIELD_LIMIT, JSON_LIMIT_BYTES } from '../middleware/json-body.ts';
 import { LIMITS } from './input.ts';
 

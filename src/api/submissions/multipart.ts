@@ -7,7 +7,7 @@ import busboy from 'busboy';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { bodyBrokenOff, brokenBodyError } from '../broken-body.ts';
-import { ApiError, errors } from '../errors.ts';
+import { ApiError, errors } from '../api-errors.ts';
 import { boundaryOf, cutAtCloseDelimiter } from './close-delimiter.ts';
 import { displayFilename, safeContentType, storageFilename } from './filenames.ts';
 import type { RawFields } from './input.ts';

@@ -12,7 +12,7 @@ import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { beginSubmissionWrite, readEmailStatus, settledSubmission, submissionExists } from '../../shared/submissions/data/submissions.ts';
 import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
-import { ApiError, errors } from '../errors.ts';
+import { ApiError, errors } from '../api-errors.ts';
 import { API_PG_WAITS } from '../unavailable.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';

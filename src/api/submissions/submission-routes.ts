@@ -9,7 +9,7 @@ import type { ActiveKey } from '../../shared/keys/keys.ts';
 import { keyEmailJob, submissionJob, webhookJob } from '../../shared/infra/queues/jobs.ts';
 import { enqueueCommitted } from './enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../api-errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
 import { rateLimit } from '../middleware/rate-limit.ts';
 import { submissionsAccepted, submissionsRejected } from '../../shared/infra/metrics.ts';
@@ -34,7 +34,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
   const { HONEYPOT_FIELD } = deps.config;
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
-  // Concurrent submissions share one multi-row INSERT; each is answered once its own has committed.
+  // Concurrent submissions share one multi-row INSERT, on a unit of work of its own (no one
+  // request's); each is answered once its own has committed.
   const insertRow = groupCommit<SubmissionRow>(writeSubmissionRows(() => deps.orm.em.fork()));
   // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
   const consent = createConsentMemory();
@@ -61,7 +62,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       }
       const input = parseSubmissionFields(body.fields, ignoredFields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
-      const em = deps.orm.em.fork();
+      const em = ctx.state.em;
       key = await authenticateKey(em, deps.keys, input.accessKey, domain);
       if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
@@ -181,7 +182,7 @@ function redirect(ctx: AppContext, location: string): void {
 async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
   const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
   if (accessKey === undefined) return undefined;
-  return vouchingKey(deps.orm.em.fork(), deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+  return vouchingKey(ctx.state.em, deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
     ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
     return undefined;
   });

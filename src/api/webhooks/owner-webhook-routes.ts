@@ -4,18 +4,19 @@
 import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
-import { webhookJob } from '../../shared/infra/queues/jobs.ts';
-import { createEndpoint, markWebhookForResend, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
+import { listEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { ownedKey } from '../owners/access.ts';
-import { crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner } from '../owners/session.ts';
+import { notFoundPage, pageGuards, see } from '../owners/owner-pages.ts';
+import { ownerState } from '../owners/session.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
-import { enqueueCommitted } from '../submissions/enqueue.ts';
-import { ApiError, errors, fromKeyRule } from '../errors.ts';
+import { errors } from '../api-errors.ts';
+import { refusalsAsPage } from '../middleware/error-handler.ts';
 import { createRouter } from '../router.ts';
 import { renderPage } from '../view.ts';
-import { clearFinishedWebhookJob } from './admin-webhook-routes.ts';
+import { resendWebhookDelivery } from './webhook-api-routes.ts';
 
 const NOTICES: Record<string, string> = {
   enabled: 'Webhook enabled: new messages are delivered to it again; re-send the failed ones below.',
@@ -27,19 +28,13 @@ const DELIVERIES_SHOWN = 50;
 
 export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/owner/keys/:keyId');
-  const signedIn = requireOwner(deps, 'page');
+  const { signedIn, write } = pageGuards(deps);
   const webhookPolicy = parseAllowList(deps.config.WEBHOOK_ALLOW);
-  const write = [crossSiteGuard(deps.config.PUBLIC_URL), signedIn, formBody, csrfGuard(deps.config.SECRET)];
-  const see = (ctx: AppContext, path: string) => {
-    ctx.status = 303;
-    ctx.redirect(path);
-  };
-  const keyOf = async (ctx: RouteContext) => ownedKey(deps.orm.em.fork(), ownerState(ctx).owner!.email, ctx.params.keyId ?? '');
-  const notFound = (ctx: AppContext) => renderPage(ctx, 'owner-not-found', { email: ownerState(ctx).owner!.email }, { status: 404 });
+  const keyOf = async (ctx: RouteContext) => ownedKey(ctx.state.em, ownerState(ctx).owner!.email, ctx.params.keyId ?? '');
   const page = async (ctx: AppContext, keyId: string, extra: Record<string, unknown> = {}, status = 200) => {
     const state = ownerState(ctx);
-    const key = (await ownedKey(deps.orm.em.fork(), state.owner!.email, keyId))!;
-    const em = deps.orm.em.fork();
+    const em = ctx.state.em;
+    const key = (await ownedKey(em, state.owner!.email, keyId))!;
     const notice = NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
     renderPage(
       ctx,
@@ -62,31 +57,20 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
     );
   };
 
-  // A refusal is a page, as on the other console pages.
-  router.use(async (ctx, next) => {
-    try {
-      await next();
-    } catch (caught) {
-      const error = caught instanceof KeyRuleError ? fromKeyRule(caught) : caught;
-      if (!(error instanceof ApiError) || error.status >= 500) throw error;
-      ctx.set(error.headers);
-      renderPage(ctx, 'owner-error', { message: error.message }, { status: error.status });
-    }
-  });
+  router.use(refusalsAsPage('owner-error'));
 
   router.get('/webhooks', signedIn, async (ctx) => {
     const key = await keyOf(ctx);
-    if (!key) return notFound(ctx);
+    if (!key) return notFoundPage(ctx);
     await page(ctx, key.id);
   });
 
   router.post('/webhooks', ...write, async (ctx) => {
     const key = await keyOf(ctx);
-    if (!key) return notFound(ctx);
+    if (!key) return notFoundPage(ctx);
     try {
       const url = parseWebhookUrl(ownerState(ctx).form!.get('url') ?? '', webhookPolicy);
-      const created = await createEndpoint(deps.orm.em.fork(), deps.vault, key.id, url);
-      deps.keys.forgetAll(); // cached keys carry their endpoints; other processes hear it from PostgreSQL
+      const created = await addWebhook(deps, ctx.state.em, key.id, url);
       await page(ctx, key.id, { secret: created.secret, created_url: created.endpoint.url });
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
@@ -97,24 +81,20 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
   router.post('/webhooks/:id', ...write, async (ctx) => {
     const key = await keyOf(ctx);
     const id = ctx.params.id ?? '';
-    if (!key || !/^[0-9a-f-]{36}$/i.test(id)) return notFound(ctx);
+    if (!key || !/^[0-9a-f-]{36}$/i.test(id)) return notFoundPage(ctx);
     const action = ownerState(ctx).form!.get('action');
-    const em = deps.orm.em.fork();
     let done: boolean;
-    if (action === 'enable' || action === 'disable') done = await setEndpointEnabled(em, key.id, id, action === 'enable');
-    else if (action === 'delete') done = await deleteEndpoint(em, key.id, id);
+    if (action === 'enable' || action === 'disable') done = await enableWebhook(deps, ctx.state.em, key.id, id, action === 'enable');
+    else if (action === 'delete') done = await deleteWebhook(deps, ctx.state.em, key.id, id);
     else throw errors.invalidFields({ action: ['Must be enable, disable or delete.'] });
-    if (!done) return notFound(ctx);
-    deps.keys.forgetAll();
+    if (!done) return notFoundPage(ctx);
     see(ctx, `/owner/keys/${key.id}/webhooks?notice=${action}d`);
   });
 
   router.post('/webhook-deliveries/:id/resend', ...write, async (ctx) => {
     const key = await keyOf(ctx);
     const id = ctx.params.id ?? '';
-    if (!key || !/^[0-9a-f-]{36}$/i.test(id) || !(await markWebhookForResend(deps.orm.em.fork(), key.id, id))) return notFound(ctx);
-    await clearFinishedWebhookJob(deps, id);
-    await enqueueCommitted(ctx, deps, webhookJob(id, ctx.state.requestId));
+    if (!key || !/^[0-9a-f-]{36}$/i.test(id) || !(await resendWebhookDelivery(ctx, deps, key.id, id))) return notFoundPage(ctx);
     see(ctx, `/owner/keys/${key.id}/webhooks?notice=resent#d-${id}`);
   });
 

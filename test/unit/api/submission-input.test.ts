@@ -2,7 +2,7 @@
 // other field kept as a custom field, and bad input refused with the spec's 400 bodies. A line
 // break in the sender's address or the subject would add a header to the owner's email.
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../../../src/api/errors.ts';
+import { ApiError } from '../../../src/api/api-errors.ts';
 import { displayFilename, safeContentType, storageFilename } from '../../../src/api/submissions/filenames.ts';
 import { parseSubmissionFields, type RawFields } from '../../../src/api/submissions/input.ts';
 

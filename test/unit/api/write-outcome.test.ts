@@ -2,7 +2,7 @@
 // are settled with PostgreSQL before the request is answered; the others are answered at once.
 import { describe, expect, it } from 'vitest';
 import { outcomeUnknown } from '../../../src/api/submissions/store.ts';
-import { errors } from '../../../src/api/errors.ts';
+import { errors } from '../../../src/api/api-errors.ts';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 /** As MikroORM throws a driver's error: wrapped, the original as its cause. */

@@ -1,0 +1,32 @@
+// Every change a request makes to what a cached key carries (the key's settings, its webhook
+// endpoints, its mailbox's consent) goes through here, so this process forgets its cached keys
+// (src/api/submissions/key-cache.ts) before it answers: its next submission sees the change at
+// once. Other processes hear of it from PostgreSQL's notification.
+// test/unit/api/key-changes.test.ts keeps the routes from calling those changes any other way.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { confirmMailbox } from '../../shared/keys/consent.ts';
+import { updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
+import { createEndpoint } from '../../shared/webhooks/webhooks.ts';
+import { deleteEndpoint, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import type { AppDeps } from '../context.ts';
+
+type Deps = Pick<AppDeps, 'keys' | 'vault'>;
+
+/** Runs one change, then forgets the cached keys. */
+async function forgetting<T>(deps: Deps, change: Promise<T>): Promise<T> {
+  const result = await change;
+  deps.keys.forgetAll();
+  return result;
+}
+
+export const changeKey = (deps: Deps, em: EntityManager, keyHash: string, changes: KeyChanges) => forgetting(deps, updateKey(em, keyHash, changes));
+
+export const addWebhook = (deps: Deps, em: EntityManager, keyId: string, url: string) => forgetting(deps, createEndpoint(em, deps.vault, keyId, url));
+
+export const enableWebhook = (deps: Deps, em: EntityManager, keyId: string, endpointId: string, enabled: boolean) =>
+  forgetting(deps, setEndpointEnabled(em, keyId, endpointId, enabled));
+
+export const deleteWebhook = (deps: Deps, em: EntityManager, keyId: string, endpointId: string) => forgetting(deps, deleteEndpoint(em, keyId, endpointId));
+
+/** The mailbox wants this service's mail: confirmed, and its held submissions released (their ids). */
+export const confirmMailboxOf = (deps: Deps, em: EntityManager, mailbox: string) => forgetting(deps, confirmMailbox(em, mailbox));

@@ -1,0 +1,121 @@
+// /owner/keys, /owner/confirm, /owner/overview — the keys of the signed-in address: their list with
+// the mailbox's consent, each key's settings (save, disable, enable, delete), and the overview of
+// messages per day, of one key or of all.
+import type Router from '@koa/router';
+import { CAPTCHA_PROVIDERS, SPAM_FILTER_LEVELS, type CaptchaProvider, type SpamFilterLevel } from '../../shared/infra/db/entities.ts';
+import { KeyRuleError } from '../../shared/keys/keys.ts';
+import { OUTCOMES } from '../../shared/owners/overview.ts';
+import type { AppContext, AppDeps, AppState } from '../context.ts';
+import { errors } from '../api-errors.ts';
+import { refusalsAsPage } from '../middleware/error-handler.ts';
+import { createRouter } from '../router.ts';
+import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
+import { barChart, OUTCOME_WORDS } from './chart.ts';
+import { changeOwnerKey, confirmOwnerMailbox, listOwnerKeys, ownerConsent, ownerOverview, type OwnerKeyChanges } from './operations.ts';
+import { chrome, KEYS_PAGE, notFoundPage, pageGuards, see, TIMES } from './owner-pages.ts';
+import { ownerState } from './session.ts';
+
+const KEY_ACTIONS = {
+  save: 'saved',
+  disable: 'disabled',
+  enable: 'enabled',
+  delete: 'deleted',
+} as const;
+
+export function ownerKeyPages(deps: AppDeps): Router<AppState> {
+  const router = createRouter();
+  const { signedIn, write } = pageGuards(deps);
+  router.use(refusalsAsPage('owner-error'));
+
+  router.get('/owner/keys', signedIn, async (ctx) => {
+    const page = chrome(ctx);
+    const em = ctx.state.em;
+    renderPage(
+      ctx,
+      'owner-keys',
+      { ...page, keys: await listOwnerKeys(em, deps, page.email), ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
+  });
+
+  router.post('/owner/confirm', ...write, async (ctx) => {
+    await confirmOwnerMailbox(ctx, deps, ownerState(ctx).owner!.email);
+    see(ctx, '/owner/keys?notice=confirmed');
+  });
+
+  router.post('/owner/keys/:keyId', ...write, async (ctx) => {
+    const form = ownerState(ctx).form!;
+    const action = form.get('action') ?? 'save';
+    if (!(action in KEY_ACTIONS)) throw errors.invalidFields({ action: ['Must be save, disable, enable or delete.'] });
+    const page = chrome(ctx);
+    try {
+      // Deleting is final: the form asks for a tick as well, since a page without script cannot ask twice.
+      if (action === 'delete' && form.get('confirm_delete') !== 'yes') {
+        throw new KeyRuleError('invalid', 'confirm_delete', 'To delete the key, tick "Yes, delete this key for good" and press Delete again.');
+      }
+      const changes: OwnerKeyChanges =
+        action === 'save' ? settingsOf(form) : { status: action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted' };
+      const changed = await changeOwnerKey(ctx.state.em, deps, page.email, ctx.params.keyId ?? '', changes);
+      if (!changed) return notFoundPage(ctx);
+    } catch (error) {
+      if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
+      // The refused change may be left on the key in memory: the page shows the keys as stored.
+      const em = ctx.state.em;
+      em.clear();
+      const keys = await listOwnerKeys(em, deps, page.email);
+      return renderPage(
+        ctx,
+        'owner-keys',
+        { ...page, keys, ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE, error: error.message },
+        { status: 400, headers: SCRIPTED_PAGE_HEADERS },
+      );
+    }
+    see(ctx, `/owner/keys?notice=${KEY_ACTIONS[action as keyof typeof KEY_ACTIONS]}`);
+  });
+
+  /** The overview: one key's messages per day, or all the address's keys' together with a line per key. */
+  const overviewPage = async (ctx: AppContext, keyId?: string) => {
+    const page = chrome(ctx);
+    const found = await ownerOverview(ctx.state.em, deps, page.email, keyId);
+    if (!found) return notFoundPage(ctx);
+    renderPage(
+      ctx,
+      'owner-overview',
+      {
+        ...page,
+        ...found,
+        chart: barChart(found.overview.days),
+        outcomes: OUTCOMES,
+        outcome_words: OUTCOME_WORDS,
+        scripts: ['/assets/owner.js'],
+        ...TIMES,
+      },
+      { headers: SCRIPTED_PAGE_HEADERS },
+    );
+  };
+  router.get('/owner/overview', signedIn, (ctx) => overviewPage(ctx));
+  router.get('/owner/keys/:keyId/overview', signedIn, (ctx) => overviewPage(ctx, ctx.params.keyId ?? ''));
+
+  return router;
+}
+
+/** The settings form: domains one a line (commas and spaces also separate), captcha or none, the spam filter's level. */
+function settingsOf(form: URLSearchParams): OwnerKeyChanges {
+  const domains = (form.get('domains') ?? '').split(/[\s,]+/).filter(Boolean);
+  const captcha = form.get('captcha') ?? '';
+  if (captcha && !(CAPTCHA_PROVIDERS as readonly string[]).includes(captcha)) {
+    throw new KeyRuleError('invalid', 'captcha', `Captcha must be none or one of ${CAPTCHA_PROVIDERS.join(', ')}.`);
+  }
+  const spamFilter = form.get('spam_filter') ?? 'normal';
+  if (!(SPAM_FILTER_LEVELS as readonly string[]).includes(spamFilter)) {
+    throw new KeyRuleError('invalid', 'spam_filter', `Spam filter must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`);
+  }
+  return {
+    domains,
+    captcha: captcha ? (captcha as CaptchaProvider) : null,
+    spamFilter: spamFilter as SpamFilterLevel,
+    spamToWebhooks: form.get('spam_to_webhooks') === 'yes',
+    label: form.get('label') ?? '',
+    subjectPrefix: form.get('subject_prefix') === 'yes',
+  };
+}

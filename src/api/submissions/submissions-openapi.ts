@@ -1,0 +1,53 @@
+// The submissions' part of the OpenAPI document (src/api/site/openapi.ts composes it): POST /api/contact-api/.
+import * as v from 'valibot';
+import { EMAIL_STATUSES } from '../../shared/infra/db/entities.ts';
+import { CORS_PREFLIGHT, formError, json, jsonSchema, rateLimited, unavailable } from '../site/openapi-parts.ts';
+import { SubmissionFieldsSchema } from './input.ts';
+
+const SubmissionResponse = v.object({
+  success: v.literal(true),
+  message: v.string(),
+  submission_id: v.pipe(v.string(), v.uuid()),
+  attachments: v.number(),
+  email_status: v.picklist(EMAIL_STATUSES),
+});
+
+const submissionBody = { ...jsonSchema(SubmissionFieldsSchema), additionalProperties: { description: 'Any other field is stored as a custom field' } };
+
+export const submissionPaths = {
+  '/api/contact-api/': {
+    post: {
+      summary: 'Submit a contact form',
+      description:
+        'Plain HTML form posts (urlencoded or multipart, Accept preferring text/html, no X-Requested-With) get 303 redirects to success_url / error_url instead of JSON.',
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': { schema: submissionBody },
+          'application/x-www-form-urlencoded': { schema: submissionBody },
+          'multipart/form-data': {
+            schema: {
+              ...submissionBody,
+              additionalProperties: {
+                description: 'Custom fields, and files (at most 10, 10 MB each) under any field name',
+                oneOf: [{ type: 'string' }, { type: 'string', contentMediaType: 'application/octet-stream' }],
+              },
+            },
+          },
+        },
+      },
+      responses: {
+        200: { description: 'Saved', content: json(SubmissionResponse) },
+        303: { description: 'Redirect for a plain HTML form post' },
+        400: formError('Missing or invalid fields, domain mismatch, too many files'),
+        403: formError('Unknown, disabled or deleted key'),
+        413: formError('Body or file too large'),
+        415: formError('Unsupported content type'),
+        429: rateLimited,
+        500: formError('Unexpected failure; the body carries request_id'),
+        503: unavailable,
+      },
+    },
+    options: CORS_PREFLIGHT,
+  },
+};

@@ -1,0 +1,154 @@
+// A key's webhooks as JSON: endpoints (list, add, enable or disable, delete) and the delivery log
+// with re-send. One set of handlers for the owner API (/owner/api/keys/:keyId, the session's key)
+// and the operator API (/admin/keys/:key, any key by its value); they differ only in how the key
+// is found and who may write, given as a WebhookAccess.
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import * as v from 'valibot';
+import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
+import { webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
+import { listEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
+import { errors } from '../api-errors.ts';
+import { clearFinishedJob } from '../finished-jobs.ts';
+import { addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
+import { jsonObjectBody } from '../middleware/json-body.ts';
+import { ownedKey } from '../owners/access.ts';
+import { crossSiteGuard, csrfGuard, optionalJsonBody, ownerState, requireOwner } from '../owners/session.ts';
+import { enqueueCommitted } from '../submissions/enqueue.ts';
+import { createRouter } from '../router.ts';
+import { validate } from '../validate.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const NewWebhookSchema = v.strictObject({ url: v.string('Give the URL.') }, 'Only url can be given.');
+export const WebhookPatchSchema = v.strictObject({ enabled: v.boolean('Must be true or false.') }, 'Only enabled can be changed.');
+export const DeliveryQuerySchema = v.object({
+  submission: v.optional(v.pipe(v.string('Give one submission id.'), v.regex(UUID, 'Not a submission id.'))),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(200, 'At most 200.')), '50'),
+});
+
+/** How a router finds the key of the path and guards its routes. */
+type WebhookAccess = {
+  prefix: string;
+  /** Before every read, and before every write. */
+  read: Array<Middleware<AppState>>;
+  write: Array<Middleware<AppState>>;
+  /** The owner finds the key before reading the request; the operator after (see keyId). */
+  findKey?: Middleware<AppState>;
+  keyId: (ctx: RouteContext) => Promise<string>;
+  /** A body the re-send may carry (the owner's writes may send `{}`). */
+  resendBody: Array<Middleware<AppState>>;
+  noStore: boolean;
+  unknownWebhook: string;
+  unknownDelivery: string;
+};
+
+/** The session's key named in the path; another owner's key is answered as unknown (404). */
+export function ownerWebhookApiRoutes(deps: AppDeps): Router<AppState> {
+  const signedIn = requireOwner(deps, 'api');
+  const findKey: Middleware<AppState> = async (ctx, next) => {
+    const key = await ownedKey(ctx.state.em, ownerState(ctx).owner!.email, (ctx as RouteContext).params.keyId ?? '');
+    if (!key) throw errors.notFound('Not found.');
+    ownerState(ctx).keyId = key.id;
+    await next();
+  };
+  return webhookApiRoutes(deps, {
+    prefix: '/owner/api/keys/:keyId',
+    read: [signedIn],
+    write: [crossSiteGuard(deps.config.PUBLIC_URL), signedIn, csrfGuard(deps.config.SECRET)],
+    findKey,
+    keyId: async (ctx) => ownerState(ctx).keyId!,
+    resendBody: [optionalJsonBody],
+    noStore: true,
+    unknownWebhook: 'Not found.',
+    unknownDelivery: 'Not found.',
+  });
+}
+
+/** Any key, by its value in the path; behind the admin token like the rest of /admin. */
+export function adminWebhookApiRoutes(deps: AppDeps): Router<AppState> {
+  return webhookApiRoutes(deps, {
+    prefix: '/admin/keys/:key',
+    read: [],
+    write: [],
+    keyId: (ctx) => keyIdByValue(ctx.state.em, deps.vault, ctx.params.key ?? ''),
+    resendBody: [],
+    noStore: false,
+    unknownWebhook: 'Unknown webhook.',
+    unknownDelivery: 'No failed delivery of this key with that id.',
+  });
+}
+
+function webhookApiRoutes(deps: AppDeps, access: WebhookAccess): Router<AppState> {
+  const router = createRouter(access.prefix);
+  const json = jsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
+  const webhookPolicy = parseAllowList(deps.config.WEBHOOK_ALLOW);
+  const keyFound = access.findKey ? [access.findKey] : [];
+  const noStore = (ctx: RouteContext) => access.noStore && ctx.set('Cache-Control', 'no-store');
+  /** A well-formed id from the path; anything else cannot be one of the key's rows. */
+  const rowId = (ctx: RouteContext, unknown: string) => {
+    const id = ctx.params.id ?? '';
+    if (!UUID.test(id)) throw errors.notFound(unknown);
+    return id;
+  };
+
+  router.get('/webhooks', ...access.read, ...keyFound, async (ctx) => {
+    const keyId = await access.keyId(ctx);
+    noStore(ctx);
+    ctx.body = { webhooks: await listEndpoints(ctx.state.em, keyId) };
+  });
+
+  router.post('/webhooks', ...access.write, json, ...keyFound, async (ctx) => {
+    const { url } = validate(NewWebhookSchema, ctx.request.body);
+    const keyId = await access.keyId(ctx);
+    const created = await addWebhook(deps, ctx.state.em, keyId, parseWebhookUrl(url, webhookPolicy));
+    noStore(ctx);
+    ctx.status = 201;
+    // The secret is shown this once; it is kept sealed, for signing.
+    ctx.body = { webhook: created.endpoint, secret: created.secret };
+  });
+
+  router.patch('/webhooks/:id', ...access.write, json, ...keyFound, async (ctx) => {
+    const { enabled } = validate(WebhookPatchSchema, ctx.request.body);
+    const keyId = await access.keyId(ctx);
+    if (!(await enableWebhook(deps, ctx.state.em, keyId, rowId(ctx, access.unknownWebhook), enabled))) throw errors.notFound(access.unknownWebhook);
+    ctx.body = { webhook: (await listEndpoints(ctx.state.em, keyId)).find((endpoint) => endpoint.id === ctx.params.id) };
+  });
+
+  router.delete('/webhooks/:id', ...access.write, ...keyFound, async (ctx) => {
+    const keyId = await access.keyId(ctx);
+    if (!(await deleteWebhook(deps, ctx.state.em, keyId, rowId(ctx, access.unknownWebhook)))) throw errors.notFound(access.unknownWebhook);
+    ctx.status = 204;
+  });
+
+  router.get('/webhook-deliveries', ...access.read, ...keyFound, async (ctx) => {
+    const query = validate(DeliveryQuerySchema, { ...ctx.query });
+    const keyId = await access.keyId(ctx);
+    noStore(ctx);
+    ctx.body = { deliveries: await listWebhookDeliveries(ctx.state.em, { keyId, submissionId: query.submission, limit: query.limit }) };
+  });
+
+  router.post('/webhook-deliveries/:id/resend', ...access.write, ...access.resendBody, ...keyFound, async (ctx) => {
+    const keyId = await access.keyId(ctx);
+    const deliveryId = rowId(ctx, access.unknownDelivery);
+    if (!(await resendWebhookDelivery(ctx, deps, keyId, deliveryId))) throw errors.notFound(access.unknownDelivery);
+    ctx.status = 202;
+    ctx.body = { success: true, delivery_id: deliveryId, status: 'queued' };
+  });
+
+  return router;
+}
+
+/**
+ * Queues a failed delivery of the key again (the API's and the console page's re-send); false when
+ * the key has no failed delivery with that id. A finished job under the row's id would make the new
+ * add a no-op (see clearFinishedJob); a Redis outage leaves the row to the reconciler.
+ */
+export async function resendWebhookDelivery(ctx: AppContext, deps: AppDeps, keyId: string, deliveryId: string): Promise<boolean> {
+  if (!(await markWebhookForResend(ctx.state.em, keyId, deliveryId))) return false;
+  await clearFinishedJob(deps.webhookQueue, deliveryId).catch(() => undefined);
+  await enqueueCommitted(ctx, deps, webhookJob(deliveryId, ctx.state.requestId));
+  return true;
+}
