@@ -16,6 +16,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
+import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
@@ -166,7 +167,7 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
   );
   const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
   const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);
-  const queue = createDeliveryQueue(redis, config);
+  const queue = createDeliveryQueue<DeliveryJob>(redis, config);
   try {
     const flushed = await flushRetries({ queue, redis, em: orm.em.fork() }, config.RETRY_FLUSH_PER_SECOND);
     process.stdout.write(

@@ -6,7 +6,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { confirmMailbox, createConsentSigner, mailboxOf } from '../../shared/keys/consent.ts';
-import { submissionJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { FORM_TYPE, formBody, formField } from '../middleware/json-body.ts';

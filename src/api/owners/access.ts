@@ -7,7 +7,7 @@ import { findKeyOfOwner } from '../../shared/keys/data/verification-keys.ts';
 import { findFileOfOwner } from '../../shared/submissions/data/attachments.ts';
 import { findSubmissionOfOwner } from '../../shared/submissions/data/submissions.ts';
 import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
-import { submissionJob, type DeliveryJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob, type DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { Queue } from 'bullmq';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -32,7 +32,7 @@ import { confirmMailbox, mailboxOf } from '../../shared/keys/consent.ts';
 import { isConfirmed } from '../../shared/keys/data/mailbox-consent.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
-import { submissionJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { takeExport, takeSearch } from './heavy-reads.ts';
 import { loadSubmissionKey } from '../../shared/submissions/data/submissions.ts';

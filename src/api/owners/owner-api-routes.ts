@@ -7,7 +7,7 @@ import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { consumeSignIn, endSession } from '../../shared/owners/owners.ts';
-import { webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { createEndpoint, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
 import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';

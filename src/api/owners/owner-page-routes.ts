@@ -23,7 +23,7 @@ import { filterQuery, isFiltered, ListFilterSchema } from './filters.ts';
 import { ago, previewOf, utc } from './times.ts';
 import { barChart, OUTCOME_WORDS } from './chart.ts';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
-import { keyEmailJob } from '../../shared/infra/queues/jobs.ts';
+import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { ApiError, errors, fromKeyRule } from '../errors.ts';

@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
-import { keyEmailJob, submissionJob, webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { keyEmailJob, submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueCommitted } from './enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../errors.ts';

@@ -4,7 +4,7 @@ import { clearFinishedJob } from '../owners/access.ts';
 import type Router from '@koa/router';
 import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
-import { webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { createEndpoint, keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
 import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';

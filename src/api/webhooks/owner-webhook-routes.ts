@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
-import { webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { createEndpoint, markWebhookForResend, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
 import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';

@@ -8,7 +8,7 @@ import type { KeyEmail, VerificationKey } from '../../shared/infra/db/entities.t
 import { findKeyEmailWithKey } from '../../shared/keys/data/key-emails.ts';
 import { findActiveKeysOfAddress } from '../../shared/keys/data/verification-keys.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
-import type { DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
 import { disabledEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
 import {

@@ -12,7 +12,7 @@ import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
-import { keyEmailJob, type DeliveryJob, type DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import { keyEmailJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import { type RetryAfterError } from '../../shared/infra/queues/workers.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
