@@ -44,6 +44,7 @@ import {
   type WebhookEndpointRow,
 } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { OWNER_MIN_LEARNS } from '../../src/shared/spam/spam-filter.ts';
 
 const KINDS = ['submission', 'key-email', 'webhook'] as const;
 const LEASE_MS = 60_000;
@@ -205,7 +206,7 @@ describe('delivery status changes', () => {
     const actual: string[] = [];
     for (const start of STARTS) {
       const row = await rowIn('submission', start.status, start.claim);
-      const [claim] = await claimSubmissions(pool, [row.id], LEASE_MS);
+      const [claim] = await claimSubmissions(pool, [row.id], LEASE_MS, OWNER_MIN_LEARNS);
       const to = transition('submission', 'claim', start.status, stateOf(start));
       expected.push(outcome(start, to ?? start.status, to !== undefined));
       actual.push(outcome(start, await statusOf('submission', row.id), claim !== undefined));

@@ -20,7 +20,6 @@ import {
   type SpamVerdict,
 } from '../../infra/db/entities.ts';
 import { FAILED, sqlList } from '../delivery-statuses.ts';
-import { OWNER_MIN_LEARNS } from '../../spam/spam-filter.ts';
 import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
@@ -295,7 +294,7 @@ const CLAIM_SUBMISSIONS = {
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
             case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
             mc.complained_at is not null as complained,
-            coalesce((select m.spam >= ${OWNER_MIN_LEARNS} and m.ham >= ${OWNER_MIN_LEARNS} from owner_spam_marks m
+            coalesce((select m.spam >= $3 and m.ham >= $3 from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id
             left join address_bounces b on b.address = k.email
@@ -312,7 +311,12 @@ const CLAIM_SUBMISSIONS = {
  * A prepared statement with the ids as one array parameter: the same text whatever the batch's
  * size, so PostgreSQL parses and plans it once per connection instead of once per batch.
  */
-export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseMs: number): Promise<Array<SubmissionClaim | undefined>> {
+export async function claimSubmissions(
+  db: Queryable,
+  ids: string[],
+  claimLeaseMs: number,
+  ownerMinLearns: number,
+): Promise<Array<SubmissionClaim | undefined>> {
   const { rows } = await db.query<{
     id: string;
     email: string;
@@ -332,7 +336,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     spam_verdict: SpamVerdict | null;
     spam_mark: SpamMark | null;
     owner_statistics: boolean;
-  }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
+  }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000, ownerMinLearns] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
     // PostgreSQL answers a uuid in lower case.
