@@ -16,7 +16,6 @@ import type { DeliveryKindName } from '../../src/shared/submissions/delivery-kin
 import {
   claimRow,
   claimSubmissions,
-  insertSubmissionRows,
   recordDelivered,
   recordFailure,
   recordReturnedReport,
@@ -28,9 +27,9 @@ import {
   releaseHeld,
   releaseSkippedWebhooks,
   requeueFailed,
-  submissionRow,
   writeSpamMark,
 } from '../../src/shared/submissions/data/delivery-status.ts';
+import { insertSubmissionRows, submissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
 import { CREATED_AS, DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent, type KindFor } from '../../src/shared/submissions/delivery-transitions.ts';
 import {
   ago,

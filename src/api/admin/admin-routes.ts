@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, type Submission } from '../../shared/infra/db/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions/submissions.ts';
-import { findSubmissionById } from '../../shared/submissions/data/submissions.ts';
+import { findSubmissionById } from '../../shared/submissions/data/submission-rows.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
 import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';

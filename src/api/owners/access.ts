@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Attachment, Submission, VerificationKey } from '../../shared/infra/db/entities.ts';
 import { findKeyOfOwner } from '../../shared/keys/data/verification-keys.ts';
 import { findFileOfOwner } from '../../shared/submissions/data/attachments.ts';
-import { findSubmissionOfOwner } from '../../shared/submissions/data/submissions.ts';
+import { findSubmissionOfOwner } from '../../shared/submissions/data/submission-rows.ts';
 import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
 import { submissionJob, type DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { Queue } from 'bullmq';

@@ -22,7 +22,7 @@ import {
   submissionFiles,
   type DeliveryHistory,
 } from '../../shared/submissions/submissions.ts';
-import type { TextPreview } from '../../shared/submissions/data/submissions.ts';
+import type { TextPreview } from '../../shared/submissions/data/submission-rows.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
@@ -35,7 +35,7 @@ import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
 import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { takeExport, takeSearch } from './heavy-reads.ts';
-import { loadSubmissionKey } from '../../shared/submissions/data/submissions.ts';
+import { loadSubmissionKey } from '../../shared/submissions/data/submission-rows.ts';
 import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 

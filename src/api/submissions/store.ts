@@ -10,8 +10,13 @@ import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { GroupCommit } from '../../shared/infra/group-commit.ts';
 import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
-import { beginSubmissionWrite, readEmailStatus, settledSubmission, submissionExists } from '../../shared/submissions/data/submissions.ts';
-import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
+import { beginSubmissionWrite, readEmailStatus, settledSubmission, submissionExists } from '../../shared/submissions/data/submission-rows.ts';
+import {
+  insertSubmissionRows,
+  insertSubmissionWithFiles,
+  submissionRow as newRow,
+  type SubmissionRow,
+} from '../../shared/submissions/data/submission-inserts.ts';
 import { ApiError, errors } from '../errors.ts';
 import { API_PG_WAITS } from '../unavailable.ts';
 import type { Admission } from './admit.ts';

@@ -15,7 +15,7 @@ import { deleteExpiredSignIns, deleteLiveSignIn, findLiveSignIn, insertSignIn } 
 import { deleteExpiredSessions, deleteSession, findLiveSession, insertSession } from './data/owner-sessions.ts';
 import { forgetBounces } from '../bounces/data/address-bounces.ts';
 import { forgetComplaint } from '../bounces/data/mailbox-complaints.ts';
-import { countHeldOfAddress } from '../submissions/data/submissions.ts';
+import { countHeldOfAddress } from '../submissions/data/submission-rows.ts';
 
 export const SIGN_IN_LINK_TTL_MINUTES = 15;
 export const SESSION_TTL_DAYS = 7;

@@ -13,7 +13,7 @@ import type { Logger } from '../infra/log.ts';
 import type { SpamFilter } from './spam-filter.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { findAttachments } from '../submissions/data/attachments.ts';
-import { findSubmissionWithKey } from '../submissions/data/submissions.ts';
+import { findSubmissionWithKey } from '../submissions/data/submission-rows.ts';
 import { countTaughtMark } from './data/owner-spam-marks.ts';
 import { teachingSampleOf } from './samples.ts';
 import {

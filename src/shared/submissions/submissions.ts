@@ -7,7 +7,7 @@ import { messageIdFor } from './delivery-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { findAttachments, findAttachmentsOf, storageKeysOf } from './data/attachments.ts';
 import { latestAttempts, type AttemptRecord } from './data/delivery-attempts.ts';
-import { deleteSubmissionRows, findPageIds, findSubmissionPreviews, findSubmissionsByIds, loadKeys, type TextPreview } from './data/submissions.ts';
+import { deleteSubmissionRows, findPageIds, findSubmissionPreviews, findSubmissionsByIds, loadKeys, type TextPreview } from './data/submission-rows.ts';
 
 /** The subject of a submission that came without one. */
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;

@@ -15,7 +15,7 @@ import { deleteExpiredOwnerTokens } from '../../shared/owners/owners.ts';
 import { deleteOldCampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
 import { deleteOldAllowances } from '../../shared/keys/data/mailbox-consent.ts';
-import { findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/data/submissions.ts';
+import { findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/data/submission-rows.ts';
 
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */
