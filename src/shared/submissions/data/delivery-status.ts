@@ -20,7 +20,7 @@ import {
   type SpamVerdict,
 } from '../../infra/db/entities.ts';
 import { FAILED, sqlList } from '../delivery-statuses.ts';
-import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
+import { transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
