@@ -9,9 +9,16 @@ import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
 import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
 import { adoptSecret, checkSecret, LOST_SECRET_DOC, unreadableUnder } from '../shared/infra/secret-check.ts';
-import { createEndpoint, keyIdByValue, parseWebhookUrl } from '../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, listEndpoints, setEndpointEnabled, type EndpointRecord } from '../shared/webhooks/data/webhook-endpoints.ts';
-import { listWebhookDeliveries } from '../shared/webhooks/data/webhook-deliveries.ts';
+import {
+  createEndpoint,
+  keyIdByValue,
+  parseWebhookUrl,
+  deleteEndpoint,
+  listEndpoints,
+  setEndpointEnabled,
+  type EndpointRecord,
+  listWebhookDeliveries,
+} from '../shared/webhooks/webhooks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';

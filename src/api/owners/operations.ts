@@ -10,7 +10,6 @@ import {
   type Submission,
   type VerificationKey,
 } from '../../shared/infra/db/entities.ts';
-import { keyRecord, listKeys, parseDomains, updateKey } from '../../shared/keys/keys.ts';
 import {
   decodeCursor,
   deleteSubmissions,
@@ -21,21 +20,21 @@ import {
   filesOfSubmissions,
   submissionFiles,
   type DeliveryHistory,
+  type TextPreview,
+  loadSubmissionKey,
 } from '../../shared/submissions/submissions.ts';
-import type { TextPreview } from '../../shared/submissions/data/submission-rows.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../errors.ts';
 import { submissionsCsv } from '../admin/export-routes.ts';
 import { confirmMailbox, mailboxOf } from '../../shared/keys/consent.ts';
-import { isConfirmed } from '../../shared/keys/data/mailbox-consent.ts';
+import { keyRecord, listKeys, parseDomains, updateKey, isConfirmed } from '../../shared/keys/keys.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
 import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { takeExport, takeSearch } from './heavy-reads.ts';
-import { loadSubmissionKey } from '../../shared/submissions/data/submission-rows.ts';
 import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 

@@ -8,9 +8,15 @@ import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { consumeSignIn, endSession } from '../../shared/owners/owners.ts';
 import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
-import { createEndpoint, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
-import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import {
+  createEndpoint,
+  markWebhookForResend,
+  parseWebhookUrl,
+  deleteEndpoint,
+  listEndpoints,
+  setEndpointEnabled,
+  listWebhookDeliveries,
+} from '../../shared/webhooks/webhooks.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../errors.ts';

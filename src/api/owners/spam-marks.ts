@@ -11,7 +11,7 @@ import { recordCampaignVote } from '../../shared/spam/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam/spam-teaching.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/data/delivery-status.ts';
-import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/data/submission-rows.ts';
+import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/submissions.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { clearFinishedJob, ownedSubmission } from './access.ts';

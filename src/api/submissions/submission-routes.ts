@@ -23,7 +23,7 @@ import { parseSubmissionFields } from './input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { saveSubmission, waitForDelivery, WriteOutcomeUnknown, writeSubmissionRows } from './store.ts';
-import type { SubmissionRow } from '../../shared/submissions/data/submission-inserts.ts';
+import { type SubmissionRow } from '../../shared/submissions/submissions.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 

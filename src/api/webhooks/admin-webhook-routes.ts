@@ -5,9 +5,16 @@ import type Router from '@koa/router';
 import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
-import { createEndpoint, keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
-import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import {
+  createEndpoint,
+  keyIdByValue,
+  markWebhookForResend,
+  parseWebhookUrl,
+  deleteEndpoint,
+  listEndpoints,
+  setEndpointEnabled,
+  listWebhookDeliveries,
+} from '../../shared/webhooks/webhooks.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../errors.ts';

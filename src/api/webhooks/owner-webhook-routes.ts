@@ -5,9 +5,16 @@ import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
-import { createEndpoint, markWebhookForResend, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, listEndpoints, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
-import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import {
+  createEndpoint,
+  markWebhookForResend,
+  MAX_WEBHOOKS,
+  parseWebhookUrl,
+  deleteEndpoint,
+  listEndpoints,
+  setEndpointEnabled,
+  listWebhookDeliveries,
+} from '../../shared/webhooks/webhooks.ts';
 import { ownedKey } from '../owners/access.ts';
 import { crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner } from '../owners/session.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';

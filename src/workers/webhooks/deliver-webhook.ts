@@ -7,7 +7,7 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../../shared/webhooks/address-guard.ts';
-import { findDeliveryToSend } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import { recordEndpointOutcome, findDeliveryToSend } from '../../shared/webhooks/webhooks.ts';
 import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
@@ -16,7 +16,6 @@ import { keyEmailJob, type DeliveryJob, type DeliveryJobs } from '../../shared/s
 import { type RetryAfterError } from '../../shared/infra/queues/workers.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
-import { recordEndpointOutcome } from '../../shared/webhooks/webhooks.ts';
 import { isFinalFailure } from '../../shared/submissions/retry-policy.ts';
 import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../../shared/webhooks/delivery-policy.ts';
 import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/submissions/data/delivery-status.ts';
