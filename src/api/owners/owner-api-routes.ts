@@ -43,7 +43,7 @@ import {
 import { clearedSessionCookie, createCsrf, crossSiteGuard, csrfGuard, optionalJsonBody, ownerState, requireOwner, sessionCookie } from './session.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
-import { KeyPatchSchema } from '../admin/admin-routes.ts';
+import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { clearFinishedWebhookJob, DeliveryQuerySchema, NewWebhookSchema, WebhookPatchSchema } from '../webhooks/admin-webhook-routes.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
