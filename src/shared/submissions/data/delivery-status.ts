@@ -227,6 +227,8 @@ const CLAIM_SUBMISSIONS = {
  * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
  * A prepared statement with the ids as one array parameter: the same text whatever the batch's
  * size, so PostgreSQL parses and plans it once per connection instead of once per batch.
+ * `ownerMinLearns`: the marks of each kind an owner's own spam statistics need to count (the spam
+ * feature's OWNER_MIN_LEARNS, handed in by the worker: submissions imports nothing of spam).
  */
 export async function claimSubmissions(
   db: Queryable,
