@@ -15,7 +15,7 @@ import Koa from 'koa';
 import pg from 'pg';
 import { createDeliveryQueue, enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
 import { createRedis } from '../../src/shared/infra/queues/redis.ts';
-import { submissionJob } from '../../src/shared/infra/queues/jobs.ts';
+import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 
 const env = (name: string) => {
   const value = process.env[name];
@@ -26,7 +26,7 @@ const env = (name: string) => {
 const keyId = env('FLOOR_KEY_ID');
 const pool = new pg.Pool({ connectionString: env('DATABASE_URL'), max: Number(process.env.FLOOR_POOL ?? '20') });
 const redis = createRedis(env('REDIS_URL'), 'producer');
-const queue = createDeliveryQueue(redis, { QUEUE_PREFIX: env('QUEUE_PREFIX') });
+const queue = createDeliveryQueue<DeliveryJob>(redis, { QUEUE_PREFIX: env('QUEUE_PREFIX') });
 const bucket = env('S3_BUCKET');
 const s3 = new S3Client({
   region: 'us-east-1',

@@ -7,7 +7,8 @@ import pg from 'pg';
 import { createMailTransport } from '../../src/shared/infra/mail.ts';
 import { createDeliveryWorker } from '../../src/shared/infra/queues/workers.ts';
 import { createRedis } from '../../src/shared/infra/queues/redis.ts';
-import { type DeliveryJobs } from '../../src/shared/infra/queues/jobs.ts';
+import { type DeliveryJob, type DeliveryJobs } from '../../src/shared/submissions/delivery-jobs.ts';
+import { retryDelay } from '../../src/shared/submissions/retry-policy.ts';
 import { MAIL_FROM } from './message.ts';
 
 const env = (name: string) => {
@@ -22,9 +23,9 @@ const redis = createRedis(env('REDIS_URL'), 'worker');
 
 type Row = { email: string; subject: string; message: string; owner: string };
 
-const worker = createDeliveryWorker(
+const worker = createDeliveryWorker<DeliveryJob>(
   redis,
-  { QUEUE_PREFIX: env('QUEUE_PREFIX'), EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000 },
+  { QUEUE_PREFIX: env('QUEUE_PREFIX') },
   async (job) => {
     const { submissionId } = job.data as DeliveryJobs['submission'];
     const { rows } = await pool.query<Row>(
@@ -47,6 +48,7 @@ const worker = createDeliveryWorker(
     return 'sent';
   },
   { concurrency },
+  (attemptsMade) => retryDelay(attemptsMade, { EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000 }),
 );
 worker.on('error', () => undefined);
 await worker.waitUntilReady();

@@ -11,11 +11,12 @@ import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/recon
 import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
 import { seedBacklog } from '../support/drains.ts';
 import { cpuMs } from '../support/proc.ts';
+import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 
 export async function reconcileBacklog(ctx: Ctx): Promise<void> {
   const { rows, log, quick } = ctx;
   const orm = await createOrm(ctx.env.DATABASE_URL!, 4);
-  const webhookQueue = createWebhookQueue(ctx.redis, QUEUE_PREFIX);
+  const webhookQueue = createWebhookQueue<DeliveryJob>(ctx.redis, QUEUE_PREFIX);
   try {
     for (const backlog of quick ? [5_000, 20_000] : [10_000, 40_000]) {
       await resetState(ctx);

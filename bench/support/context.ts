@@ -13,7 +13,7 @@ import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
 import { generateKey } from '../../src/shared/keys/keys.ts';
 import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
-import { type DeliveryJob } from '../../src/shared/infra/queues/jobs.ts';
+import { type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 import { BENCH_OWNER, MAIL_FROM } from '../floor/message.ts';
 import { spawnNode, track, waitForMessage } from './proc.ts';
 import type { Row } from './report.ts';
@@ -131,7 +131,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
       redis.disconnect();
     },
   });
-  const queue = createDeliveryQueue(redis, { QUEUE_PREFIX });
+  const queue = createDeliveryQueue<DeliveryJob>(redis, { QUEUE_PREFIX });
   track({ name: 'queue', stop: () => queue.close() });
   const s3 = new S3Client({
     region: 'us-east-1',

@@ -7,7 +7,7 @@ import type { RedisClient } from '../shared/infra/queues/redis.ts';
 import type { MikroORM } from '../shared/infra/db/orm.ts';
 import type { Config } from '../shared/infra/config.ts';
 import type { Logger } from '../shared/infra/log.ts';
-import type { DeliveryJob } from '../shared/infra/queues/jobs.ts';
+import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 import type { KeyVault } from '../shared/infra/secrets.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import type { KeyCache } from './submissions/key-cache.ts';

@@ -21,6 +21,7 @@ import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
 import { createKeyCache } from './submissions/key-cache.ts';
 import { apiPgWaits } from './unavailable.ts';
+import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
 
@@ -35,10 +36,10 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, undefined, apiPgWaits(config)), (orm) => orm.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
-  const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
+  const queue = shutdown.add('queue', createDeliveryQueue<DeliveryJob>(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
   registerQueueDepth(queue);
-  const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  const webhookQueue = shutdown.add('webhook queue', createWebhookQueue<DeliveryJob>(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
   registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const storage = shutdown.add('storage', createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }), (storage) => storage.close());

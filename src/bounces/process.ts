@@ -8,7 +8,7 @@ import type { Logger } from '../shared/infra/log.ts';
 import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
 import { createWebhookQueue, enqueueDeliveries } from '../shared/infra/queues/queues.ts';
-import { webhookJob } from '../shared/infra/queues/jobs.ts';
+import { webhookJob, type DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 import { createReturnPaths } from '../shared/bounces/return-path.ts';
 import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
@@ -32,7 +32,7 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
   const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE, configuredTimeouts(config, 'request')), (pool) => pool.end());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
-  const webhooks = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  const webhooks = shutdown.add('webhook queue', createWebhookQueue<DeliveryJob>(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhooks.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
   let metricsPort: number | undefined;
   if (config.BOUNCE_METRICS_PORT !== undefined && config.ADMIN_TOKEN !== undefined) {

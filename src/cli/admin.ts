@@ -9,13 +9,21 @@ import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
 import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
 import { adoptSecret, checkSecret, LOST_SECRET_DOC, unreadableUnder } from '../shared/infra/secret-check.ts';
-import { createEndpoint, keyIdByValue, parseWebhookUrl } from '../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, listEndpoints, setEndpointEnabled, type EndpointRecord } from '../shared/webhooks/data/webhook-endpoints.ts';
-import { listWebhookDeliveries } from '../shared/webhooks/data/webhook-deliveries.ts';
+import {
+  createEndpoint,
+  keyIdByValue,
+  parseWebhookUrl,
+  deleteEndpoint,
+  listEndpoints,
+  setEndpointEnabled,
+  type EndpointRecord,
+  listWebhookDeliveries,
+} from '../shared/webhooks/webhooks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
+import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
@@ -166,7 +174,7 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
   );
   const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
   const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);
-  const queue = createDeliveryQueue(redis, config);
+  const queue = createDeliveryQueue<DeliveryJob>(redis, config);
   try {
     const flushed = await flushRetries({ queue, redis, em: orm.em.fork() }, config.RETRY_FLUSH_PER_SECOND);
     process.stdout.write(

@@ -17,7 +17,7 @@ import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/
 import { createDeliveryQueue, createHousekeepingQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
 import { createDeliveryWorker, createHousekeepingWorker, createWebhookWorker } from '../shared/infra/queues/workers.ts';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
-import { type DeliveryJob } from '../shared/infra/queues/jobs.ts';
+import { type DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 import { parseAllowList } from '../shared/webhooks/address-guard.ts';
 import { createWebhookProcessor } from './webhooks/webhook-processor.ts';
 import { createConsentSigner } from '../shared/keys/consent.ts';
@@ -26,6 +26,8 @@ import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { createReturnPaths } from '../shared/bounces/return-path.ts';
 import { readBreaker } from '../shared/submissions/smtp-breaker-state.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
+import { retryDelay } from '../shared/submissions/retry-policy.ts';
+import { webhookRetryDelay } from '../shared/webhooks/delivery-policy.ts';
 import { createStorage } from '../shared/infra/storage.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
 import { SmtpBreaker } from './delivery/smtp-breaker.ts';
@@ -99,13 +101,13 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
-  const queue = shutdown.add('queue', createDeliveryQueue(redis, config), (queue) => queue.close());
+  const queue = shutdown.add('queue', createDeliveryQueue<DeliveryJob>(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));
   registerQueueDepth(queue);
   registerBreakerState(async () => (await readBreaker(redis, config.QUEUE_PREFIX)).state === 'open');
   const housekeepingQueue = shutdown.add('housekeeping queue', createHousekeepingQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   housekeepingQueue.on('error', (error) => log.debug({ err: error }, 'housekeeping queue error'));
-  const webhookQueue = shutdown.add('webhook queue', createWebhookQueue(redis, config.QUEUE_PREFIX), (queue) => queue.close());
+  const webhookQueue = shutdown.add('webhook queue', createWebhookQueue<DeliveryJob>(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhookQueue.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));
   registerQueueDepth(webhookQueue, 'cfs_webhook_queue_jobs', 'Jobs in the webhook queue by state');
   const schedule = () => schedulePeriodicJobs(housekeepingQueue, queue, config);
@@ -166,12 +168,18 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     log,
   });
-  const worker = createDeliveryWorker(redis, config, jobs.counted(processor), {
-    concurrency: config.WORKER_CONCURRENCY,
-    // A job whose worker died is taken up again after this long.
-    lockDuration: config.JOB_LOCK_MS,
-    stalledInterval: config.JOB_LOCK_MS,
-  });
+  const worker = createDeliveryWorker(
+    redis,
+    config,
+    jobs.counted(processor),
+    {
+      concurrency: config.WORKER_CONCURRENCY,
+      // A job whose worker died is taken up again after this long.
+      lockDuration: config.JOB_LOCK_MS,
+      stalledInterval: config.JOB_LOCK_MS,
+    },
+    (attemptsMade) => retryDelay(attemptsMade, config),
+  );
   worker.on('error', (error) => log.warn({ err: error }, 'worker error'));
   // Liveness (/livez): stuck when jobs wait and this worker has started or finished none for
   // WORKER_STALL_MS. A Redis outage is not the worker's fault: unanswered, it counts as alive.
@@ -222,6 +230,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
         log,
       }),
     ),
+    (attemptsMade, error) => webhookRetryDelay(attemptsMade, error, config),
   );
   for (const event of ['active', 'completed', 'failed'] as const) webhooks.on(event, touch);
   // Registered last, so closed first, all three together: each takes no new job and waits for

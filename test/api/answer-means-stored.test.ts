@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_PG_WAITS } from '../../src/api/unavailable.ts';
 import { groupCommit } from '../../src/shared/infra/group-commit.ts';
-import { insertSubmissionRows, submissionRow, type SubmissionRow } from '../../src/shared/submissions/data/delivery-status.ts';
+import { insertSubmissionRows, submissionRow, type SubmissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { buildRecipient } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';

@@ -8,7 +8,7 @@ import { fromNow, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
-import { submissionJob } from '../../src/shared/infra/queues/jobs.ts';
+import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let h: Harness;
@@ -101,7 +101,7 @@ describe('npm run admin -- deliveries flush', () => {
     const id = (await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message: 'on a timer' })).json.submission_id as string;
     // As a worker leaves a temporary failure: `retrying`, its job on an hour's timer (this file runs no worker).
     const redis = new Redis(h.env.REDIS_URL!, { maxRetriesPerRequest: 1 });
-    const queue = createDeliveryQueue(redis, h.config);
+    const queue = createDeliveryQueue<DeliveryJob>(redis, h.config);
     try {
       await (await queue.getJob(id))?.remove();
       const job = submissionJob(id);

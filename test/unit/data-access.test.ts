@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** Where queries belong: the data-access modules, the database infrastructure, the migrations, and the local PostgreSQL that `npm start` runs. */
-const DATA_ACCESS = [/^src\/shared\/(.+\/)?data\//, /^src\/shared\/db\//, /^src\/shared\/infra\/db\//, /(^|\/)migrations\//, /^src\/local\/postgres\.ts$/];
+const DATA_ACCESS = [/^src\/shared\/(.+\/)?data\//, /^src\/shared\/infra\/db\//, /(^|\/)migrations\//, /^src\/local\/postgres\.ts$/];
 
 /** The EntityManager's methods that talk to the database (MikroORM). */
 const ORM_METHODS = new Set([

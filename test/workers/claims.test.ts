@@ -7,6 +7,7 @@ import { claimSubmissions } from '../../src/shared/submissions/data/delivery-sta
 import { NOW, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
+import { OWNER_MIN_LEARNS } from '../../src/shared/spam/spam-filter.ts';
 
 const LEASE_MS = 60_000;
 let h: Harness;
@@ -32,7 +33,7 @@ describe('claims shared by concurrent jobs', () => {
     await updateSubmission(h, sending, { status: 'sending', claimedAt: NOW });
     await updateSubmission(h, sent, { status: 'sent', sentAt: NOW });
 
-    const claims = await claimSubmissions(pool, [b, a, sending, a.toUpperCase(), sent, a], LEASE_MS);
+    const claims = await claimSubmissions(pool, [b, a, sending, a.toUpperCase(), sent, a], LEASE_MS, OWNER_MIN_LEARNS);
 
     expect(claims.map((claim) => claim && { id: claim.submission.id, message: claim.submission.message, attempt: claim.attempt })).toEqual([
       { id: b, message: 'b', attempt: 1 },
@@ -54,6 +55,6 @@ describe('claims shared by concurrent jobs', () => {
       ['sent', 0],
     ]);
     // Claimed once: a second claim of the same rows, within the lease, gets nothing.
-    expect(await claimSubmissions(pool, [a, b], LEASE_MS)).toEqual([undefined, undefined]);
+    expect(await claimSubmissions(pool, [a, b], LEASE_MS, OWNER_MIN_LEARNS)).toEqual([undefined, undefined]);
   });
 });

@@ -16,7 +16,6 @@ import type { DeliveryKindName } from '../../src/shared/submissions/delivery-kin
 import {
   claimRow,
   claimSubmissions,
-  insertSubmissionRows,
   recordDelivered,
   recordFailure,
   recordReturnedReport,
@@ -28,9 +27,9 @@ import {
   releaseHeld,
   releaseSkippedWebhooks,
   requeueFailed,
-  submissionRow,
   writeSpamMark,
 } from '../../src/shared/submissions/data/delivery-status.ts';
+import { insertSubmissionRows, submissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
 import { CREATED_AS, DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent, type KindFor } from '../../src/shared/submissions/delivery-transitions.ts';
 import {
   ago,
@@ -44,6 +43,7 @@ import {
   type WebhookEndpointRow,
 } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { OWNER_MIN_LEARNS } from '../../src/shared/spam/spam-filter.ts';
 
 const KINDS = ['submission', 'key-email', 'webhook'] as const;
 const LEASE_MS = 60_000;
@@ -205,7 +205,7 @@ describe('delivery status changes', () => {
     const actual: string[] = [];
     for (const start of STARTS) {
       const row = await rowIn('submission', start.status, start.claim);
-      const [claim] = await claimSubmissions(pool, [row.id], LEASE_MS);
+      const [claim] = await claimSubmissions(pool, [row.id], LEASE_MS, OWNER_MIN_LEARNS);
       const to = transition('submission', 'claim', start.status, stateOf(start));
       expected.push(outcome(start, to ?? start.status, to !== undefined));
       actual.push(outcome(start, await statusOf('submission', row.id), claim !== undefined));

@@ -9,6 +9,7 @@ import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
+import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 
 const TOKEN = 'delivery-test-admin-token';
 let h: Harness;
@@ -267,7 +268,7 @@ describe('retries and statuses', () => {
   it('retried from the queue dashboard, a failed row is a fresh delivery: its attempts and its horizon start again', async () => {
     h.sink.behave(() => ({ code: 421, message: 'Service not available' }));
     const redis = new Redis(h.config.REDIS_URL, { maxRetriesPerRequest: null });
-    const queue = createDeliveryQueue(redis, h.config);
+    const queue = createDeliveryQueue<DeliveryJob>(redis, h.config);
     try {
       const id = (await submit({ message: 'failed, then retried by an operator' })).json.submission_id;
       expect((await untilStatus(id, 'failed')).email_attempts).toBe(4);

@@ -11,7 +11,7 @@ import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '../../src/shared/infra/log.ts';
 import { closeRedis, createRedis } from '../../src/shared/infra/queues/redis.ts';
-import { type DeliveryJob } from '../../src/shared/infra/queues/jobs.ts';
+import { type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 import { createHousekeepingQueue } from '../../src/shared/infra/queues/queues.ts';
 import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 

@@ -4,7 +4,8 @@ import * as v from 'valibot';
 import { Submission } from '../owners/openapi.ts';
 import { adminSecurity, formError, idParam, json, keyParam } from '../site/openapi-parts.ts';
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
-import { FlushRequestSchema, KeyPatchSchema } from './admin-routes.ts';
+import { FlushRequestSchema } from './admin-routes.ts';
+import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 
 // The operator's record: the owner's, with the key's value and the email's address and Message-ID.
 const { key_id: _keyId, attachments: _files, ...submissionEntries } = Submission.entries;

@@ -3,13 +3,20 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS, type Submission } from '../../shared/infra/db/entities.ts';
+import { EMAIL_STATUSES, type Submission } from '../../shared/infra/db/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { decodeCursor, listSubmissions, submissionRecord, submissionRecords } from '../../shared/submissions/submissions.ts';
-import { findSubmissionById, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
-import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
+import {
+  decodeCursor,
+  findSubmissionById,
+  listSubmissions,
+  reloadSubmission,
+  submissionRecord,
+  submissionRecords,
+} from '../../shared/submissions/submissions.ts';
+import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
+import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
-import { KEY_LABEL_MAX, keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
+import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
 import { changeKey } from '../keys/key-changes.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
@@ -20,27 +27,6 @@ import { submissionsCsv } from './export-routes.ts';
 import { takeExport } from '../owners/heavy-reads.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const KeyPatchSchema = v.strictObject(
-  {
-    status: v.optional(v.picklist(KEY_STATUSES, `Must be one of ${KEY_STATUSES.join(', ')}.`)),
-    use_domain: v.optional(v.boolean('Must be true or false.')),
-    domains: v.optional(v.array(v.unknown(), 'Must be a list of host names.')),
-    captcha: v.optional(v.nullable(v.picklist(CAPTCHA_PROVIDERS, `Must be null or one of ${CAPTCHA_PROVIDERS.join(', ')}.`))),
-    spam_filter: v.optional(v.picklist(SPAM_FILTER_LEVELS, `Must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`)),
-    spam_to_webhooks: v.optional(v.boolean('Must be true or false.')),
-    label: v.optional(
-      v.pipe(
-        v.nullable(v.string('Must be a string or null.')),
-        v.description(`The owner's name for the key, one line of at most ${KEY_LABEL_MAX} characters; null or "" removes it`),
-      ),
-    ),
-    subject_prefix: v.optional(
-      v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"')),
-    ),
-  },
-  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label and subject_prefix can be changed.',
-);
 
 const SubmissionListQuerySchema = v.object({
   key: v.optional(v.pipe(v.string('Give one key.'), v.minLength(1))),

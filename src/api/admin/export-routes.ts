@@ -3,8 +3,7 @@
 import { PassThrough } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/infra/db/entities.ts';
-import { listSubmissions, type SubmissionPageQuery } from '../../shared/submissions/submissions.ts';
-import { customFieldNames } from '../../shared/submissions/data/submission-export.ts';
+import { listSubmissions, type SubmissionPageQuery, customFieldNames } from '../../shared/submissions/submissions.ts';
 
 const PAGE = 500;
 const FIXED = [

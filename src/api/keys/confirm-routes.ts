@@ -7,7 +7,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { createConsentSigner, mailboxOf } from '../../shared/keys/consent.ts';
 import { confirmMailboxOf } from './key-changes.ts';
-import { submissionJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { FORM_TYPE, formBody, formField } from '../middleware/json-body.ts';

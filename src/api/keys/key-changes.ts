@@ -7,7 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { confirmMailbox } from '../../shared/keys/consent.ts';
 import { updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
 import { createEndpoint } from '../../shared/webhooks/webhooks.ts';
-import { deleteEndpoint, setEndpointEnabled } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { deleteEndpoint, setEndpointEnabled } from '../../shared/webhooks/webhooks.ts';
 import type { AppDeps } from '../context.ts';
 
 type Deps = Pick<AppDeps, 'keys' | 'vault'>;

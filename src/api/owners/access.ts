@@ -3,9 +3,8 @@
 // and "does not exist" are the same answer (undefined → 404).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Attachment, Submission, VerificationKey } from '../../shared/infra/db/entities.ts';
-import { findKeyOfOwner } from '../../shared/keys/data/verification-keys.ts';
-import { findFileOfOwner } from '../../shared/submissions/data/attachments.ts';
-import { findSubmissionOfOwner } from '../../shared/submissions/data/submissions.ts';
+import { findKeyOfOwner } from '../../shared/keys/keys.ts';
+import { findFileOfOwner, findSubmissionOfOwner } from '../../shared/submissions/submissions.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -18,7 +18,7 @@ import {
   ownerWriteSecurity,
   unauthorized,
 } from '../site/openapi-parts.ts';
-import { KeyPatchSchema } from '../admin/admin-routes.ts';
+import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
 import { OwnerSignInSchema } from './owner-session-pages.ts';
 import { SessionRequestSchema } from './owner-api-session-routes.ts';

@@ -21,22 +21,23 @@ import {
   filesOfSubmissions,
   submissionFiles,
   type DeliveryHistory,
+  type TextPreview,
+  loadSubmissionKey,
+  reloadSubmission,
 } from '../../shared/submissions/submissions.ts';
-import type { TextPreview } from '../../shared/submissions/data/submissions.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../api-errors.ts';
 import { submissionsCsv } from '../admin/export-routes.ts';
 import { mailboxOf } from '../../shared/keys/consent.ts';
+import { isConfirmed } from '../../shared/keys/keys.ts';
 import { changeKey, confirmMailboxOf } from '../keys/key-changes.ts';
-import { isConfirmed } from '../../shared/keys/data/mailbox-consent.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
-import { submissionJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
 import { takeExport, takeSearch } from './heavy-reads.ts';
-import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
 import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 

@@ -3,7 +3,7 @@
 import type Router from '@koa/router';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
-import { KeyPatchSchema } from '../admin/admin-routes.ts';
+import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';

@@ -6,12 +6,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { SpamMark, Submission } from '../../shared/infra/db/entities.ts';
 import { spamMarks } from '../../shared/infra/metrics.ts';
-import { submissionJob, webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { recordCampaignVote } from '../../shared/spam/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam/spam-teaching.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/data/delivery-status.ts';
-import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/data/submissions.ts';
+import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/submissions.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { ownedSubmission } from './access.ts';

@@ -1,11 +1,9 @@
 // Whether an authenticated submission's email goes out now, waits for its recipient's consent, or
 // is not sent at all (not_email_sent). See src/shared/keys/consent.ts for the rule and its figures.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { claimConfirmRequest, takeAllowance } from '../../shared/keys/data/mailbox-consent.ts';
+import { type ActiveKey, claimConfirmRequest, takeAllowance, insertConfirmEmail } from '../../shared/keys/keys.ts';
 import type { EmailStatus } from '../../shared/infra/db/entities.ts';
 import { admissionBeforeAllowance, admissionByAllowance, secondsToNextHour } from '../../shared/keys/admission.ts';
-import type { ActiveKey } from '../../shared/keys/keys.ts';
-import { insertConfirmEmail } from '../../shared/keys/data/key-emails.ts';
 import { errors } from '../api-errors.ts';
 import type { ConsentMemory } from './consent-memory.ts';
 

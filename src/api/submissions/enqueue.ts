@@ -6,7 +6,7 @@ import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import { groupCommit, type GroupCommit } from '../../shared/infra/group-commit.ts';
 import { enqueueDeliveries } from '../../shared/infra/queues/queues.ts';
 import { RedisUnavailableError } from '../../shared/infra/queues/redis.ts';
-import { type DeliveryJob, type DeliveryRequest } from '../../shared/infra/queues/jobs.ts';
+import { type DeliveryJob, type DeliveryRequest } from '../../shared/submissions/delivery-jobs.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 

@@ -14,8 +14,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { PG_KEEPALIVE } from '../../shared/infra/db/pg-pool.ts';
-import { findActiveKey, type ActiveKey } from '../../shared/keys/keys.ts';
-import { listenForKeyChanges } from '../../shared/keys/data/key-changes.ts';
+import { findActiveKey, type ActiveKey, listenForKeyChanges } from '../../shared/keys/keys.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import { API_PG_WAITS } from '../unavailable.ts';

@@ -2,7 +2,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/infra/db/entities.ts';
 import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
-import { submissionJob } from '../../shared/infra/queues/jobs.ts';
+import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from './enqueue.ts';
 import { ApiError } from '../api-errors.ts';

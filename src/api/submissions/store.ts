@@ -8,10 +8,18 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/infra/db/entities.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { GroupCommit } from '../../shared/infra/group-commit.ts';
-import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
-import { beginSubmissionWrite, readEmailStatus, settledSubmission, submissionExists } from '../../shared/submissions/data/submissions.ts';
-import { insertSubmissionRows, insertSubmissionWithFiles, submissionRow as newRow, type SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
+import {
+  beginSubmissionWrite,
+  defaultSubject,
+  insertSubmissionRows,
+  insertSubmissionWithFiles,
+  readEmailStatus,
+  settledSubmission,
+  submissionExists,
+  submissionRow as newRow,
+  type SubmissionRow,
+} from '../../shared/submissions/submissions.ts';
 import { ApiError, errors } from '../api-errors.ts';
 import { API_PG_WAITS } from '../unavailable.ts';
 import type { Admission } from './admit.ts';

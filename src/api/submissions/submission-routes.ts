@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { createRouter } from '../router.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
-import { keyEmailJob, submissionJob, webhookJob } from '../../shared/infra/queues/jobs.ts';
+import { keyEmailJob, submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueCommitted } from './enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../api-errors.ts';
@@ -23,7 +23,7 @@ import { parseSubmissionFields } from './input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { saveSubmission, waitForDelivery, WriteOutcomeUnknown, writeSubmissionRows } from './store.ts';
-import type { SubmissionRow } from '../../shared/submissions/data/delivery-status.ts';
+import { type SubmissionRow } from '../../shared/submissions/submissions.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 

@@ -4,10 +4,8 @@
 import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
-import { MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { listEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { listEndpoints, listWebhookDeliveries, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
 import { addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
-import { listWebhookDeliveries } from '../../shared/webhooks/data/webhook-deliveries.ts';
 import { ownedKey } from '../owners/access.ts';
 import { notFoundPage, pageGuards, see } from '../owners/owner-pages.ts';
 import { ownerState } from '../owners/session.ts';

@@ -17,7 +17,7 @@ import { inPgTransaction } from '../infra/db/transactions.ts';
 import { countHardBounce } from './data/address-bounces.ts';
 import { noteComplaint } from './data/mailbox-complaints.ts';
 import { lockReportedRow } from './data/return-targets.ts';
-import { addBouncedEvents } from '../webhooks/data/webhook-deliveries.ts';
+import { addBouncedEvents } from '../webhooks/webhooks.ts';
 import { recordReturnedReport } from '../submissions/data/delivery-status.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };

@@ -4,7 +4,7 @@
 // its documentation cannot drift apart.
 import { isIP } from 'node:net';
 import * as v from 'valibot';
-import { parseAllowList } from '../webhooks/address-guard.ts';
+import { parseAllowList } from './address-list.ts';
 
 /** How the documentation names a setting's kind of value; read back with v.getMetadata. */
 const kind = <TInput>(type: string) => v.metadata<TInput, { type: string }>({ type });

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { ConfigError } from './config.ts';
 import type { Logger } from './log.ts';
 import { createKeyVault } from './secrets.ts';
-import { insertSecretCheck, newestSealedValues, readSecretCheck, replaceSecretCheck, sealedInUse } from './db/secret-check.ts';
+import { insertSecretCheck, newestSealedValues, readSecretCheck, replaceSecretCheck, sealedInUse } from './db/secret-check-rows.ts';
 
 const CHECK_TEXT = 'contact-form-service: the SECRET this database was written with';
 /** How often a process that started while PostgreSQL could not be reached tries the check again. */

@@ -2,11 +2,11 @@
 // email, with totals and the last message's time, for one key or several. The counts come from
 // ./data/overview-counts.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { countsByKeyAndDay, lastMessageAt, storedAndLast } from './data/overview-counts.ts';
+import { countsByKeyAndDay, lastMessageAt, OUTCOMES, storedAndLast, type Outcome } from './data/overview-counts.ts';
 
-/** What became of a message's email, as the overview groups them. */
-export const OUTCOMES = ['delivered', 'spam', 'failed', 'other'] as const;
-export type Outcome = (typeof OUTCOMES)[number];
+export { OUTCOMES, type Outcome };
+
+/** One day's messages, counted by what became of their email. */
 export type DayCounts = { day: string } & Record<Outcome, number>;
 
 export type Overview = {

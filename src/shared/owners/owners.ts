@@ -7,15 +7,13 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { mailboxOf } from '../keys/consent.ts';
 import type { OwnerSession } from '../infra/db/entities.ts';
-import { checkEmailCap, EmailCapError, lockMailbox, normaliseEmail } from '../keys/keys.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
-import { countKeysOfAddress } from '../keys/data/verification-keys.ts';
+import { checkEmailCap, EmailCapError, lockMailbox, normaliseEmail, countKeysOfAddress } from '../keys/keys.ts';
 import { deleteExpiredSignIns, deleteLiveSignIn, findLiveSignIn, insertSignIn } from './data/owner-sign-ins.ts';
 import { deleteExpiredSessions, deleteSession, findLiveSession, insertSession } from './data/owner-sessions.ts';
-import { forgetBounces } from '../bounces/data/address-bounces.ts';
-import { forgetComplaint } from '../bounces/data/mailbox-complaints.ts';
-import { countHeldOfAddress } from '../submissions/data/submissions.ts';
+import { forgetBounces, forgetComplaint } from '../bounces/bounces.ts';
+import { countHeldOfAddress } from '../submissions/submissions.ts';
 
 export const SIGN_IN_LINK_TTL_MINUTES = 15;
 export const SESSION_TTL_DAYS = 7;

@@ -12,8 +12,7 @@ import type { SpamMark } from '../infra/db/entities.ts';
 import type { Logger } from '../infra/log.ts';
 import type { SpamFilter } from './spam-filter.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
-import { findAttachments } from '../submissions/data/attachments.ts';
-import { findSubmissionWithKey } from '../submissions/data/submissions.ts';
+import { findAttachments, findSubmissionWithKey } from '../submissions/submissions.ts';
 import { countTaughtMark } from './data/owner-spam-marks.ts';
 import { teachingSampleOf } from './samples.ts';
 import {

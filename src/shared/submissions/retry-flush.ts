@@ -11,7 +11,7 @@
 import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { setNextAttempts } from './data/delivery-rows.ts';
-import type { DeliveryJob } from '../infra/queues/jobs.ts';
+import type { DeliveryJob } from './delivery-jobs.ts';
 import type { RedisClient } from '../infra/queues/redis.ts';
 
 /** A delivery job's id is its row's id; anything else in the delayed set is not a retry timer. */

@@ -7,7 +7,7 @@ import { messageIdFor } from './delivery-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { findAttachments, findAttachmentsOf, storageKeysOf } from './data/attachments.ts';
 import { latestAttempts, type AttemptRecord } from './data/delivery-attempts.ts';
-import { deleteSubmissionRows, findPageIds, findSubmissionPreviews, findSubmissionsByIds, loadKeys, type TextPreview } from './data/submissions.ts';
+import { deleteSubmissionRows, findPageIds, findSubmissionPreviews, findSubmissionsByIds, loadKeys, type TextPreview } from './data/submission-rows.ts';
 
 /** The subject of a submission that came without one. */
 export const defaultSubject = (email: string) => `New contact form submission from ${email}`;
@@ -227,3 +227,25 @@ export async function deleteSubmissions(em: EntityManager, storage: Storage, ids
   if (files.length) await storage.remove(files);
   await deleteSubmissionRows(em, ids);
 }
+
+// What the API, the workers, the CLI and the other features call of this feature's data modules
+// (they import no data module of another feature: test/unit/module-boundaries.test.ts).
+export { findAttachments, findFileOfOwner } from './data/attachments.ts';
+export { type AwaitingRow, findAwaitingJob, hasComplained } from './data/delivery-rows.ts';
+export { customFieldNames } from './data/submission-export.ts';
+export { insertSubmissionRows, insertSubmissionWithFiles, type SubmissionRow, submissionRow } from './data/submission-inserts.ts';
+export {
+  beginSubmissionWrite,
+  countHeldOfAddress,
+  type ExpiringSubmissions,
+  findExpiredIds,
+  findSubmissionById,
+  findSubmissionOfOwner,
+  findSubmissionWithKey,
+  loadSubmissionKey,
+  readEmailStatus,
+  reloadSubmission,
+  settledSubmission,
+  submissionExists,
+  type TextPreview,
+} from './data/submission-rows.ts';

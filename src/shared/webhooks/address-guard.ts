@@ -9,8 +9,9 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import type { AddressPolicy } from '../infra/address-list.ts';
 
-export type AddressPolicy = { hosts: ReadonlySet<string>; ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]> };
+export { parseAllowList, type AddressPolicy } from '../infra/address-list.ts';
 
 /** Every address of a name: the system resolver by default (a test gives answers that change). */
 export type ResolveAll = (
@@ -18,26 +19,6 @@ export type ResolveAll = (
   options: { all: true; family?: number | 'IPv4' | 'IPv6' | undefined },
   callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
 ) => void;
-
-/** The entries of WEBHOOK_ALLOW: CIDR ranges, single addresses, or host names. Throws on anything else. */
-export function parseAllowList(entries: readonly string[]): AddressPolicy {
-  const hosts = new Set<string>();
-  const ranges: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]> = [];
-  for (const entry of entries) {
-    if (entry.includes('/')) {
-      if (!ipaddr.isValidCIDR(entry)) throw new Error(`not an address range: ${entry}`);
-      ranges.push(ipaddr.parseCIDR(entry));
-    } else if (ipaddr.isValid(entry)) {
-      const address = ipaddr.parse(entry);
-      ranges.push([address, address.kind() === 'ipv4' ? 32 : 128]);
-    } else if (/^[a-z0-9.-]{1,253}$/i.test(entry)) {
-      hosts.add(entry.toLowerCase());
-    } else {
-      throw new Error(`neither a host name nor an address range: ${entry}`);
-    }
-  }
-  return { hosts, ranges };
-}
 
 /** ::/96 (RFC 4291, deprecated): `::127.0.0.1` and the like; `::` and `::1` have ranges of their own. */
 const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');

@@ -5,10 +5,9 @@ import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
 import { requeueFailed } from '../submissions/data/delivery-status.ts';
-import { KeyRuleError } from '../keys/keys.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
-import { findUndeletedKeyId, lockKeyRow } from '../keys/data/verification-keys.ts';
+import { KeyRuleError, findUndeletedKeyId, lockKeyRow } from '../keys/keys.ts';
 import { countEndpoints, countFailure, insertEndpoint, resetFailures, type EndpointRecord } from './data/webhook-endpoints.ts';
 
 export const MAX_WEBHOOKS = 3;
@@ -86,3 +85,8 @@ export async function keyIdByValue(em: EntityManager, vault: KeyVault, keyValue:
   if (id === undefined) throw new KeyRuleError('not_found', 'key', 'Unknown key.');
   return id;
 }
+
+// What the API, the workers, the CLI and the other features call of this feature's data modules
+// (they import no data module of another feature: test/unit/module-boundaries.test.ts).
+export { addBouncedEvents, findDeliveryToSend, listWebhookDeliveries } from './data/webhook-deliveries.ts';
+export { deleteEndpoint, disabledEndpoints, type EndpointRecord, listEndpoints, setEndpointEnabled } from './data/webhook-endpoints.ts';

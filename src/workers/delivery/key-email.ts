@@ -3,14 +3,12 @@
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type ConsentSigner } from '../../shared/keys/consent.ts';
-import { isConfirmed } from '../../shared/keys/data/mailbox-consent.ts';
+import { isConfirmed, findKeyEmailWithKey, findActiveKeysOfAddress } from '../../shared/keys/keys.ts';
 import type { KeyEmail, VerificationKey } from '../../shared/infra/db/entities.ts';
-import { findKeyEmailWithKey } from '../../shared/keys/data/key-emails.ts';
-import { findActiveKeysOfAddress } from '../../shared/keys/data/verification-keys.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
-import type { DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
-import { disabledEndpoints } from '../../shared/webhooks/data/webhook-endpoints.ts';
+import { disabledEndpoints } from '../../shared/webhooks/webhooks.ts';
 import {
   renderAllKeysEmail,
   renderConfirmEmail,
@@ -20,7 +18,7 @@ import {
   type KeyForEmail,
 } from './render-key-emails.ts';
 import type { RenderedEmail } from './email-templates.ts';
-import { hasComplained } from '../../shared/submissions/data/delivery-rows.ts';
+import { hasComplained } from '../../shared/submissions/submissions.ts';
 import { complaintStops } from '../../shared/bounces/suppression.ts';
 import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
 import { claimOnly, sendTracked, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';

@@ -13,7 +13,7 @@
 import { Worker, type Queue } from 'bullmq';
 import type { Logger } from '../../shared/infra/log.ts';
 import { smtpBreakerTrips } from '../../shared/infra/metrics.ts';
-import type { DeliveryJob } from '../../shared/infra/queues/jobs.ts';
+import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { breakerKey, probeKey } from '../../shared/submissions/smtp-breaker-state.ts';
 

@@ -7,6 +7,7 @@
 import { claimSubmissions, type SubmissionClaim } from '../../shared/submissions/data/delivery-status.ts';
 import { createPgPool, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
+import { OWNER_MIN_LEARNS } from '../../shared/spam/spam-filter.ts';
 
 /** Claims submission `id`; undefined when the row is not claimable (sent, or another worker's). */
 export type SubmissionClaimer = (id: string) => Promise<SubmissionClaim | undefined>;
@@ -33,7 +34,7 @@ export function createSubmissionClaimer(
   // flight made batches half as large and cost PostgreSQL and the worker more per email. Two
   // connections: when a shared claim fails, its ids are claimed again one by one.
   const pool = createPgPool(databaseUrl, 2, timeouts);
-  const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(pool, ids, claimLeaseMs), {
+  const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(pool, ids, claimLeaseMs, OWNER_MIN_LEARNS), {
     maxBatch: MAX_BATCH,
     maxInFlight: 1,
     lingerMs: LINGER_MS,

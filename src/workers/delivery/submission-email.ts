@@ -1,8 +1,8 @@
 // The submission job: the notification email to the key's owner.
 import type { Job } from 'bullmq';
 import type { Attachment } from '../../shared/infra/db/entities.ts';
-import { findAttachments } from '../../shared/submissions/data/attachments.ts';
-import type { DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import { findAttachments } from '../../shared/submissions/submissions.ts';
+import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render-submission.ts';

@@ -7,10 +7,10 @@ import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../../shared/submissions/delivery-kinds.ts';
-import { deliveryJob, type DeliveryJob } from '../../shared/infra/queues/jobs.ts';
+import { deliveryJob, type DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { AWAITING_JOB, IN_FLIGHT } from '../../shared/submissions/delivery-statuses.ts';
-import { findAwaitingJob, type AwaitingRow } from '../../shared/submissions/data/delivery-rows.ts';
+import { findAwaitingJob, type AwaitingRow } from '../../shared/submissions/submissions.ts';
 
 /** Rows read, and their jobs looked up in Redis (pipelined), per step. */
 export const RECONCILE_BATCH = 500;

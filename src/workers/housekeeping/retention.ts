@@ -10,12 +10,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
-import { deleteSubmissions } from '../../shared/submissions/submissions.ts';
 import { deleteExpiredOwnerTokens } from '../../shared/owners/owners.ts';
 import { deleteOldCampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
-import { deleteOldAllowances } from '../../shared/keys/data/mailbox-consent.ts';
-import { findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/data/submissions.ts';
+import { deleteOldAllowances } from '../../shared/keys/keys.ts';
+import { deleteSubmissions, findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/submissions.ts';
 
 const BATCH = 500;
 /** One run deletes at most this many batches of each kind; the next run continues. */

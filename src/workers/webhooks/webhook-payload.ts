@@ -3,8 +3,7 @@
 // `submission.bounced` carries the bounce as the row has it when the attempt is made.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission, WebhookEvent } from '../../shared/infra/db/entities.ts';
-import { findAttachments } from '../../shared/submissions/data/attachments.ts';
-import { bounceRecord, spamRecord } from '../../shared/submissions/submissions.ts';
+import { bounceRecord, spamRecord, findAttachments } from '../../shared/submissions/submissions.ts';
 import { withoutBidiControls } from '../../shared/submissions/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 

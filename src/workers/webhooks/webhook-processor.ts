@@ -4,7 +4,7 @@ import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../../shared/infra/db/orm.ts';
 import { deliveryKinds, isDeliveryKind, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
-import type { DeliveryJob, DeliveryJobs } from '../../shared/infra/queues/jobs.ts';
+import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import type { SendOutcome } from '../delivery/send.ts';

@@ -1,7 +1,7 @@
 // The three queues (deliveries, webhooks, housekeeping) and how a delivery is added to them.
 import { Queue } from 'bullmq';
 import type { Config } from '../config.ts';
-import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type DeliveryJob, type HousekeepingJob, type DeliveryRequest } from './jobs.ts';
+import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type HousekeepingJob, type JobRequest } from './jobs.ts';
 import { type RedisClient } from './redis.ts';
 
 type QueueConfig = Pick<Config, 'QUEUE_PREFIX'>;
@@ -15,8 +15,9 @@ const UNBOUNDED_ATTEMPTS = 1_000_000;
 /** The job's backoff type; the delay comes from the worker's `retryDelay` strategy. */
 const BACKOFF_TYPE = 'capped-exponential';
 
-export function createDeliveryQueue(connection: RedisClient, config: QueueConfig): Queue<DeliveryJob> {
-  return new Queue<DeliveryJob>(DELIVERY_QUEUE, {
+/** The delivery queue; its jobs' payloads (`Job`) are the submissions feature's (src/shared/submissions/delivery-jobs.ts). */
+export function createDeliveryQueue<Job>(connection: RedisClient, config: QueueConfig): Queue<Job> {
+  return new Queue<Job>(DELIVERY_QUEUE, {
     connection,
     prefix: config.QUEUE_PREFIX,
     // Nothing reads the events stream (no QueueEvents); a short one is trimmed cheaply.
@@ -34,8 +35,8 @@ export function createDeliveryQueue(connection: RedisClient, config: QueueConfig
   });
 }
 
-export function createWebhookQueue(connection: RedisClient, prefix: string): Queue<DeliveryJob> {
-  return new Queue<DeliveryJob>(WEBHOOK_QUEUE, {
+export function createWebhookQueue<Job>(connection: RedisClient, prefix: string): Queue<Job> {
+  return new Queue<Job>(WEBHOOK_QUEUE, {
     connection,
     prefix,
     defaultJobOptions: {
@@ -57,8 +58,9 @@ export function createHousekeepingQueue(connection: RedisClient, prefix: string)
 }
 
 /** Enqueues a delivery; jobId = the row's id, so a second add is a no-op. */
-export async function enqueueDelivery(queue: Queue<DeliveryJob>, request: DeliveryRequest): Promise<void> {
-  await queue.add(request.name, request.data, { jobId: request.rowId });
+export async function enqueueDelivery<Job>(queue: Queue<Job>, request: JobRequest<Job>): Promise<void> {
+  // The payload's type is the feature's; BullMQ cannot narrow a job name of a generic queue.
+  await (queue as Queue).add(request.name, request.data, { jobId: request.rowId });
 }
 
 /**
@@ -67,7 +69,7 @@ export async function enqueueDelivery(queue: Queue<DeliveryJob>, request: Delive
  * for each call, a cost of its own when requests come one at a time (docs/benchmarks.md#scenarios-and-targets).
  * The same script runs either way.
  */
-export async function enqueueDeliveries(queue: Queue<DeliveryJob>, requests: DeliveryRequest[]): Promise<void> {
+export async function enqueueDeliveries<Job>(queue: Queue<Job>, requests: Array<JobRequest<Job>>): Promise<void> {
   if (requests.length === 1) return enqueueDelivery(queue, requests[0]!);
-  await queue.addBulk(requests.map((request) => ({ name: request.name, data: request.data, opts: { jobId: request.rowId } })));
+  await (queue as Queue).addBulk(requests.map((request) => ({ name: request.name, data: request.data, opts: { jobId: request.rowId } })));
 }

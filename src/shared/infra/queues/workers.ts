@@ -1,13 +1,17 @@
 // The BullMQ workers of the three queues: their concurrency, locks and retry delays.
 import { Worker, type BackoffStrategy, type Processor, type WorkerOptions } from 'bullmq';
 import type { Config } from '../config.ts';
-import { retryDelay } from '../../submissions/retry-policy.ts';
-import { webhookRetryDelay } from '../../webhooks/delivery-policy.ts';
-import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type DeliveryJob, type HousekeepingJob } from './jobs.ts';
+import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type HousekeepingJob } from './jobs.ts';
 import { type RedisClient } from './redis.ts';
 
 /** A failed attempt that chose its retry's delay itself, so that its row can say when the retry comes. */
 export type ScheduledRetryError = Error & { retryDelayMs?: number };
+
+/**
+ * The delay before retry number `attemptsMade` of a failed job: the feature that owns the deliveries
+ * hands it in (src/shared/submissions/retry-policy.ts, src/shared/webhooks/delivery-policy.ts).
+ */
+export type RetryDelay = (attemptsMade: number, error: (Error & { retryAfterMs?: number }) | undefined) => number;
 
 /**
  * A manual rate limit (Queue.rateLimit, used by the SMTP circuit breaker) only holds when the worker
@@ -15,16 +19,17 @@ export type ScheduledRetryError = Error & { retryDelayMs?: number };
  */
 const NO_LIMIT = { max: 1_000_000_000_000, duration: 1_000 };
 
-export function createDeliveryWorker(
+export function createDeliveryWorker<Job>(
   connection: RedisClient,
-  config: Pick<Config, 'QUEUE_PREFIX' | 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_MAX_BACKOFF_MS'>,
-  processor: Processor<DeliveryJob>,
+  config: Pick<Config, 'QUEUE_PREFIX'>,
+  processor: Processor<Job>,
   options: Omit<WorkerOptions, 'connection' | 'prefix' | 'settings' | 'limiter'>,
-): Worker<DeliveryJob> {
+  retryDelay: RetryDelay,
+): Worker<Job> {
   // The delay the failed attempt chose and wrote on its row (next_attempt_at), when it chose one.
   const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error: ScheduledRetryError | undefined) =>
-    error?.retryDelayMs ?? retryDelay(attemptsMade, config);
-  return new Worker<DeliveryJob>(DELIVERY_QUEUE, processor, {
+    error?.retryDelayMs ?? retryDelay(attemptsMade, error);
+  return new Worker<Job>(DELIVERY_QUEUE, processor, {
     connection,
     prefix: config.QUEUE_PREFIX,
     limiter: NO_LIMIT,
@@ -36,13 +41,14 @@ export function createDeliveryWorker(
 /** A failure that names its own earliest retry (a receiver's Retry-After), in milliseconds. */
 export type RetryAfterError = Error & { retryAfterMs?: number };
 
-export function createWebhookWorker(
+export function createWebhookWorker<Job>(
   connection: RedisClient,
-  config: Pick<Config, 'QUEUE_PREFIX' | 'WEBHOOK_RETRY_BACKOFF_MS' | 'WEBHOOK_RETRY_MAX_BACKOFF_MS' | 'WEBHOOK_CONCURRENCY' | 'JOB_LOCK_MS'>,
-  processor: Processor<DeliveryJob>,
-): Worker<DeliveryJob> {
-  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error) => webhookRetryDelay(attemptsMade, error, config);
-  return new Worker<DeliveryJob>(WEBHOOK_QUEUE, processor, {
+  config: Pick<Config, 'QUEUE_PREFIX' | 'WEBHOOK_CONCURRENCY' | 'JOB_LOCK_MS'>,
+  processor: Processor<Job>,
+  retryDelay: RetryDelay,
+): Worker<Job> {
+  const backoffStrategy: BackoffStrategy = (attemptsMade, _type, error: RetryAfterError | undefined) => retryDelay(attemptsMade, error);
+  return new Worker<Job>(WEBHOOK_QUEUE, processor, {
     connection,
     prefix: config.QUEUE_PREFIX,
     settings: { backoffStrategy },

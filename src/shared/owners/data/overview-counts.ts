@@ -2,7 +2,10 @@
 // of each message's email. Each is one query on the (key_id, created_at) index; none reads a
 // message's text.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Outcome } from '../overview.ts';
+
+/** What became of a message, as the overview counts it (src/shared/owners/overview.ts). */
+export const OUTCOMES = ['delivered', 'spam', 'failed', 'other'] as const;
+export type Outcome = (typeof OUTCOMES)[number];
 
 /** The SQL for each outcome: delivered; held as spam; bounced or failed (or not attempted); waiting, held for consent or not emailed. */
 const OUTCOME_SQL: Record<Outcome, string> = {

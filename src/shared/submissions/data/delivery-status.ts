@@ -1,5 +1,5 @@
-// Every write of a delivery status, for every kind (../delivery-kinds.ts), in one place: a new
-// row's first status, the claim, the outcome a worker records (sent, retrying, failed, suppressed,
+// Every write of a delivery status, for every kind (../delivery-kinds.ts), in one place (a new
+// submission's first status excepted: ./submission-inserts.ts, checked against the same table): the claim, the outcome a worker records (sent, retrying, failed, suppressed,
 // spam, skipped), a report that came back (bounced, complained), and a row put back in the queue
 // (a re-send, the consent release, the owner's "not spam", a webhook given back untouched). Each
 // statement's status guard and the status it writes are built from the table of
@@ -20,8 +20,7 @@ import {
   type SpamVerdict,
 } from '../../infra/db/entities.ts';
 import { FAILED, sqlList } from '../delivery-statuses.ts';
-import { OWNER_MIN_LEARNS } from '../../spam/spam-filter.ts';
-import { CREATED_AS, transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
+import { transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
 
@@ -113,89 +112,6 @@ function buildStatusAfter(kind: DeliveryKindName, event: DeliveryEvent, column: 
   if (targets.length === 1) return `'${targets[0]}'`;
   const [otherwise, ...named] = targets.sort((a, b) => fromsOf(b).length - fromsOf(a).length);
   return `case ${named.map((to) => `when ${column} ${inList(fromsOf(to))} then '${to}'`).join(' ')} else '${otherwise}' end`;
-}
-
-// ---- A new submission: its first status is its admission's (src/api/submissions/admit.ts).
-
-declare const ADMITTED: unique symbol;
-/** The columns of a submission row, in the order of SUBMISSION_COLUMNS; made by submissionRow only. */
-export type SubmissionRow = unknown[] & { readonly [ADMITTED]: true };
-const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
-const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
-
-export type NewSubmissionRow = {
-  id: string;
-  keyId: string;
-  email: string;
-  message: string;
-  subject: string;
-  customFields: CustomFields;
-  emailStatus: EmailStatus;
-  clientIp: string;
-  origin: string | undefined;
-};
-
-/** A submission's row, refused (a programming error) unless its status is one a submission is created with. */
-export function submissionRow(row: NewSubmissionRow): SubmissionRow {
-  if (!CREATED_AS.submission.includes(row.emailStatus)) throw new Error(`a submission is never created ${row.emailStatus}`);
-  return [
-    row.id,
-    row.keyId,
-    row.email,
-    row.message,
-    row.subject,
-    JSON.stringify(row.customFields),
-    row.emailStatus,
-    row.clientIp,
-    row.origin ?? null,
-  ] as unknown as SubmissionRow;
-}
-
-/**
- * Submissions without files, in one plain INSERT (one implicit transaction, one round trip).
- * Idempotent: a row whose id is already there is left as it is. Each id is a fresh UUID v7 made by
- * the request, so the only row that can hold it is the same submission, written by an earlier try
- * whose answer was lost (a timeout, a broken connection, a shared write retried item by item). A
- * try that finds the earlier one still in progress waits for it on the primary key, so its success
- * means the row is committed, once.
- */
-export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
-  await em.execute(
-    `insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')} on conflict (id) do nothing`,
-    rows.flat(),
-  );
-}
-
-/** A stored file of a new submission, as cfs_insert_submission reads it. */
-export type NewAttachmentRow = { field_name: string; filename: string; content_type: string; size: number; storage_key: string; sha256: string };
-
-/**
- * The row, its attachments and its webhook deliveries (one per endpoint id, under the ids given),
- * in one statement; with `charge`, the files' bytes are charged to the key in it, and nothing is
- * written when that would pass the quota: false then.
- */
-export async function insertSubmissionWithFiles(
-  em: EntityManager,
-  row: SubmissionRow,
-  extra: { charge: { bytes: number; quotaBytes: number } | undefined; webhookDeliveryIds: string[]; endpointIds: string[]; files: NewAttachmentRow[] },
-): Promise<boolean> {
-  // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
-  // keep their plans for the session; the same statements as one CTE sent as text were parsed and
-  // planned on every request (docs/benchmarks.md).
-  const [result] = await em.execute<Array<{ ok: boolean }>>(
-    'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
-    [
-      // The files' bytes and the key's quota; null for none: no charge without files.
-      extra.charge?.bytes ?? null,
-      extra.charge?.quotaBytes ?? null,
-      ...row,
-      // Array literals: the driver would spread a JS array into a list.
-      `{${extra.webhookDeliveryIds.join(',')}}`,
-      `{${extra.endpointIds.join(',')}}`,
-      JSON.stringify(extra.files),
-    ],
-  );
-  return result?.ok === true;
 }
 
 // ---- The claim.
@@ -295,7 +211,7 @@ const CLAIM_SUBMISSIONS = {
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
             case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
             mc.complained_at is not null as complained,
-            coalesce((select m.spam >= ${OWNER_MIN_LEARNS} and m.ham >= ${OWNER_MIN_LEARNS} from owner_spam_marks m
+            coalesce((select m.spam >= $3 and m.ham >= $3 from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id
             left join address_bounces b on b.address = k.email
@@ -311,8 +227,15 @@ const CLAIM_SUBMISSIONS = {
  * claimable; an id given twice is claimed for its first occurrence only, so it is sent once.
  * A prepared statement with the ids as one array parameter: the same text whatever the batch's
  * size, so PostgreSQL parses and plans it once per connection instead of once per batch.
+ * `ownerMinLearns`: the marks of each kind an owner's own spam statistics need to count (the spam
+ * feature's OWNER_MIN_LEARNS, handed in by the worker: submissions imports nothing of spam).
  */
-export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseMs: number): Promise<Array<SubmissionClaim | undefined>> {
+export async function claimSubmissions(
+  db: Queryable,
+  ids: string[],
+  claimLeaseMs: number,
+  ownerMinLearns: number,
+): Promise<Array<SubmissionClaim | undefined>> {
   const { rows } = await db.query<{
     id: string;
     email: string;
@@ -332,7 +255,7 @@ export async function claimSubmissions(db: Queryable, ids: string[], claimLeaseM
     spam_verdict: SpamVerdict | null;
     spam_mark: SpamMark | null;
     owner_statistics: boolean;
-  }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000] });
+  }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000, ownerMinLearns] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
     // PostgreSQL answers a uuid in lower case.

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * A list of submissions shows each field's value cut short (src/shared/submissions/data/submissions.ts,
+ * A list of submissions shows each field's value cut short (src/shared/submissions/data/submission-rows.ts,
  * findSubmissionPreviews). Cutting them on every read would unpack each row's whole `custom_fields`
  * (up to 800 KB), so a trigger stores the cut values once, on insert and on a change of the fields,
  * with whether any was cut. The bound, 500 characters, is the list's (LIST_PREVIEW).

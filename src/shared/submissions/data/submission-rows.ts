@@ -1,6 +1,6 @@
-// The submissions table: saving an accepted submission (alone, in a group commit, or with its files
-// and webhook deliveries in one statement), reading rows, the pages of the console and the operator,
-// the housekeeping's reads and deletions, and the counts of held messages.
+// The submissions table's rows: reading them, the pages of the console and the operator, the
+// housekeeping's reads and deletions, the counts of held messages, and the write lock a submission's
+// answer waits on. Saving a new one is ./submission-inserts.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SubmissionSchema, type CustomFields, type EmailStatus, type Submission } from '../../infra/db/entities.ts';
 import { SEARCH_DOCUMENT } from '../../infra/db/search.ts';

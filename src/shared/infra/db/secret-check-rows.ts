@@ -1,6 +1,6 @@
-// The secret_check table: one row, a known text sealed under the SECRET of the first start
-// (../secret-check.ts says what is done with it), and the newest sealed values the check falls
-// back on for a database written before the table existed.
+// The queries of the start-up secret check (../secret-check.ts says what is done with them): the
+// secret_check table's one row, a known text sealed under the SECRET of the first start, and the
+// newest sealed values the check falls back on for a database written before the table existed.
 import type pg from 'pg';
 
 /** The table's one row. */

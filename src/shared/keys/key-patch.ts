@@ -1,0 +1,26 @@
+// The change an owner (owner API) or the operator (admin API) may make to a key, as the body of
+// PATCH …/keys/:key: the routes validate against it and both OpenAPI documents describe it.
+import * as v from 'valibot';
+import { CAPTCHA_PROVIDERS, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../infra/db/entities.ts';
+import { KEY_LABEL_MAX } from './keys.ts';
+
+export const KeyPatchSchema = v.strictObject(
+  {
+    status: v.optional(v.picklist(KEY_STATUSES, `Must be one of ${KEY_STATUSES.join(', ')}.`)),
+    use_domain: v.optional(v.boolean('Must be true or false.')),
+    domains: v.optional(v.array(v.unknown(), 'Must be a list of host names.')),
+    captcha: v.optional(v.nullable(v.picklist(CAPTCHA_PROVIDERS, `Must be null or one of ${CAPTCHA_PROVIDERS.join(', ')}.`))),
+    spam_filter: v.optional(v.picklist(SPAM_FILTER_LEVELS, `Must be one of ${SPAM_FILTER_LEVELS.join(', ')}.`)),
+    spam_to_webhooks: v.optional(v.boolean('Must be true or false.')),
+    label: v.optional(
+      v.pipe(
+        v.nullable(v.string('Must be a string or null.')),
+        v.description(`The owner's name for the key, one line of at most ${KEY_LABEL_MAX} characters; null or "" removes it`),
+      ),
+    ),
+    subject_prefix: v.optional(
+      v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"')),
+    ),
+  },
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label and subject_prefix can be changed.',
+);

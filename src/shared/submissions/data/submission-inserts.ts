@@ -1,0 +1,87 @@
+// Saving a new submission: its row (with its first status, its admission's: src/api/submissions/admit.ts,
+// checked against CREATED_AS of ../delivery-transitions.ts), alone or with its files and webhook
+// deliveries. The only write of a status outside ./delivery-status.ts.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { CustomFields, EmailStatus } from '../../infra/db/entities.ts';
+import { CREATED_AS } from '../delivery-transitions.ts';
+
+declare const ADMITTED: unique symbol;
+/** The columns of a submission row, in the order of SUBMISSION_COLUMNS; made by submissionRow only. */
+export type SubmissionRow = unknown[] & { readonly [ADMITTED]: true };
+const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
+const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
+
+export type NewSubmissionRow = {
+  id: string;
+  keyId: string;
+  email: string;
+  message: string;
+  subject: string;
+  customFields: CustomFields;
+  emailStatus: EmailStatus;
+  clientIp: string;
+  origin: string | undefined;
+};
+
+/** A submission's row, refused (a programming error) unless its status is one a submission is created with. */
+export function submissionRow(row: NewSubmissionRow): SubmissionRow {
+  if (!CREATED_AS.submission.includes(row.emailStatus)) throw new Error(`a submission is never created ${row.emailStatus}`);
+  return [
+    row.id,
+    row.keyId,
+    row.email,
+    row.message,
+    row.subject,
+    JSON.stringify(row.customFields),
+    row.emailStatus,
+    row.clientIp,
+    row.origin ?? null,
+  ] as unknown as SubmissionRow;
+}
+
+/**
+ * Submissions without files, in one plain INSERT (one implicit transaction, one round trip).
+ * Idempotent: a row whose id is already there is left as it is. Each id is a fresh UUID v7 made by
+ * the request, so the only row that can hold it is the same submission, written by an earlier try
+ * whose answer was lost (a timeout, a broken connection, a shared write retried item by item). A
+ * try that finds the earlier one still in progress waits for it on the primary key, so its success
+ * means the row is committed, once.
+ */
+export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
+  await em.execute(
+    `insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')} on conflict (id) do nothing`,
+    rows.flat(),
+  );
+}
+
+/** A stored file of a new submission, as cfs_insert_submission reads it. */
+export type NewAttachmentRow = { field_name: string; filename: string; content_type: string; size: number; storage_key: string; sha256: string };
+
+/**
+ * The row, its attachments and its webhook deliveries (one per endpoint id, under the ids given),
+ * in one statement; with `charge`, the files' bytes are charged to the key in it, and nothing is
+ * written when that would pass the quota: false then.
+ */
+export async function insertSubmissionWithFiles(
+  em: EntityManager,
+  row: SubmissionRow,
+  extra: { charge: { bytes: number; quotaBytes: number } | undefined; webhookDeliveryIds: string[]; endpointIds: string[]; files: NewAttachmentRow[] },
+): Promise<boolean> {
+  // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
+  // keep their plans for the session; the same statements as one CTE sent as text were parsed and
+  // planned on every request (docs/benchmarks.md).
+  const [result] = await em.execute<Array<{ ok: boolean }>>(
+    'select cfs_insert_submission(?::bigint, ?::bigint, ?::uuid, ?::uuid, ?, ?, ?, ?::jsonb, ?, ?, ?, ?::uuid[], ?::uuid[], ?::jsonb) as ok',
+    [
+      // The files' bytes and the key's quota; null for none: no charge without files.
+      extra.charge?.bytes ?? null,
+      extra.charge?.quotaBytes ?? null,
+      ...row,
+      // Array literals: the driver would spread a JS array into a list.
+      `{${extra.webhookDeliveryIds.join(',')}}`,
+      `{${extra.endpointIds.join(',')}}`,
+      JSON.stringify(extra.files),
+    ],
+  );
+  return result?.ok === true;
+}

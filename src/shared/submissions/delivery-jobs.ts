@@ -1,0 +1,24 @@
+// The jobs of the delivery and webhook queues, one per delivery kind (./delivery-kinds.ts): their
+// payloads carry ids only, and a worker reloads everything else from PostgreSQL.
+import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-kinds.ts';
+
+/**
+ * The jobs of the delivery queue, one per delivery kind (./delivery-kinds.ts). Ids only:
+ * the row to deliver, and the id of the request that created it (to follow it in logs).
+ */
+export type DeliveryJobs = { [N in DeliveryKindName]: JobData<N> };
+export type DeliveryJobName = keyof DeliveryJobs;
+export type DeliveryJob = DeliveryJobs[DeliveryJobName];
+
+/** A job to add: the job id is the row's id (`rowId`), so a second add of the same row is a no-op. */
+export type DeliveryRequest = { [N in DeliveryJobName]: { name: N; data: DeliveryJobs[N]; rowId: string } }[DeliveryJobName];
+
+/** The job that delivers row `rowId` of kind `name`. */
+export function deliveryJob(name: DeliveryJobName, rowId: string, requestId?: string): DeliveryRequest {
+  const data = { [deliveryKinds[name].idField]: rowId, ...(requestId ? { requestId } : {}) } as DeliveryJobs[DeliveryJobName];
+  return { name, data, rowId } as DeliveryRequest;
+}
+
+export const submissionJob = (submissionId: string, requestId?: string) => deliveryJob('submission', submissionId, requestId);
+export const keyEmailJob = (keyEmailId: string, requestId?: string) => deliveryJob('key-email', keyEmailId, requestId);
+export const webhookJob = (deliveryId: string, requestId?: string) => deliveryJob('webhook', deliveryId, requestId);

@@ -1,0 +1,126 @@
+// Module boundaries (docs/architecture.md, "Layout"): a feature's data modules are its own, other
+// code calls the feature's service module; the infrastructure and the migrations import no feature;
+// no module imports itself through a circle. It reads every source file's imports (TypeScript's
+// pre-processor, so comments and strings never count) and needs no service.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/** The one data module every feature may call: the only writer of delivery statuses. */
+const STATUS_MODULE = 'src/shared/submissions/data/delivery-status.ts';
+
+function sourceFiles(): string[] {
+  return readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
+    .map((name) => path.posix.join('src', name.split(path.sep).join('/')))
+    .sort();
+}
+
+/** Each source file's relative imports (type-only ones and `import()` included), as paths from the repository root. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles()) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(path.join(ROOT, file), 'utf8'), true, true);
+    graph.set(
+      file,
+      importedFiles
+        .map((imported) => imported.fileName)
+        .filter((name) => name.startsWith('.'))
+        .map((name) => path.posix.normalize(path.posix.join(path.posix.dirname(file), name))),
+    );
+  }
+  return graph;
+}
+
+/** The feature a file belongs to (`src/shared/<feature>/…`), the infrastructure excepted. */
+function featureOf(file: string): string | undefined {
+  const feature = /^src\/shared\/([^/]+)\//.exec(file)?.[1];
+  return feature === 'infra' ? undefined : feature;
+}
+
+const isMigration = (file: string) => /(^|\/)migrations\//.test(file);
+
+/** Every import circle: the strongly connected components of more than one file, or a file importing itself. */
+function circles(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (file: string): void => {
+    index.set(file, next);
+    low.set(file, next);
+    next += 1;
+    stack.push(file);
+    onStack.add(file);
+    for (const target of graph.get(file) ?? []) {
+      if (!graph.has(target)) continue;
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!));
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== file);
+    if (component.length > 1 || graph.get(file)!.includes(file)) found.push(component.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return found;
+}
+
+/** `from → to` for every import of the graph that `breaks` says crosses a boundary. */
+function crossings(graph: Map<string, string[]>, breaks: (from: string, to: string) => boolean): string[] {
+  return [...graph].flatMap(([from, targets]) => targets.filter((to) => breaks(from, to)).map((to) => `${from} → ${to}`));
+}
+
+describe('module boundaries', () => {
+  const graph = importGraph();
+
+  it('reads the imports of the whole source', () => {
+    // An empty or unresolved graph would pass every rule below for the wrong reason.
+    expect(graph.get('src/workers/worker.ts')).toContain('src/shared/infra/queues/workers.ts');
+  });
+
+  it("imports a feature's data modules only from that feature", () => {
+    const outside = crossings(graph, (from, to) => {
+      const owner = /^src\/shared\/([^/]+)\/data\//.exec(to)?.[1];
+      return owner !== undefined && owner !== featureOf(from) && to !== STATUS_MODULE;
+    });
+    expect(outside, "call the feature's service module (src/shared/<feature>/<feature>.ts) instead").toEqual([]);
+  });
+
+  it('keeps the infrastructure free of features', () => {
+    const infra = crossings(graph, (from, to) => from.startsWith('src/shared/infra/') && featureOf(to) !== undefined);
+    expect(infra, 'hand policies and kinds to the infrastructure from the feature (a parameter), or move the code').toEqual([]);
+  });
+
+  it('keeps the migrations free of features', () => {
+    const migrations = crossings(graph, (from, to) => isMigration(from) && featureOf(to) !== undefined);
+    expect(migrations, 'a migration keeps a frozen copy of the feature code it needs').toEqual([]);
+  });
+
+  it('has no import circles', () => {
+    expect(circles(graph)).toEqual([]);
+  });
+
+  it('the circle finder finds a circle', () => {
+    const sample = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['c.ts']],
+      ['c.ts', ['a.ts']],
+      ['d.ts', ['a.ts', 'd.ts']],
+      ['e.ts', ['a.ts']],
+    ]);
+    expect(circles(sample)).toEqual([['a.ts', 'b.ts', 'c.ts'], ['d.ts']]);
+  });
+});
