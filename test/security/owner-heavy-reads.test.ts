@@ -15,7 +15,7 @@ import { signIn, type OwnerClient } from '../support/owner.ts';
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({
-    env: { PG_STATEMENT_TIMEOUT_MS: '1500', OWNER_SEARCHES_PER_SESSION: '2', OWNER_EXPORTS_PER_SESSION: '1', EXPORTS_PER_PROCESS: '2' },
+    env: { OWNER_SEARCHES_PER_SESSION: '2', OWNER_EXPORTS_PER_SESSION: '1', EXPORTS_PER_PROCESS: '2' },
   });
 });
 afterAll(() => h?.stop());
