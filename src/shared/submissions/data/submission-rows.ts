@@ -59,11 +59,12 @@ export const findSubmissionsByIds = (em: EntityManager, ids: string[]) => em.fin
 export type TextPreview = { message: string; customFields: CustomFields; truncated: boolean };
 
 /**
- * The submissions with these ids without their message and fields (not loaded), and beside them those
- * texts cut to `messageChars` and `fieldChars`. Neither is unpacked whole: the message's head is
- * read alone, and the cut fields are stored by a trigger (migration list_previews) with the bound
- * FIELD_PREVIEW_CHARS; rows older than it are cut here. So a page of large messages costs
- * PostgreSQL, the API and the answer no more than a page of short ones.
+ * The submissions with these ids without their message and fields (not loaded: the same
+ * EntityManager then holds these rows partial, so read whole ones with another), and beside them
+ * those texts cut: the message to `messageChars`, each field's value to FIELD_PREVIEW_CHARS.
+ * Neither is unpacked whole: the message's head is read alone, and the cut fields are stored by a
+ * trigger (migration list_previews); rows older than it are cut here. So a page of large messages
+ * costs PostgreSQL, the API and the answer no more than a page of short ones.
  */
 export async function findSubmissionPreviews(
   em: EntityManager,
