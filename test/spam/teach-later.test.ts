@@ -9,7 +9,7 @@ import type { SpamMark } from '../../src/shared/infra/db/entities.ts';
 import { createSpamFilter, type SpamFilter } from '../../src/shared/spam/spam-filter.ts';
 import { STALE_RESERVATION_MS, teachMark, teachUntaughtMarks } from '../../src/shared/spam/spam-teaching.ts';
 import { ago, buildSpamMark, buildSpamTeaching, NOW } from '../support/factories.ts';
-import { startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { formMessage, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 
 let filter: RspamdService;
@@ -25,13 +25,22 @@ afterAll(async () => {
   await filter?.stop();
 });
 
+/**
+ * Submits and waits until the worker is done with the row: a worker updating it holds its lock, and
+ * a run passes over locked rows (they are being reserved elsewhere), which would leave it untaught.
+ */
+async function submitSettled(key: TestKey, kind: 'spam' | 'ham', n: number): Promise<string> {
+  const id = await submitTo(h, key, formMessage(kind, n));
+  await eventually(async () => {
+    const [row] = await h.sql<{ status: string }>('select email_status as status from submissions where id = $1', [id]);
+    return row && !['queued', 'sending', 'retrying'].includes(row.status) ? row : undefined;
+  });
+  return id;
+}
+
 it("a key that has spent its allowance does not hold back another key's waiting marks", async () => {
   const [spent, other] = [await h.createKey(), await h.createKey()];
-  const [taughtId, waitingId, otherId] = [
-    await submitTo(h, spent, formMessage('spam', 1)),
-    await submitTo(h, spent, formMessage('spam', 2)),
-    await submitTo(h, other, formMessage('spam', 3)),
-  ];
+  const [taughtId, waitingId, otherId] = [await submitSettled(spent, 'spam', 1), await submitSettled(spent, 'spam', 2), await submitSettled(other, 'spam', 3)];
   // The first key taught its one mark of this hour, and has another waiting since before the other key's.
   await buildSpamMark(h, taughtId, { mark: 'spam', markedAt: ago({ hours: 2 }), taughtAt: NOW });
   await buildSpamTeaching(h, { key: spent, submission: taughtId, mark: 'spam' });
@@ -51,7 +60,7 @@ it("a key that has spent its allowance does not hold back another key's waiting 
 
 it('puts the marks it set aside back when its time is up: they wait, untaught, for the next run', async () => {
   const key = await h.createKey();
-  const ids = [await submitTo(h, key, formMessage('spam', 11)), await submitTo(h, key, formMessage('ham', 12))];
+  const ids = [await submitSettled(key, 'spam', 11), await submitSettled(key, 'ham', 12)];
   await buildSpamMark(h, ids, { mark: 'spam', markedAt: NOW });
   const spamFilter = createSpamFilter({ scanUrl: filter.url, controllerUrl: filter.controllerUrl, password: filter.password });
   const log = createLogger('test', 'silent');
@@ -66,7 +75,7 @@ it('puts the marks it set aside back when its time is up: they wait, untaught, f
 
 it('teaches again a mark whose place was reserved by a process that stopped before the filter answered', async () => {
   const key = await h.createKey();
-  const [leftBehindId, inProgressId] = [await submitTo(h, key, formMessage('spam', 21)), await submitTo(h, key, formMessage('spam', 22))];
+  const [leftBehindId, inProgressId] = [await submitSettled(key, 'spam', 21), await submitSettled(key, 'spam', 22)];
   // One reservation is older than any teaching takes (its process died); the other was just made.
   await buildSpamMark(h, leftBehindId, {
     mark: 'spam',
@@ -95,7 +104,7 @@ it('teaches again a mark whose place was reserved by a process that stopped befo
 
 it('ends with the mark the owner left when it is reversed while the filter learns the first', async () => {
   const key = await h.createKey();
-  const id = await submitTo(h, key, formMessage('ham', 31));
+  const id = await submitSettled(key, 'ham', 31);
   await buildSpamMark(h, id, { mark: 'ham', markedAt: NOW, taughtAt: NOW, teachPending: true });
   // A filter that learns slowly enough for the owner to mark the message spam meanwhile.
   const learned: SpamMark[] = [];
