@@ -13,6 +13,7 @@ import { readSmsCollection } from '../bench/support/spam-samples.ts';
 import { startPostgres } from '../src/local/services.ts';
 import { agreement, campaignFingerprint, MATCHING, type Fingerprint } from '../src/shared/spam/campaign-fingerprint.ts';
 import { createOrm, migrate } from '../src/shared/infra/db/orm.ts';
+import { entities } from '../src/shared/schema.ts';
 import { campaignVotes } from '../src/shared/spam/spam-campaigns.ts';
 
 const VOTES = 100_000;
@@ -89,7 +90,7 @@ const word = () => words[Math.floor(random() * words.length)]!;
 const dir = await mkdtemp(path.join(tmpdir(), 'cfs-campaigns-'));
 const postgres = await startPostgres({ dir: path.join(dir, 'data'), persistent: false });
 try {
-  const orm = await createOrm(postgres.url, 2);
+  const orm = await createOrm(postgres.url, entities, 2);
   await migrate(orm);
   const em = orm.em.fork();
   const rows: string[] = [];

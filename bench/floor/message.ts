@@ -1,7 +1,7 @@
 // The email the floors send: rendered by the service's own template from a submission like the
 // ones the benchmark posts, so that the baselines send messages of the same size.
 import { randomUUID } from 'node:crypto';
-import type { Submission } from '../../src/shared/infra/db/entities.ts';
+import type { Submission } from '../../src/shared/submissions/entities.ts';
 import { renderSubmissionEmail } from '../../src/workers/delivery/render-submission.ts';
 
 export const BENCH_MESSAGE = 'Hello! I would like to know more about your product. '.repeat(8).trim();

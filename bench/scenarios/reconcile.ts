@@ -7,6 +7,7 @@
 import { createWebhookQueue } from '../../src/shared/infra/queues/queues.ts';
 import { createLogger } from '../../src/shared/infra/log.ts';
 import { createOrm } from '../../src/shared/infra/db/orm.ts';
+import { entities } from '../../src/shared/schema.ts';
 import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
 import { seedBacklog } from '../support/drains.ts';
@@ -15,7 +16,7 @@ import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts'
 
 export async function reconcileBacklog(ctx: Ctx): Promise<void> {
   const { rows, log, quick } = ctx;
-  const orm = await createOrm(ctx.env.DATABASE_URL!, 4);
+  const orm = await createOrm(ctx.env.DATABASE_URL!, entities, 4);
   const webhookQueue = createWebhookQueue<DeliveryJob>(ctx.redis, QUEUE_PREFIX);
   try {
     for (const backlog of quick ? [5_000, 20_000] : [10_000, 40_000]) {

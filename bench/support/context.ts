@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis } from '../../src/local/services.ts';
 import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
+import { entities } from '../../src/shared/schema.ts';
 import { generateKey } from '../../src/shared/keys/keys.ts';
 import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
@@ -101,7 +102,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
 
   // The key is made by the service's own code, so the benchmark follows the schema as it changes.
   const secret = randomBytes(32).toString('base64url');
-  const orm = await createOrm(postgres.url, 1);
+  const orm = await createOrm(postgres.url, entities, 1);
   let accessKey: string;
   let keyId: string;
   let unconfirmedKey: string;

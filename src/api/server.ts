@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/infra/config.ts';
 import { createOrm } from '../shared/infra/db/orm.ts';
+import { entities } from '../shared/schema.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { registerQueueDepth } from '../shared/infra/metrics.ts';
 import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
@@ -33,7 +34,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
-  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, undefined, apiPgWaits(config)), (orm) => orm.close());
+  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, entities, undefined, apiPgWaits(config)), (orm) => orm.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue<DeliveryJob>(redis, config), (queue) => queue.close());

@@ -3,8 +3,9 @@
 // `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER as set for the workers).
 import { parseAllowList, type AddressPolicy } from '../shared/webhooks/address-guard.ts';
 import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
-import type { VerificationKey } from '../shared/infra/db/entities.ts';
+import type { VerificationKey } from '../shared/keys/entities.ts';
 import { createOrm } from '../shared/infra/db/orm.ts';
+import { entities } from '../shared/schema.ts';
 import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
 import { KEY_UNAVAILABLE, KeyRuleError, listKeys, parseDomains, updateKey } from '../shared/keys/keys.ts';
 import { createKeyVault, type KeyVault } from '../shared/infra/secrets.ts';
@@ -76,7 +77,7 @@ async function run(args: string[]): Promise<number> {
     return 78;
   }
   const vault = createKeyVault(config.SECRET);
-  const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
+  const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request') });
   const em = orm.em.fork();
   try {
     if (group === 'webhooks') return await webhooks(em, vault, parseAllowList(config.WEBHOOK_ALLOW), command, target, rest);
@@ -172,7 +173,7 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
       },
     ),
   );
-  const orm = await createOrm(config.DATABASE_URL, 2, { timeouts: configuredTimeouts(config, 'request') });
+  const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request') });
   const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);
   const queue = createDeliveryQueue<DeliveryJob>(redis, config);
   try {

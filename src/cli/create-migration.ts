@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startPostgres } from '../local/services.ts';
 import { createOrm, migrate } from '../shared/infra/db/orm.ts';
+import { entities } from '../shared/schema.ts';
 
 const name = process.argv[2];
 if (!name || !/^[a-z0-9_]+$/.test(name)) {
@@ -14,7 +15,7 @@ if (!name || !/^[a-z0-9_]+$/.test(name)) {
 const dir = await mkdtemp(path.join(tmpdir(), 'cfs-migration-'));
 const postgres = await startPostgres({ dir: path.join(dir, 'data'), persistent: false });
 try {
-  const orm = await createOrm(postgres.url, 2);
+  const orm = await createOrm(postgres.url, entities, 2);
   await migrate(orm);
   const created = await orm.migrator.create(undefined, false, false, name);
   process.stdout.write(created.diff.up.length ? `Created ${created.fileName}\n` : 'No schema difference.\n');

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { LONG_OPERATION_TIMEOUTS, pgTimeoutOptions } from '../shared/infra/db/pg-pool.ts';
 import * as tar from 'tar';
 import { createOrm, MIGRATIONS_PATH } from '../shared/infra/db/orm.ts';
+import { entities } from '../shared/schema.ts';
 import {
   advanceSequences,
   appliedMigrations,
@@ -284,7 +285,7 @@ async function checkMigrations(migrations: string[]): Promise<void> {
 
 /** Applies the project's migrations up to the archive's last one (the rest: npm start or npm run migrate). */
 async function migrateTo(url: string, migrations: string[]): Promise<void> {
-  const orm = await createOrm(url, 2);
+  const orm = await createOrm(url, entities, 2);
   try {
     const executed = await orm.migrator.getExecuted();
     if (migrations.length > executed.length) await orm.migrator.up({ to: migrations[migrations.length - 1]! });

@@ -175,6 +175,7 @@ async function main(): Promise<void> {
   const { ports, saveSecret } = await preflight();
   await saveSecret();
   const { createOrm, migrate } = await import('../shared/infra/db/orm.ts');
+  const { entities } = await import('../shared/schema.ts');
   const urls: Record<string, string> = {};
   if (!env.DATABASE_URL) {
     const pg = await startPostgres({ dir: local.postgres, persistent: true, database: LOCAL_DATABASE, port: ports.LOCAL_POSTGRES_PORT });
@@ -222,7 +223,7 @@ async function main(): Promise<void> {
   const secretSource = { file: local.secret, fromFile: !env.SECRET };
   env.SECRET ||= (await keptSecret(local.secret)).secret;
   const config = loadConfigOrExit(env);
-  const orm = await createOrm(config.DATABASE_URL, 2);
+  const orm = await createOrm(config.DATABASE_URL, entities, 2);
   const applied = await migrate(orm);
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');

@@ -11,6 +11,7 @@ import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { registerBreakerState, registerQueueDepth } from '../shared/infra/metrics.ts';
 import { ConfigError, type Config } from '../shared/infra/config.ts';
 import { createOrm, type MikroORM } from '../shared/infra/db/orm.ts';
+import { entities } from '../shared/schema.ts';
 import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { checkMailRelay, createMailTransport, relayForDisplay } from '../shared/infra/mail.ts';
@@ -59,7 +60,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     // A job holds a connection only for each short query, not while it talks SMTP: a few per
     // process suffice, and 50 each exhausted PostgreSQL's max_connections with four workers
     // ("too many clients", jobs retried after the backoff; docs/benchmarks.md#scenarios-and-targets).
-    await createOrm(config.DATABASE_URL, Math.min(config.WORKER_CONCURRENCY, 10), { timeouts: configuredTimeouts(config, 'worker') }),
+    await createOrm(config.DATABASE_URL, entities, Math.min(config.WORKER_CONCURRENCY, 10), { timeouts: configuredTimeouts(config, 'worker') }),
     (orm) => orm.close(),
   );
   const transport = shutdown.add(

@@ -15,6 +15,7 @@ import { API_PG_WAITS } from '../../src/api/unavailable.ts';
 import { waitForOutput } from '../../src/local/processes.ts';
 import { ensureRedisServer, LOCAL_S3_CREDENTIALS, startS3, stopChild, type LocalService } from '../../src/local/services.ts';
 import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
+import { entities } from '../../src/shared/schema.ts';
 import { REDIS_SOCKET_TIMEOUT_MS } from '../../src/shared/infra/queues/redis.ts';
 import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { eventually, insertKey, TEST_SECRET } from '../support/harness.ts';
@@ -92,7 +93,7 @@ beforeAll(async () => {
   sink = await startSmtpSink(0, net.self);
   sink.delay(200); // a send takes a while, so that each worker always has some in hand
 
-  const orm = await createOrm(databaseUrl, 2);
+  const orm = await createOrm(databaseUrl, entities, 2);
   await migrate(orm);
   key = (await insertKey(orm, createKeyVault(TEST_SECRET))).key;
   await orm.close();

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
+import { entities } from '../../src/shared/schema.ts';
 import { freePort, startPostgres, type LocalService } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { descendants } from '../support/processes.ts';
@@ -28,7 +29,7 @@ beforeAll(async () => {
   dir = path.join(await mkdtemp(path.join(tmpdir(), 'cfs-pg-restart-')), 'postgres');
   port = await freePort();
   postgres = await startPostgres({ dir, persistent: true, port });
-  const orm = await createOrm(postgres.url, 2);
+  const orm = await createOrm(postgres.url, entities, 2);
   await migrate(orm);
   await orm.close();
   h = await startHarness({

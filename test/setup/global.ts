@@ -8,6 +8,7 @@ import path from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
+import { entities } from '../../src/shared/schema.ts';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalService } from '../../src/local/services.ts';
 import { ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
 
@@ -111,7 +112,7 @@ async function createTemplateDatabase(adminUrl: string): Promise<void> {
   }
   const url = new URL(adminUrl);
   url.pathname = `/${TEMPLATE_DATABASE}`;
-  const orm = await createOrm(url.toString(), 1);
+  const orm = await createOrm(url.toString(), entities, 1);
   try {
     await migrate(orm);
   } finally {

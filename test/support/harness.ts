@@ -7,7 +7,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import { startApi, type ApiProcess } from '../../src/api/server.ts';
 import { loadConfig, type Config } from '../../src/shared/infra/config.ts';
-import { VerificationKeySchema, type VerificationKey } from '../../src/shared/infra/db/entities.ts';
+import { VerificationKeySchema, type VerificationKey } from '../../src/shared/keys/entities.ts';
 import type { MikroORM } from '../../src/shared/infra/db/orm.ts';
 import { createLogger, type Logger } from '../../src/shared/infra/log.ts';
 import { mailboxOf } from '../../src/shared/keys/consent.ts';

@@ -2,6 +2,7 @@
 // applied) or a copy of the migrated template, with an ORM on it; dropped after the file.
 import { afterAll, beforeAll } from 'vitest';
 import { createOrm, type MikroORM } from '../../src/shared/infra/db/orm.ts';
+import { entities } from '../../src/shared/schema.ts';
 import { testDatabase } from './harness.ts';
 
 /** Registers the file's setup and teardown; call `orm()` inside tests. */
@@ -10,7 +11,7 @@ export function ormOnOwnDatabase(options: { migrated: boolean }): { orm: () => M
   let orm: MikroORM | undefined;
   beforeAll(async () => {
     database = await testDatabase(options);
-    orm = await createOrm(database.url, 2);
+    orm = await createOrm(database.url, entities, 2);
   });
   afterAll(async () => {
     await orm?.close();

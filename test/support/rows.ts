@@ -1,7 +1,8 @@
 // What the service wrote, read back: the reads that many test files make of a submission or a key
 // after the API or a worker acted on it. The factories (./factories.ts) make the rows; these check them.
 import type pg from 'pg';
-import type { EmailStatus, KeyStatus } from '../../src/shared/infra/db/entities.ts';
+import type { EmailStatus } from '../../src/shared/submissions/delivery-columns.ts';
+import type { KeyStatus } from '../../src/shared/keys/entities.ts';
 import type { Harness } from './harness.ts';
 
 type Db = Pick<Harness, 'sql'>;

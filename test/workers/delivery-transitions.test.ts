@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mailboxOf } from '../../src/shared/keys/consent.ts';
-import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/infra/db/entities.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/submissions/delivery-columns.ts';
 import type { DeliveryKindName } from '../../src/shared/submissions/delivery-kinds.ts';
 import {
   claimRow,

@@ -2,7 +2,7 @@
 // second SIGINT stops it at once, the row then delivered by another worker.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmailStatus } from '../../src/shared/infra/db/entities.ts';
+import type { EmailStatus } from '../../src/shared/submissions/delivery-columns.ts';
 import { ago, buildSubmission, buildSubmissions, fromNow, removeSubmissions } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { sentCount } from '../support/rows.ts';

@@ -3,7 +3,8 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import * as v from 'valibot';
-import { EMAIL_STATUSES, type Submission } from '../../shared/infra/db/entities.ts';
+import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import type { Submission } from '../../shared/submissions/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   decodeCursor,

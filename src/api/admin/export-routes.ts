@@ -2,7 +2,7 @@
 // column per custom field name; the owner console's download adds its list's filters.
 import { PassThrough } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Submission } from '../../shared/infra/db/entities.ts';
+import type { Submission } from '../../shared/submissions/entities.ts';
 import { listSubmissions, type SubmissionPageQuery, customFieldNames } from '../../shared/submissions/submissions.ts';
 
 /**

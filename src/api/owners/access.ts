@@ -2,7 +2,8 @@
 // and files of those keys. Every lookup names the owner's address in its query, so "not yours"
 // and "does not exist" are the same answer (undefined → 404).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Attachment, Submission, VerificationKey } from '../../shared/infra/db/entities.ts';
+import type { Attachment, Submission } from '../../shared/submissions/entities.ts';
+import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { findKeyOfOwner } from '../../shared/keys/keys.ts';
 import { findFileOfOwner, findSubmissionOfOwner } from '../../shared/submissions/submissions.ts';
 

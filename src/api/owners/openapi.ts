@@ -1,7 +1,9 @@
 // The owner console's part of the OpenAPI document (src/api/site/openapi.ts spreads it into its paths):
 // the pages briefly, the JSON API under /owner/api with its request and response schemas.
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, EMAIL_STATUSES, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../../shared/infra/db/entities.ts';
+import { CAPTCHA_PROVIDERS, KEY_STATUSES } from '../../shared/keys/entities.ts';
+import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { SPAM_FILTER_LEVELS } from '../../shared/spam/spam-kinds.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
 import {
   BounceReport,

@@ -1,15 +1,10 @@
 // The owner console's operations, shared by its pages and its JSON API: each takes the session's
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
 import type { Context } from 'koa';
-import {
-  type Attachment,
-  type CaptchaProvider,
-  type EmailStatus,
-  type KeyStatus,
-  type SpamFilterLevel,
-  type Submission,
-  type VerificationKey,
-} from '../../shared/infra/db/entities.ts';
+import type { Attachment, Submission } from '../../shared/submissions/entities.ts';
+import type { CaptchaProvider, KeyStatus, VerificationKey } from '../../shared/keys/entities.ts';
+import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
+import type { SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
 import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
 import {
   decodeCursor,

@@ -2,7 +2,7 @@
 // at a time, filtered, or all as CSV), and each message: read, its files, re-send, mark, delete.
 import type Router from '@koa/router';
 import * as v from 'valibot';
-import { SPAM_MARKS } from '../../shared/infra/db/entities.ts';
+import { SPAM_MARKS } from '../../shared/spam/spam-kinds.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';

@@ -2,7 +2,8 @@
 // the mailbox's consent, each key's settings (save, disable, enable, delete), and the overview of
 // messages per day, of one key or of all.
 import type Router from '@koa/router';
-import { CAPTCHA_PROVIDERS, SPAM_FILTER_LEVELS, type CaptchaProvider, type SpamFilterLevel } from '../../shared/infra/db/entities.ts';
+import { CAPTCHA_PROVIDERS, type CaptchaProvider } from '../../shared/keys/entities.ts';
+import { SPAM_FILTER_LEVELS, type SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';

@@ -2,7 +2,7 @@
 // and filter (and its Spam view, and the CSV of the list), and each message on a page of its own
 // with its delivery status, its files and what can be done with it: re-send, mark, delete.
 import type Router from '@koa/router';
-import { EMAIL_STATUSES } from '../../shared/infra/db/entities.ts';
+import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { RESENDABLE } from '../../shared/submissions/delivery-statuses.ts';
 import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import type { AppDeps, AppState, RouteContext } from '../context.ts';

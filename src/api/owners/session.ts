@@ -3,7 +3,7 @@
 // carries (a hidden form field, or the X-CSRF-Token header for the JSON API).
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { Middleware } from 'koa';
-import type { OwnerSession } from '../../shared/infra/db/entities.ts';
+import type { OwnerSession } from '../../shared/owners/entities.ts';
 import { findSession, SESSION_TTL_DAYS } from '../../shared/owners/owners.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../api-errors.ts';

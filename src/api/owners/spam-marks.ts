@@ -4,7 +4,8 @@
 // (src/shared/spam/spam-teaching.ts). Every mark can be reversed by the other. Each mark is also the
 // owner's mailbox's vote on spam campaigns (src/shared/spam/spam-campaigns.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark, Submission } from '../../shared/infra/db/entities.ts';
+import type { SpamMark } from '../../shared/spam/spam-kinds.ts';
+import type { Submission } from '../../shared/submissions/entities.ts';
 import { spamMarks } from '../../shared/infra/metrics.ts';
 import { submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { recordCampaignVote } from '../../shared/spam/spam-campaigns.ts';

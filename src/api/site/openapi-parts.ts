@@ -3,7 +3,9 @@
 // the common error responses, path parameters and security requirements.
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
-import { ATTEMPT_OUTCOMES, BOUNCE_TYPES, SPAM_MARKS, SPAM_VERDICTS } from '../../shared/infra/db/entities.ts';
+import { ATTEMPT_OUTCOMES } from '../../shared/submissions/entities.ts';
+import { BOUNCE_TYPES } from '../../shared/bounces/bounce-columns.ts';
+import { SPAM_MARKS, SPAM_VERDICTS } from '../../shared/spam/spam-kinds.ts';
 import { ATTEMPTS_SHOWN } from '../../shared/submissions/submissions.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */

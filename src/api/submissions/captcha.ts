@@ -1,7 +1,7 @@
 // Captcha per key: hCaptcha or Cloudflare Turnstile, verified server-side against the provider's
 // verify URL (configurable, so it can be tested against a local endpoint).
 import type { Config } from '../../shared/infra/config.ts';
-import type { CaptchaProvider } from '../../shared/infra/db/entities.ts';
+import type { CaptchaProvider } from '../../shared/keys/entities.ts';
 import { errors } from '../api-errors.ts';
 import type { RawFields } from './input.ts';
 

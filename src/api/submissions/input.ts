@@ -1,7 +1,7 @@
 // Turns the fields of a submission, in arrival order, into a validated input:
 // the named parameters of the spec, and every other field kept as a custom field.
 import * as v from 'valibot';
-import type { CustomFields } from '../../shared/infra/db/entities.ts';
+import type { CustomFields } from '../../shared/submissions/entities.ts';
 import { errors, type FieldErrors } from '../api-errors.ts';
 
 /** A body's fields as they arrived: JSON entries, urlencoded pairs or multipart fields. */

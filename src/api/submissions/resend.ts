@@ -1,6 +1,6 @@
 // A submission's email sent again on request, by its owner (the console) or an operator (/admin).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Submission } from '../../shared/infra/db/entities.ts';
+import type { Submission } from '../../shared/submissions/entities.ts';
 import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
 import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { AppContext, AppDeps } from '../context.ts';

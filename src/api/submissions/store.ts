@@ -5,7 +5,7 @@
 // connection), its outcome is learnt from PostgreSQL before the request is answered (settle below).
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../../shared/infra/db/entities.ts';
+import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { GroupCommit } from '../../shared/infra/group-commit.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';

@@ -1,6 +1,6 @@
 // The submissions' part of the OpenAPI document (src/api/site/openapi.ts composes it): POST /api/contact-api/.
 import * as v from 'valibot';
-import { EMAIL_STATUSES } from '../../shared/infra/db/entities.ts';
+import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { CORS_PREFLIGHT, formError, json, jsonSchema, rateLimited, unavailable } from '../site/openapi-parts.ts';
 import { SubmissionFieldsSchema } from './input.ts';
 

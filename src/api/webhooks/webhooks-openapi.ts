@@ -2,7 +2,8 @@
 // the owner console pages' and the owner JSON API's routes for endpoints and deliveries, and under `webhooks` the request this service
 // POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhooks/webhook-payload.ts builds it).
 import * as v from 'valibot';
-import { EMAIL_STATUSES, WEBHOOK_EVENTS } from '../../shared/infra/db/entities.ts';
+import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { WEBHOOK_EVENTS } from '../../shared/webhooks/entities.ts';
 import { MAX_WEBHOOKS } from '../../shared/webhooks/webhooks.ts';
 import {
   adminSecurity,

@@ -3,7 +3,8 @@
 // complaint `complained`, a soft bounce or a delay is kept as its report with the status unchanged.
 // Idempotent: a report the row already carries, or a weaker one than it carries, changes nothing
 // (a relay may send a DSN twice, and a delay may arrive after the bounce).
-import type { BounceType, EmailStatus } from '../infra/db/entities.ts';
+import type { BounceType } from './bounce-columns.ts';
+import type { EmailStatus } from '../submissions/delivery-columns.ts';
 import { REPORTED } from '../submissions/delivery-statuses.ts';
 import { transition } from '../submissions/delivery-transitions.ts';
 

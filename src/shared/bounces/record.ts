@@ -11,7 +11,7 @@
 // Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
 import type pg from 'pg';
 import { reportOutcome, type RecordOutcome } from './outcome.ts';
-import type { BounceType } from '../infra/db/entities.ts';
+import type { BounceType } from './bounce-columns.ts';
 import type { ReturnTarget } from './return-path.ts';
 import { inPgTransaction } from '../infra/db/transactions.ts';
 import { countHardBounce } from './data/address-bounces.ts';

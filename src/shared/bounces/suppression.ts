@@ -2,7 +2,7 @@
 // that bounced repeatedly is suppressed for a while (the count and the time are kept by
 // src/shared/bounces/record.ts), and a mailbox that reported an email of this service as spam is
 // suppressed until its owner signs in. No I/O: the claim loads both facts with the row.
-import type { KeyEmail } from '../infra/db/entities.ts';
+import type { KeyEmail } from '../keys/entities.ts';
 
 /** The reason a suppressed row carries when its mailbox complained. */
 export const COMPLAINT_SUPPRESSION = 'not attempted: this address reported an email of this service as spam; suppressed until its owner signs in';

@@ -1,7 +1,8 @@
 // The change an owner (owner API) or the operator (admin API) may make to a key, as the body of
 // PATCH …/keys/:key: the routes validate against it and both OpenAPI documents describe it.
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, KEY_STATUSES, SPAM_FILTER_LEVELS } from '../infra/db/entities.ts';
+import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
+import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
 import { KEY_LABEL_MAX } from './keys.ts';
 
 export const KeyPatchSchema = v.strictObject(

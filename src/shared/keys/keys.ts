@@ -2,7 +2,8 @@
 // limit, the state transitions, domain lists and the key record shown to operators.
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { CaptchaProvider, KeyEmail, KeyStatus, SpamFilterLevel, VerificationKey } from '../infra/db/entities.ts';
+import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './entities.ts';
+import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
 import { inTransaction } from '../infra/db/transactions.ts';

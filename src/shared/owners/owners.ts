@@ -6,7 +6,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { mailboxOf } from '../keys/consent.ts';
-import type { OwnerSession } from '../infra/db/entities.ts';
+import type { OwnerSession } from './entities.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { checkEmailCap, EmailCapError, lockMailbox, normaliseEmail, countKeysOfAddress } from '../keys/keys.ts';

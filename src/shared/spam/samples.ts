@@ -1,7 +1,8 @@
 // The sample of a submission that the spam filter checks, and learns when its owner marks it
 // (src/shared/spam/spam-filter.ts turns it into the message rspamd reads, sampleMessage): the
 // content of its email, its files by name. One builder for both, so a mark teaches what a check asks.
-import type { Submission, VerificationKey } from '../infra/db/entities.ts';
+import type { Submission } from '../submissions/entities.ts';
+import type { VerificationKey } from '../keys/entities.ts';
 import type { ClaimedSubmission } from '../submissions/data/delivery-status.ts';
 import type { SpamSample } from './spam-filter.ts';
 

@@ -3,7 +3,8 @@
 // /learnspam and /learnham). Each request names the owner's mailbox in Deliver-To: rspamd keeps
 // one set of statistics that every owner teaches and one per owner (rspamd/override.d/statistic.conf).
 import type { Config } from '../infra/config.ts';
-import type { CustomFields, SpamMark, SpamReason } from '../infra/db/entities.ts';
+import type { CustomFields } from '../submissions/entities.ts';
+import type { SpamMark, SpamReason } from './spam-kinds.ts';
 import { postOnce } from '../infra/one-shot-http.ts';
 import { defaultSubject } from '../submissions/submissions.ts';
 

@@ -1,7 +1,7 @@
 // Which delivery statuses mean what, in one place, for the table of status changes
 // (./delivery-transitions.ts) and the workers: a new status is added here and the
 // claim, the reconciler, retention and the re-send follow.
-import type { EmailStatus } from '../infra/db/entities.ts';
+import type { EmailStatus } from './delivery-columns.ts';
 
 /** A worker may claim the row and send (a `failed` one only when an operator retries its job). */
 export const CLAIMABLE: readonly EmailStatus[] = ['queued', 'retrying', 'failed'];

@@ -5,7 +5,7 @@
 // `any`; a worker's outcome is guarded by its claim instead (`own-claim`). docs/architecture.md
 // ("Delivery statuses") lists the same rows; test/workers/delivery-transitions.test.ts walks them
 // against PostgreSQL, and test/unit/submissions/delivery-transitions.test.ts checks the page.
-import { EMAIL_STATUSES, type EmailStatus } from '../infra/db/entities.ts';
+import { EMAIL_STATUSES, type EmailStatus } from './delivery-columns.ts';
 import type { DeliveryKindName } from './delivery-kinds.ts';
 import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';
 

@@ -1,7 +1,8 @@
 // Submissions for operators and housekeeping (API, workers, tools): one record shape, newest-first
 // pages, and deletion with their files.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus, Submission } from '../infra/db/entities.ts';
+import type { EmailStatus } from './delivery-columns.ts';
+import type { Submission } from './entities.ts';
 import type { Storage } from '../infra/storage.ts';
 import { messageIdFor } from './delivery-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';

@@ -2,7 +2,8 @@
 // `submission.created` event goes now, waits for its spam verdict, or is not sent: the rules of
 // src/workers/webhooks/deliver-webhook.ts, without I/O.
 import type { Config } from '../infra/config.ts';
-import type { EmailStatus, SpamFilterLevel, SpamMark, SpamVerdict } from '../infra/db/entities.ts';
+import type { EmailStatus } from '../submissions/delivery-columns.ts';
+import type { SpamFilterLevel, SpamMark, SpamVerdict } from '../spam/spam-kinds.ts';
 import { retryDelay } from '../submissions/retry-policy.ts';
 
 /** How long a `submission.created` event waits for its submission's spam verdict before it goes without one. */

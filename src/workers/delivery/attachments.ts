@@ -2,7 +2,7 @@
 // stays within ATTACH_MAX_BYTES; past that each file becomes a presigned download link.
 import type { Readable } from 'node:stream';
 import type Mail from 'nodemailer/lib/mailer/index.js';
-import type { Attachment } from '../../shared/infra/db/entities.ts';
+import type { Attachment } from '../../shared/submissions/entities.ts';
 import { headerText } from '../../shared/submissions/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 

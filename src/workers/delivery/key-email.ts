@@ -4,7 +4,7 @@ import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type ConsentSigner } from '../../shared/keys/consent.ts';
 import { isConfirmed, findKeyEmailWithKey, findActiveKeysOfAddress } from '../../shared/keys/keys.ts';
-import type { KeyEmail, VerificationKey } from '../../shared/infra/db/entities.ts';
+import type { KeyEmail, VerificationKey } from '../../shared/keys/entities.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';

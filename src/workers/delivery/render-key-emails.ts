@@ -1,7 +1,7 @@
 // The emails of POST /: a new key, and the list of every active key of an address; and the one
 // "confirm to receive more" email of an address whose submissions are held (recipient consent).
 // Their text is in src/workers/delivery/templates.
-import type { VerificationKey } from '../../shared/infra/db/entities.ts';
+import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { renderEmail, renderText, type RenderedEmail } from './email-templates.ts';
 
 /** A key as its emails show it: the value, opened from its sealed copy by the worker. */

@@ -3,7 +3,7 @@
 // The sender chooses field names and values: a field called `From`, or a value with line breaks,
 // must not pass for a line of ours. Our lines sit at the left margin, above everything the sender
 // wrote; in the text part the sender's text is indented (every line) and names kept on one line.
-import type { Submission } from '../../shared/infra/db/entities.ts';
+import type { Submission } from '../../shared/submissions/entities.ts';
 import { headerText, oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
 import type { FileInEmail } from './attachments.ts';
 import { renderEmail, type RenderedEmail } from './email-templates.ts';

@@ -1,6 +1,6 @@
 // The submission job: the notification email to the key's owner.
 import type { Job } from 'bullmq';
-import type { Attachment } from '../../shared/infra/db/entities.ts';
+import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
 import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import type { Storage } from '../../shared/infra/storage.ts';

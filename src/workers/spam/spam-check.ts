@@ -16,7 +16,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../../shared/spam/campaign-fingerprint.ts';
-import type { SpamFilterLevel } from '../../shared/infra/db/entities.ts';
+import type { SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
 import { recordSpamVerdict, type ClaimedSubmission, type ClaimToken, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';

@@ -2,7 +2,8 @@
 // `submission.created` files travel as presigned links, made fresh for each attempt;
 // `submission.bounced` carries the bounce as the row has it when the attempt is made.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Submission, WebhookEvent } from '../../shared/infra/db/entities.ts';
+import type { Submission } from '../../shared/submissions/entities.ts';
+import type { WebhookEvent } from '../../shared/webhooks/entities.ts';
 import { bounceRecord, spamRecord, findAttachments } from '../../shared/submissions/submissions.ts';
 import { withoutBidiControls } from '../../shared/submissions/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';

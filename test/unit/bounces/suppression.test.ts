@@ -1,7 +1,7 @@
 // Whether an email goes to an address that bounced repeatedly or a mailbox that complained.
 import { describe, expect, it } from 'vitest';
 import { COMPLAINT_SUPPRESSION, complaintStops, submissionSuppression } from '../../../src/shared/bounces/suppression.ts';
-import { KEY_EMAIL_KINDS } from '../../../src/shared/infra/db/entities.ts';
+import { KEY_EMAIL_KINDS } from '../../../src/shared/keys/entities.ts';
 
 describe("a submission's email", () => {
   it('goes to an address with no complaint and no suppression', () => {

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EMAIL_STATUSES, type EmailStatus } from '../../../src/shared/infra/db/entities.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../../../src/shared/submissions/delivery-columns.ts';
 import type { DeliveryKindName } from '../../../src/shared/submissions/delivery-kinds.ts';
 import { CREATED_AS, TRANSITIONS, type TransitionCondition } from '../../../src/shared/submissions/delivery-transitions.ts';
 import { functionsWritingStatus, statusWrites } from '../../support/status-writers.ts';

@@ -3,7 +3,6 @@ import { fileURLToPath } from 'node:url';
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
-import { entities } from './entities.ts';
 import { LONG_OPERATION_TIMEOUTS, PG_KEEPALIVE, pgTimeoutOptions, type PgTimeouts } from './pg-pool.ts';
 
 export type { MikroORM };
@@ -18,7 +17,10 @@ export const MIGRATIONS_PATH = fileURLToPath(new URL('./migrations', import.meta
  */
 export type PgWaits = { connectMs?: number; queryMs?: number; timeouts?: PgTimeouts };
 
-export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {}): Options {
+/** The entities the ORM maps: every table of the service (src/shared/schema.ts), named by the caller so that this module imports no feature. */
+export type Entities = NonNullable<Options['entities']>;
+
+export function ormOptions(databaseUrl: string, entities: Entities, poolMax = 20, waits: PgWaits = {}): Options {
   return {
     clientUrl: databaseUrl,
     entities,
@@ -43,10 +45,10 @@ export function ormOptions(databaseUrl: string, poolMax = 20, waits: PgWaits = {
   };
 }
 
-export function createOrm(databaseUrl: string, poolMax?: number, waits?: PgWaits): Promise<MikroORM> {
+export function createOrm(databaseUrl: string, entities: Entities, poolMax?: number, waits?: PgWaits): Promise<MikroORM> {
   // init builds an instance of the class it is called on (`new this`); only its declared type names the core class.
   // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
-  return MikroORM.init(ormOptions(databaseUrl, poolMax, waits));
+  return MikroORM.init(ormOptions(databaseUrl, entities, poolMax, waits));
 }
 
 /**

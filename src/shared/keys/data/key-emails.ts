@@ -1,7 +1,7 @@
 // The key_emails table: the emails to key owners (new key, all keys, confirm, sign-in link, webhook
 // switched off), as rows the delivery queue sends.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { KeyEmailSchema, type KeyEmail } from '../../infra/db/entities.ts';
+import { KeyEmailSchema, type KeyEmail } from '../entities.ts';
 
 /**
  * The hourly allowances of emails to one mailbox, apart: the key emails anyone can ask for with

@@ -1,6 +1,6 @@
 // The verification_keys table: the statements that read, count, lock and add keys.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type VerificationKey } from '../../infra/db/entities.ts';
+import { KeyEmailSchema, VerificationKeySchema, type KeyEmail, type VerificationKey } from '../entities.ts';
 
 /** What a submission needs of its key, and whether its mailbox confirmed it wants the mail. */
 export type ActiveKey = Pick<VerificationKey, 'id' | 'email' | 'mailbox' | 'useDomain' | 'domains' | 'captcha'> & {

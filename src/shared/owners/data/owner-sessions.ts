@@ -1,6 +1,6 @@
 // The owner_sessions table: console sessions, found by their token's SHA-256.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { OwnerSessionSchema, type OwnerSession } from '../../infra/db/entities.ts';
+import { OwnerSessionSchema, type OwnerSession } from '../entities.ts';
 
 export async function insertSession(tx: EntityManager, session: { id: string; tokenHash: string; email: string; expiresAt: Date }): Promise<OwnerSession> {
   const created = tx.create(OwnerSessionSchema, session);

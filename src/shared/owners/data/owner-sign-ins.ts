@@ -1,7 +1,8 @@
 // The owner_sign_ins table: console sign-in links, each sharing its id with the key_emails row
 // that mails it.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { KeyEmailSchema, OwnerSignInSchema } from '../../infra/db/entities.ts';
+import { KeyEmailSchema } from '../../keys/entities.ts';
+import { OwnerSignInSchema } from '../entities.ts';
 
 /** Adds a sign-in link and the row of its email under the same id, in one flush. */
 export async function insertSignIn(

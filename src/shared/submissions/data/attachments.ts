@@ -1,6 +1,6 @@
 // The attachments table: one row per stored file of a submission.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { AttachmentSchema, type Attachment } from '../../infra/db/entities.ts';
+import { AttachmentSchema, type Attachment } from '../entities.ts';
 
 /** A submission's files, in the order they came. */
 export const findAttachments = (em: EntityManager, submissionId: string) =>

@@ -1,6 +1,6 @@
 // The delivery_attempts table: a submission's delivery history, one row per attempt of its email.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AttemptOutcome } from '../../infra/db/entities.ts';
+import type { AttemptOutcome } from '../entities.ts';
 
 /** One attempt to send the email: when, what came of it, the server's reply (or the error), which worker. */
 export type AttemptRecord = { attempt: number; at: string; outcome: AttemptOutcome; response: string | null; worker: string };

@@ -4,7 +4,7 @@
 // ../delivery-transitions.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
-import type { EmailStatus } from '../../infra/db/entities.ts';
+import type { EmailStatus } from '../delivery-columns.ts';
 import { IN_FLIGHT } from '../delivery-statuses.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;

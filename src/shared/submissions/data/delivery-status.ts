@@ -9,16 +9,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
-import {
-  EMAIL_STATUSES,
-  type BounceType,
-  type CustomFields,
-  type EmailStatus,
-  type SpamFilterLevel,
-  type SpamMark,
-  type SpamReason,
-  type SpamVerdict,
-} from '../../infra/db/entities.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../delivery-columns.ts';
+import type { BounceType } from '../../bounces/bounce-columns.ts';
+import type { CustomFields } from '../entities.ts';
+import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../../spam/spam-kinds.ts';
 import { FAILED, sqlList } from '../delivery-statuses.ts';
 import { transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 

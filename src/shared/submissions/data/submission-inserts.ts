@@ -2,7 +2,8 @@
 // checked against CREATED_AS of ../delivery-transitions.ts), alone or with its files and webhook
 // deliveries. The only write of a status outside ./delivery-status.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { CustomFields, EmailStatus } from '../../infra/db/entities.ts';
+import type { CustomFields } from '../entities.ts';
+import type { EmailStatus } from '../delivery-columns.ts';
 import { CREATED_AS } from '../delivery-transitions.ts';
 
 declare const ADMITTED: unique symbol;

@@ -2,7 +2,8 @@
 // housekeeping's reads and deletions, the counts of held messages, and the write lock a submission's
 // answer waits on. Saving a new one is ./submission-inserts.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { SubmissionSchema, type CustomFields, type EmailStatus, type Submission } from '../../infra/db/entities.ts';
+import { SubmissionSchema, type CustomFields, type Submission } from '../entities.ts';
+import type { EmailStatus } from '../delivery-columns.ts';
 import { SEARCH_DOCUMENT } from '../../infra/db/search.ts';
 import { SETTLED } from '../delivery-statuses.ts';
 

@@ -2,7 +2,8 @@
 // statements that change a delivery's status are in ../../submissions/data/delivery-rows.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
-import { WebhookDeliverySchema, type EmailStatus, type WebhookEvent } from '../../infra/db/entities.ts';
+import { WebhookDeliverySchema, type WebhookEvent } from '../entities.ts';
+import type { EmailStatus } from '../../submissions/delivery-columns.ts';
 
 export type WebhookDeliveryRecord = {
   delivery_id: string;
