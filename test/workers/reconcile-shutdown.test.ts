@@ -213,7 +213,8 @@ describe('worker shutdown', () => {
       const t0 = Date.now();
       child.child.kill('SIGINT');
       expect(await exitOf(child.child)).toBe(1);
-      expect(Date.now() - t0).toBeLessThan(1_000);
+      // At once: the job it waited for holds it 60 s (the sink's delay); 5 s leaves a busy machine room.
+      expect(Date.now() - t0).toBeLessThan(5_000);
       expect((await statusOf(id)).email_status).toBe('sending');
       h.sink.delay(0);
       next = await spawnWorker(env);

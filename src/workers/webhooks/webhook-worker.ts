@@ -1,0 +1,37 @@
+// The webhook jobs' BullMQ worker: a queue and a concurrency of their own, so a slow receiver never
+// holds the emails; retried by the webhook delivery policy.
+import type { Worker } from 'bullmq';
+import type { Config } from '../../shared/infra/config.ts';
+import type { Logger } from '../../shared/infra/log.ts';
+import { createWebhookWorker } from '../../shared/infra/queues/workers.ts';
+import { createKeyVault } from '../../shared/infra/secrets.ts';
+import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
+import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
+import { webhookRetryDelay } from '../../shared/webhooks/delivery-policy.ts';
+import type { JobCounter } from '../in-flight.ts';
+import type { WorkerConnections } from '../worker-connections.ts';
+import { createWebhookProcessor } from './webhook-processor.ts';
+
+export function startWebhookWorker(connections: WorkerConnections, config: Config, spamFilterOn: boolean, jobs: JobCounter, log: Logger): Worker<DeliveryJob> {
+  const processor = createWebhookProcessor({
+    orm: connections.orm,
+    storage: connections.storage,
+    vault: createKeyVault(config.SECRET),
+    emailQueue: connections.queues.email,
+    settings: {
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      retryHorizonMs: config.WEBHOOK_RETRY_HORIZON_MS,
+      disableAfter: config.WEBHOOK_DISABLE_AFTER,
+      claimLeaseMs: config.CLAIM_LEASE_MS,
+      linkTtlSeconds: config.LINK_TTL_SECONDS,
+      policy: parseAllowList(config.WEBHOOK_ALLOW),
+      spamFilterOn,
+    },
+    log,
+  });
+  const webhooks = createWebhookWorker(connections.redis, config, jobs.counted(processor), (attemptsMade, error) =>
+    webhookRetryDelay(attemptsMade, error, config),
+  );
+  webhooks.on('error', (error) => log.warn({ err: error }, 'webhook worker error'));
+  return webhooks;
+}
