@@ -1,8 +1,7 @@
 // The operator API's part of the OpenAPI document (src/api/site/openapi.ts composes it): keys,
 // submissions, re-sends, the retry flush, the CSV export and the queue dashboard under /admin.
 import * as v from 'valibot';
-import { Submission } from '../owners/openapi.ts';
-import { adminSecurity, formError, idParam, json, keyParam } from '../site/openapi-parts.ts';
+import { adminSecurity, formError, idParam, json, keyParam, Submission } from '../site/openapi-parts.ts';
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
 import { FlushRequestSchema } from './admin-routes.ts';
 import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';

@@ -24,8 +24,8 @@ import { errors } from '../api-errors.ts';
 import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
 import { resendSubmission } from '../submissions/resend.ts';
-import { submissionsCsv } from './export-routes.ts';
-import { takeExport } from '../owners/heavy-reads.ts';
+import { submissionsCsv } from '../submissions/submissions-csv.ts';
+import { takeExport } from '../heavy-reads.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

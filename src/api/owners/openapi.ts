@@ -5,21 +5,7 @@ import { CAPTCHA_PROVIDERS, KEY_STATUSES } from '../../shared/keys/entities.ts';
 import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { SPAM_FILTER_LEVELS } from '../../shared/spam/spam-kinds.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
-import {
-  BounceReport,
-  deliveryFields,
-  OwnerAttemptDetail,
-  SpamVerdictDetail,
-  error,
-  forbidden,
-  idParam,
-  json,
-  jsonSchema,
-  notOwned,
-  ownerSecurity,
-  ownerWriteSecurity,
-  unauthorized,
-} from '../site/openapi-parts.ts';
+import { error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, Submission, unauthorized } from '../site/openapi-parts.ts';
 import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
 import { OwnerSignInSchema } from './owner-session-pages.ts';
@@ -49,30 +35,6 @@ const Key = v.object({
   spam_to_webhooks: v.pipe(v.boolean(), v.description('Whether the webhooks also get the messages held as spam')),
   created_at: v.string(),
   updated_at: v.string(),
-});
-export const Submission = v.object({
-  submission_id: v.pipe(v.string(), v.uuid()),
-  key_id: v.pipe(v.string(), v.uuid()),
-  created_at: v.string(),
-  email_status: v.picklist(EMAIL_STATUSES),
-  ...deliveryFields,
-  last_error: v.pipe(
-    v.nullable(v.string()),
-    v.description("The mail server's last refusal, as it replied, or the error, its host names as (the mail relay); null once sent"),
-  ),
-  delivery_attempts: v.pipe(v.array(OwnerAttemptDetail), deliveryFields.delivery_attempts.pipe[1]),
-  bounce: BounceReport,
-  spam: SpamVerdictDetail,
-  sent_at: v.nullable(v.string()),
-  email: v.string(),
-  subject: v.string(),
-  message: v.pipe(v.string(), v.description('In a list, its first 1,000 characters; whole at /owner/api/submissions/{id}')),
-  custom_fields: v.pipe(
-    v.array(v.object({ name: v.string(), value: v.string() })),
-    v.description("In the order the form sent them; in a list, each value's first 500 characters"),
-  ),
-  truncated: v.pipe(v.boolean(), v.description('Whether this list cut the message or a field; always false for one submission')),
-  attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
 });
 /** The list filters (src/api/owners/filters.ts) as query parameters. */
 const filterParams = [

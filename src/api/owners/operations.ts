@@ -24,7 +24,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../api-errors.ts';
-import { submissionsCsv } from '../admin/export-routes.ts';
+import { submissionsCsv } from '../submissions/submissions-csv.ts';
 import { mailboxOf } from '../../shared/keys/consent.ts';
 import { isConfirmed } from '../../shared/keys/keys.ts';
 import { changeKey, confirmMailboxOf } from '../keys/key-changes.ts';
@@ -32,7 +32,7 @@ import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
 import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
-import { takeExport, takeSearch } from './heavy-reads.ts';
+import { takeExport, takeSearch } from '../heavy-reads.ts';
 import { resendSubmission } from '../submissions/resend.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 

@@ -4,6 +4,7 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { ATTEMPT_OUTCOMES } from '../../shared/submissions/entities.ts';
+import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { BOUNCE_TYPES } from '../../shared/bounces/bounce-columns.ts';
 import { SPAM_MARKS, SPAM_VERDICTS } from '../../shared/spam/spam-kinds.ts';
 import { ATTEMPTS_SHOWN } from '../../shared/submissions/submissions.ts';
@@ -115,3 +116,29 @@ export const unavailable = {
   ...formError('The service is unavailable for a moment (its database cannot be reached); nothing was saved'),
   headers: { 'Retry-After': { description: 'Seconds to wait (5)', schema: { type: 'integer' } } },
 };
+
+/** A submission's record, as the owner and admin APIs show it. */
+export const Submission = v.object({
+  submission_id: v.pipe(v.string(), v.uuid()),
+  key_id: v.pipe(v.string(), v.uuid()),
+  created_at: v.string(),
+  email_status: v.picklist(EMAIL_STATUSES),
+  ...deliveryFields,
+  last_error: v.pipe(
+    v.nullable(v.string()),
+    v.description("The mail server's last refusal, as it replied, or the error, its host names as (the mail relay); null once sent"),
+  ),
+  delivery_attempts: v.pipe(v.array(OwnerAttemptDetail), deliveryFields.delivery_attempts.pipe[1]),
+  bounce: BounceReport,
+  spam: SpamVerdictDetail,
+  sent_at: v.nullable(v.string()),
+  email: v.string(),
+  subject: v.string(),
+  message: v.pipe(v.string(), v.description('In a list, its first 1,000 characters; whole at /owner/api/submissions/{id}')),
+  custom_fields: v.pipe(
+    v.array(v.object({ name: v.string(), value: v.string() })),
+    v.description("In the order the form sent them; in a list, each value's first 500 characters"),
+  ),
+  truncated: v.pipe(v.boolean(), v.description('Whether this list cut the message or a field; always false for one submission')),
+  attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
+});

@@ -1,7 +1,7 @@
 // A cell of the CSV export: quoted as RFC 4180 says, and never run as a formula by the
 // spreadsheet that opens it (a visitor wrote the text).
 import { describe, expect, it } from 'vitest';
-import { csvCell } from '../../../src/api/admin/export-routes.ts';
+import { csvCell } from '../../../src/api/submissions/submissions-csv.ts';
 
 describe('a CSV cell', () => {
   it('is the text as it is when it needs no quoting', () => {

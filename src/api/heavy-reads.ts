@@ -2,8 +2,8 @@
 // an owner session's searches and CSV downloads at a time, and all downloads at a time whoever asks
 // (SECURITY.md). Past a bound the request is answered 429 with Retry-After at once, before it
 // reads anything, so that one owner cannot take the connections every other request needs.
-import type { AppDeps } from '../context.ts';
-import { errors } from '../api-errors.ts';
+import type { AppDeps } from './context.ts';
+import { errors } from './api-errors.ts';
 
 /** A search takes a fraction of a second: the owner may try again soon. */
 const SEARCH_RETRY_AFTER_SECONDS = 2;

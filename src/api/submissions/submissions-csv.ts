@@ -1,5 +1,5 @@
-// GET /admin/submissions.csv?key=… — a key's submissions as CSV, streamed page by page, with one
-// column per custom field name; the owner console's download adds its list's filters.
+// A key's submissions as CSV, streamed page by page, with one column per custom field name: the
+// download of GET /admin/submissions.csv?key=… and of the owner console, which adds its list's filters.
 import { PassThrough } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/submissions/entities.ts';
