@@ -51,6 +51,11 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
       'The `postfix` of the bounce tests against a real relay (they start their own instance; root only). Unset: `postfix` on `PATH`, installed the same way.',
   },
   {
+    name: 'HAPROXY_PATH',
+    readBy: '`npm test`',
+    description: 'The `haproxy` of the load balancer test (three API processes behind it). Unset: `haproxy` on `PATH`, installed the same way.',
+  },
+  {
     name: 'KUBECTL_PATH',
     readBy: '`npm test`',
     description:

@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { freePort, stopChild } from '../../src/local/services.ts';
 import { CONTACT_API } from '../support/client.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
@@ -98,7 +98,9 @@ beforeAll(async () => {
   const frontPort = await freePort();
   balancerUrl = `http://127.0.0.1:${frontPort}`;
   await writeFile(path.join(dir, 'haproxy.cfg'), haproxyConfig(frontPort));
-  haproxy = spawn('haproxy', ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const found = inject('testTools').haproxy!;
+  if (found.problem !== undefined) throw new Error(found.problem);
+  haproxy = spawn(found.path, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
   for (let index = 0; index < API_COUNT; index += 1)
     await eventually(async () => ((await serverState(index).catch(() => undefined))?.status === 'UP' ? true : undefined));
 }, 120_000);
