@@ -1,6 +1,7 @@
 // Builds a delivery worker process from a config: ORM, pooled SMTP transport, Redis and the
 // BullMQ worker, each registered for an ordered shutdown. Used by `start:worker` and by the tests.
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
+import { createReputationCheck } from '../shared/spam/reputation.ts';
 import { createSpamChecker } from './spam/spam-check.ts';
 import { waitForSpamFilter } from './spam/filter-ready.ts';
 import { setTimeout } from 'node:timers/promises';
@@ -150,6 +151,13 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
       inFlight: config.SPAM_CHECKS_IN_FLIGHT,
       thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
       mailFrom: config.MAIL_FROM,
+      reputation: createReputationCheck({
+        ipZones: config.SPAM_DNSBL_ZONES,
+        domainZones: config.SPAM_URIBL_ZONES,
+        servers: config.SPAM_DNS_SERVERS,
+        timeoutMs: config.SPAM_DNS_TIMEOUT_MS,
+        disposable: config.SPAM_DISPOSABLE_EMAIL,
+      }),
     }),
     breaker,
     storage,
