@@ -5,6 +5,7 @@
 // it at `normal`; a resolver that never answers changes nothing but the wait.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
+import { createReputationCheck } from '../../src/shared/spam/reputation.ts';
 import { submitJson } from '../support/client.ts';
 import { startDnsServer, type DnsServer } from '../support/dns-server.ts';
 import { startHarness, type Harness, type TestKey } from '../support/harness.ts';
@@ -181,5 +182,21 @@ describe('a resolver that never answers', () => {
     const text = await metrics.text();
     expect(text).toMatch(/cfs_spam_reputation_lookups_total\{kind="ip",result="timeout"\} [1-9]/);
     expect(text).toMatch(/cfs_spam_reputation_lookups_total\{kind="domain",result="timeout"\} [1-9]/);
+  });
+
+  it('ends its lookups at SPAM_DNS_TIMEOUT_MS, whatever the number of zones and links', async () => {
+    const check = createReputationCheck({
+      ipZones: ['ip.test', 'ip2.test'],
+      domainZones: ['uri.test', 'uri2.test'],
+      servers: [`127.0.0.1:${dns.port}`],
+      timeoutMs: 300,
+      disposable: false,
+    })!;
+    const links = Array.from({ length: 10 }, (_, n) => `https://site${n}.example/`).join(' ');
+    const started = performance.now();
+    expect(await check({ ip: LISTED_IP, email: `offers@${SPAM_SENDER_DOMAIN}`, texts: [links] })).toEqual([]);
+    // The deadline is one timer of 300 ms for all 24 lookups; 5 s more allows a busy machine's late timers.
+    expect(performance.now() - started).toBeLessThan(300 + 5_000);
+    expect(dns.asked).toContain(`site9.example.uri2.test`);
   });
 });

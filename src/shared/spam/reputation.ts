@@ -192,7 +192,7 @@ export function reversedAddress(address: string): string | undefined {
 export function linkDomains(texts: string[]): string[] {
   const found = new Set<string>();
   for (const text of texts) {
-    for (const match of text.matchAll(/\b(?:https?:\/\/(?:[^\s/?#@]*@)?|(?=www\.))([^\s/?#:<>"'`()[\]{}]+)/gi)) {
+    for (const match of text.matchAll(/\b(?:https?:\/\/(?:[^\s/?#@]*@)?|(?=www\.))([^\s/?#:<>"'`()[\]{},;!]+)/gi)) {
       const host = match[1]!.toLowerCase().replace(/\.+$/, '');
       if (isIP(host)) continue;
       const domain = getDomain(host, { allowPrivateDomains: false });
