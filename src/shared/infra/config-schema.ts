@@ -515,7 +515,7 @@ const spam = {
   ),
   SPAM_SCORE_NORMAL: about(
     score('6'),
-    "rspamd score from which a submission to a key at the `normal` level is held as spam. At 6 only the key's owner's own marks hold a message; links and everyone's marks, alone or together, stay under it (docs/spam.md).",
+    "rspamd score from which a submission to a key at the `normal` level is held as spam. At 6 only the key's owner's own marks hold a message, and blocklists when the visitor's address and a domain of the message are both listed; links and everyone's marks, alone or together, stay under it (docs/spam.md).",
   ),
   SPAM_SCORE_STRICT: about(
     score('4'),
