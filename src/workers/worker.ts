@@ -151,13 +151,17 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
       inFlight: config.SPAM_CHECKS_IN_FLIGHT,
       thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
       mailFrom: config.MAIL_FROM,
-      reputation: createReputationCheck({
-        ipZones: config.SPAM_DNSBL_ZONES,
-        domainZones: config.SPAM_URIBL_ZONES,
-        servers: config.SPAM_DNS_SERVERS,
-        timeoutMs: config.SPAM_DNS_TIMEOUT_MS,
-        disposable: config.SPAM_DISPOSABLE_EMAIL,
-      }),
+      // Part of the spam check: without a filter, nothing is checked (and the disposable list, about
+      // 17 MB, is not read).
+      reputation: filter
+        ? createReputationCheck({
+            ipZones: config.SPAM_DNSBL_ZONES,
+            domainZones: config.SPAM_URIBL_ZONES,
+            servers: config.SPAM_DNS_SERVERS,
+            timeoutMs: config.SPAM_DNS_TIMEOUT_MS,
+            disposable: config.SPAM_DISPOSABLE_EMAIL,
+          })
+        : undefined,
     }),
     breaker,
     storage,
