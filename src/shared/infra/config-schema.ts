@@ -453,6 +453,37 @@ const bounces = {
 const score = (fallback: string) =>
   v.optional(v.pipe(v.string(), v.trim(), v.regex(/^-?\d+(\.\d+)?$/, 'must be a number'), v.transform(Number), kind('number')), fallback);
 
+/** A comma-separated list of DNS zones (`zen.spamhaus.org`); unset or empty: none. */
+const dnsZones = () =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.transform((value) =>
+        value
+          .split(',')
+          .map((zone) => zone.trim().toLowerCase().replace(/\.$/, ''))
+          .filter(Boolean),
+      ),
+      v.check(
+        (zones) => zones.every((zone) => /^(?:[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)+[a-z0-9-]{2,63}$/.test(zone)),
+        'must list DNS zones, comma-separated (zen.spamhaus.org)',
+      ),
+      kind('DNS zones, comma-separated'),
+    ),
+    '',
+  );
+
+/** A resolver as node's dns.setServers takes it: `10.0.0.2`, `10.0.0.2:5353`, `::1`, `[::1]:5353`. */
+const isResolver = (entry: string) => {
+  const bracketed = /^\[(?<address>[^\]]+)\](?::(?<port>\d{1,5}))?$/.exec(entry);
+  const withPort = /^(?<address>[\d.]+):(?<port>\d{1,5})$/.exec(entry);
+  const match = bracketed ?? withPort;
+  const address = match?.groups?.address ?? entry;
+  const port = match?.groups?.port === undefined ? 53 : Number(match.groups.port);
+  return isIP(address) !== 0 && port >= 1 && port <= 65535;
+};
+
 const spam = {
   SPAM_FILTER: about(
     v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(['on', 'off'], 'must be on or off'), kind('on or off')), 'on'),
@@ -484,7 +515,7 @@ const spam = {
   ),
   SPAM_SCORE_NORMAL: about(
     score('6'),
-    "rspamd score from which a submission to a key at the `normal` level is held as spam. At 6 only the key's owner's own marks hold a message; links and everyone's marks, alone or together, stay under it (docs/spam.md).",
+    "rspamd score from which a submission to a key at the `normal` level is held as spam. At 6 only the key's owner's own marks hold a message, and blocklists when the visitor's address and a domain of the message are both listed; links and everyone's marks, alone or together, stay under it (docs/spam.md).",
   ),
   SPAM_SCORE_STRICT: about(
     score('4'),
@@ -497,6 +528,43 @@ const spam = {
   SPAM_TEACH_LATER_INTERVAL_MS: about(
     integer(5 * 60_000, 100),
     "How often the workers teach the marks left untaught (past their key's allowance, or made while the filter was unavailable).",
+  ),
+  SPAM_DNSBL_ZONES: about(
+    dnsZones(),
+    "DNS blocklists the visitor's address is looked up in during the spam check (`zen.spamhaus.org`, or `KEY.zen.dq.spamhaus.net` with a Spamhaus DQS key). Unset: none; read their terms first (docs/spam.md#blocklists).",
+  ),
+  SPAM_URIBL_ZONES: about(
+    dnsZones(),
+    "DNS blocklists the domains of the message's links and of the visitor's email are looked up in (`dbl.spamhaus.org`, `multi.surbl.org`, `multi.uribl.com`). Unset: none.",
+  ),
+  SPAM_DNS_SERVERS: about(
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.minLength(1),
+        v.transform((value) =>
+          value
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean),
+        ),
+        v.check(
+          (entries) => entries.length > 0 && entries.every(isResolver),
+          'must list resolver addresses, comma-separated (10.0.0.2, 10.0.0.2:5353, [::1]:53)',
+        ),
+        kind('addresses, comma-separated'),
+      ),
+    ),
+    "The resolvers the blocklist lookups ask, in place of the system's (/etc/resolv.conf). Blocklists refuse the big public resolvers: use one of your own.",
+  ),
+  SPAM_DNS_TIMEOUT_MS: about(
+    integer(300, 1),
+    'How long the blocklist lookups of one check may take together; one still unanswered then counts as not listed. They run beside the filter, so a check waits at most this long for them.',
+  ),
+  SPAM_DISPOSABLE_EMAIL: about(
+    boolean(true),
+    "Whether a visitor's email at a disposable-address provider (the disposable-email-domains list) adds its small reason to the spam check.",
   ),
 };
 

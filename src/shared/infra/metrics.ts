@@ -77,6 +77,13 @@ export const spamChecks = new Counter({
   registers: [registry],
 });
 
+export const reputationLookups = new Counter({
+  name: 'cfs_spam_reputation_lookups_total',
+  help: "DNS blocklist lookups of the spam check, by what was looked up (ip: the visitor's address; domain: a link's or the visitor's email domain) and result (listed, unlisted, refused: the list refused the resolver, timeout: no answer within SPAM_DNS_TIMEOUT_MS, error)",
+  labelNames: ['kind', 'result'] as const,
+  registers: [registry],
+});
+
 export const spamCheckDuration = new Histogram({
   name: 'cfs_spam_check_seconds',
   help: 'Time a worker waited for the spam filter, per submission checked (failures included)',

@@ -6,9 +6,9 @@ import type { VerificationKey } from '../keys/entities.ts';
 import type { ClaimedSubmission } from '../submissions/data/delivery-status.ts';
 import type { SpamSample } from './spam-filter.ts';
 
-/** What a sample holds of a submission; ownerStatistics only for a check (see SpamSample). */
+/** What a sample holds of a submission; ownerStatistics and clientIp only for a check (see SpamSample). */
 export type SampledSubmission = Pick<ClaimedSubmission, 'keyEmail' | 'keyMailbox' | 'email' | 'subject' | 'message' | 'customFields'> &
-  Partial<Pick<ClaimedSubmission, 'ownerStatistics'>>;
+  Partial<Pick<ClaimedSubmission, 'ownerStatistics' | 'clientIp'>>;
 
 /** The sample of a submission: the one builder of the message that checks and marks alike send. */
 export function spamSampleOf(submission: SampledSubmission, filenames: string[], mailFrom: string): SpamSample {
@@ -22,6 +22,7 @@ export function spamSampleOf(submission: SampledSubmission, filenames: string[],
     customFields: submission.customFields,
     filenames,
     ownerStatistics: submission.ownerStatistics,
+    ...(submission.clientIp ? { visitorIp: submission.clientIp } : {}),
   };
 }
 

@@ -2,6 +2,7 @@
 // is sent (the scanner, POST /checkv2), and the owners' marks teach it (the controller, POST
 // /learnspam and /learnham). Each request names the owner's mailbox in Deliver-To: rspamd keeps
 // one set of statistics that every owner teaches and one per owner (rspamd/override.d/statistic.conf).
+import { isIP } from 'node:net';
 import type { Config } from '../infra/config.ts';
 import type { CustomFields } from '../submissions/entities.ts';
 import type { SpamMark, SpamReason } from './spam-kinds.ts';
@@ -24,6 +25,12 @@ export type SpamSample = {
    * (fewer than OWNER_MIN_LEARNS of a kind): rspamd could not use them, and the check skips them.
    */
   ownerStatistics?: boolean;
+  /**
+   * For a check: the visitor's address, sent as rspamd's `IP` header (the message itself has no
+   * Received line), for an operator's own IP rules. The service's blocklist lookups are its own
+   * (./reputation.ts); the form profile runs none of rspamd's.
+   */
+  visitorIp?: string;
 };
 
 /**
@@ -58,7 +65,8 @@ export function createSpamFilter(settings: SpamFilterSettings): SpamFilter {
       // SMTP-session rules; without the owner's own statistics while they are too few to count,
       // which saves rspamd a quarter of its work on the check of most owners.
       const profile = sample.ownerStatistics === false ? 'form-shared' : 'form';
-      const answer = await postOnce(scanner, '/checkv2', { ...headers(sample), 'Settings-ID': profile }, sampleMessage(sample), timeoutMs);
+      const ip: Record<string, string> = sample.visitorIp && isIP(sample.visitorIp) ? { IP: sample.visitorIp } : {};
+      const answer = await postOnce(scanner, '/checkv2', { ...headers(sample), ...ip, 'Settings-ID': profile }, sampleMessage(sample), timeoutMs);
       if (answer.status !== 200) throw new Error(`the spam filter answered ${answer.status}`);
       return readScan(JSON.parse(answer.body));
     },

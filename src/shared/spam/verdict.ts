@@ -4,6 +4,9 @@
 import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from './spam-kinds.ts';
 import type { SpamScan } from './spam-filter.ts';
 import type { CampaignVotes } from './spam-campaigns.ts';
+import { REPUTATION_SYMBOLS } from './reputation.ts';
+
+const TOGETHER_SYMBOL = REPUTATION_SYMBOLS.together;
 
 /** The reason of a message held as a campaign, and the points it adds (more if the filter's score is below the level's). */
 export const CAMPAIGN_SYMBOL = 'FORM_CAMPAIGN';
@@ -29,6 +32,24 @@ export function decideSpam(scan: SpamScan | undefined, campaign: CampaignVotes |
   if (campaign) return { verdict: 'spam', scan: asCampaign(scan, campaign, threshold), campaign: true };
   if (scan === undefined) return { verdict: 'unchecked', scan, campaign: false };
   return { verdict: scan.score >= threshold ? 'spam' : 'ham', scan, campaign: false };
+}
+
+/** The reasons the filter shows at most (src/shared/spam/spam-filter.ts keeps as many). */
+const MAX_REASONS = 5;
+
+/**
+ * The filter's answer with the reputation's reasons (./reputation.ts) added: their points to its
+ * score, the reasons together strongest first. Without the filter's answer the listings alone
+ * decide only when they agree (FORM_LISTED_TOGETHER): one listing is no verdict, and the email goes
+ * `unchecked` as before.
+ */
+export function withReputation(scan: SpamScan | undefined, reputation: SpamReason[]): SpamScan | undefined {
+  if (!reputation.length) return scan;
+  if (!scan && !reputation.some((reason) => reason.symbol === TOGETHER_SYMBOL)) return undefined;
+  const base = scan ?? { score: 0, reasons: [] };
+  const points = reputation.reduce((sum, reason) => sum + reason.score, 0);
+  const reasons = [...base.reasons, ...reputation].sort((a, b) => b.score - a.score).slice(0, MAX_REASONS);
+  return { score: Math.round((base.score + points) * 100) / 100, reasons };
 }
 
 /** The filter's answer (undefined: none) with the campaign's reason first, its points lifting the score to at least the level's. */

@@ -8,6 +8,7 @@ import { createDeliveryWorker } from '../../shared/infra/queues/workers.ts';
 import { createKeyVault } from '../../shared/infra/secrets.ts';
 import { createConsentSigner } from '../../shared/keys/consent.ts';
 import type { SpamFilter } from '../../shared/spam/spam-filter.ts';
+import { createReputationCheck } from '../../shared/spam/reputation.ts';
 import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
 import { retryDelay } from '../../shared/submissions/retry-policy.ts';
@@ -51,6 +52,17 @@ export function startDeliveryWorker(
       inFlight: config.SPAM_CHECKS_IN_FLIGHT,
       thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
       mailFrom: config.MAIL_FROM,
+      // Part of the spam check: without a filter, nothing is checked (and the disposable list, about
+      // 17 MB, is not read).
+      reputation: filter
+        ? createReputationCheck({
+            ipZones: config.SPAM_DNSBL_ZONES,
+            domainZones: config.SPAM_URIBL_ZONES,
+            servers: config.SPAM_DNS_SERVERS,
+            timeoutMs: config.SPAM_DNS_TIMEOUT_MS,
+            disposable: config.SPAM_DISPOSABLE_EMAIL,
+          })
+        : undefined,
     }),
     breaker,
     storage: connections.storage,

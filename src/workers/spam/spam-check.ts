@@ -13,17 +13,21 @@
 // mailboxes marked a near-identical message spam (../../shared/spam/spam-campaigns.ts): such a campaign is
 // held whatever the filter's score, with the reason FORM_CAMPAIGN. That query failing costs nothing
 // but the campaign's verdict: the filter's stands.
+// Alongside too, the blocklist lookups and the disposable-address check (../../shared/spam/reputation.ts),
+// bounded by SPAM_DNS_TIMEOUT_MS: their reasons add to the filter's score; a lookup that fails or
+// does not answer in time adds nothing.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../../shared/spam/campaign-fingerprint.ts';
-import type { SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
+import type { SpamFilterLevel, SpamReason } from '../../shared/spam/spam-kinds.ts';
 import { recordSpamVerdict, type ClaimedSubmission, type ClaimToken, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../../shared/spam/spam-filter.ts';
 import { spamSampleOf } from '../../shared/spam/samples.ts';
-import { awaitsSpamCheck, decideSpam } from '../../shared/spam/verdict.ts';
+import { awaitsSpamCheck, decideSpam, withReputation } from '../../shared/spam/verdict.ts';
+import type { ReputationCheck } from '../../shared/spam/reputation.ts';
 import { logLostClaim } from '../delivery/claim-check.ts';
 
 const FAILURES_TO_PAUSE = 5;
@@ -38,6 +42,8 @@ export type SpamCheckSettings = {
   /** The score from which a submission is spam, by key level. */
   thresholds: Record<Exclude<SpamFilterLevel, 'off'>, number>;
   mailFrom: string;
+  /** Unset: no blocklist zones named and disposable addresses not looked for. */
+  reputation?: ReputationCheck | undefined;
 };
 
 /** Thrown instead of sending: the submission is now `spam`. */
@@ -87,6 +93,7 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     if (!filter || level === 'off' || !awaitsSpamCheck(submission)) return undefined;
     // Asked at once, answered while the filter checks: no wait of its own.
     const campaign = campaignCheck(em, submission, log);
+    const reputation = reputationCheck(settings.reputation, submission, log);
     let scan: SpamScan | undefined;
     if (Date.now() >= pausedUntil) {
       const started = performance.now();
@@ -102,6 +109,7 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
       }
     }
     const votes = await campaign;
+    scan = withReputation(scan, await reputation);
     const decided = decideSpam(scan, votes !== undefined && isCampaign(votes) ? votes : undefined, settings.thresholds[level]);
     const { verdict, campaign: held } = decided;
     scan = decided.scan;
@@ -126,5 +134,17 @@ async function campaignCheck(em: EntityManager, submission: ClaimedSubmission, l
   } catch (error) {
     log.warn({ err: error, submissionId: submission.id }, "spam campaign check failed: the filter's verdict stands");
     return undefined;
+  }
+}
+
+/** The reputation's reasons; none when it is not configured or failed (its lookups time out on their own). */
+async function reputationCheck(check: ReputationCheck | undefined, submission: ClaimedSubmission, log: Logger): Promise<SpamReason[]> {
+  if (!check) return [];
+  try {
+    const texts = [submission.subject, submission.message, ...submission.customFields.map(([, value]) => value)];
+    return await check({ ip: submission.clientIp, email: submission.email, texts });
+  } catch (error) {
+    log.warn({ err: error, submissionId: submission.id }, "spam reputation check failed: the filter's verdict stands");
+    return [];
   }
 }

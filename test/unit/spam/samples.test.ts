@@ -23,6 +23,7 @@ const claimed: ClaimedSubmission = {
   ownerStatistics: false,
   spamVerdict: null,
   spamMark: null,
+  clientIp: null,
 };
 const MAIL_FROM = 'forms@service.example';
 /** The message for `submission` split into its header lines and its body. */

@@ -41,6 +41,7 @@ const claimed = (changes: Partial<typeof content> = {}, ownerStatistics = false)
   ownerStatistics,
   spamVerdict: null,
   spamMark: 'spam',
+  clientIp: '203.0.113.7',
 });
 
 const text = (buffer: Buffer) => buffer.toString('utf8');
@@ -91,9 +92,11 @@ describe('the message a mark teaches the spam filter', () => {
     }
   });
 
-  it("is the check's sample in every field but the check's own profile", () => {
-    const { ownerStatistics, ...checked } = spamSampleOf(claimed(), FILES, MAIL_FROM);
+  it("is the check's sample in every field but the check's own profile and the visitor's address", () => {
+    const { ownerStatistics, visitorIp, ...checked } = spamSampleOf(claimed(), FILES, MAIL_FROM);
     expect(ownerStatistics).toBe(false);
+    // Sent as rspamd's IP header, beside the message: it changes nothing rspamd learns.
+    expect(visitorIp).toBe('203.0.113.7');
     expect(teachingSampleOf(marked(), FILES, MAIL_FROM)).toEqual(checked);
   });
 });

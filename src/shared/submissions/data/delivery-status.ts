@@ -181,6 +181,8 @@ export type ClaimedSubmission = {
   /** The verdict of an earlier attempt (checked once per submission), and the owner's mark. */
   spamVerdict: SpamVerdict | null;
   spamMark: SpamMark | null;
+  /** The visitor's address as the API saw it (TRUST_PROXY): what the spam check looks up on blocklists. */
+  clientIp: string | null;
 };
 
 /** A claimed submission: its attempt number, its claim, and what its email needs. */
@@ -196,9 +198,9 @@ const CLAIM_SUBMISSIONS = {
        update submissions
           set email_status = ${statusAfter('submission', 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
         where id = any($1::uuid[])${andStatus('submission', 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => $2)' })}
-        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at)
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at, client_ip)
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, ${claimTokenOf('c.claimed_at')} as claim, k.email as key_email,
-            k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark,
+            k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark, c.client_ip,
             case when k.subject_prefix then k.label end as subject_label,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
@@ -249,6 +251,7 @@ export async function claimSubmissions(
     spam_verdict: SpamVerdict | null;
     spam_mark: SpamMark | null;
     owner_statistics: boolean;
+    client_ip: string | null;
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000, ownerMinLearns] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
@@ -276,6 +279,7 @@ export async function claimSubmissions(
         ownerStatistics: row.owner_statistics,
         spamVerdict: row.spam_verdict,
         spamMark: row.spam_mark,
+        clientIp: row.client_ip,
       },
     };
   });
