@@ -9,7 +9,7 @@ import { createOrm } from '../shared/infra/db/orm.ts';
 import { entities } from '../shared/schema.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { registerQueueDepth } from '../shared/infra/metrics.ts';
-import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
 import { createKeyVault } from '../shared/infra/secrets.ts';
@@ -35,7 +35,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, entities, undefined, apiPgWaits(config)), (orm) => orm.close());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', redisTopology(config)), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue<DeliveryJob>(redis, config), (queue) => queue.close());
   queue.on('error', (error) => log.debug({ err: error }, 'queue error'));

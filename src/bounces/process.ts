@@ -6,7 +6,7 @@ import type { Config } from '../shared/infra/config.ts';
 import { configuredTimeouts, createPgPool } from '../shared/infra/db/pg-pool.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { serveMetrics } from '../shared/infra/metrics-server.ts';
-import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createWebhookQueue, enqueueDeliveries } from '../shared/infra/queues/queues.ts';
 import { webhookJob, type DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 import { createReturnPaths } from '../shared/bounces/return-path.ts';
@@ -30,7 +30,7 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
   const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE, configuredTimeouts(config, 'request')), (pool) => pool.end());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER), closeRedis);
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', redisTopology(config)), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const webhooks = shutdown.add('webhook queue', createWebhookQueue<DeliveryJob>(redis, config.QUEUE_PREFIX), (queue) => queue.close());
   webhooks.on('error', (error) => log.debug({ err: error }, 'webhook queue error'));

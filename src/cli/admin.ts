@@ -1,6 +1,6 @@
 // `npm run admin -- <command>`: operator commands over the same key rules as the API.
 // Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it);
-// `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER as set for the workers).
+// `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER or the REDIS_SENTINEL settings as set for the workers).
 import { parseAllowList, type AddressPolicy } from '../shared/webhooks/address-guard.ts';
 import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
 import type { VerificationKey } from '../shared/keys/entities.ts';
@@ -21,7 +21,7 @@ import {
   listWebhookDeliveries,
 } from '../shared/webhooks/webhooks.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { closeRedis, createRedis } from '../shared/infra/queues/redis.ts';
+import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
 import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
@@ -166,7 +166,18 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
   }
   const config = exitOnConfigError(() =>
     loadConfigSubset(
-      ['DATABASE_URL', 'REDIS_URL', 'REDIS_CLUSTER', 'QUEUE_PREFIX', 'RETRY_FLUSH_PER_SECOND', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS'],
+      [
+        'DATABASE_URL',
+        'REDIS_URL',
+        'REDIS_CLUSTER',
+        'REDIS_SENTINELS',
+        'REDIS_SENTINEL_MASTER',
+        'REDIS_SENTINEL_PASSWORD',
+        'QUEUE_PREFIX',
+        'RETRY_FLUSH_PER_SECOND',
+        'PG_STATEMENT_TIMEOUT_MS',
+        'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+      ],
       {
         ...process.env,
         ...(perSecondArg === undefined ? {} : { RETRY_FLUSH_PER_SECOND: perSecondArg }),
@@ -174,7 +185,7 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
     ),
   );
   const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request') });
-  const redis = createRedis(config.REDIS_URL, 'producer', config.REDIS_CLUSTER);
+  const redis = createRedis(config.REDIS_URL, 'producer', redisTopology(config));
   const queue = createDeliveryQueue<DeliveryJob>(redis, config);
   try {
     const flushed = await flushRetries({ queue, redis, em: orm.em.fork() }, config.RETRY_FLUSH_PER_SECOND);

@@ -11,7 +11,7 @@ import type { Logger } from '../shared/infra/log.ts';
 import { checkMailRelay, createMailTransport, relayForDisplay, type MailTransport } from '../shared/infra/mail.ts';
 import { registerBreakerState, registerQueueDepth } from '../shared/infra/metrics.ts';
 import { createDeliveryQueue, createHousekeepingQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
-import { closeRedis, createRedis, type RedisClient } from '../shared/infra/queues/redis.ts';
+import { closeRedis, createRedis, type RedisClient, redisTopology } from '../shared/infra/queues/redis.ts';
 import type { Shutdown } from '../shared/infra/shutdown.ts';
 import { createStorage, type Storage } from '../shared/infra/storage.ts';
 import { entities } from '../shared/schema.ts';
@@ -56,7 +56,7 @@ export async function openWorkerConnections(config: Config, smtpUrl: string, shu
     (claims) => claims.close(),
   );
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
-  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', config.REDIS_CLUSTER), closeRedis);
+  const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', redisTopology(config)), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queues = openQueues(redis, config, shutdown, log);
   registerBreakerState(async () => (await readBreaker(redis, config.QUEUE_PREFIX)).state === 'open');

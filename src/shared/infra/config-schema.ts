@@ -48,6 +48,12 @@ const url = (protocols: string[]) =>
   );
 
 /** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
+/** `host:port`, the host a name or an IPv4 address, or `[v6]:port`. */
+function isHostPort(entry: string): boolean {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(entry);
+  return match !== null && Number(match[3]) >= 1 && Number(match[3]) <= 65_535;
+}
+
 export const MAX_SOCKET_PATH_BYTES = 107;
 
 /** A percent-encoded text decoded; undefined when an escape is malformed (`%zz`). */
@@ -170,6 +176,29 @@ const services = {
   ),
   REDIS_URL: about(url(['redis:', 'rediss:']), 'Redis ≥ 6.2 for the queues and the rate limiter. `npm start` starts a local one when unset.'),
   REDIS_CLUSTER: about(boolean(false), '`REDIS_URL` names one node of a Redis Cluster.'),
+  REDIS_SENTINELS: about(
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.minLength(1),
+        v.transform((value) =>
+          value
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean),
+        ),
+        v.check((entries) => entries.length > 0 && entries.every(isHostPort), 'must list host:port pairs, comma-separated (10.0.0.5:26379,10.0.0.6:26379)'),
+        kind('host:port list'),
+      ),
+    ),
+    "Redis Sentinels that name the primary of `REDIS_SENTINEL_MASTER`: every process asks them for it and follows a failover. `REDIS_URL` then gives only the primary's user, password and database (its host is not used).",
+  ),
+  REDIS_SENTINEL_MASTER: about(v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), 'mymaster'), 'The name the sentinels monitor the primary by.'),
+  REDIS_SENTINEL_PASSWORD: about(
+    v.optional(v.pipe(v.string(), v.minLength(1))),
+    "The sentinels' own password (`requirepass` of sentinel.conf), when they have one.",
+  ),
   QUEUE_PREFIX: about(
     v.optional(v.pipe(v.string(), v.regex(/^\{[A-Za-z0-9:_-]+\}$/, 'must be a Redis hash tag such as {cfs}'), kind('Redis hash tag')), '{cfs}'),
     'Prefix of every Redis key; a hash tag, so that the queues work on a Redis Cluster.',

@@ -21,6 +21,10 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
     holds: (env) => [env.DKIM_DOMAIN, env.DKIM_SELECTOR, env.DKIM_PRIVATE_KEY].filter(Boolean).length % 3 === 0,
   },
   {
+    rule: 'REDIS_SENTINELS, REDIS_CLUSTER: set one or the other (a Redis Cluster fails over by itself)',
+    holds: (env) => env.REDIS_SENTINELS === undefined || !env.REDIS_CLUSTER,
+  },
+  {
     rule: 'METRICS_PORT: needs ADMIN_TOKEN (a worker serves its metrics only with that token)',
     holds: (env) => env.METRICS_PORT === undefined || env.ADMIN_TOKEN !== undefined,
   },

@@ -1,8 +1,25 @@
 // Redis connections for the queues, the rate limiter and the breaker: one factory for a server or a cluster.
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 
-/** A single Redis server or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */
+/** A single Redis server (found directly or through Sentinel) or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */
 export type RedisClient = Redis | Cluster;
+
+/** How to reach Redis beyond REDIS_URL: a Cluster, or the sentinels that name the primary. */
+export type RedisTopology = {
+  cluster?: boolean;
+  sentinel?: { sentinels: string[]; master: string; password?: string | undefined };
+};
+
+/** The topology a process's configuration names. */
+export function redisTopology(config: {
+  REDIS_CLUSTER: boolean;
+  REDIS_SENTINELS?: string[] | undefined;
+  REDIS_SENTINEL_MASTER: string;
+  REDIS_SENTINEL_PASSWORD?: string | undefined;
+}): RedisTopology {
+  if (!config.REDIS_SENTINELS) return { cluster: config.REDIS_CLUSTER };
+  return { sentinel: { sentinels: config.REDIS_SENTINELS, master: config.REDIS_SENTINEL_MASTER, password: config.REDIS_SENTINEL_PASSWORD } };
+}
 
 /**
  * How long a Redis connection may leave a command unanswered before it is taken for dead, closed and
@@ -22,13 +39,14 @@ const REDIS_KEEPALIVE_MS = 10_000;
  * The API fails fast when Redis is away (the submission is already committed and the
  * reconciler enqueues it later); workers wait for Redis forever.
  */
-export function createRedis(url: string, role: 'producer' | 'worker', cluster = false): RedisClient {
+export function createRedis(url: string, role: 'producer' | 'worker', topology: RedisTopology = {}): RedisClient {
   const options: RedisOptions = {
     ...(role === 'worker' ? { maxRetriesPerRequest: null } : { maxRetriesPerRequest: 1, connectTimeout: 2_000 }),
     socketTimeout: REDIS_SOCKET_TIMEOUT_MS[role],
     keepAlive: REDIS_KEEPALIVE_MS,
   };
-  if (!cluster) return new Redis(url, options);
+  if (topology.sentinel) return new Redis(sentinelOptions(url, topology.sentinel, options));
+  if (!topology.cluster) return new Redis(url, options);
   const seed = new URL(url);
   return new Cluster([{ host: seed.hostname, port: Number(seed.port) || 6379 }], {
     redisOptions: {
@@ -39,6 +57,31 @@ export function createRedis(url: string, role: 'producer' | 'worker', cluster = 
     },
     ...(role === 'worker' ? {} : { clusterRetryStrategy: (times: number) => Math.min(times * 200, 2_000) }),
   });
+}
+
+/**
+ * Through Sentinel: the sentinels are asked for the primary at every (re)connection, and told of a
+ * failover by their +switch-master event. A command a demoted primary refuses (READONLY, in the
+ * moment before the connection follows the new one) reconnects and is sent again.
+ */
+function sentinelOptions(url: string, sentinel: NonNullable<RedisTopology['sentinel']>, options: RedisOptions): RedisOptions {
+  const primary = new URL(url);
+  const database = Number(primary.pathname.slice(1));
+  return {
+    ...options,
+    sentinels: sentinel.sentinels.map((entry) => {
+      const at = entry.lastIndexOf(':');
+      return { host: entry.slice(0, at).replace(/^\[|\]$/g, ''), port: Number(entry.slice(at + 1)) };
+    }),
+    name: sentinel.master,
+    ...(sentinel.password ? { sentinelPassword: sentinel.password } : {}),
+    ...(primary.username ? { username: decodeURIComponent(primary.username) } : {}),
+    ...(primary.password ? { password: decodeURIComponent(primary.password) } : {}),
+    ...(Number.isInteger(database) && database > 0 ? { db: database } : {}),
+    ...(primary.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
+    failoverDetector: true,
+    reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
+  };
 }
 
 /**
