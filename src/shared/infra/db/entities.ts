@@ -7,7 +7,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type KeyStatus = (typeof KEY_STATUSES)[number];
 
-export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile'] as const;
+export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile', 'altcha'] as const;
 export type CaptchaProvider = (typeof CAPTCHA_PROVIDERS)[number];
 
 /** How a key's submissions are checked for spam: not at all, or marked spam from a lower score when strict (src/workers/spam/spam-check.ts). */
@@ -91,7 +91,7 @@ export const VerificationKeySchema = defineEntity({
     status: p.enum(KEY_STATUSES).default('active'),
     useDomain: p.boolean().default(false),
     domains: p.json<string[]>().default('[]'),
-    /** Captcha required on submissions with this key: none, hCaptcha or Cloudflare Turnstile. */
+    /** Captcha required on submissions with this key: none, hCaptcha, Cloudflare Turnstile or ALTCHA (issued and checked here). */
     captcha: p.enum(CAPTCHA_PROVIDERS).nullable(),
     spamFilter: p.enum(SPAM_FILTER_LEVELS).default('normal'),
     /** Whether the key's webhooks also get the submissions marked spam (always with the verdict). */

@@ -1,0 +1,100 @@
+// ALTCHA, the captcha this service issues and checks itself (no third party): a proof-of-work
+// challenge, HMAC-signed, bound to one key and an expiry, and accepted once.
+// Protocol: altcha-lib 2 (PBKDF2/SHA-256). Each challenge names a secret counter; the browser tries
+// counters until its derived key matches the signed prefix. The server knows the answer's key
+// signature from the start, so checking an answer costs two HMACs and no key derivation.
+import { createHash, createHmac, randomInt } from 'node:crypto';
+import { createChallenge, verifySolution, type Challenge, type Payload } from 'altcha-lib';
+import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
+import type { RedisClient } from '../../shared/infra/queues/redis.ts';
+import { derivedSecret } from '../../shared/infra/secrets.ts';
+import { errors } from '../api-errors.ts';
+
+export const ALTCHA_FIELD = 'altcha';
+/** A challenge must be solved and sent within this; long enough to write a message after ticking the box. */
+export const ALTCHA_TTL_SECONDS = 20 * 60;
+/** PBKDF2 iterations per tried counter: the server pays one derivation per challenge it issues. */
+export const ALTCHA_COST = 1_000;
+const ALGORITHM = 'PBKDF2/SHA-256';
+
+export type Altcha = {
+  /** A new challenge for the key with this id, as the widget fetches it. */
+  challenge: (keyId: string) => Promise<Challenge>;
+  /** Throws the form-style 400 unless `answer` solves a live challenge of this key not used before. */
+  verify: (keyId: string, answer: unknown) => Promise<void>;
+};
+
+export function createAltcha(options: { secret: string; maxCounter: number; redis: RedisClient; prefix: string }): Altcha {
+  const { maxCounter, redis, prefix } = options;
+  const signatureSecret = derivedSecret(options.secret, 'altcha challenge signature');
+  const keySignatureSecret = derivedSecret(options.secret, 'altcha key signature');
+  const keyTagSecret = derivedSecret(options.secret, 'altcha key tag');
+  // The challenge names the key by a tag, not by its id: the id stays private to its owner.
+  const keyTag = (keyId: string) => createHmac('sha256', keyTagSecret).update(keyId).digest('base64url').slice(0, 22);
+
+  return {
+    challenge: (keyId) =>
+      createChallenge({
+        algorithm: ALGORITHM,
+        cost: ALTCHA_COST,
+        // At least half the maximum: no challenge is a free pass.
+        counter: randomInt(Math.ceil(maxCounter / 2), maxCounter + 1),
+        deriveKey,
+        data: { key: keyTag(keyId) },
+        expiresAt: Math.floor(Date.now() / 1000) + ALTCHA_TTL_SECONDS,
+        hmacSignatureSecret: signatureSecret,
+        hmacKeySignatureSecret: keySignatureSecret,
+      }),
+
+    async verify(keyId, answer) {
+      if (typeof answer !== 'string' || answer.trim() === '') throw refusal('Complete the captcha.', 'Captcha required.');
+      const payload = parsePayload(answer);
+      if (!payload) throw refusal('The captcha answer is malformed.', 'Captcha verification failed.');
+      let result;
+      try {
+        result = await verifySolution({
+          challenge: payload.challenge,
+          solution: payload.solution,
+          deriveKey,
+          hmacSignatureSecret: signatureSecret,
+          hmacKeySignatureSecret: keySignatureSecret,
+        });
+      } catch {
+        // Signed parameters the library still cannot read: not ours.
+        throw refusal('The captcha answer is malformed.', 'Captcha verification failed.');
+      }
+      if (result.expired) throw refusal('The captcha expired. Please solve it again.', 'Captcha expired.');
+      if (!result.verified) throw refusal('Captcha verification failed.', 'Captcha verification failed.');
+      // Signed, so only this service could have written it.
+      if (payload.challenge.parameters.data?.key !== keyTag(keyId)) {
+        throw refusal('The captcha was solved for another access key.', 'Captcha verification failed.');
+      }
+      // Accepted once: the challenge's signature is remembered until the challenge expires.
+      const expiresAtMs = (payload.challenge.parameters.expiresAt ?? 0) * 1000;
+      const used = createHash('sha256')
+        .update(payload.challenge.signature ?? '')
+        .digest('base64url');
+      const first = await redis.set(`${prefix}:altcha:${used}`, '1', 'PX', Math.max(1, expiresAtMs - Date.now()), 'NX');
+      if (first !== 'OK') throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
+    },
+  };
+}
+
+const refusal = (fieldMessage: string, message: string) => errors.invalidFields({ [ALTCHA_FIELD]: [fieldMessage] }, message);
+
+/** The widget's answer: base64 of `{ challenge: { parameters, signature }, solution: { counter, derivedKey } }`. */
+function parsePayload(answer: string): Payload | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(answer, 'base64').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!isObject(value) || !isObject(value.challenge) || !isObject(value.solution)) return undefined;
+  const { challenge, solution } = value;
+  if (!isObject(challenge.parameters) || typeof challenge.signature !== 'string') return undefined;
+  if (typeof solution.counter !== 'number' || typeof solution.derivedKey !== 'string') return undefined;
+  return value as unknown as Payload;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
