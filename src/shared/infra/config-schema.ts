@@ -48,7 +48,7 @@ const url = (protocols: string[]) =>
   );
 
 /** Chosen by measurement: a median solve of about half a second in headless Chromium (docs/spam.md). */
-const ALTCHA_MAX_COUNTER_DEFAULT = 400;
+const ALTCHA_MAX_COUNTER_DEFAULT = 2_000;
 
 /** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
