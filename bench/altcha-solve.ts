@@ -25,7 +25,8 @@ const runs = Number(option('runs') ?? 30);
 const script = readFileSync(new URL('./altcha.min.js', import.meta.resolve('altcha')));
 let maxCounter = maxCounters[0]!;
 // Challenges only: nothing is verified here, so no Redis.
-const altchaFor = (max: number) => createAltcha({ secret: 'bench-secret-bench-secret-bench-secret', maxCounter: max, redis: undefined as unknown as RedisClient, prefix: 'bench' });
+const altchaFor = (max: number) =>
+  createAltcha({ secret: 'bench-secret-bench-secret-bench-secret', maxCounter: max, redis: undefined as unknown as RedisClient, prefix: 'bench' });
 let altcha = altchaFor(maxCounter);
 
 const PAGE = `<!doctype html><html><body><form><altcha-widget challenge="/challenge"></altcha-widget></form><script src="/altcha.min.js"></script></body></html>`;
@@ -51,7 +52,9 @@ try {
   await page.goto(url);
   await page.waitForFunction(() => customElements.get('altcha-widget') !== undefined);
   const workers = await page.evaluate(() => navigator.hardwareConcurrency);
-  console.log(`Chromium ${browser.version()}, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), widget workers: ${workers}; PBKDF2/SHA-256, ${ALTCHA_COST} iterations a try`);
+  console.log(
+    `Chromium ${browser.version()}, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), widget workers: ${workers}; PBKDF2/SHA-256, ${ALTCHA_COST} iterations a try`,
+  );
   console.log('max counter | solves | median s | p90 s | max s | CPU-s per 1,000 solves');
   for (const max of maxCounters) {
     maxCounter = max;
