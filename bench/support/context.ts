@@ -79,6 +79,8 @@ export type Ctx = Run & {
   accessKey: string;
   /** A key whose mailbox has not confirmed: past its hourly allowance, its submissions are held. */
   unconfirmedKey: string;
+  /** A key of the same owner whose captcha is ALTCHA. */
+  altchaKey: { id: string; value: string };
   postgresPid: () => number;
   redisPid: number;
   s3Pid: number;
@@ -106,12 +108,15 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   let accessKey: string;
   let keyId: string;
   let unconfirmedKey: string;
+  let altchaKey: Ctx['altchaKey'];
   try {
     await migrate(orm);
     const created = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
     accessKey = created.keyValue;
     keyId = created.key.id;
     unconfirmedKey = (await generateKey(orm.em.fork(), createKeyVault(secret), { email: UNCONFIRMED_OWNER, emailsPerHour: 1_000 })).keyValue;
+    const altcha = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
+    altchaKey = { id: altcha.key.id, value: altcha.keyValue };
   } finally {
     await orm.close();
   }
@@ -123,6 +128,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   // unconfirmed one pays an allowance upsert in a transaction per request and, past
   // UNCONFIRMED_EMAILS_PER_HOUR, holds the submissions without enqueueing them.
   await sql.query(`insert into recipients (mailbox, confirmed_at) values ((select mailbox from verification_keys where id = $1), now())`, [keyId]);
+  await sql.query(`update verification_keys set captcha = 'altcha' where id = $1`, [altchaKey.id]);
   await sql.query(`create table ${FLOOR_PK_TABLE} (like submissions including defaults)`);
   await sql.query(`alter table ${FLOOR_PK_TABLE} add primary key (id)`);
   const redis = new Redis(redisService.url, { maxRetriesPerRequest: null });
@@ -179,6 +185,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     keyId,
     accessKey,
     unconfirmedKey,
+    altchaKey,
     postgresPid: () => postmasterPid,
     redisPid: redisService.child.pid!,
     s3Pid: s3Child.pid,

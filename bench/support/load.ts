@@ -5,7 +5,13 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 
-export type RequestSpec = { path: string; contentType: string; body: Buffer };
+export type RequestSpec = {
+  path: string;
+  contentType: string;
+  body: Buffer;
+  /** A body of its own for each request (the `slot`-th sent by this load), where one may not be sent twice. */
+  bodyFor?: (slot: number) => Buffer;
+};
 
 export type LoadOptions = {
   url: string;
@@ -66,7 +72,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         const sent = performance.now();
         let outcome: { status: number; body: string };
         try {
-          outcome = await post(agent, target, options.request);
+          const { request } = options;
+          outcome = await post(agent, target, request.bodyFor ? { ...request, body: request.bodyFor(slot) } : request);
         } catch (error) {
           outcome = { status: 0, body: String(error) };
         }

@@ -28,6 +28,8 @@ import { ownerSessionPages } from './owners/owner-session-pages.ts';
 import { ownerSubmissionPages } from './owners/owner-submission-pages.ts';
 import { pageRoutes } from './site/page-routes.ts';
 import { submissionRoutes } from './submissions/submission-routes.ts';
+import { altchaRoutes } from './submissions/altcha-routes.ts';
+import { createAltcha } from './submissions/altcha.ts';
 
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
@@ -60,6 +62,12 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     max: deps.config.SIGN_IN_LINK_USES_PER_MINUTE,
     ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
   });
+  const altcha = createAltcha({
+    secret: deps.config.SECRET,
+    maxCounter: deps.config.ALTCHA_MAX_COUNTER,
+    redis: deps.redis,
+    prefix: deps.config.QUEUE_PREFIX,
+  });
   const routers: Array<Router<AppState>> = [];
   routers.push(
     healthRoutes(deps),
@@ -67,7 +75,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     docsRoutes(deps, () => registeredRoutes(routers)),
     pageRoutes(deps),
     keyRoutes(deps, limiter),
-    submissionRoutes(deps, limiter),
+    submissionRoutes(deps, limiter, altcha),
+    altchaRoutes(deps, altcha),
     confirmRoutes(deps, limiter),
     ownerSessionPages(deps, { mail: limiter, signIn: signInLimiter }),
     ownerKeyPages(deps),

@@ -33,16 +33,19 @@ export function renderPage(ctx: Context, view: string, data: Record<string, unkn
   if (options.status) ctx.status = options.status;
 }
 
-export type Asset = { path: string; type: string; body: Buffer; etag: string };
+export type Asset = { path: string; type: string; body: Buffer; etag: string; maxAgeSeconds: number };
 
-/** A file of src/api/assets, read once at start, served with an ETag and an hour of caching. */
-export function loadAsset(path: string, file: string, type: string): Asset {
-  const body = readFileSync(new URL(`./assets/${file}`, import.meta.url));
-  return { path, type, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` };
+/**
+ * A file of src/api/assets (or another file, by URL), read once at start, served with an ETag and
+ * an hour of caching unless told otherwise.
+ */
+export function loadAsset(path: string, file: string | URL, type: string, maxAgeSeconds = 3600): Asset {
+  const body = readFileSync(typeof file === 'string' ? new URL(`./assets/${file}`, import.meta.url) : file);
+  return { path, type, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`, maxAgeSeconds };
 }
 
 export function sendAsset(ctx: Context, asset: Asset): void {
-  ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'public, max-age=3600' });
+  ctx.set({ 'X-Content-Type-Options': 'nosniff', 'Cache-Control': `public, max-age=${asset.maxAgeSeconds}` });
   ctx.type = asset.type;
   ctx.etag = asset.etag;
   ctx.status = 200; // ctx.fresh compares validators only for a 2xx answer

@@ -85,7 +85,8 @@ describe('the start page in a browser', () => {
     expect(await status.getAttribute('aria-live')).toBe('polite');
     expect(await status.textContent()).toContain(`New key generated and sent to ${owner}.`);
     expect(await contactForm.getByLabel('Access key', { exact: true }).inputValue()).toBe(key);
-    expect(await page.locator('[data-snippet-key]').textContent()).toBe(key);
+    // The snippet's key: in the form, and in the ALTCHA widget's challenge URL.
+    expect(await page.locator('[data-snippet-key]').allTextContents()).toEqual([key, key]);
     await screenshot(page, 'home.png');
 
     // The key email reached its owner too.

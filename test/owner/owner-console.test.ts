@@ -344,6 +344,10 @@ describe('the whole journey', () => {
     expect(await h.sql('select use_domain, domains, captcha from verification_keys where id = $1', [owner.id])).toEqual([
       { use_domain: true, domains: ['example.com', 'shop.example.org'], captcha: 'turnstile' },
     ]);
+    // ALTCHA, which this service serves itself, is one of the choices; the page shows it chosen.
+    expect((await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'example.com', captcha: 'altcha' })).status).toBe(303);
+    expect(await h.sql('select captcha from verification_keys where id = $1', [owner.id])).toEqual([{ captcha: 'altcha' }]);
+    expect((await client.get('/owner/keys')).text).toContain('<option value="altcha" selected>ALTCHA (served by this service)</option>');
     const bad = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'http://x/y', captcha: '' });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain('Not a host name');
@@ -422,6 +426,9 @@ describe('the JSON API', () => {
     const patched = await client.api('PATCH', `/keys/${owner.id}`, { domains: ['example.com'], captcha: 'hcaptcha' });
     expect(patched.status).toBe(200);
     expect(patched.json).toMatchObject({ id: owner.id, use_domain: true, domains: ['example.com'], captcha: 'hcaptcha' });
+    const altcha = await client.api('PATCH', `/keys/${owner.id}`, { captcha: 'altcha' });
+    expect(altcha.status).toBe(200);
+    expect(altcha.json).toMatchObject({ id: owner.id, captcha: 'altcha' });
     expect((await client.api('PATCH', `/keys/${owner.id}`, { domains: [], captcha: null })).status).toBe(200);
 
     const id = await submitWithFile(owner.key, 'api message');

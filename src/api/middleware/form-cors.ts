@@ -23,3 +23,22 @@ export const preflight: Middleware<AppState> = (ctx) => {
   });
   ctx.status = 204;
 };
+
+const CHALLENGE_METHODS = 'GET, OPTIONS';
+
+/** The same for the captcha challenge a form's page fetches before it posts (GET). */
+export const challengeCors: Middleware<AppState> = cors({
+  origin: '*',
+  allowMethods: CHALLENGE_METHODS,
+  allowHeaders: ALLOW_HEADERS,
+  keepHeadersOnError: true,
+}) as Middleware<AppState>;
+
+export const challengePreflight: Middleware<AppState> = (ctx) => {
+  ctx.set({
+    'Access-Control-Allow-Origin': '*',
+    'Access-Control-Allow-Methods': CHALLENGE_METHODS,
+    'Access-Control-Allow-Headers': ALLOW_HEADERS,
+  });
+  ctx.status = 204;
+};

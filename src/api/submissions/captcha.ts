@@ -1,23 +1,31 @@
 // Captcha per key: hCaptcha or Cloudflare Turnstile, verified server-side against the provider's
-// verify URL (configurable, so it can be tested against a local endpoint).
+// verify URL (configurable, so it can be tested against a local endpoint); or ALTCHA, issued and
+// checked by this service alone (altcha.ts).
 import type { Config } from '../../shared/infra/config.ts';
 import type { CaptchaProvider } from '../../shared/keys/entities.ts';
 import { errors } from '../api-errors.ts';
+import { ALTCHA_FIELD, type Altcha } from './altcha.ts';
 import type { RawFields } from './input.ts';
 
 export const CAPTCHA_FIELDS: Record<CaptchaProvider, string> = {
   hcaptcha: 'h-captcha-response',
   turnstile: 'cf-turnstile-response',
+  altcha: ALTCHA_FIELD,
 };
 
 type CaptchaConfig = Pick<Config, 'HCAPTCHA_SECRET' | 'HCAPTCHA_VERIFY_URL' | 'TURNSTILE_SECRET' | 'TURNSTILE_VERIFY_URL'>;
 
 const VERIFY_TIMEOUT_MS = 5_000;
 
+/** The key the submission came with, and its captcha. */
+type CaptchaKey = { id: string; captcha: CaptchaProvider };
+
 /** Throws the form-style error when the captcha answer is missing or refused by the provider. */
-export async function verifyCaptcha(provider: CaptchaProvider, fields: RawFields, clientIp: string, config: CaptchaConfig): Promise<void> {
+export async function verifyCaptcha(key: CaptchaKey, fields: RawFields, clientIp: string, config: CaptchaConfig, altcha: Altcha): Promise<void> {
+  const provider = key.captcha;
   const field = CAPTCHA_FIELDS[provider];
   const answer = fields.find(([name]) => name === field)?.[1];
+  if (provider === 'altcha') return altcha.verify(key.id, answer);
   if (typeof answer !== 'string' || answer.trim() === '') {
     throw errors.invalidFields({ [field]: ['Complete the captcha.'] }, 'Captcha required.');
   }

@@ -17,6 +17,7 @@ import { admitSubmission, knownAdmission } from './admit.ts';
 import { createConsentMemory } from './consent-memory.ts';
 import { authenticateKey, vouchingKey } from './authenticate.ts';
 import { CAPTCHA_FIELDS, verifyCaptcha } from './captcha.ts';
+import type { Altcha } from './altcha.ts';
 import { readSubmissionBody, type SubmissionBody } from './body.ts';
 import { requestDomain } from './domains.ts';
 import { parseSubmissionFields } from './input.ts';
@@ -27,7 +28,7 @@ import { type SubmissionRow } from '../../shared/submissions/submissions.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
-export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>): Router<AppState> {
+export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>, altcha: Altcha): Router<AppState> {
   const router = createRouter();
 
   router.options(SUBMISSION_PATH, formCors, preflight);
@@ -64,7 +65,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       const em = ctx.state.em;
       key = await authenticateKey(em, deps.keys, input.accessKey, domain);
-      if (key.captcha) await verifyCaptcha(key.captcha, body.fields, ctx.state.clientIp, deps.config);
+      if (key.captcha) await verifyCaptcha({ id: key.id, captcha: key.captcha }, body.fields, ctx.state.clientIp, deps.config, altcha);
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
       const activeKey = key;
       const known = knownAdmission(key, delivery, consent);

@@ -1,7 +1,9 @@
-// The submissions' part of the OpenAPI document (src/api/site/openapi.ts composes it): POST /api/contact-api/.
+// The submissions' part of the OpenAPI document (src/api/site/openapi.ts composes it): POST /api/contact-api/
+// and the ALTCHA challenge a form with that captcha fetches first.
 import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { CORS_PREFLIGHT, formError, json, jsonSchema, rateLimited, unavailable } from '../site/openapi-parts.ts';
+import { ALTCHA_TTL_SECONDS } from './altcha.ts';
 import { SubmissionFieldsSchema } from './input.ts';
 
 const SubmissionResponse = v.object({
@@ -49,5 +51,32 @@ export const submissionPaths = {
       },
     },
     options: CORS_PREFLIGHT,
+  },
+  '/api/contact-api/altcha-challenge': {
+    get: {
+      summary: 'A new ALTCHA challenge, for a key whose captcha is altcha',
+      description: `What the \`<altcha-widget>\` fetches (its script: /assets/altcha.min.js). Solve it (altcha-lib 2, PBKDF2/SHA-256) and send base64 of \`{"challenge": …, "solution": {"counter", "derivedKey"}}\` as the submission's \`altcha\` field, with the same key, within ${ALTCHA_TTL_SECONDS / 60} minutes; each answer is accepted once.`,
+      parameters: [{ name: 'access_key', in: 'query', required: true, schema: { type: 'string' } }],
+      responses: {
+        200: {
+          description: 'The challenge (never cached)',
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['parameters', 'signature'],
+                properties: {
+                  parameters: { type: 'object', description: 'algorithm, cost, nonce, salt, keyPrefix, expiresAt, data, …' },
+                  signature: { type: 'string' },
+                },
+              },
+            },
+          },
+        },
+        403: formError('Unknown, disabled or deleted key'),
+        503: unavailable,
+      },
+    },
+    options: { summary: 'CORS preflight', responses: { 204: { description: 'Access-Control-Allow-Origin: *, Allow-Methods: GET, OPTIONS' } } },
   },
 };

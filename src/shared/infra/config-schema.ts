@@ -47,6 +47,9 @@ const url = (protocols: string[]) =>
     kind(`URL (${protocols.map((p) => `${p}//`).join(', ')})`),
   );
 
+/** Chosen by measurement: a median solve of about half a second in headless Chromium (docs/spam.md). */
+const ALTCHA_MAX_COUNTER_DEFAULT = 2_000;
+
 /** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
 /** `host:port`, the host a name or an IPv4 address, or `[v6]:port`. */
 function isHostPort(entry: string): boolean {
@@ -386,6 +389,10 @@ const abuse = {
   TURNSTILE_VERIFY_URL: about(
     v.optional(url(['http:', 'https:']), 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
     'Turnstile verification endpoint.',
+  ),
+  ALTCHA_MAX_COUNTER: about(
+    integer(ALTCHA_MAX_COUNTER_DEFAULT, 10),
+    'Difficulty of the ALTCHA challenges, for keys with `captcha: "altcha"`: a browser tries from half this many to this many PBKDF2 keys (1,000 iterations each) to solve one (docs/spam.md).',
   ),
 };
 

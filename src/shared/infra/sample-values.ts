@@ -4,7 +4,15 @@
 // password the world knows.
 
 /** Settings whose whole value is a secret. */
-export const SECRET_SETTINGS = ['SECRET', 'ADMIN_TOKEN', 'SPAM_FILTER_PASSWORD', 'REDIS_SENTINEL_PASSWORD', 'S3_SECRET_ACCESS_KEY', 'HCAPTCHA_SECRET', 'TURNSTILE_SECRET'] as const;
+export const SECRET_SETTINGS = [
+  'SECRET',
+  'ADMIN_TOKEN',
+  'SPAM_FILTER_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
+  'S3_SECRET_ACCESS_KEY',
+  'HCAPTCHA_SECRET',
+  'TURNSTILE_SECRET',
+] as const;
 
 /** Settings that are URLs whose password part is a secret. */
 export const URL_PASSWORD_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL'] as const;

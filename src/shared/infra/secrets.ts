@@ -44,5 +44,8 @@ export function createKeyVault(secret: string): KeyVault {
   };
 }
 
+/** A secret of its own for one purpose (hex), derived from SECRET: no further setting to keep. */
+export const derivedSecret = (secret: string, purpose: string) => derive(secret, purpose).toString('hex');
+
 /** A new random server secret, for `npm start` when SECRET is unset. */
 export const generateSecret = () => randomBytes(32).toString('base64url');

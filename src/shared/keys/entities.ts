@@ -10,7 +10,7 @@ import { deliveryColumns } from '../submissions/delivery-columns.ts';
 export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type KeyStatus = (typeof KEY_STATUSES)[number];
 
-export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile'] as const;
+export const CAPTCHA_PROVIDERS = ['hcaptcha', 'turnstile', 'altcha'] as const;
 export type CaptchaProvider = (typeof CAPTCHA_PROVIDERS)[number];
 
 export const VerificationKeySchema = defineEntity({
@@ -32,7 +32,7 @@ export const VerificationKeySchema = defineEntity({
     status: p.enum(KEY_STATUSES).default('active'),
     useDomain: p.boolean().default(false),
     domains: p.json<string[]>().default('[]'),
-    /** Captcha required on submissions with this key: none, hCaptcha or Cloudflare Turnstile. */
+    /** Captcha required on submissions with this key: none, hCaptcha, Cloudflare Turnstile or ALTCHA (issued and checked here). */
     captcha: p.enum(CAPTCHA_PROVIDERS).nullable(),
     spamFilter: p.enum(SPAM_FILTER_LEVELS).default('normal'),
     /** Whether the key's webhooks also get the submissions marked spam (always with the verdict). */

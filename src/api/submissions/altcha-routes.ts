@@ -1,0 +1,48 @@
+// ALTCHA on a plain HTML form: one script tag and one element.
+//   <script async defer src="https://forms.example/assets/altcha.min.js"></script>
+//   <altcha-widget challenge="https://forms.example/api/contact-api/altcha-challenge?access_key=KEY"></altcha-widget>
+// The widget fetches a challenge here, solves it in the browser and puts its answer in the form's
+// `altcha` field; the submission endpoint checks it (captcha.ts, altcha.ts).
+import type Router from '@koa/router';
+import type { AppDeps, AppState } from '../context.ts';
+import { errors } from '../api-errors.ts';
+import { challengeCors, challengePreflight } from '../middleware/form-cors.ts';
+import { createRouter } from '../router.ts';
+import { loadAsset, sendAsset } from '../view.ts';
+import type { Altcha } from './altcha.ts';
+import { SUBMISSION_PATH } from './submission-routes.ts';
+
+export const ALTCHA_SCRIPT_PATH = '/assets/altcha.min.js';
+export const ALTCHA_CHALLENGE_PATH = `${SUBMISSION_PATH}altcha-challenge`;
+
+/** A week: the file changes only with the `altcha` package, and the ETag catches that after. */
+const SCRIPT_MAX_AGE_SECONDS = 7 * 24 * 3600;
+
+// The widget's self-contained build (its styles and workers inside), as the package ships it.
+const script = loadAsset(
+  ALTCHA_SCRIPT_PATH,
+  new URL('./altcha.min.js', import.meta.resolve('altcha')),
+  'application/javascript; charset=utf-8',
+  SCRIPT_MAX_AGE_SECONDS,
+);
+
+export function altchaRoutes(deps: AppDeps, altcha: Altcha): Router<AppState> {
+  const router = createRouter();
+
+  router.get(ALTCHA_SCRIPT_PATH, (ctx) => sendAsset(ctx, script));
+
+  router.options(ALTCHA_CHALLENGE_PATH, challengeCors, challengePreflight);
+
+  router.get(ALTCHA_CHALLENGE_PATH, challengeCors, async (ctx) => {
+    // Only an active key gets challenges: each costs this process one key derivation.
+    const accessKey = ctx.query.access_key;
+    const key = typeof accessKey === 'string' && accessKey ? await deps.keys.find(ctx.state.em, accessKey) : null;
+    if (!key) throw errors.invalidKey();
+    const challenge = await altcha.challenge(key.id);
+    // Every challenge is new and answered once: no cache may hand one out twice.
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = challenge;
+  });
+
+  return router;
+}
