@@ -187,7 +187,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await harness.sink.close().catch(() => undefined);
       await emptyBucket(storage, bucket);
       storage.close();
-      await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
+      // A Redis behind sentinels is the test's own, thrown away with its primary (perhaps killed).
+      if (!config.REDIS_SENTINELS) await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
       await database.drop();
     },
   };
