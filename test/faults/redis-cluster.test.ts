@@ -1,10 +1,13 @@
-// The queues live under one hash-tagged prefix, so the whole pipeline runs on a Redis Cluster.
+// The queues live under one hash-tagged prefix, so the whole pipeline runs on a Redis Cluster: 3
+// masters with a replica each. Then the master holding the service's keys is killed under a load,
+// its replica takes over, and every submission answered 200 is delivered.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
-import { startRedisCluster } from '../support/redis-cluster.ts';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
+import { sentCount } from '../support/rows.ts';
 
-let cluster: Awaited<ReturnType<typeof startRedisCluster>>;
+let cluster: RedisCluster;
 let h: Harness;
 beforeAll(async () => {
   cluster = await startRedisCluster();
@@ -15,7 +18,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-describe('on a 3-node Redis Cluster', () => {
+describe('on a Redis Cluster of 3 masters and 3 replicas', () => {
   it('accepts, rate-limits, queues and delivers submissions and key emails', async () => {
     const generated = await postJson(`${h.url}/`, { email: 'cluster-owner@example.test' });
     expect(generated.status).toBe(200);
@@ -40,4 +43,61 @@ describe('on a 3-node Redis Cluster', () => {
     const ready = await fetch(`${h.url}/readyz`);
     expect(ready.status).toBe(200);
   });
+});
+
+describe('a master of the Redis Cluster killed under a load', () => {
+  let loaded: Harness;
+  afterAll(() => loaded?.stop());
+
+  it('fails over to its replica: every 200 delivered, every answer 200 or 503 with Retry-After', async () => {
+    loaded = await startHarness({ env: { REDIS_URL: cluster.url, REDIS_CLUSTER: 'true', RECONCILE_INTERVAL_MS: '1000', RECONCILE_AFTER_MS: '5000' } });
+    const { key } = await loaded.createKey();
+    // Every key of the service is under this hash tag: one slot, one master.
+    const tag = loaded.config.QUEUE_PREFIX;
+    let killed = 0;
+    let going = true;
+    const answers: Array<{ status: number; retryAfter: string | null; id?: string }> = [];
+    const errors: string[] = [];
+    const load = Promise.all(
+      Array.from({ length: 8 }, async (_, client) => {
+        for (let n = 0; going; n += 1) {
+          try {
+            const answer = await submitJson(loaded, { access_key: key, email: 'visitor@example.org', message: `client ${client}, message ${n}` });
+            answers.push({ status: answer.status, retryAfter: answer.headers.get('retry-after'), id: answer.json?.submission_id });
+          } catch (error) {
+            errors.push((error as Error).message);
+          }
+        }
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    killed = await cluster.killMasterOf(tag);
+    await eventually(
+      async () => {
+        const port = cluster.masterPortOf(tag);
+        return port !== undefined && port !== killed ? true : undefined;
+      },
+      30_000,
+      'the replica promoted',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    going = false;
+    await load;
+
+    expect(errors).toEqual([]);
+    expect(answers.filter((answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter)))).toEqual([]);
+    const ids = answers.filter((answer) => answer.status === 200).map((answer) => answer.id!);
+    expect(ids.length).toBeGreaterThan(50);
+    await eventually(async () => ((await sentCount(loaded, ids)) === ids.length ? true : undefined), 60_000, 'every accepted submission sent');
+    const emails = new Map<string, number>();
+    for (const mail of loaded.sink.messages) {
+      const id = /<submission-([0-9a-f-]+)@/.exec(mail.parsed.messageId ?? '')?.[1];
+      if (id) emails.set(id, (emails.get(id) ?? 0) + 1);
+    }
+    expect(ids.filter((id) => !emails.has(id))).toEqual([]);
+    // At most 0.1 % of them twice: the claim fences a job run again after the switch.
+    expect(ids.filter((id) => emails.get(id)! > 1).length).toBeLessThanOrEqual(Math.floor(ids.length / 1_000));
+    const ready = await fetch(`${loaded.url}/readyz`);
+    expect(ready.status).toBe(200);
+  }, 180_000);
 });

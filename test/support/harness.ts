@@ -187,8 +187,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await harness.sink.close().catch(() => undefined);
       await emptyBucket(storage, bucket);
       storage.close();
-      // A Redis behind sentinels is the test's own, thrown away with its primary (perhaps killed).
-      if (!config.REDIS_SENTINELS) await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
+      // A Redis Cluster or a Redis behind sentinels is the test's own, thrown away with its nodes
+      // (the one REDIS_URL names perhaps killed).
+      if (!config.REDIS_SENTINELS && !config.REDIS_CLUSTER) await deleteQueueKeys(config.REDIS_URL, config.QUEUE_PREFIX);
       await database.drop();
     },
   };
