@@ -29,7 +29,7 @@ export function renderPage(ctx: Context, view: string, data: Record<string, unkn
   ctx.set(options.headers ?? SECURITY_HEADERS);
   ctx.set('Cache-Control', 'no-store');
   ctx.type = 'html';
-  ctx.body = views.render(view, { scripts: [], ...data });
+  ctx.body = views.render(view, { scripts: [], styles: [], ...data });
   if (options.status) ctx.status = options.status;
 }
 
