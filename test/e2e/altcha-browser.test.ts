@@ -5,6 +5,7 @@
 // are a file.
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, serveHtml, type StaticServer } from '../support/browser.ts';
@@ -98,6 +99,7 @@ describe('ALTCHA in a browser', () => {
     await form.getByLabel("This key's captcha is ALTCHA").check();
     await page.getByText("I'm not a robot").click();
     await expect.poll(() => form.locator('altcha-widget [data-state]').first().getAttribute('data-state'), { timeout: 30_000 }).toBe('verified');
+    await screenshot(page, 'home-altcha-360.png');
     // Nothing scrolls sideways at 360 px with the widget shown.
     expect(await page.evaluate<number>(OVERFLOW)).toBeLessThanOrEqual(0);
     // Before leaving the page: its CSP let the widget's script, styles, worker and fetch through.
@@ -136,6 +138,8 @@ describe('ALTCHA in a browser', () => {
       found.push(...result.map((v) => `${width} px: ${v.id} (${v.help}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`));
     }
     expect(found).toEqual([]);
+    await page.setViewportSize({ width: 1100, height: 800 });
+    await screenshot(page, 'home-altcha.png');
     await context.close();
   });
 });
@@ -146,6 +150,12 @@ const WCAG = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 const AXE_RUN = `axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(WCAG)} } })
   .then((result) => result.violations.map((v) => ({ id: v.id, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))`;
 const OVERFLOW = 'document.documentElement.scrollWidth - document.documentElement.clientWidth';
+
+/** With BROWSER_SCREENSHOT_DIR set, keeps a picture of the page (to look at the pages' look). */
+const screenshot = async (page: Page, name: string) => {
+  const dir = process.env.BROWSER_SCREENSHOT_DIR;
+  if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
+};
 
 /**
  * What went wrong on a page: console errors (CSP violations among them), script errors, failed
