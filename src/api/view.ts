@@ -16,7 +16,10 @@ export const SECURITY_HEADERS = {
   'Referrer-Policy': 'no-referrer',
 };
 
-/** A page that runs its own scripts and calls this origin with fetch (the start page). */
+/**
+ * A page that runs its own scripts and calls this origin with fetch (the start page). Its ALTCHA
+ * widget's solver is a same-origin worker, which worker-src (absent) lets through by script-src.
+ */
 export const SCRIPTED_PAGE_HEADERS = {
   ...SECURITY_HEADERS,
   'Content-Security-Policy': `${CSP_BASE}; script-src 'self'; connect-src 'self'`,
@@ -29,7 +32,7 @@ export function renderPage(ctx: Context, view: string, data: Record<string, unkn
   ctx.set(options.headers ?? SECURITY_HEADERS);
   ctx.set('Cache-Control', 'no-store');
   ctx.type = 'html';
-  ctx.body = views.render(view, { scripts: [], ...data });
+  ctx.body = views.render(view, { scripts: [], styles: [], ...data });
   if (options.status) ctx.status = options.status;
 }
 

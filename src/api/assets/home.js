@@ -13,6 +13,36 @@
     if (!node.textContent) node.textContent = origin;
   });
 
+  // The live form's ALTCHA widget, for a key whose captcha is ALTCHA: shown only when the visitor
+  // says so, since any other key (or a mistyped one) must post without solving anything.
+  var altchaField = document.getElementById('altcha-field');
+  var useAltcha = document.getElementById('use-altcha');
+  var altchaSlot = document.getElementById('altcha-slot');
+  var altchaReady = false;
+  if (altchaField && useAltcha && altchaSlot && window.$altcha && window.$altcha.algorithms) {
+    // The widget's build without blob: workers: this service's algorithm solved in a worker of this origin.
+    window.$altcha.algorithms.set('PBKDF2/SHA-256', function () {
+      return new Worker('/assets/altcha-pbkdf2-worker.js');
+    });
+    altchaField.hidden = false;
+    altchaReady = true;
+  }
+
+  /** A fresh widget for the key in the form (a challenge is bound to its key), or none. */
+  function updateAltcha() {
+    if (!altchaReady) return;
+    altchaSlot.replaceChildren();
+    if (!useAltcha.checked) return;
+    var widget = document.createElement('altcha-widget');
+    widget.setAttribute('challenge', '/api/contact-api/altcha-challenge?' + new URLSearchParams({ access_key: accessKey.value.trim() }).toString());
+    altchaSlot.append(widget);
+  }
+  if (altchaReady) {
+    useAltcha.addEventListener('change', updateAltcha);
+    accessKey.addEventListener('change', updateAltcha);
+    updateAltcha(); // a box left ticked when the page is reloaded
+  }
+
   function show(kind, lines, key) {
     status.className = 'status ' + kind;
     var nodes = lines.filter(Boolean).map(function (text) {
@@ -87,6 +117,7 @@
             }
             if (typeof body.key === 'string') {
               accessKey.value = body.key;
+              updateAltcha();
               document.querySelectorAll('[data-snippet-key]').forEach(function (node) {
                 node.textContent = body.key;
               });

@@ -1,11 +1,12 @@
 // The service's own pages: the start page (request a key, try a live form) and the pages a plain
 // HTML form lands on after a redirect, plus their static assets. Small, accessible, no external
-// resources; the only script is the start page's, served from this origin so the CSP needs no
-// 'unsafe-inline'. The markup is in src/api/views, the assets in src/api/assets.
+// resources; the only scripts are the start page's (its own and the ALTCHA widget's), served from
+// this origin so the CSP needs no 'unsafe-inline'. The markup is in src/api/views, the assets in src/api/assets.
 import type Router from '@koa/router';
 import type { Config } from '../../shared/infra/config.ts';
 import type { AppState } from '../context.ts';
 import { createRouter } from '../router.ts';
+import { ALTCHA_CSS_PATH, ALTCHA_EXTERNAL_SCRIPT_PATH } from '../submissions/altcha-routes.ts';
 import { loadAsset, renderPage, SCRIPTED_PAGE_HEADERS, sendAsset } from '../view.ts';
 
 const ASSETS = [
@@ -26,7 +27,13 @@ export function pageRoutes(deps: PageDeps): Router<AppState> {
     renderPage(
       ctx,
       'home',
-      { honeypot_field: deps.config.HONEYPOT_FIELD, public_url: deps.config.PUBLIC_URL, scripts: ['/assets/home.js'] },
+      {
+        honeypot_field: deps.config.HONEYPOT_FIELD,
+        public_url: deps.config.PUBLIC_URL,
+        // The live form's ALTCHA widget: the build whose styles are a file, as the CSP wants them.
+        scripts: [ALTCHA_EXTERNAL_SCRIPT_PATH, '/assets/home.js'],
+        styles: [ALTCHA_CSS_PATH],
+      },
       { headers: SCRIPTED_PAGE_HEADERS },
     ),
   );

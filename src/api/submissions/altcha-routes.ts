@@ -13,6 +13,10 @@ import type { Altcha } from './altcha.ts';
 import { SUBMISSION_PATH } from './submission-routes.ts';
 
 export const ALTCHA_SCRIPT_PATH = '/assets/altcha.min.js';
+/** The widget without its styles and workers, for this service's own pages: their CSP refuses inline styles and blob: workers. */
+export const ALTCHA_EXTERNAL_SCRIPT_PATH = '/assets/altcha-external.min.js';
+export const ALTCHA_CSS_PATH = '/assets/altcha.css';
+export const ALTCHA_WORKER_PATH = '/assets/altcha-pbkdf2-worker.js';
 export const ALTCHA_CHALLENGE_PATH = `${SUBMISSION_PATH}altcha-challenge`;
 
 /** A week: the file changes only with the `altcha` package, and the ETag catches that after. */
@@ -25,11 +29,28 @@ const script = loadAsset(
   'application/javascript; charset=utf-8',
   SCRIPT_MAX_AGE_SECONDS,
 );
+const ownPageAssets = [
+  loadAsset(
+    ALTCHA_EXTERNAL_SCRIPT_PATH,
+    new URL('../external/altcha.min.js', import.meta.resolve('altcha')),
+    'application/javascript; charset=utf-8',
+    SCRIPT_MAX_AGE_SECONDS,
+  ),
+  loadAsset(ALTCHA_CSS_PATH, new URL('../external/altcha.css', import.meta.resolve('altcha')), 'text/css; charset=utf-8', SCRIPT_MAX_AGE_SECONDS),
+  // The solver of this service's algorithm (PBKDF2/SHA-256), run as a same-origin Web Worker.
+  loadAsset(
+    ALTCHA_WORKER_PATH,
+    new URL('../workers/pbkdf2.js', import.meta.resolve('altcha')),
+    'application/javascript; charset=utf-8',
+    SCRIPT_MAX_AGE_SECONDS,
+  ),
+];
 
 export function altchaRoutes(deps: AppDeps, altcha: Altcha): Router<AppState> {
   const router = createRouter();
 
   router.get(ALTCHA_SCRIPT_PATH, (ctx) => sendAsset(ctx, script));
+  for (const asset of ownPageAssets) router.get(asset.path, (ctx) => sendAsset(ctx, asset));
 
   router.options(ALTCHA_CHALLENGE_PATH, challengeCors, challengePreflight);
 
