@@ -118,5 +118,10 @@ function settingsOf(form: URLSearchParams): OwnerKeyChanges {
     spamToWebhooks: form.get('spam_to_webhooks') === 'yes',
     label: form.get('label') ?? '',
     subjectPrefix: form.get('subject_prefix') === 'yes',
+    autoresponse: {
+      enabled: form.get('autoresponse_enabled') === 'yes',
+      subject: form.get('autoresponse_subject') ?? '',
+      text: form.get('autoresponse_text') ?? '',
+    },
   };
 }
