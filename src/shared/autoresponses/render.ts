@@ -4,7 +4,11 @@
 // is the text escaped, its paragraphs as <p>, bare https links made links; no HTML of the owner's.
 
 export type AutoresponseContent = { subject: string; text: string; label: string | null; receivedAt: Date };
-export type RenderedAutoresponse = { subject: string; text: string; html: string };
+/** A piece of a line: text, or a bare https link. */
+export type Part = { text: string } | { link: string };
+/** The text as the HTML part shows it: paragraphs of lines of parts (the console's preview draws the same). */
+export type Paragraphs = Part[][][];
+export type RenderedAutoresponse = { subject: string; text: string; html: string; paragraphs: Paragraphs; closing: string };
 
 const escapeHtml = (text: string) =>
   text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;').replaceAll("'", '&#39;');
@@ -12,15 +16,19 @@ const escapeHtml = (text: string) =>
 /** A bare https link; trailing punctuation belongs to the sentence, not the link. */
 const LINK = /https:\/\/[^\s<>"']+[^\s<>"'.,;:!?)\]]/g;
 
-function linkified(line: string): string {
-  let html = '';
+function partsOf(line: string): Part[] {
+  const parts: Part[] = [];
   let at = 0;
   for (const match of line.matchAll(LINK)) {
-    html += escapeHtml(line.slice(at, match.index)) + `<a href="${escapeHtml(match[0])}">${escapeHtml(match[0])}</a>`;
+    if (match.index > at) parts.push({ text: line.slice(at, match.index) });
+    parts.push({ link: match[0] });
     at = match.index + match[0].length;
   }
-  return html + escapeHtml(line.slice(at));
+  if (at < line.length) parts.push({ text: line.slice(at) });
+  return parts;
 }
+
+const partHtml = (part: Part) => ('link' in part ? `<a href="${escapeHtml(part.link)}">${escapeHtml(part.link)}</a>` : escapeHtml(part.text));
 
 const day = (date: Date) => date.toISOString().slice(0, 10);
 
@@ -31,14 +39,16 @@ function closing(content: AutoresponseContent): string {
 }
 
 export function renderAutoresponse(content: AutoresponseContent): RenderedAutoresponse {
-  const paragraphs = content.text
+  const texts = content.text
     .split(/\n\s*\n/)
     .map((paragraph) => paragraph.trim())
     .filter(Boolean);
-  const text = `${paragraphs.join('\n\n')}\n\n-- \n${closing(content)}\n`;
+  const paragraphs = texts.map((paragraph) => paragraph.split('\n').map(partsOf));
+  const ending = closing(content);
+  const text = `${texts.join('\n\n')}\n\n-- \n${ending}\n`;
   const html = [
-    ...paragraphs.map((paragraph) => `<p>${paragraph.split('\n').map(linkified).join('<br>\n')}</p>`),
-    `<hr>\n<p><small>${escapeHtml(closing(content))}</small></p>`,
+    ...paragraphs.map((lines) => `<p>${lines.map((line) => line.map(partHtml).join('')).join('<br>\n')}</p>`),
+    `<hr>\n<p><small>${escapeHtml(ending)}</small></p>`,
   ].join('\n');
-  return { subject: content.subject, text, html: `<!doctype html>\n<html><body>\n${html}\n</body></html>\n` };
+  return { subject: content.subject, text, html: `<!doctype html>\n<html><body>\n${html}\n</body></html>\n`, paragraphs, closing: ending };
 }
