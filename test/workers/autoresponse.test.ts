@@ -11,6 +11,7 @@ import { dsn } from '../../tools/sample-reports.ts';
 import { adminRequest, submitJson } from '../support/client.ts';
 import { buildRecipient, buildSubmission, type KeyRow } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { signIn } from '../support/owner.ts';
 import { sendRaw } from '../support/smtp-client.ts';
 import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
 
@@ -265,5 +266,21 @@ describe('the settings', () => {
     const key = await h.createKey();
     const listed = await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`);
     expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null}');
+  });
+
+  it("are the owner's to set through the owner API, and the submission's outcome shows there", async () => {
+    const key = await h.createKey();
+    await buildRecipient(h, { mailbox: key.mailbox });
+    const owner = await signIn(h, key.email);
+    const changed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { enabled: true, subject: SUBJECT, text: OWNER_TEXT } });
+    expect(changed.status).toBe(200);
+    expect(changed.json.autoresponse).toEqual({ enabled: true, subject: SUBJECT, text: OWNER_TEXT });
+    // Each part left out is kept.
+    const renamed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { subject: 'Got it' } });
+    expect(renamed.json.autoresponse).toEqual({ enabled: true, subject: 'Got it', text: OWNER_TEXT });
+
+    const id = await submit(key, 'owner-api@visitors.example');
+    await decided(id);
+    expect((await owner.api('GET', `/submissions/${id}`)).json.autoresponse).toBe('sent');
   });
 });

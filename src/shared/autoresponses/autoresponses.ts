@@ -22,6 +22,8 @@ import {
 export const AUTORESPONSES_PER_KEY = 1;
 /** Autoresponses per visitor mailbox across all keys per 24 hours. */
 export const AUTORESPONSES_PER_MAILBOX = 3;
+/** How long retention keeps a settled autoresponse's row: past the bounds' 24 hours, with a day to spare. */
+export const AUTORESPONSE_ROWS_KEPT_DAYS = 2;
 
 /**
  * Local parts that name a role or a system, not a person who wrote: mail to them is read by a
@@ -54,7 +56,8 @@ const ROLE_LOCAL_PARTS = new Set([
 export function isRoleAddress(email: string): boolean {
   const mailbox = mailboxOf(email);
   const local = mailbox.slice(0, mailbox.lastIndexOf('@'));
-  return ROLE_LOCAL_PARTS.has(local) || local.endsWith('-request') || local.startsWith('owner-');
+  // A mailing list's command address (list-request@) answers mail by machine too.
+  return ROLE_LOCAL_PARTS.has(local) || local.endsWith('-request');
 }
 
 /** Why no autoresponse goes out for these facts, the bounds aside; undefined when it may. */
