@@ -268,7 +268,7 @@ describe('the settings', () => {
     expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null}');
   });
 
-  it("are the owner's to set through the owner API, and the submission's outcome shows there", async () => {
+  it("are the owner's to set through the owner API, and the submission's outcome shows there and on its console page", async () => {
     const key = await h.createKey();
     await buildRecipient(h, { mailbox: key.mailbox });
     const owner = await signIn(h, key.email);
@@ -282,5 +282,7 @@ describe('the settings', () => {
     const id = await submit(key, 'owner-api@visitors.example');
     await decided(id);
     expect((await owner.api('GET', `/submissions/${id}`)).json.autoresponse).toBe('sent');
+    const page = await owner.get(`/owner/submissions/${id}`);
+    expect(page.text).toContain('<dt>Autoresponse</dt><dd data-field="autoresponse">sent to the visitor</dd>');
   });
 });
