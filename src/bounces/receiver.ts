@@ -20,6 +20,7 @@ import type { ReturnPaths, ReturnTarget } from '../shared/bounces/return-path.ts
 import { recordReport, type SuppressionPolicy } from '../shared/bounces/record.ts';
 import { readReport } from '../shared/bounces/report.ts';
 import { oneLine } from '../shared/submissions/display-text.ts';
+import { deliveryKinds } from '../shared/submissions/delivery-kinds.ts';
 import { ClientLimits } from './client-limits.ts';
 
 export type ReceiverSettings = {
@@ -181,7 +182,7 @@ async function handleMessage(raw: Buffer, session: SMTPServerSession, deps: Rece
   const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : '';
   const verdict = await readReport(raw, { sender });
   for (const target of targetsOf.get(session) ?? []) {
-    const kind = target.kind === 'submission' ? 'submissions' : 'key_emails';
+    const kind = deliveryKinds[target.kind].metricLabel;
     bounces.inc({ kind, type: verdict.type });
     if (verdict.type === 'ignored') {
       deps.log.info({ table: kind, id: target.id, reason: verdict.reason, sender }, 'message to a return path ignored');

@@ -1,6 +1,7 @@
 // Every table of the service, for the ORM: each feature's entities, gathered here above the
 // features so that the infrastructure that opens the database imports none of them. `npm run
 // migration:create` compares the migrations with this list.
+import { AutoresponseSchema } from './autoresponses/entities.ts';
 import { AddressBouncesSchema, MailboxComplaintsSchema } from './bounces/entities.ts';
 import { SecretCheckSchema } from './infra/db/secret-check-entity.ts';
 import { KeyEmailSchema, MailboxAllowanceSchema, RecipientSchema, VerificationKeySchema } from './keys/entities.ts';
@@ -26,5 +27,6 @@ export const entities = [
   OwnerSessionSchema,
   WebhookEndpointSchema,
   WebhookDeliverySchema,
+  AutoresponseSchema,
   SecretCheckSchema,
 ];

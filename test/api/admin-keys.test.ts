@@ -40,6 +40,7 @@ describe('PATCH /admin/keys/:key', () => {
       key: key.key,
       label: null,
       subject_prefix: false,
+      autoresponse: { enabled: false, subject: null, text: null },
       status: 'disabled',
       email: 'ops@example.test',
       use_domain: false,

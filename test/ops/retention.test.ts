@@ -1,9 +1,11 @@
 // RETENTION_DAYS: a scheduled job deletes old submissions, their attachment rows and their files.
-// The same job deletes spam campaign votes past their days, whatever RETENTION_DAYS says.
+// The same job deletes spam campaign votes and settled autoresponses past their days, whatever
+// RETENTION_DAYS says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam/spam-campaigns.ts';
 import { submitJson } from '../support/client.ts';
-import { ago, updateCampaignVote, updateSubmission } from '../support/factories.ts';
+import { AUTORESPONSE_ROWS_KEPT_DAYS } from '../../src/shared/autoresponses/autoresponses.ts';
+import { ago, buildAutoresponse, updateCampaignVote, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
 import { submissionExists } from '../support/rows.ts';
 import { signIn } from '../support/owner.ts';
@@ -81,5 +83,15 @@ describe('retention', () => {
     await updateCampaignVote(h, ids[1]!, { markedAt: ago({ days: CAMPAIGN_VOTE_DAYS - 1 }) });
     await eventually(async () => ((await votes()).includes(ids[0]!) ? undefined : true), 15_000, 'the old vote to be deleted');
     expect(await votes()).toEqual([ids[1]]);
+  });
+
+  it(`deletes settled autoresponses older than ${AUTORESPONSE_ROWS_KEPT_DAYS} days (past their 24-hour bounds), and keeps newer or unsettled ones`, async () => {
+    const owner = await h.createKey();
+    const old = await buildAutoresponse(h, { key: owner, status: 'sent', createdAt: ago({ days: AUTORESPONSE_ROWS_KEPT_DAYS + 1 }) });
+    const oldQueued = await buildAutoresponse(h, { key: owner, status: 'retrying', createdAt: ago({ days: AUTORESPONSE_ROWS_KEPT_DAYS + 1 }) });
+    const recent = await buildAutoresponse(h, { key: owner, status: 'sent', createdAt: ago({ hours: 23 }) });
+    const left = async () => (await h.sql<{ id: string }>('select id from autoresponses where key_id = $1', [owner.id])).map((row) => row.id);
+    await eventually(async () => ((await left()).includes(old.id) ? undefined : true), 15_000, 'the old autoresponse to be deleted');
+    expect((await left()).toSorted()).toEqual([oldQueued.id, recent.id].toSorted());
   });
 });

@@ -28,6 +28,12 @@ beforeAll(async () => {
   page.setDefaultTimeout(15_000);
 
   const owner = await h.createKey();
+  // The keys page then shows the autoresponse's preview, with a paragraph and a link.
+  await h.sql('update verification_keys set autoresponse_enabled = true, autoresponse_subject = $1, autoresponse_text = $2 where id = $3', [
+    'We have your message',
+    'Thank you for writing.\n\nOur hours: https://shop.example/hours',
+    owner.id,
+  ]);
   const settled = (id: string) =>
     eventually(async () => {
       const status = await emailStatusOf(h, id);

@@ -182,6 +182,43 @@ describe('the owner console in a browser, without JavaScript', () => {
     expect(response.status()).toBe(403);
     expect(await keyStatusOf(h, owner.id)).toBe('active');
   });
+
+  it('sets the autoresponse with its subject and text, shows its preview, and refuses to turn it on empty', async () => {
+    const owner = await h.createKey();
+    const { page, problems } = await openPage();
+    await signIn(page, owner.email);
+    const card = page.getByRole('region', { name: owner.key });
+    await expect.poll(() => card.getByText('It carries no text a visitor wrote').count()).toBe(1);
+
+    // On without a text: refused, and nothing is changed.
+    await card.getByLabel('Send an autoresponse to each visitor').check();
+    await card.getByLabel('Subject (one line').fill('We have your message');
+    await card.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => page.getByText('An autoresponse needs a subject and a text before it is turned on.').count()).toBe(1);
+    const [before] = await h.sql('select autoresponse_enabled, autoresponse_subject from verification_keys where id = $1', [owner.id]);
+    expect(before).toEqual({ autoresponse_enabled: false, autoresponse_subject: null });
+
+    const saved = page.getByRole('region', { name: owner.key });
+    await saved.getByLabel('Send an autoresponse to each visitor').check();
+    await saved.getByLabel('Subject (one line').fill('We have your message');
+    await saved.getByLabel('Text (plain text').fill('Thank you.\n\nOur hours: https://shop.example/hours <b>soon</b>');
+    await saved.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys?notice=saved`);
+    const preview = page.getByRole('region', { name: 'Preview, as saved' });
+    await expect.poll(() => preview.getByText('Subject: We have your message').count()).toBe(1);
+    expect(await preview.getByRole('link', { name: 'https://shop.example/hours' }).getAttribute('href')).toBe('https://shop.example/hours');
+    // The owner's markup is shown as text, never as markup.
+    await expect.poll(() => preview.getByText('<b>soon</b>').count()).toBe(1);
+    expect(await preview.locator('b').count()).toBe(0);
+    const [after] = await h.sql('select autoresponse_enabled, autoresponse_subject, autoresponse_text from verification_keys where id = $1', [owner.id]);
+    expect(after).toEqual({
+      autoresponse_enabled: true,
+      autoresponse_subject: 'We have your message',
+      autoresponse_text: 'Thank you.\n\nOur hours: https://shop.example/hours <b>soon</b>',
+    });
+    // The refused save was answered 400, as it should be; nothing else went wrong.
+    expect(problems).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+  });
 });
 
 describe('the owner console in a browser, with JavaScript', () => {

@@ -469,3 +469,20 @@ export async function buildWebhookDelivery(db: Db, overrides: WebhookDeliveryOve
     attempts: row!.email_attempts,
   };
 }
+
+export type AutoresponseOverrides = { key: KeyRow | string; email?: string; submission?: { id: string } | string | null } & DeliveryOverrides;
+
+/** An autoresponse row (the confirmation email to a visitor), as the worker's decision inserts one. */
+export async function buildAutoresponse(db: Db, overrides: AutoresponseOverrides): Promise<{ id: string; status: EmailStatus }> {
+  const email = overrides.email ?? `visitor-${suffix()}@example.test`;
+  const params = new Params();
+  const submission = overrides.submission === undefined || overrides.submission === null ? null : idOf(overrides.submission);
+  const values: Value[] = [submission, idOf(overrides.key), email, mailboxOf(email), ...deliveryValues(overrides)];
+  const [row] = await db.sql<{ id: string; email_status: EmailStatus }>(
+    `insert into autoresponses (id, submission_id, key_id, email, mailbox, email_status, email_attempts, claimed_at, sent_at, created_at)
+     values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
+     returning id, email_status`,
+    params.values,
+  );
+  return { id: row!.id, status: row!.email_status };
+}

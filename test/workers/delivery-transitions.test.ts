@@ -33,6 +33,7 @@ import { insertSubmissionRows, submissionRow } from '../../src/shared/submission
 import { CREATED_AS, DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent, type KindFor } from '../../src/shared/submissions/delivery-transitions.ts';
 import {
   ago,
+  buildAutoresponse,
   buildKey,
   buildKeyEmail,
   buildSubmission,
@@ -45,9 +46,14 @@ import {
 import { startHarness, type Harness } from '../support/harness.ts';
 import { OWNER_MIN_LEARNS } from '../../src/shared/spam/spam-filter.ts';
 
-const KINDS = ['submission', 'key-email', 'webhook'] as const;
+const KINDS = ['submission', 'key-email', 'autoresponse', 'webhook'] as const;
 const LEASE_MS = 60_000;
-const TABLES: Record<DeliveryKindName, string> = { submission: 'submissions', 'key-email': 'key_emails', webhook: 'webhook_deliveries' };
+const TABLES: Record<DeliveryKindName, string> = {
+  submission: 'submissions',
+  'key-email': 'key_emails',
+  autoresponse: 'autoresponses',
+  webhook: 'webhook_deliveries',
+};
 
 let h: Harness;
 let pool: pg.Pool;
@@ -77,6 +83,7 @@ async function rowIn(kind: DeliveryKindName, status: EmailStatus, claim: Claim):
   let made: { id: string; submissionId: string | undefined };
   if (kind === 'submission') made = { id: (await buildSubmission(h, { key, status, claimedAt })).id, submissionId: undefined };
   else if (kind === 'key-email') made = { id: (await buildKeyEmail(h, { kind: 'confirm', key, status, claimedAt })).id, submissionId: undefined };
+  else if (kind === 'autoresponse') made = { id: (await buildAutoresponse(h, { key, status, claimedAt })).id, submissionId: undefined };
   else {
     const submission = await buildSubmission(h, { key, status: 'spam' });
     const delivery = await buildWebhookDelivery(h, { endpoint, submission, status, claimedAt });
@@ -237,13 +244,14 @@ describe('delivery status changes', () => {
     expect(saved.toSorted()).toEqual(CREATED_AS.submission.toSorted());
   });
 
-  it('a new key email or webhook delivery starts as the column default the table names', async () => {
+  it('a new key email, autoresponse or webhook delivery starts as the column default the table names', async () => {
     const defaults = await h.sql<{ table_name: string; column_default: string }>(
       `select table_name, column_default from information_schema.columns where column_name = 'email_status' and table_name = any($1)`,
-      [[TABLES['key-email'], TABLES.webhook]],
+      [[TABLES['key-email'], TABLES.autoresponse, TABLES.webhook]],
     );
     expect(Object.fromEntries(defaults.map((row) => [row.table_name, row.column_default]))).toEqual({
       [TABLES['key-email']]: `'${CREATED_AS['key-email'].join()}'::text`,
+      [TABLES.autoresponse]: `'${CREATED_AS.autoresponse.join()}'::text`,
       [TABLES.webhook]: `'${CREATED_AS.webhook.join()}'::text`,
     });
   });

@@ -139,6 +139,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
         spamToWebhooks: patch.spam_to_webhooks,
         label: patch.label,
         subjectPrefix: patch.subject_prefix,
+        autoresponse: patch.autoresponse,
       });
       ctx.body = keyRecord(key, deps.vault);
     },

@@ -7,7 +7,7 @@ import { SPAM_FILTER_LEVELS } from '../../shared/spam/spam-kinds.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
 import { error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, Submission, unauthorized } from '../site/openapi-parts.ts';
 import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
-import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
 import { OwnerSignInSchema } from './owner-session-pages.ts';
 import { SessionRequestSchema } from './owner-api-session-routes.ts';
 import { SpamMarkSchema } from './owner-api-submission-routes.ts';
@@ -26,6 +26,14 @@ const Key = v.object({
   key_unavailable: v.optional(v.string()),
   label: v.pipe(v.nullable(v.string()), v.description(`The owner's name for the key (one line, at most ${KEY_LABEL_MAX} characters), or null`)),
   subject_prefix: v.pipe(v.boolean(), v.description("Whether the key's emails carry the label before their subject")),
+  autoresponse: v.pipe(
+    v.object({
+      enabled: v.boolean(),
+      subject: v.pipe(v.nullable(v.string()), v.description(`One line, at most ${AUTORESPONSE_SUBJECT_MAX} characters`)),
+      text: v.pipe(v.nullable(v.string()), v.description(`Plain text, at most ${AUTORESPONSE_TEXT_MAX} characters`)),
+    }),
+    v.description('The confirmation email to the visitor (off by default); it carries no text a visitor wrote'),
+  ),
   status: v.picklist(KEY_STATUSES),
   email: v.string(),
   use_domain: v.boolean(),
@@ -101,7 +109,9 @@ export const ownerPaths = {
   '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
   '/owner/keys/{keyId}': {
     post: {
-      ...form('Change a key: action=save (label, subject_prefix=yes, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete'),
+      ...form(
+        'Change a key: action=save (label, subject_prefix=yes, autoresponse_enabled=yes, autoresponse_subject, autoresponse_text, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete',
+      ),
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],
     },

@@ -5,7 +5,7 @@ import type { Attachment, Submission } from '../../shared/submissions/entities.t
 import type { CaptchaProvider, KeyStatus, VerificationKey } from '../../shared/keys/entities.ts';
 import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
 import type { SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
-import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
+import { keyRecord, listKeys, parseDomains, type AutoresponseChanges } from '../../shared/keys/keys.ts';
 import {
   decodeCursor,
   deleteSubmissions,
@@ -90,6 +90,7 @@ export type OwnerKeyChanges = {
   spamToWebhooks?: boolean;
   label?: string | null;
   subjectPrefix?: boolean;
+  autoresponse?: AutoresponseChanges;
 };
 
 /** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
@@ -105,6 +106,7 @@ export async function changeOwnerKey(em: EntityManager, deps: AppDeps, email: st
     spamToWebhooks: changes.spamToWebhooks,
     label: changes.label,
     subjectPrefix: changes.subjectPrefix,
+    autoresponse: changes.autoresponse,
   });
   return ownerKeyRecord(updated, deps);
 }

@@ -39,6 +39,7 @@ export function ownerApiKeyRoutes(deps: AppDeps): Router<AppState> {
         spamToWebhooks: patch.spam_to_webhooks,
         label: patch.label,
         subjectPrefix: patch.subject_prefix,
+        autoresponse: patch.autoresponse,
       });
       if (!key) throw notFound();
       ctx.body = key;

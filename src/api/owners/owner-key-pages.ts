@@ -5,6 +5,7 @@ import type Router from '@koa/router';
 import { CAPTCHA_PROVIDERS, type CaptchaProvider } from '../../shared/keys/entities.ts';
 import { SPAM_FILTER_LEVELS, type SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
+import { renderAutoresponse } from '../../shared/autoresponses/autoresponses.ts';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
@@ -34,7 +35,7 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
     renderPage(
       ctx,
       'owner-keys',
-      { ...page, keys: await listOwnerKeys(em, deps, page.email), ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE },
+      { ...page, keys: (await listOwnerKeys(em, deps, page.email)).map(withPreview), ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE },
       { headers: SCRIPTED_PAGE_HEADERS },
     );
   });
@@ -63,7 +64,7 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
       // The refused change may be left on the key in memory: the page shows the keys as stored.
       const em = ctx.state.em;
       em.clear();
-      const keys = await listOwnerKeys(em, deps, page.email);
+      const keys = (await listOwnerKeys(em, deps, page.email)).map(withPreview);
       return renderPage(
         ctx,
         'owner-keys',
@@ -100,6 +101,12 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
   return router;
 }
 
+/** A key with the autoresponse its visitors would receive today, as the email's HTML part draws it (none without a subject and a text). */
+function withPreview<K extends { label: string | null; autoresponse: { subject: string | null; text: string | null } }>(key: K) {
+  const { subject, text } = key.autoresponse;
+  return { ...key, autoresponse_preview: subject && text ? renderAutoresponse({ subject, text, label: key.label, receivedAt: new Date() }) : null };
+}
+
 /** The settings form: domains one a line (commas and spaces also separate), captcha or none, the spam filter's level. */
 function settingsOf(form: URLSearchParams): OwnerKeyChanges {
   const domains = (form.get('domains') ?? '').split(/[\s,]+/).filter(Boolean);
@@ -118,5 +125,10 @@ function settingsOf(form: URLSearchParams): OwnerKeyChanges {
     spamToWebhooks: form.get('spam_to_webhooks') === 'yes',
     label: form.get('label') ?? '',
     subjectPrefix: form.get('subject_prefix') === 'yes',
+    autoresponse: {
+      enabled: form.get('autoresponse_enabled') === 'yes',
+      subject: form.get('autoresponse_subject') ?? '',
+      text: form.get('autoresponse_text') ?? '',
+    },
   };
 }

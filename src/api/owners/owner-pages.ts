@@ -4,7 +4,7 @@
 // origin and the session's CSRF token, then redirects (303) to a page that shows the result.
 import type { Middleware } from 'koa';
 import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
-import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { renderPage } from '../view.ts';
 import { crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner } from './session.ts';
@@ -55,7 +55,13 @@ export const STATUS_HELP: Record<EmailStatus, string> = {
 
 /** The pages' times (./times.ts), for the templates. */
 export const TIMES = { utc, ago: (iso: string) => ago(iso) };
-export const KEYS_PAGE = { label_max: KEY_LABEL_MAX, scripts: ['/assets/owner.js'], ...TIMES };
+export const KEYS_PAGE = {
+  label_max: KEY_LABEL_MAX,
+  autoresponse_subject_max: AUTORESPONSE_SUBJECT_MAX,
+  autoresponse_text_max: AUTORESPONSE_TEXT_MAX,
+  scripts: ['/assets/owner.js'],
+  ...TIMES,
+};
 
 /** What every signed-in page shows: the address, the CSRF token for its forms, a notice. */
 export const chrome = (ctx: AppContext) => {

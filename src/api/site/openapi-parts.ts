@@ -7,6 +7,7 @@ import { ATTEMPT_OUTCOMES } from '../../shared/submissions/entities.ts';
 import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { BOUNCE_TYPES } from '../../shared/bounces/bounce-columns.ts';
 import { SPAM_MARKS, SPAM_VERDICTS } from '../../shared/spam/spam-kinds.ts';
+import { AUTORESPONSE_OUTCOMES } from '../../shared/autoresponses/autoresponse-kinds.ts';
 import { ATTEMPTS_SHOWN } from '../../shared/submissions/submissions.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */
@@ -131,6 +132,12 @@ export const Submission = v.object({
   delivery_attempts: v.pipe(v.array(OwnerAttemptDetail), deliveryFields.delivery_attempts.pipe[1]),
   bounce: BounceReport,
   spam: SpamVerdictDetail,
+  autoresponse: v.pipe(
+    v.nullable(v.picklist(AUTORESPONSE_OUTCOMES)),
+    v.description(
+      "The confirmation email to the visitor: pending (queued), sent, failed, suppressed, or why none was sent (off, not_confirmed, spam, unchecked, filter_off, role_address, limit_key, limit_address); null until the owner's email is decided",
+    ),
+  ),
   sent_at: v.nullable(v.string()),
   email: v.string(),
   subject: v.string(),

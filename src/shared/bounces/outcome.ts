@@ -22,7 +22,7 @@ const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, com
  * Whether the status takes a bounce or a complaint is the transition table's answer, as for the
  * statement that writes it.
  */
-export function reportOutcome(row: ReportedRow | undefined, report: BounceType, kind: 'submission' | 'key-email'): RecordOutcome {
+export function reportOutcome(row: ReportedRow | undefined, report: BounceType, kind: 'submission' | 'key-email' | 'autoresponse'): RecordOutcome {
   if (!row) return 'unknown';
   if (report === 'hard') return transition(kind, 'bounce', row.emailStatus) === undefined ? 'duplicate' : 'bounced';
   if (report === 'complaint') return transition(kind, 'complain', row.emailStatus) === undefined ? 'duplicate' : 'complained';

@@ -34,6 +34,13 @@ export const deliveries = new Counter({
   registers: [registry],
 });
 
+export const autoresponses = new Counter({
+  name: 'cfs_autoresponses_total',
+  help: 'Autoresponses (confirmation emails to visitors) by outcome: pending (queued), sent, failed, or why none was sent (off, not_confirmed, spam, unchecked, filter_off, suppressed, role_address, limit_key, limit_address)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
 export const deliveryRetries = new Counter({
   name: 'cfs_delivery_retries_total',
   help: 'Delivery attempts that failed transiently and will be retried',

@@ -41,6 +41,10 @@ export const VerificationKeySchema = defineEntity({
     label: p.string().length(100).nullable(),
     /** Whether the key's emails carry the label before their subject: "[label] subject". */
     subjectPrefix: p.boolean().default(false),
+    /** The confirmation email to the visitor (src/shared/autoresponses): off by default; the owner's subject and plain text only. */
+    autoresponseEnabled: p.boolean().default(false),
+    autoresponseSubject: p.string().length(150).nullable(),
+    autoresponseText: p.text().nullable(),
     /** Bytes of the files stored for this key's submissions, held under KEY_STORAGE_QUOTA_MB. */
     storedBytes: p.bigint('number').default(0),
     createdAt: createdAt(),

@@ -3,7 +3,7 @@
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
 import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
-import { KEY_LABEL_MAX } from './keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from './keys.ts';
 
 export const KeyPatchSchema = v.strictObject(
   {
@@ -22,6 +22,21 @@ export const KeyPatchSchema = v.strictObject(
     subject_prefix: v.optional(
       v.pipe(v.boolean('Must be true or false.'), v.description('Whether the key\'s emails carry the label before their subject: "[label] subject"')),
     ),
+    autoresponse: v.optional(
+      v.pipe(
+        v.strictObject(
+          {
+            enabled: v.optional(v.boolean('Must be true or false.')),
+            subject: v.optional(v.nullable(v.string('Must be a string or null.'))),
+            text: v.optional(v.nullable(v.string('Must be a string or null.'))),
+          },
+          'Only enabled, subject and text can be changed.',
+        ),
+        v.description(
+          `The confirmation email to the visitor (off by default): subject, one line of at most ${AUTORESPONSE_SUBJECT_MAX} characters; text, plain text of at most ${AUTORESPONSE_TEXT_MAX} characters. It carries no text a visitor wrote. Enabling it needs both.`,
+        ),
+      ),
+    ),
   },
-  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label and subject_prefix can be changed.',
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix and autoresponse can be changed.',
 );

@@ -158,7 +158,47 @@ export type KeyChanges = {
   /** The owner's name for the key; null or blank removes it. */
   label?: string | null;
   subjectPrefix?: boolean;
+  /** The confirmation email to the visitor: each part left out is kept. */
+  autoresponse?: AutoresponseChanges;
 };
+
+export type AutoresponseChanges = { enabled?: boolean | undefined; subject?: string | null | undefined; text?: string | null | undefined };
+
+/** An autoresponse's subject: one line, a header's worth. Its text: a short note, not a newsletter. */
+export const AUTORESPONSE_SUBJECT_MAX = 150;
+export const AUTORESPONSE_TEXT_MAX = 2000;
+
+/** An autoresponse subject as stored: trimmed, null when blank; one line of at most AUTORESPONSE_SUBJECT_MAX characters. */
+export function parseAutoresponseSubject(subject: string | null): string | null {
+  const trimmed = (subject ?? '').trim();
+  if (trimmed === '') return null;
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
+    throw new KeyRuleError('invalid', 'autoresponse.subject', 'A subject is one line: no line breaks or control characters.');
+  if (Array.from(trimmed).length > AUTORESPONSE_SUBJECT_MAX)
+    throw new KeyRuleError('invalid', 'autoresponse.subject', `A subject has at most ${AUTORESPONSE_SUBJECT_MAX} characters.`);
+  return trimmed;
+}
+
+/** An autoresponse text as stored: plain text, line ends as \n, trimmed, null when blank; at most AUTORESPONSE_TEXT_MAX characters. */
+export function parseAutoresponseText(text: string | null): string | null {
+  const normalised = (text ?? '').replace(/\r\n?/g, '\n').trim();
+  if (normalised === '') return null;
+  // Tabs and line breaks are the text's own; other controls have no place in an email's text.
+  if (/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(normalised))
+    throw new KeyRuleError('invalid', 'autoresponse.text', 'The text is plain text: no control characters.');
+  if (Array.from(normalised).length > AUTORESPONSE_TEXT_MAX)
+    throw new KeyRuleError('invalid', 'autoresponse.text', `The text has at most ${AUTORESPONSE_TEXT_MAX} characters.`);
+  return normalised;
+}
+
+function applyAutoresponse(key: VerificationKey, changes: AutoresponseChanges): void {
+  if (changes.subject !== undefined) key.autoresponseSubject = parseAutoresponseSubject(changes.subject);
+  if (changes.text !== undefined) key.autoresponseText = parseAutoresponseText(changes.text);
+  if (changes.enabled !== undefined) key.autoresponseEnabled = changes.enabled;
+  if (key.autoresponseEnabled && (!key.autoresponseSubject || !key.autoresponseText)) {
+    throw new KeyRuleError('invalid', 'autoresponse', 'An autoresponse needs a subject and a text before it is turned on.');
+  }
+}
 
 /** A key label's longest length, in characters: a page title's or a subject prefix's worth. */
 export const KEY_LABEL_MAX = 100;
@@ -194,13 +234,15 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
         changes.spamFilter !== undefined ||
         changes.spamToWebhooks !== undefined ||
         changes.label !== undefined ||
-        changes.subjectPrefix !== undefined)
+        changes.subjectPrefix !== undefined ||
+        changes.autoresponse !== undefined)
     ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }
     if (changes.captcha !== undefined) key.captcha = changes.captcha;
     if (changes.label !== undefined) key.label = parseLabel(changes.label);
     if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
+    if (changes.autoresponse !== undefined) applyAutoresponse(key, changes.autoresponse);
     if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
     if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
     if (changes.domains !== undefined) key.domains = changes.domains;
@@ -220,6 +262,13 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
  */
 export const KEY_UNAVAILABLE = 'key unavailable: its stored copy does not open under this SECRET (sealed under another one, or damaged), so it cannot be shown';
 
+/** A key's autoresponse settings as the APIs show them. */
+export const autoresponseRecord = (key: VerificationKey) => ({
+  enabled: key.autoresponseEnabled,
+  subject: key.autoresponseSubject ?? null,
+  text: key.autoresponseText ?? null,
+});
+
 /** The key record as operators see it (API and CLI); `key` is null, and `key_unavailable` says why, when it cannot be read. */
 export function keyRecord(key: VerificationKey, vault: KeyVault) {
   const value = vault.tryDecrypt(key.keyEncrypted);
@@ -227,6 +276,7 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
     key: value ?? null,
     label: key.label ?? null,
     subject_prefix: key.subjectPrefix,
+    autoresponse: autoresponseRecord(key),
     ...(value === undefined ? { key_unavailable: KEY_UNAVAILABLE } : {}),
     status: key.status,
     email: key.email,

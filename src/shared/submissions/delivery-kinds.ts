@@ -34,6 +34,14 @@ export const deliveryKinds = {
     messageIdPrefix: 'key-email',
     metricLabel: 'key_emails',
   },
+  autoresponse: {
+    job: 'autoresponse',
+    queue: 'email',
+    table: 'autoresponses',
+    idField: 'autoresponseId',
+    messageIdPrefix: 'autoresponse',
+    metricLabel: 'autoresponses',
+  },
   webhook: {
     job: 'webhook',
     queue: 'webhook',

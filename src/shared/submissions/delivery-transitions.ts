@@ -45,8 +45,8 @@ type Line = {
   readonly onlyIf?: TransitionCondition;
 };
 
-const ALL = ['submission', 'key-email', 'webhook'] as const;
-const EMAILS = ['submission', 'key-email'] as const;
+const ALL = ['submission', 'key-email', 'autoresponse', 'webhook'] as const;
+const EMAILS = ['submission', 'key-email', 'autoresponse'] as const;
 const anyBut = (...except: readonly EmailStatus[]): EmailStatus[] => EMAIL_STATUSES.filter((status) => !except.includes(status));
 
 /** The table, a line per (kinds, from statuses, event, to): the rows below are its lines spelled out. */
@@ -120,5 +120,6 @@ export function transition(kind: DeliveryKindName, event: DeliveryEvent, from: E
 export const CREATED_AS: Readonly<Record<DeliveryKindName, readonly EmailStatus[]>> = {
   submission: [QUEUED, HELD, 'skipped'],
   'key-email': [QUEUED],
+  autoresponse: [QUEUED],
   webhook: [QUEUED],
 };

@@ -4,6 +4,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { bounceColumns } from '../bounces/bounce-columns.ts';
 import { createdAt } from '../infra/db/columns.ts';
 import { VerificationKeySchema } from '../keys/entities.ts';
+import { AUTORESPONSE_OUTCOMES } from '../autoresponses/autoresponse-kinds.ts';
 import { SPAM_MARKS, SPAM_VERDICTS, type SpamReason } from '../spam/spam-kinds.ts';
 import { deliveryColumns } from './delivery-columns.ts';
 
@@ -48,6 +49,8 @@ export const SubmissionSchema = defineEntity({
      * a flush that brings it forward). Left as it was once the row moves on: read it only while `retrying`.
      */
     nextAttemptAt: p.datetime().nullable(),
+    /** What became of the confirmation email to the visitor (src/shared/autoresponses); null until the owner's email is decided. */
+    autoresponse: p.enum(AUTORESPONSE_OUTCOMES).nullable(),
     /** The words the owner console's search finds, over a bounded prefix of the texts; written by a trigger (src/shared/infra/db/search.ts), never read into the entity. */
     searchDocument: p.string().columnType('tsvector').nullable().lazy(),
     /** The fields with each value cut for a list, and whether any was cut; written by a trigger (migration list_previews), null on older rows. */

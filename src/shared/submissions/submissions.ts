@@ -109,6 +109,7 @@ export function submissionFields(
     delivery_attempts_total: history.total,
     bounce: bounceRecord(submission),
     spam: spamRecord(submission),
+    autoresponse: submission.autoresponse ?? null,
     sent_at: submission.sentAt?.toISOString() ?? null,
     created_at: submission.createdAt.toISOString(),
     email: submission.email,

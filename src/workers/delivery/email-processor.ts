@@ -14,6 +14,7 @@ import type { Storage } from '../../shared/infra/storage.ts';
 import type { SmtpBreaker } from './smtp-breaker.ts';
 import { deliverSubmission, type SubmissionSettings } from './submission-email.ts';
 import { deliverKeyEmail, type KeyMailSettings } from './key-email.ts';
+import { deliverAutoresponse } from './autoresponse-email.ts';
 import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import type { SpamChecker } from '../spam/spam-check.ts';
@@ -56,6 +57,7 @@ function withJobEm<T extends object>(context: T, orm: MikroORM): T & { em: Entit
 const handlers: { [N in EmailJobName]: Handler<N> } = {
   submission: (context, job) => deliverSubmission(withJobEm({ ...context, ...context.send, ...context.submission }, context.orm), job),
   'key-email': (context, job) => deliverKeyEmail(withJobEm({ ...context, ...context.send, ...context.keyMail }, context.orm), job),
+  autoresponse: (context, job) => deliverAutoresponse(withJobEm({ ...context, ...context.send, mailFrom: context.submission.mailFrom }, context.orm), job),
 };
 
 /** Names of periodic jobs that an earlier version ran in this queue; they run in the housekeeping queue now. */

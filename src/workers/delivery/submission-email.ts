@@ -1,8 +1,9 @@
 // The submission job: the notification email to the key's owner.
-import type { Job } from 'bullmq';
+import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
-import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { followWithAutoresponse } from './autoresponse-email.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail } from './render-submission.ts';
@@ -15,9 +16,26 @@ import type { SpamChecker } from '../spam/spam-check.ts';
 /** What the submission email needs of the configuration. */
 export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
 
-export type SubmissionContext = SendContext & SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker };
+export type SubmissionContext = SendContext &
+  SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker; queue: Queue<DeliveryJob> };
 
+/**
+ * The owner's email, then, once it is sent or settled (held as spam, suppressed, failed for good),
+ * the visitor's autoresponse decided and queued as a job of its own: it never delays the owner's email.
+ */
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
+  let outcome: SendOutcome;
+  try {
+    outcome = await deliverOwnerEmail(context, job);
+  } catch (error) {
+    if (error instanceof UnrecoverableError) await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
+    throw error;
+  }
+  if (outcome !== 'not-claimable') await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
+  return outcome;
+}
+
+async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
   const { submissionId } = job.data;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);

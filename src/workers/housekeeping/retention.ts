@@ -6,7 +6,8 @@
 //   submissions of unconfirmed mailboxes older than UNCONFIRMED_SKIPPED_TTL_DAYS (recipient consent);
 // - always, the consent allowance counters of past hours;
 // - always, expired owner console sessions and sign-in links;
-// - always, spam campaign votes older than CAMPAIGN_VOTE_DAYS.
+// - always, spam campaign votes older than CAMPAIGN_VOTE_DAYS;
+// - always, settled autoresponses older than AUTORESPONSE_ROWS_KEPT_DAYS (their 24-hour bounds are over).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
@@ -14,6 +15,7 @@ import { deleteExpiredOwnerTokens } from '../../shared/owners/owners.ts';
 import { deleteOldCampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
 import { deleteOldAllowances } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_ROWS_KEPT_DAYS, deleteOldAutoresponses } from '../../shared/autoresponses/autoresponses.ts';
 import { deleteSubmissions, findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/submissions.ts';
 
 const BATCH = 500;
@@ -39,6 +41,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   await deleteOldTeachings(em);
   await deleteOldCampaignVotes(em);
   await deleteExpiredOwnerTokens(em);
+  await deleteOldAutoresponses(em, AUTORESPONSE_ROWS_KEPT_DAYS);
   return deleted;
 }
 

@@ -5,12 +5,14 @@ import type { BounceType } from '../bounce-columns.ts';
 import type { EmailStatus } from '../../submissions/delivery-columns.ts';
 import type { ReturnTarget } from '../return-path.ts';
 
-export const REPORTED_TABLE = { submission: 'submissions', 'key-email': 'key_emails' } as const;
+export const REPORTED_TABLE = { submission: 'submissions', 'key-email': 'key_emails', autoresponse: 'autoresponses' } as const;
 /** The address and the mailbox the email went to: the key's for a submission, the row's own for a key email. */
 const RECIPIENT = {
   submission:
     '(select k.email from verification_keys k where k.id = t.key_id) as address, (select k.mailbox from verification_keys k where k.id = t.key_id) as mailbox',
   'key-email': 't.email as address, t.mailbox',
+  // The visitor's address: its bounces count against it, and its complaint suppresses its mailbox.
+  autoresponse: 't.email as address, t.mailbox',
 } as const;
 
 export type ReportedRow = { email_status: EmailStatus; bounce_type: BounceType | null; address: string | null; mailbox: string | null; key_id: string | null };

@@ -1,0 +1,109 @@
+// The autoresponse: a confirmation email to the visitor who sent a submission, per key, off by
+// default. Decided once per submission, after the owner's own email was sent or settled, and sent by
+// a delivery job of its own (kind `autoresponse`), so it never delays or risks the owner's email.
+// It goes only when every rule holds: the key's mailbox confirmed it wants this service's mail, the
+// spam check said `ham` (a key whose filter is off gets none), the visitor's address is neither
+// suppressed nor a role address, and within the bounds (per visitor mailbox: one per key and
+// AUTORESPONSES_PER_MAILBOX across keys per 24 hours). It carries the owner's words only.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { inTransaction } from '../infra/db/transactions.ts';
+import { mailboxOf } from '../keys/consent.ts';
+import type { AutoresponseOutcome } from './autoresponse-kinds.ts';
+import {
+  countRecent,
+  insertAutoresponse,
+  lockAutoresponseFacts,
+  lockMailboxBounds,
+  setSubmissionOutcome,
+  type AutoresponseFacts,
+} from './data/autoresponses.ts';
+
+/** Autoresponses per visitor mailbox per key per 24 hours. */
+export const AUTORESPONSES_PER_KEY = 1;
+/** Autoresponses per visitor mailbox across all keys per 24 hours. */
+export const AUTORESPONSES_PER_MAILBOX = 3;
+/** How long retention keeps a settled autoresponse's row: past the bounds' 24 hours, with a day to spare. */
+export const AUTORESPONSE_ROWS_KEPT_DAYS = 2;
+
+/**
+ * Local parts that name a role or a system, not a person who wrote: mail to them is read by a
+ * machine or a team, and answering a forged one of them is how a relay becomes a backscatter source.
+ */
+const ROLE_LOCAL_PARTS = new Set([
+  'postmaster',
+  'mailer-daemon',
+  'mailerdaemon',
+  'daemon',
+  'noreply',
+  'no-reply',
+  'no_reply',
+  'donotreply',
+  'do-not-reply',
+  'do_not_reply',
+  'abuse',
+  'root',
+  'hostmaster',
+  'webmaster',
+  'security',
+  'nobody',
+  'bounce',
+  'bounces',
+  'listserv',
+  'majordomo',
+]);
+
+/** Whether the address's local part (its +tag left out) is a role or a system's. */
+export function isRoleAddress(email: string): boolean {
+  const mailbox = mailboxOf(email);
+  const local = mailbox.slice(0, mailbox.lastIndexOf('@'));
+  // A mailing list's command address (list-request@) answers mail by machine too.
+  return ROLE_LOCAL_PARTS.has(local) || local.endsWith('-request');
+}
+
+/** Why no autoresponse goes out for these facts, the bounds aside; undefined when it may. */
+export function refusal(facts: Omit<AutoresponseFacts, 'id' | 'key_id' | 'autoresponse'>): AutoresponseOutcome | undefined {
+  if (!facts.autoresponse_enabled || !facts.has_content) return 'off';
+  if (!facts.confirmed) return 'not_confirmed';
+  if (facts.spam_filter === 'off') return 'filter_off';
+  if (facts.spam_verdict === 'spam') return 'spam';
+  if (facts.spam_verdict !== 'ham') return 'unchecked';
+  if (!facts.email.includes('@') || isRoleAddress(facts.email)) return 'role_address';
+  if (facts.suppressed) return 'suppressed';
+  return undefined;
+}
+
+/** The decision: the outcome written on the submission, and the autoresponse to enqueue when one is to go. */
+export type AutoresponseDecision = { outcome: AutoresponseOutcome; autoresponseId?: string };
+
+/**
+ * Decides the submission's autoresponse once (a second run finds it decided and changes nothing):
+ * writes the outcome on the submission and, when one is to go, inserts its row, under the visitor
+ * mailbox's lock so that the bounds are counted and taken in one step. Undefined when the submission
+ * is gone or was decided before.
+ */
+export async function decideAutoresponse(em: EntityManager, submissionId: string): Promise<AutoresponseDecision | undefined> {
+  return inTransaction(em, async (tx) => {
+    const facts = await lockAutoresponseFacts(tx, submissionId, mailboxOf);
+    // Gone, or decided by an earlier run of the job.
+    if (facts?.autoresponse !== null) return undefined;
+    const decision = await decide(tx, facts);
+    await setSubmissionOutcome(tx, submissionId, decision.outcome);
+    return decision;
+  });
+}
+
+async function decide(tx: EntityManager, facts: AutoresponseFacts): Promise<AutoresponseDecision> {
+  const refused = refusal(facts);
+  if (refused) return { outcome: refused };
+  const mailbox = mailboxOf(facts.email);
+  await lockMailboxBounds(tx, mailbox);
+  const recent = await countRecent(tx, mailbox, facts.key_id);
+  if (recent.forKey >= AUTORESPONSES_PER_KEY) return { outcome: 'limit_key' };
+  if (recent.forMailbox >= AUTORESPONSES_PER_MAILBOX) return { outcome: 'limit_address' };
+  const autoresponseId = await insertAutoresponse(tx, { submissionId: facts.id, keyId: facts.key_id, email: facts.email, mailbox });
+  return { outcome: 'pending', autoresponseId };
+}
+
+export { renderAutoresponse, type RenderedAutoresponse } from './render.ts';
+export { deleteOldAutoresponses, findAutoresponseToSend, setOutcomeOfAutoresponse, type AutoresponseToSend } from './data/autoresponses.ts';
+export { AUTORESPONSE_OUTCOMES, type AutoresponseOutcome } from './autoresponse-kinds.ts';

@@ -1,0 +1,115 @@
+// The autoresponses table, and what the decision to send one reads of the submission, its key and
+// the visitor's address. The bounds are counted and the row they allow inserted under one lock per
+// mailbox, in one transaction: two workers cannot both pass a bound.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AutoresponseOutcome } from '../autoresponse-kinds.ts';
+import type { SpamFilterLevel, SpamVerdict } from '../../spam/spam-kinds.ts';
+
+/** What the decision needs of a submission, its key and the visitor's address; the submission row locked. */
+export type AutoresponseFacts = {
+  id: string;
+  key_id: string;
+  email: string;
+  spam_verdict: SpamVerdict | null;
+  autoresponse: AutoresponseOutcome | null;
+  autoresponse_enabled: boolean;
+  has_content: boolean;
+  spam_filter: SpamFilterLevel;
+  confirmed: boolean;
+  suppressed: boolean;
+};
+
+/** The submission, locked until the transaction ends, with the facts about its key and its visitor's address; undefined when it is gone. */
+export async function lockAutoresponseFacts(
+  tx: EntityManager,
+  submissionId: string,
+  visitorMailbox: (email: string) => string,
+): Promise<AutoresponseFacts | undefined> {
+  const [row] = await tx.execute<Array<Omit<AutoresponseFacts, 'suppressed'>>>(
+    `select s.id, s.key_id, s.email, s.spam_verdict, s.autoresponse, k.autoresponse_enabled,
+            (k.autoresponse_subject is not null and k.autoresponse_text is not null) as has_content, k.spam_filter,
+            exists (select 1 from recipients r where r.mailbox = k.mailbox and r.confirmed_at is not null) as confirmed
+       from submissions s join verification_keys k on k.id = s.key_id
+      where s.id = ?
+        for update of s`,
+    [submissionId],
+  );
+  if (!row) return undefined;
+  const [suppression] = await tx.execute<Array<{ suppressed: boolean }>>(
+    `select exists (select 1 from address_bounces b where b.address = ? and b.suppressed_until > now())
+         or exists (select 1 from mailbox_complaints c where c.mailbox = ?) as suppressed`,
+    [row.email, visitorMailbox(row.email)],
+  );
+  return { ...row, suppressed: suppression?.suppressed === true };
+}
+
+/** Waits for the mailbox's lock (held until the transaction ends): its bounds are counted by one transaction at a time. */
+export async function lockMailboxBounds(tx: EntityManager, mailbox: string): Promise<void> {
+  await tx.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`autoresponse ${mailbox}`]);
+}
+
+/** The mailbox's autoresponses of the last 24 hours: for this key, and across all keys. */
+export async function countRecent(tx: EntityManager, mailbox: string, keyId: string): Promise<{ forKey: number; forMailbox: number }> {
+  const [row] = await tx.execute<Array<{ for_key: number; for_mailbox: number }>>(
+    `select count(*) filter (where key_id = ?)::int as for_key, count(*)::int as for_mailbox
+       from autoresponses where mailbox = ? and created_at > now() - interval '24 hours'`,
+    [keyId, mailbox],
+  );
+  return { forKey: row?.for_key ?? 0, forMailbox: row?.for_mailbox ?? 0 };
+}
+
+/** A new autoresponse to send (queued); its id. */
+export async function insertAutoresponse(tx: EntityManager, row: { submissionId: string; keyId: string; email: string; mailbox: string }): Promise<string> {
+  const [inserted] = await tx.execute<Array<{ id: string }>>(
+    `insert into autoresponses (id, submission_id, key_id, email, mailbox) values (gen_random_uuid(), ?, ?, ?, ?) returning id`,
+    [row.submissionId, row.keyId, row.email, row.mailbox],
+  );
+  return inserted!.id;
+}
+
+/** Writes what became of the submission's autoresponse. */
+export async function setSubmissionOutcome(em: EntityManager, submissionId: string, outcome: AutoresponseOutcome): Promise<void> {
+  await em.execute('update submissions set autoresponse = ? where id = ?', [outcome, submissionId]);
+}
+
+/** Writes the outcome of the autoresponse's own delivery on the submission it answers (none once that is deleted). */
+export async function setOutcomeOfAutoresponse(em: EntityManager, autoresponseId: string, outcome: AutoresponseOutcome): Promise<void> {
+  await em.execute('update submissions set autoresponse = ? where id = (select submission_id from autoresponses where id = ?)', [outcome, autoresponseId]);
+}
+
+/** What the autoresponse's email needs: the visitor's address, the key's settings and owner, the date of the submission. */
+export type AutoresponseToSend = {
+  email: string;
+  mailbox: string;
+  owner_email: string;
+  label: string | null;
+  enabled: boolean;
+  subject: string | null;
+  text: string | null;
+  received_at: Date;
+  complained: boolean;
+  suppressed_until: Date | null;
+};
+
+export async function findAutoresponseToSend(em: EntityManager, id: string): Promise<AutoresponseToSend | undefined> {
+  const [row] = await em.execute<AutoresponseToSend[]>(
+    `select a.email, a.mailbox, k.email as owner_email, k.label, k.autoresponse_enabled as enabled, k.autoresponse_subject as subject, k.autoresponse_text as text,
+            coalesce(s.created_at, a.created_at) as received_at,
+            exists (select 1 from mailbox_complaints c where c.mailbox = a.mailbox) as complained,
+            (select b.suppressed_until from address_bounces b where b.address = a.email and b.suppressed_until > now()) as suppressed_until
+       from autoresponses a join verification_keys k on k.id = a.key_id left join submissions s on s.id = a.submission_id
+      where a.id = ?`,
+    [id],
+  );
+  return row && { ...row, received_at: new Date(row.received_at), suppressed_until: row.suppressed_until && new Date(row.suppressed_until) };
+}
+
+/** Settled autoresponses older than `days` (at least the bounds' 24 hours); how many were deleted. */
+export async function deleteOldAutoresponses(em: EntityManager, days: number): Promise<number> {
+  const result = await em.execute<{ affectedRows: number }>(
+    `delete from autoresponses where created_at < now() - make_interval(days => ?) and email_status not in ('queued', 'sending', 'retrying')`,
+    [days],
+    'run',
+  );
+  return result.affectedRows;
+}

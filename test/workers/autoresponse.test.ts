@@ -1,0 +1,288 @@
+// The autoresponse (the confirmation email to the visitor), through the real API, worker, spam
+// filter (rspamd), bounce receiver and SMTP sink: what the visitor receives, when nothing is sent
+// and why, the 24-hour bounds counted per mailbox, and that the owner's own email never depends on it.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BounceProcess } from '../../src/bounces/process.ts';
+import type { RspamdService } from '../../src/local/rspamd.ts';
+import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
+import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { dsn } from '../../tools/sample-reports.ts';
+import { adminRequest, submitJson } from '../support/client.ts';
+import { buildRecipient, buildSubmission, type KeyRow } from '../support/factories.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { signIn } from '../support/owner.ts';
+import { sendRaw } from '../support/smtp-client.ts';
+import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+
+const TOKEN = 'autoresponse-test-admin-token-0123456789';
+const DOMAIN = 'bounces.test';
+const SUBJECT = 'We have your message';
+const OWNER_TEXT = 'Thank you for writing to us.\nWe answer within two working days.\n\nOpening hours: https://shop.example/hours.';
+/** What a visitor writes: it must never reach the autoresponse. */
+const VISITOR_TEXT = 'zebra quartz lantern 7731';
+
+let filter: RspamdService;
+let h: Harness;
+let receiver: BounceProcess;
+
+beforeAll(async () => {
+  filter = await startSpamFilter();
+  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, BOUNCE_DOMAIN: DOMAIN, SUPPRESS_AFTER_HARD_BOUNCES: '1' } });
+  receiver = await h.startBounces();
+}, 90_000);
+afterAll(async () => {
+  await h?.stop();
+  await filter?.stop();
+});
+
+const admin = (method: string, path: string, body?: unknown) => adminRequest(h, TOKEN, method, path, body);
+
+/** A key whose owner turned the autoresponse on; its mailbox confirmed unless told otherwise. */
+async function autorespondingKey(options: { confirmed?: boolean; spamFilter?: 'off' | 'normal'; enabled?: boolean } = {}): Promise<KeyRow> {
+  const key = await h.createKey();
+  if (options.confirmed !== false) await buildRecipient(h, { mailbox: key.mailbox });
+  const changed = await admin('PATCH', `/admin/keys/${key.key}`, {
+    label: 'Contact page',
+    spam_filter: options.spamFilter ?? 'normal',
+    autoresponse: { enabled: options.enabled ?? true, subject: SUBJECT, text: OWNER_TEXT },
+  });
+  expect(changed.status).toBe(200);
+  return key;
+}
+
+let seed = 0;
+/** A visitor's submission in the words of ordinary business mail (the filter calls it ham), with the visitor's own text everywhere. */
+async function submit(key: KeyRow, email: string): Promise<string> {
+  const ham = formMessage('ham', (seed += 1));
+  const response = await submitJson(h, {
+    access_key: key.key,
+    email,
+    name: VISITOR_TEXT,
+    subject: `${ham.subject} ${VISITOR_TEXT}`,
+    message: `${ham.message} ${VISITOR_TEXT}`,
+    company: VISITOR_TEXT,
+  });
+  expect(response.status).toBe(200);
+  return response.json.submission_id as string;
+}
+
+/** The submission's admin record once its autoresponse is decided and, if one went, settled. */
+const decided = (id: string) =>
+  eventually(
+    async () => {
+      const record = (await admin('GET', `/admin/submissions/${id}`)).json;
+      return record.autoresponse === null || record.autoresponse === 'pending' ? undefined : record;
+    },
+    30_000,
+    'the autoresponse decided',
+  );
+
+const mailsTo = (address: string) => h.sink.messages.filter((mail) => mail.envelope.to.includes(address));
+const autoresponsesTo = (address: string) => mailsTo(address).filter((mail) => mail.parsed.headers.get('auto-submitted') === 'auto-replied');
+
+describe('the autoresponse', () => {
+  it("sends the visitor the owner's words only: Auto-Submitted, From MAIL_FROM, Reply-To the owner, a return path of its own", async () => {
+    const key = await autorespondingKey();
+    const visitor = 'ada@visitors.example';
+    const id = await submit(key, visitor);
+    const record = await decided(id);
+    expect(record.autoresponse).toBe('sent');
+    expect(record.email_status).toBe('sent');
+    expect(record.spam.verdict).toBe('ham');
+
+    const [mail, ...more] = mailsTo(visitor);
+    expect(more).toHaveLength(0);
+    expect(mail!.parsed.headers.get('auto-submitted')).toBe('auto-replied');
+    expect(mail!.parsed.from?.value[0]?.address).toBe('forms@example.test');
+    expect(mail!.parsed.replyTo?.value[0]?.address).toBe(key.email);
+    expect(mail!.parsed.subject).toBe(SUBJECT);
+    expect(mail!.envelope.from).toMatch(/^b-a-[0-9a-f]{32}-[0-9a-f]{16}@bounces\.test$/);
+    const text = mail!.parsed.text ?? '';
+    expect(text).toContain('Thank you for writing to us.\nWe answer within two working days.\n\nOpening hours: https://shop.example/hours.');
+    expect(text).toContain(`through "Contact page" on ${new Date().toISOString().slice(0, 10)} (UTC)`);
+    const html = String(mail!.parsed.html);
+    expect(html).toContain('<p>Thank you for writing to us.<br>\nWe answer within two working days.</p>');
+    expect(html).toContain('<a href="https://shop.example/hours">https://shop.example/hours</a>.');
+    // Nothing the visitor wrote, in any part or header.
+    expect(mail!.raw.toString('utf8')).not.toContain(VISITOR_TEXT);
+    expect(mail!.raw.toString('utf8')).not.toContain('zebra');
+    // The owner's own email carries it, as before.
+    expect(mailsTo(key.email).some((owner) => (owner.parsed.text ?? '').includes(VISITOR_TEXT))).toBe(true);
+
+    const metrics = await admin('GET', '/metrics');
+    expect(metrics.text).toMatch(/^cfs_autoresponses_total\{outcome="sent"\} [1-9]/m);
+  });
+
+  it("a bounce of it counts against the visitor's address and leaves the submission's own email as it was", async () => {
+    const key = await autorespondingKey();
+    const visitor = 'gone@visitors.example';
+    const id = await submit(key, visitor);
+    expect((await decided(id)).autoresponse).toBe('sent');
+    const returnPath = autoresponsesTo(visitor)[0]!.envelope.from;
+    const reply = await sendRaw(receiver.port, { from: '', to: [returnPath] }, dsn({ to: returnPath }));
+    expect(reply.data?.code).toBe(250);
+
+    const [bounces] = await h.sql<{ hard_bounces: number; suppressed: boolean }>(
+      'select hard_bounces, suppressed_until > now() as suppressed from address_bounces where address = $1',
+      [visitor],
+    );
+    expect(bounces).toEqual({ hard_bounces: 1, suppressed: true });
+    const record = (await admin('GET', `/admin/submissions/${id}`)).json;
+    expect(record.email_status).toBe('sent');
+    expect(record.bounce).toBeNull();
+    // Its next submission gets none: the address is suppressed now.
+    expect((await decided(await submit(await autorespondingKey(), visitor))).autoresponse).toBe('suppressed');
+  });
+
+  it.each([
+    { why: 'off', setup: () => autorespondingKey({ enabled: false }), visitor: 'off@visitors.example' },
+    { why: 'not_confirmed', setup: () => autorespondingKey({ confirmed: false }), visitor: 'unconfirmed@visitors.example' },
+    { why: 'filter_off', setup: () => autorespondingKey({ spamFilter: 'off' }), visitor: 'unfiltered@visitors.example' },
+    { why: 'role_address', setup: () => autorespondingKey(), visitor: 'postmaster@visitors.example' },
+    { why: 'role_address', setup: () => autorespondingKey(), visitor: 'No-Reply+forms@visitors.example' },
+    { why: 'role_address', setup: () => autorespondingKey(), visitor: 'MAILER-DAEMON@visitors.example' },
+    {
+      why: 'suppressed',
+      setup: async () => {
+        await h.sql(`insert into address_bounces (address, hard_bounces, last_bounced_at, suppressed_until) values ($1, 3, now(), now() + interval '1 day')`, [
+          'bounced@visitors.example',
+        ]);
+        return autorespondingKey();
+      },
+      visitor: 'bounced@visitors.example',
+    },
+    {
+      why: 'suppressed',
+      setup: async () => {
+        await h.sql('insert into mailbox_complaints (mailbox, complained_at) values ($1, now())', ['complainer@visitors.example']);
+        return autorespondingKey();
+      },
+      visitor: 'Complainer+x@visitors.example',
+    },
+  ])('sends none when $why ($visitor), and says so on the submission', async ({ why, setup, visitor }) => {
+    const key = await setup();
+    const id = await submit(key, visitor);
+    const record = await decided(id);
+    expect(record.autoresponse).toBe(why);
+    expect(record.email_status).toBe('sent');
+    expect(autoresponsesTo(visitor)).toHaveLength(0);
+  });
+
+  it.each(['spam', 'unchecked'] as const)('sends none for a submission the spam check called %s', async (verdict) => {
+    const key = await autorespondingKey();
+    const visitor = `${verdict}@visitors.example`;
+    // A verdict already on the row stands (as after the owner's "not spam"): the owner's email goes, the autoresponse does not.
+    const submission = await buildSubmission(h, { key, email: visitor, message: VISITOR_TEXT });
+    await h.sql('update submissions set spam_verdict = $1 where id = $2', [verdict, submission.id]);
+    const redis = new Redis(h.env.REDIS_URL!, { maxRetriesPerRequest: 1 });
+    const queue = createDeliveryQueue<DeliveryJob>(redis, h.config);
+    try {
+      const job = submissionJob(submission.id);
+      await queue.add(job.name, job.data, { jobId: submission.id });
+    } finally {
+      await queue.close();
+      redis.disconnect();
+    }
+    const record = await decided(submission.id);
+    expect(record.autoresponse).toBe(verdict);
+    expect(record.email_status).toBe('sent');
+    expect(autoresponsesTo(visitor)).toHaveLength(0);
+  });
+});
+
+describe('the bounds', () => {
+  it('one per visitor mailbox per key per 24 h, and 3 per mailbox across keys, however the address is spelled', async () => {
+    const [first, second, third, fourth] = [await autorespondingKey(), await autorespondingKey(), await autorespondingKey(), await autorespondingKey()];
+    const outcomes: Array<[string, string]> = [];
+    for (const [key, visitor] of [
+      [first, 'Jane.Doe@gmail.com'],
+      [first, 'janedoe+again@GMAIL.com'],
+      [second, 'jane.doe+b@googlemail.com'],
+      [third, 'J.a.n.e.Doe@gmail.com'],
+      [fourth, 'janedoe@gmail.com'],
+    ] as const) {
+      outcomes.push([visitor, (await decided(await submit(key, visitor))).autoresponse]);
+    }
+    expect(outcomes).toEqual([
+      ['Jane.Doe@gmail.com', 'sent'],
+      ['janedoe+again@GMAIL.com', 'limit_key'],
+      ['jane.doe+b@googlemail.com', 'sent'],
+      ['J.a.n.e.Doe@gmail.com', 'sent'],
+      ['janedoe@gmail.com', 'limit_address'],
+    ]);
+    const sent = h.sink.messages.filter(
+      (mail) => mail.parsed.headers.get('auto-submitted') === 'auto-replied' && mail.envelope.to.some((to) => /doe/i.test(to)),
+    );
+    expect(sent.map((mail) => mail.envelope.to[0])).toEqual(['Jane.Doe@gmail.com', 'jane.doe+b@googlemail.com', 'J.a.n.e.Doe@gmail.com']);
+  });
+
+  it('two submissions decided at once by concurrent jobs: one autoresponse', async () => {
+    const key = await autorespondingKey();
+    const ids = await Promise.all(['twin@visitors.example', 'Twin+2@visitors.example', 'twin+3@visitors.example'].map((visitor) => submit(key, visitor)));
+    const outcomes = await Promise.all(ids.map(async (id) => (await decided(id)).autoresponse));
+    expect(outcomes.toSorted()).toEqual(['limit_key', 'limit_key', 'sent']);
+    expect(h.sink.messages.filter((mail) => mail.parsed.headers.get('auto-submitted') === 'auto-replied' && /twin/i.test(mail.envelope.to[0]!))).toHaveLength(
+      1,
+    );
+  });
+});
+
+describe("the owner's email", () => {
+  it('is sent and recorded as sent when the autoresponse is refused for good', async () => {
+    const key = await autorespondingKey();
+    const visitor = 'refused@visitors.example';
+    h.sink.behave((session) => (session.envelope.rcptTo.some((rcpt) => rcpt.address === visitor) ? { code: 550, message: 'No such user' } : undefined));
+    try {
+      const id = await submit(key, visitor);
+      const record = await decided(id);
+      expect(record.autoresponse).toBe('failed');
+      expect(record.email_status).toBe('sent');
+      expect(record.last_error).toBeNull();
+      expect(mailsTo(key.email)).toHaveLength(1);
+    } finally {
+      h.sink.behave(undefined);
+    }
+  });
+});
+
+describe('the settings', () => {
+  it.each([
+    { what: 'turned on without a text', autoresponse: { enabled: true, subject: 'Thanks', text: null }, field: 'autoresponse' },
+    { what: 'a subject of two lines', autoresponse: { subject: 'Two\nlines' }, field: 'autoresponse.subject' },
+    { what: 'a subject of 151 characters', autoresponse: { subject: 'x'.repeat(151) }, field: 'autoresponse.subject' },
+    { what: 'a text of 2,001 characters', autoresponse: { text: 'x'.repeat(2001) }, field: 'autoresponse.text' },
+    { what: 'HTML of the owner', autoresponse: { html: '<b>hi</b>' }, field: 'autoresponse.html' },
+  ])('refuses $what', async ({ autoresponse, field }) => {
+    const key = await h.createKey();
+    const response = await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse });
+    expect(response.status).toBe(400);
+    expect(response.json.errors[field]).toHaveLength(1);
+    const listed = await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`);
+    expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null}');
+  });
+
+  it('are off by default and shown in the key record', async () => {
+    const key = await h.createKey();
+    const listed = await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`);
+    expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null}');
+  });
+
+  it("are the owner's to set through the owner API, and the submission's outcome shows there and on its console page", async () => {
+    const key = await h.createKey();
+    await buildRecipient(h, { mailbox: key.mailbox });
+    const owner = await signIn(h, key.email);
+    const changed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { enabled: true, subject: SUBJECT, text: OWNER_TEXT } });
+    expect(changed.status).toBe(200);
+    expect(changed.json.autoresponse).toEqual({ enabled: true, subject: SUBJECT, text: OWNER_TEXT });
+    // Each part left out is kept.
+    const renamed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { subject: 'Got it' } });
+    expect(renamed.json.autoresponse).toEqual({ enabled: true, subject: 'Got it', text: OWNER_TEXT });
+
+    const id = await submit(key, 'owner-api@visitors.example');
+    await decided(id);
+    expect((await owner.api('GET', `/submissions/${id}`)).json.autoresponse).toBe('sent');
+    const page = await owner.get(`/owner/submissions/${id}`);
+    expect(page.text).toContain('<dt>Autoresponse</dt><dd data-field="autoresponse">sent to the visitor</dd>');
+  });
+});
