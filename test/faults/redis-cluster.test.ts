@@ -6,6 +6,7 @@ import { eventually, postJson, startHarness, type Harness } from '../support/har
 import { submitJson } from '../support/client.ts';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 import { sentCount } from '../support/rows.ts';
+import { abnormalAnswers, emailsPerSubmission, submitUntil } from '../support/load.ts';
 
 let cluster: RedisCluster;
 let h: Harness;
@@ -55,45 +56,28 @@ describe('a master of the Redis Cluster killed under a load', () => {
     // Every key of the service is under this hash tag: one slot, one master.
     const tag = loaded.config.QUEUE_PREFIX;
     let killed = 0;
-    let going = true;
-    const answers: Array<{ status: number; retryAfter: string | null; id?: string }> = [];
-    const errors: string[] = [];
-    const load = Promise.all(
-      Array.from({ length: 8 }, async (_, client) => {
-        for (let n = 0; going; n += 1) {
-          try {
-            const answer = await submitJson(loaded, { access_key: key, email: 'visitor@example.org', message: `client ${client}, message ${n}` });
-            answers.push({ status: answer.status, retryAfter: answer.headers.get('retry-after'), id: answer.json?.submission_id });
-          } catch (error) {
-            errors.push((error as Error).message);
-          }
-        }
-      }),
-    );
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    killed = await cluster.killMasterOf(tag);
-    await eventually(
-      async () => {
-        const port = cluster.masterPortOf(tag);
-        return port !== undefined && port !== killed ? true : undefined;
-      },
-      30_000,
-      'the replica promoted',
-    );
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    going = false;
-    await load;
+    const failover = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      killed = await cluster.killMasterOf(tag);
+      await eventually(
+        async () => {
+          const port = cluster.masterPortOf(tag);
+          return port !== undefined && port !== killed ? true : undefined;
+        },
+        30_000,
+        'the replica promoted',
+      );
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+    })();
+    const { answers, errors } = await submitUntil(loaded, key, 8, failover);
+    await failover;
 
     expect(errors).toEqual([]);
-    expect(answers.filter((answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter)))).toEqual([]);
+    expect(abnormalAnswers(answers)).toEqual([]);
     const ids = answers.filter((answer) => answer.status === 200).map((answer) => answer.id!);
     expect(ids.length).toBeGreaterThan(50);
     await eventually(async () => ((await sentCount(loaded, ids)) === ids.length ? true : undefined), 60_000, 'every accepted submission sent');
-    const emails = new Map<string, number>();
-    for (const mail of loaded.sink.messages) {
-      const id = /<submission-([0-9a-f-]+)@/.exec(mail.parsed.messageId ?? '')?.[1];
-      if (id) emails.set(id, (emails.get(id) ?? 0) + 1);
-    }
+    const emails = emailsPerSubmission(loaded);
     expect(ids.filter((id) => !emails.has(id))).toEqual([]);
     // At most 0.1 % of them twice: the claim fences a job run again after the switch.
     expect(ids.filter((id) => emails.get(id)! > 1).length).toBeLessThanOrEqual(Math.floor(ids.length / 1_000));

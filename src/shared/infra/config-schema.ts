@@ -51,6 +51,24 @@ const url = (protocols: string[]) =>
 const ALTCHA_MAX_COUNTER_DEFAULT = 2_000;
 
 /** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
+/** An optional comma-separated list, its entries trimmed and each one passing `valid`. */
+const commaList = (valid: (entry: string) => boolean, message: string, type: string) =>
+  v.optional(
+    v.pipe(
+      v.string(),
+      v.trim(),
+      v.minLength(1),
+      v.transform((value) =>
+        value
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter(Boolean),
+      ),
+      v.check((entries) => entries.length > 0 && entries.every(valid), message),
+      kind(type),
+    ),
+  );
+
 /** `host:port`, the host a name or an IPv4 address, or `[v6]:port`. */
 function isHostPort(entry: string): boolean {
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([A-Za-z0-9.-]+)):(\d{1,5})$/.exec(entry);
@@ -180,21 +198,7 @@ const services = {
   REDIS_URL: about(url(['redis:', 'rediss:']), 'Redis ≥ 6.2 for the queues and the rate limiter. `npm start` starts a local one when unset.'),
   REDIS_CLUSTER: about(boolean(false), '`REDIS_URL` names one node of a Redis Cluster.'),
   REDIS_SENTINELS: about(
-    v.optional(
-      v.pipe(
-        v.string(),
-        v.trim(),
-        v.minLength(1),
-        v.transform((value) =>
-          value
-            .split(',')
-            .map((entry) => entry.trim())
-            .filter(Boolean),
-        ),
-        v.check((entries) => entries.length > 0 && entries.every(isHostPort), 'must list host:port pairs, comma-separated (10.0.0.5:26379,10.0.0.6:26379)'),
-        kind('host:port list'),
-      ),
-    ),
+    commaList(isHostPort, 'must list host:port pairs, comma-separated (10.0.0.5:26379,10.0.0.6:26379)', 'host:port list'),
     "Redis Sentinels that name the primary of `REDIS_SENTINEL_MASTER`: every process asks them for it and follows a failover. `REDIS_URL` then gives only the primary's user, password and database (its host is not used).",
   ),
   REDIS_SENTINEL_MASTER: about(v.optional(v.pipe(v.string(), v.trim(), v.minLength(1)), 'mymaster'), 'The name the sentinels monitor the primary by.'),
@@ -574,24 +578,7 @@ const spam = {
     "DNS blocklists the domains of the message's links and of the visitor's email are looked up in (`dbl.spamhaus.org`, `multi.surbl.org`, `multi.uribl.com`). Unset: none.",
   ),
   SPAM_DNS_SERVERS: about(
-    v.optional(
-      v.pipe(
-        v.string(),
-        v.trim(),
-        v.minLength(1),
-        v.transform((value) =>
-          value
-            .split(',')
-            .map((entry) => entry.trim())
-            .filter(Boolean),
-        ),
-        v.check(
-          (entries) => entries.length > 0 && entries.every(isResolver),
-          'must list resolver addresses, comma-separated (10.0.0.2, 10.0.0.2:5353, [::1]:53)',
-        ),
-        kind('addresses, comma-separated'),
-      ),
-    ),
+    commaList(isResolver, 'must list resolver addresses, comma-separated (10.0.0.2, 10.0.0.2:5353, [::1]:53)', 'addresses, comma-separated'),
     "The resolvers the blocklist lookups ask, in place of the system's (/etc/resolv.conf). Blocklists refuse the big public resolvers: use one of your own.",
   ),
   SPAM_DNS_TIMEOUT_MS: about(

@@ -1,0 +1,40 @@
+// A load of submissions for the failover tests: clients that submit one after another until told
+// to stop, and how many emails each submission got.
+import { submitJson } from './client.ts';
+import type { Harness } from './harness.ts';
+
+export type LoadAnswer = { status: number; retryAfter: string | null; id?: string };
+
+/** `clients` loops submitting to `key` until `until` settles; every answer, or the error in place of one. */
+export async function submitUntil(h: Harness, key: string, clients: number, until: Promise<unknown>): Promise<{ answers: LoadAnswer[]; errors: string[] }> {
+  const answers: LoadAnswer[] = [];
+  const errors: string[] = [];
+  let going = true;
+  void until.finally(() => (going = false));
+  await Promise.all(
+    Array.from({ length: clients }, async (_, client) => {
+      for (let n = 0; going; n += 1) {
+        try {
+          const answer = await submitJson(h, { access_key: key, email: 'visitor@example.org', message: `client ${client}, message ${n}` });
+          answers.push({ status: answer.status, retryAfter: answer.headers.get('retry-after'), id: answer.json?.submission_id });
+        } catch (error) {
+          errors.push((error as Error).message);
+        }
+      }
+    }),
+  );
+  return { answers, errors };
+}
+
+/** The answers that are neither a 200 nor a 503 with Retry-After. */
+export const abnormalAnswers = (answers: LoadAnswer[]) => answers.filter((answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter)));
+
+/** How many emails the SMTP sink received for each submission. */
+export function emailsPerSubmission(h: Harness): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const mail of h.sink.messages) {
+    const id = /<submission-([0-9a-f-]+)@/.exec(mail.parsed.messageId ?? '')?.[1];
+    if (id) counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
