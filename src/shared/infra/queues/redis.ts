@@ -60,9 +60,10 @@ export function createRedis(url: string, role: 'producer' | 'worker', topology: 
 }
 
 /**
- * Through Sentinel: the sentinels are asked for the primary at every (re)connection, and told of a
- * failover by their +switch-master event. A command a demoted primary refuses (READONLY, in the
- * moment before the connection follows the new one) reconnects and is sent again.
+ * Through Sentinel: the sentinels are asked for the primary at every (re)connection. Without
+ * ioredis's failover detector: with it, a worker's connection could stay stuck after a failover on
+ * a busy machine, its jobs never finishing (test/faults/redis-sentinel.test.ts). A command a demoted
+ * primary refuses (READONLY, before the connection follows the new one) reconnects and is sent again.
  */
 function sentinelOptions(url: string, sentinel: NonNullable<RedisTopology['sentinel']>, options: RedisOptions): RedisOptions {
   const primary = new URL(url);
@@ -79,7 +80,6 @@ function sentinelOptions(url: string, sentinel: NonNullable<RedisTopology['senti
     ...(primary.password ? { password: decodeURIComponent(primary.password) } : {}),
     ...(Number.isInteger(database) && database > 0 ? { db: database } : {}),
     ...(primary.protocol === 'rediss:' ? { tls: {}, enableTLSForSentinelMode: true } : {}),
-    failoverDetector: true,
     reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
   };
 }
