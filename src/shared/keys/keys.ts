@@ -6,6 +6,7 @@ import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './en
 import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
+import { parseEmailSubject, parseFieldNames, type EmailFilesMode } from './email-layout.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import {
   countActiveKeys,
@@ -160,6 +161,11 @@ export type KeyChanges = {
   subjectPrefix?: boolean;
   /** The confirmation email to the visitor: each part left out is kept. */
   autoresponse?: AutoresponseChanges;
+  /** The email's layout: a subject pattern (null or blank: the default), fields first or left out, files attached or linked. */
+  emailSubject?: string | null;
+  emailFieldOrder?: string[];
+  emailHiddenFields?: string[];
+  emailFiles?: EmailFilesMode;
 };
 
 export type AutoresponseChanges = { enabled?: boolean | undefined; subject?: string | null | undefined; text?: string | null | undefined };
@@ -235,7 +241,11 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
         changes.spamToWebhooks !== undefined ||
         changes.label !== undefined ||
         changes.subjectPrefix !== undefined ||
-        changes.autoresponse !== undefined)
+        changes.autoresponse !== undefined ||
+        changes.emailSubject !== undefined ||
+        changes.emailFieldOrder !== undefined ||
+        changes.emailHiddenFields !== undefined ||
+        changes.emailFiles !== undefined)
     ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }
@@ -243,6 +253,10 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
     if (changes.label !== undefined) key.label = parseLabel(changes.label);
     if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
     if (changes.autoresponse !== undefined) applyAutoresponse(key, changes.autoresponse);
+    if (changes.emailSubject !== undefined) key.emailSubject = parseEmailSubject(changes.emailSubject);
+    if (changes.emailFieldOrder !== undefined) key.emailFieldOrder = parseFieldNames(changes.emailFieldOrder, 'email_field_order');
+    if (changes.emailHiddenFields !== undefined) key.emailHiddenFields = parseFieldNames(changes.emailHiddenFields, 'email_hidden_fields');
+    if (changes.emailFiles !== undefined) key.emailFiles = changes.emailFiles;
     if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
     if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
     if (changes.domains !== undefined) key.domains = changes.domains;
@@ -277,6 +291,10 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
     label: key.label ?? null,
     subject_prefix: key.subjectPrefix,
     autoresponse: autoresponseRecord(key),
+    email_subject: key.emailSubject ?? null,
+    email_field_order: key.emailFieldOrder,
+    email_hidden_fields: key.emailHiddenFields,
+    email_files: key.emailFiles,
     ...(value === undefined ? { key_unavailable: KEY_UNAVAILABLE } : {}),
     status: key.status,
     email: key.email,
