@@ -6,7 +6,7 @@ import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './en
 import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
-import { parseEmailSubject, parseFieldNames, type EmailFilesMode } from './email-layout.ts';
+import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_SUBJECT_MAX, PLACEHOLDER, SIMPLE_PLACEHOLDERS, type EmailFilesMode } from './email-layout.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import {
   countActiveKeys,
@@ -204,6 +204,41 @@ function applyAutoresponse(key: VerificationKey, changes: AutoresponseChanges): 
   if (key.autoresponseEnabled && (!key.autoresponseSubject || !key.autoresponseText)) {
     throw new KeyRuleError('invalid', 'autoresponse', 'An autoresponse needs a subject and a text before it is turned on.');
   }
+}
+
+/** A subject pattern as stored: trimmed, null when blank (the default subject); one line, known placeholders only. */
+export function parseEmailSubject(pattern: string | null): string | null {
+  const trimmed = (pattern ?? '').trim();
+  if (trimmed === '') return null;
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
+    throw new KeyRuleError('invalid', 'email_subject', 'A subject pattern is one line: no line breaks or control characters.');
+  if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
+    throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
+  const unknown = [...trimmed.matchAll(PLACEHOLDER)]
+    .map((match) => match[1] ?? '')
+    .filter((name) => !SIMPLE_PLACEHOLDERS.includes(name) && !/^field:.+$/.test(name));
+  if (unknown.length > 0)
+    throw new KeyRuleError(
+      'invalid',
+      'email_subject',
+      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}.`,
+    );
+  return trimmed;
+}
+
+/** A list of custom field names as stored (email_field_order, email_hidden_fields): trimmed, unique, bounded. */
+export function parseFieldNames(names: string[], field: string): string[] {
+  if (names.length > EMAIL_FIELD_LIST_MAX) throw new KeyRuleError('invalid', field, `At most ${EMAIL_FIELD_LIST_MAX} field names.`);
+  const parsed: string[] = [];
+  for (const raw of names) {
+    const name = raw.trim();
+    if (name === '' || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name))
+      throw new KeyRuleError('invalid', field, 'A field name is one line, not blank, without control characters.');
+    if (Array.from(name).length > EMAIL_FIELD_NAME_MAX)
+      throw new KeyRuleError('invalid', field, `A field name has at most ${EMAIL_FIELD_NAME_MAX} characters.`);
+    if (!parsed.includes(name)) parsed.push(name);
+  }
+  return parsed;
 }
 
 /** A key label's longest length, in characters: a page title's or a subject prefix's worth. */
