@@ -114,7 +114,7 @@ export const ownerPaths = {
   '/owner/keys/{keyId}': {
     post: {
       ...form(
-        'Change a key: action=save (label, subject_prefix=yes, autoresponse_enabled=yes, autoresponse_subject, autoresponse_text, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete',
+        'Change a key: action=save (label, subject_prefix=yes, autoresponse_enabled=yes, autoresponse_subject, autoresponse_text, email_subject, email_field_order and email_hidden_fields (one name a line), email_files, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete',
       ),
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],
