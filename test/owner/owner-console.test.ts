@@ -338,6 +338,36 @@ describe('the whole journey', () => {
     expect((await message(firstId)).status).toBe(404);
   });
 
+  it("shapes the key's email and previews it escaped; an unknown placeholder is refused", async () => {
+    const saved = await client.post(`/owner/keys/${owner.id}`, {
+      action: 'save',
+      domains: '',
+      captcha: '',
+      email_subject: '<b>{name}</b>: {subject}',
+      email_field_order: 'company',
+      email_hidden_fields: 'name',
+      email_files: 'link',
+    });
+    expect(saved.status).toBe(303);
+    const text = (await client.get('/owner/keys')).text;
+    expect(text).toContain('<strong>Subject:</strong> &lt;b&gt;Ada Lovelace&lt;/b&gt;: Question about an order');
+    expect(text).toContain('company: Example Ltd');
+    expect(text).not.toContain('name: Ada Lovelace');
+    expect(text).toContain('<option value="link" selected>Always as links</option>');
+    const bad = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: '', captcha: '', email_subject: '{phone}' });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('Unknown placeholder: {phone}');
+    await client.post(`/owner/keys/${owner.id}`, {
+      action: 'save',
+      domains: '',
+      captcha: '',
+      email_subject: '',
+      email_field_order: '',
+      email_hidden_fields: '',
+      email_files: 'attach',
+    });
+  });
+
   it("changes the key's domains and captcha, disables, enables and deletes it (with a tick)", async () => {
     const saved = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'Example.com\nshop.example.org', captcha: 'turnstile' });
     expect(saved.status).toBe(303);

@@ -140,6 +140,10 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
         label: patch.label,
         subjectPrefix: patch.subject_prefix,
         autoresponse: patch.autoresponse,
+        emailSubject: patch.email_subject,
+        emailFieldOrder: patch.email_field_order,
+        emailHiddenFields: patch.email_hidden_fields,
+        emailFiles: patch.email_files,
       });
       ctx.body = keyRecord(key, deps.vault);
     },

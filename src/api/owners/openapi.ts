@@ -34,6 +34,10 @@ const Key = v.object({
     }),
     v.description('The confirmation email to the visitor (off by default); it carries no text a visitor wrote'),
   ),
+  email_subject: v.pipe(v.nullable(v.string()), v.description("The subject pattern of the key's emails, or null for the default")),
+  email_field_order: v.pipe(v.array(v.string()), v.description('Custom fields the email shows first, in this order')),
+  email_hidden_fields: v.pipe(v.array(v.string()), v.description('Custom fields the email leaves out (kept in the record)')),
+  email_files: v.pipe(v.picklist(['attach', 'link']), v.description('attach: attached while they fit, else linked; link: always linked')),
   status: v.picklist(KEY_STATUSES),
   email: v.string(),
   use_domain: v.boolean(),
@@ -110,7 +114,7 @@ export const ownerPaths = {
   '/owner/keys/{keyId}': {
     post: {
       ...form(
-        'Change a key: action=save (label, subject_prefix=yes, autoresponse_enabled=yes, autoresponse_subject, autoresponse_text, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete',
+        'Change a key: action=save (label, subject_prefix=yes, autoresponse_enabled=yes, autoresponse_subject, autoresponse_text, email_subject, email_field_order and email_hidden_fields (one name a line), email_files, domains, captcha, spam_filter, spam_to_webhooks=yes), disable, enable or delete',
       ),
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],

@@ -1,5 +1,6 @@
 // The owner console's operations, shared by its pages and its JSON API: each takes the session's
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
+import type { EmailFilesMode } from '../../shared/keys/email-layout.ts';
 import type { Context } from 'koa';
 import type { Attachment, Submission } from '../../shared/submissions/entities.ts';
 import type { CaptchaProvider, KeyStatus, VerificationKey } from '../../shared/keys/entities.ts';
@@ -91,6 +92,10 @@ export type OwnerKeyChanges = {
   label?: string | null;
   subjectPrefix?: boolean;
   autoresponse?: AutoresponseChanges;
+  emailSubject?: string | null;
+  emailFieldOrder?: string[];
+  emailHiddenFields?: string[];
+  emailFiles?: EmailFilesMode;
 };
 
 /** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
@@ -107,6 +112,10 @@ export async function changeOwnerKey(em: EntityManager, deps: AppDeps, email: st
     label: changes.label,
     subjectPrefix: changes.subjectPrefix,
     autoresponse: changes.autoresponse,
+    emailSubject: changes.emailSubject,
+    emailFieldOrder: changes.emailFieldOrder,
+    emailHiddenFields: changes.emailHiddenFields,
+    emailFiles: changes.emailFiles,
   });
   return ownerKeyRecord(updated, deps);
 }

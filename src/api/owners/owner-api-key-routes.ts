@@ -40,6 +40,10 @@ export function ownerApiKeyRoutes(deps: AppDeps): Router<AppState> {
         label: patch.label,
         subjectPrefix: patch.subject_prefix,
         autoresponse: patch.autoresponse,
+        emailSubject: patch.email_subject,
+        emailFieldOrder: patch.email_field_order,
+        emailHiddenFields: patch.email_hidden_fields,
+        emailFiles: patch.email_files,
       });
       if (!key) throw notFound();
       ctx.body = key;

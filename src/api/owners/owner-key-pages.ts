@@ -1,6 +1,7 @@
 // /owner/keys, /owner/confirm, /owner/overview — the keys of the signed-in address: their list with
 // the mailbox's consent, each key's settings (save, disable, enable, delete), and the overview of
 // messages per day, of one key or of all.
+import { arrangeFields, renderSubjectPattern } from '../../shared/keys/email-layout.ts';
 import type Router from '@koa/router';
 import { CAPTCHA_PROVIDERS, type CaptchaProvider } from '../../shared/keys/entities.ts';
 import { SPAM_FILTER_LEVELS, type SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
@@ -102,10 +103,44 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
 }
 
 /** A key with the autoresponse its visitors would receive today, as the email's HTML part draws it (none without a subject and a text). */
-function withPreview<K extends { label: string | null; autoresponse: { subject: string | null; text: string | null } }>(key: K) {
+function withPreview<
+  K extends {
+    label: string | null;
+    autoresponse: { subject: string | null; text: string | null };
+    email_subject: string | null;
+    email_field_order: string[];
+    email_hidden_fields: string[];
+  },
+>(key: K) {
   const { subject, text } = key.autoresponse;
-  return { ...key, autoresponse_preview: subject && text ? renderAutoresponse({ subject, text, label: key.label, receivedAt: new Date() }) : null };
+  return {
+    ...key,
+    autoresponse_preview: subject && text ? renderAutoresponse({ subject, text, label: key.label, receivedAt: new Date() }) : null,
+    email_preview: emailPreview(key),
+  };
 }
+
+/** The owner's email for a sample submission (its fields: the ordered ones, then a sample's own), as the worker would lay it out; the view escapes it. */
+function emailPreview(key: { label: string | null; email_subject: string | null; email_field_order: string[]; email_hidden_fields: string[] }) {
+  const sample = { subject: 'Question about an order', email: 'visitor@example.org', key: key.label };
+  const customFields: Array<[string, string]> = [
+    ['name', 'Ada Lovelace'],
+    ['company', 'Example Ltd'],
+  ];
+  for (const name of key.email_field_order) if (!customFields.some(([other]) => other === name)) customFields.push([name, `(${name})`]);
+  const fields = arrangeFields(customFields, { fieldOrder: key.email_field_order, hiddenFields: key.email_hidden_fields });
+  return {
+    subject: key.email_subject ? renderSubjectPattern(key.email_subject, { ...sample, customFields }) : sample.subject,
+    fields: fields.map(([name, value]) => `${name}: ${value}`),
+  };
+}
+
+/** Field names one a line (commas also separate). */
+const namesOf = (value: string | null) =>
+  (value ?? '')
+    .split(/[\n,]+/)
+    .map((name) => name.trim())
+    .filter(Boolean);
 
 /** The settings form: domains one a line (commas and spaces also separate), captcha or none, the spam filter's level. */
 function settingsOf(form: URLSearchParams): OwnerKeyChanges {
@@ -125,6 +160,15 @@ function settingsOf(form: URLSearchParams): OwnerKeyChanges {
     spamToWebhooks: form.get('spam_to_webhooks') === 'yes',
     label: form.get('label') ?? '',
     subjectPrefix: form.get('subject_prefix') === 'yes',
+    // Only from a form that shows them: an older page saved in a tab keeps the layout as it is.
+    ...(form.has('email_subject')
+      ? {
+          emailSubject: form.get('email_subject') ?? '',
+          emailFieldOrder: namesOf(form.get('email_field_order')),
+          emailHiddenFields: namesOf(form.get('email_hidden_fields')),
+          emailFiles: form.get('email_files') === 'link' ? ('link' as const) : ('attach' as const),
+        }
+      : {}),
     autoresponse: {
       enabled: form.get('autoresponse_enabled') === 'yes',
       subject: form.get('autoresponse_subject') ?? '',

@@ -1,5 +1,6 @@
 // The keys feature's tables: the verification keys, the emails about them (new key, sign-in link,
 // confirmation), and each mailbox's consent and its hourly allowance until it confirms.
+import { EMAIL_FILES_MODES } from './email-layout.ts';
 import { randomUUID } from 'node:crypto';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { bounceColumns } from '../bounces/bounce-columns.ts';
@@ -45,6 +46,11 @@ export const VerificationKeySchema = defineEntity({
     autoresponseEnabled: p.boolean().default(false),
     autoresponseSubject: p.string().length(150).nullable(),
     autoresponseText: p.text().nullable(),
+    /** The owner's email layout (src/shared/keys/email-layout.ts): a subject pattern, fields first or left out, files attached or linked. */
+    emailSubject: p.string().length(200).nullable(),
+    emailFieldOrder: p.json<string[]>().default('[]'),
+    emailHiddenFields: p.json<string[]>().default('[]'),
+    emailFiles: p.enum(EMAIL_FILES_MODES).default('attach'),
     /** Bytes of the files stored for this key's submissions, held under KEY_STORAGE_QUOTA_MB. */
     storedBytes: p.bigint('number').default(0),
     createdAt: createdAt(),

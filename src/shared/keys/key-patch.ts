@@ -3,6 +3,7 @@
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
 import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
+import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_FILES_MODES, EMAIL_SUBJECT_MAX } from './email-layout.ts';
 import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from './keys.ts';
 
 export const KeyPatchSchema = v.strictObject(
@@ -37,6 +38,38 @@ export const KeyPatchSchema = v.strictObject(
         ),
       ),
     ),
+    email_subject: v.optional(
+      v.pipe(
+        v.nullable(v.string('Must be a string or null.')),
+        v.description(
+          `The subject of the key's emails, as a pattern of at most ${EMAIL_SUBJECT_MAX} characters with the placeholders {subject}, {name}, {email}, {key} (the label) and {field:NAME}; null or "" restores the default`,
+        ),
+      ),
+    ),
+    email_field_order: v.optional(
+      v.pipe(
+        v.array(v.string('Must be a list of field names.'), 'Must be a list of field names.'),
+        v.maxLength(EMAIL_FIELD_LIST_MAX, `At most ${EMAIL_FIELD_LIST_MAX} field names.`),
+        v.description(
+          `Custom field names the email shows first, in this order (the others follow in arrival order); at most ${EMAIL_FIELD_LIST_MAX} names of at most ${EMAIL_FIELD_NAME_MAX} characters`,
+        ),
+      ),
+    ),
+    email_hidden_fields: v.optional(
+      v.pipe(
+        v.array(v.string('Must be a list of field names.'), 'Must be a list of field names.'),
+        v.maxLength(EMAIL_FIELD_LIST_MAX, `At most ${EMAIL_FIELD_LIST_MAX} field names.`),
+        v.description(
+          `Custom field names the email leaves out (they stay in the record, the APIs, the console and the CSV); at most ${EMAIL_FIELD_LIST_MAX} names of at most ${EMAIL_FIELD_NAME_MAX} characters`,
+        ),
+      ),
+    ),
+    email_files: v.optional(
+      v.pipe(
+        v.picklist(EMAIL_FILES_MODES, `Must be one of ${EMAIL_FILES_MODES.join(', ')}.`),
+        v.description('attach: files attached while they fit ATTACH_MAX_BYTES, else linked (the default); link: always a signed download link'),
+      ),
+    ),
   },
-  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix and autoresponse can be changed.',
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix, autoresponse, email_subject, email_field_order, email_hidden_fields and email_files can be changed.',
 );

@@ -6,6 +6,7 @@ import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './en
 import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
+import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_SUBJECT_MAX, PLACEHOLDER, SIMPLE_PLACEHOLDERS, type EmailFilesMode } from './email-layout.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import {
   countActiveKeys,
@@ -160,6 +161,11 @@ export type KeyChanges = {
   subjectPrefix?: boolean;
   /** The confirmation email to the visitor: each part left out is kept. */
   autoresponse?: AutoresponseChanges;
+  /** The email's layout: a subject pattern (null or blank: the default), fields first or left out, files attached or linked. */
+  emailSubject?: string | null;
+  emailFieldOrder?: string[];
+  emailHiddenFields?: string[];
+  emailFiles?: EmailFilesMode;
 };
 
 export type AutoresponseChanges = { enabled?: boolean | undefined; subject?: string | null | undefined; text?: string | null | undefined };
@@ -200,6 +206,41 @@ function applyAutoresponse(key: VerificationKey, changes: AutoresponseChanges): 
   }
 }
 
+/** A subject pattern as stored: trimmed, null when blank (the default subject); one line, known placeholders only. */
+export function parseEmailSubject(pattern: string | null): string | null {
+  const trimmed = (pattern ?? '').trim();
+  if (trimmed === '') return null;
+  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
+    throw new KeyRuleError('invalid', 'email_subject', 'A subject pattern is one line: no line breaks or control characters.');
+  if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
+    throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
+  const unknown = [...trimmed.matchAll(PLACEHOLDER)]
+    .map((match) => match[1] ?? '')
+    .filter((name) => !SIMPLE_PLACEHOLDERS.includes(name) && !/^field:.+$/.test(name));
+  if (unknown.length > 0)
+    throw new KeyRuleError(
+      'invalid',
+      'email_subject',
+      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}.`,
+    );
+  return trimmed;
+}
+
+/** A list of custom field names as stored (email_field_order, email_hidden_fields): trimmed, unique, bounded. */
+export function parseFieldNames(names: string[], field: string): string[] {
+  if (names.length > EMAIL_FIELD_LIST_MAX) throw new KeyRuleError('invalid', field, `At most ${EMAIL_FIELD_LIST_MAX} field names.`);
+  const parsed: string[] = [];
+  for (const raw of names) {
+    const name = raw.trim();
+    if (name === '' || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name))
+      throw new KeyRuleError('invalid', field, 'A field name is one line, not blank, without control characters.');
+    if (Array.from(name).length > EMAIL_FIELD_NAME_MAX)
+      throw new KeyRuleError('invalid', field, `A field name has at most ${EMAIL_FIELD_NAME_MAX} characters.`);
+    if (!parsed.includes(name)) parsed.push(name);
+  }
+  return parsed;
+}
+
 /** A key label's longest length, in characters: a page title's or a subject prefix's worth. */
 export const KEY_LABEL_MAX = 100;
 
@@ -235,7 +276,11 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
         changes.spamToWebhooks !== undefined ||
         changes.label !== undefined ||
         changes.subjectPrefix !== undefined ||
-        changes.autoresponse !== undefined)
+        changes.autoresponse !== undefined ||
+        changes.emailSubject !== undefined ||
+        changes.emailFieldOrder !== undefined ||
+        changes.emailHiddenFields !== undefined ||
+        changes.emailFiles !== undefined)
     ) {
       throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
     }
@@ -243,6 +288,10 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
     if (changes.label !== undefined) key.label = parseLabel(changes.label);
     if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
     if (changes.autoresponse !== undefined) applyAutoresponse(key, changes.autoresponse);
+    if (changes.emailSubject !== undefined) key.emailSubject = parseEmailSubject(changes.emailSubject);
+    if (changes.emailFieldOrder !== undefined) key.emailFieldOrder = parseFieldNames(changes.emailFieldOrder, 'email_field_order');
+    if (changes.emailHiddenFields !== undefined) key.emailHiddenFields = parseFieldNames(changes.emailHiddenFields, 'email_hidden_fields');
+    if (changes.emailFiles !== undefined) key.emailFiles = changes.emailFiles;
     if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
     if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
     if (changes.domains !== undefined) key.domains = changes.domains;
@@ -277,6 +326,10 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
     label: key.label ?? null,
     subject_prefix: key.subjectPrefix,
     autoresponse: autoresponseRecord(key),
+    email_subject: key.emailSubject ?? null,
+    email_field_order: key.emailFieldOrder,
+    email_hidden_fields: key.emailHiddenFields,
+    email_files: key.emailFiles,
     ...(value === undefined ? { key_unavailable: KEY_UNAVAILABLE } : {}),
     status: key.status,
     email: key.email,

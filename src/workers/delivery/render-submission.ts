@@ -6,6 +6,7 @@
 import type { Submission } from '../../shared/submissions/entities.ts';
 import { headerText, oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
 import type { FileInEmail } from './attachments.ts';
+import { arrangeFields, DEFAULT_EMAIL_LAYOUT, type EmailLayout } from '../../shared/keys/email-layout.ts';
 import { renderEmail, type RenderedEmail } from './email-templates.ts';
 
 export type { RenderedEmail } from './email-templates.ts';
@@ -13,8 +14,13 @@ export type { RenderedEmail } from './email-templates.ts';
 /** What the email shows of a submission. */
 export type SubmissionForEmail = Pick<Submission, 'id' | 'email' | 'message' | 'subject' | 'customFields' | 'createdAt'>;
 
-export function renderSubmissionEmail(submission: SubmissionForEmail, files: FileInEmail[], linkTtlSeconds = 0): RenderedEmail {
-  const fields = submission.customFields.map(([rawName, rawValue]) => {
+export function renderSubmissionEmail(
+  submission: SubmissionForEmail,
+  files: FileInEmail[],
+  linkTtlSeconds = 0,
+  layout: Pick<EmailLayout, 'fieldOrder' | 'hiddenFields'> = DEFAULT_EMAIL_LAYOUT,
+): RenderedEmail {
+  const fields = arrangeFields(submission.customFields, layout).map(([rawName, rawValue]) => {
     const [name, value] = [oneLine(rawName), withoutBidiControls(rawValue)];
     return { name, value, text: indented(`${name}: ${value}`) };
   });

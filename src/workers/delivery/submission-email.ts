@@ -6,6 +6,7 @@ import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/deliver
 import { followWithAutoresponse } from './autoresponse-email.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
+import { renderSubjectPattern } from '../../shared/keys/email-layout.ts';
 import { renderSubmissionEmail } from './render-submission.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
@@ -56,12 +57,18 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       context.log,
     );
     const files = await prepareFiles(stored, context.storage, {
-      attachMaxBytes: context.attachMaxBytes,
+      // link: every file a signed link, whatever its size (no total is at most -1 byte).
+      attachMaxBytes: submission.emailLayout.files === 'link' ? -1 : context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,
     });
     // The key's label first, if its owner asked: one inbox, several forms told apart at a glance.
-    const subject = submission.subjectLabel ? `[${submission.subjectLabel}] ${submission.subject}` : submission.subject;
-    const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds);
+    // A subject pattern of the owner's takes the place of both.
+    const subject = submission.emailLayout.subject
+      ? renderSubjectPattern(submission.emailLayout.subject, { ...submission, key: submission.keyLabel })
+      : submission.subjectLabel
+        ? `[${submission.subjectLabel}] ${submission.subject}`
+        : submission.subject;
+    const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds, submission.emailLayout);
     return {
       message: {
         from: context.mailFrom,

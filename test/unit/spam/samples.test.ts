@@ -18,6 +18,8 @@ const claimed: ClaimedSubmission = {
   suppressedUntil: null,
   complained: false,
   subjectLabel: null,
+  keyLabel: null,
+  emailLayout: { subject: null, fieldOrder: [], hiddenFields: [], files: 'attach' },
   keyMailbox: 'owner@example.com',
   spamFilter: 'normal',
   ownerStatistics: false,

@@ -37,6 +37,8 @@ const claimed = (changes: Partial<typeof content> = {}, ownerStatistics = false)
   suppressedUntil: null,
   complained: false,
   subjectLabel: null,
+  keyLabel: null,
+  emailLayout: { subject: null, fieldOrder: [], hiddenFields: [], files: 'attach' },
   spamFilter: 'normal',
   ownerStatistics,
   spamVerdict: null,

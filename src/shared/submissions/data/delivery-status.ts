@@ -173,6 +173,9 @@ export type ClaimedSubmission = {
   complained: boolean;
   /** The key's label when its owner asked for it before the email's subject; null otherwise. */
   subjectLabel: string | null;
+  /** The key's label, for a subject pattern's {key}; and the owner's layout of the email. */
+  keyLabel: string | null;
+  emailLayout: { subject: string | null; fieldOrder: string[]; hiddenFields: string[]; files: 'attach' | 'link' };
   /** The key owner's mailbox: whose own spam statistics apply. */
   keyMailbox: string | null;
   spamFilter: SpamFilterLevel;
@@ -201,7 +204,8 @@ const CLAIM_SUBMISSIONS = {
         returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at, client_ip)
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, ${claimTokenOf('c.claimed_at')} as claim, k.email as key_email,
             k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark, c.client_ip,
-            case when k.subject_prefix then k.label end as subject_label,
+            case when k.subject_prefix then k.label end as subject_label, k.label as key_label,
+            k.email_subject, k.email_field_order, k.email_hidden_fields, k.email_files,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
             (extract(epoch from c.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
@@ -247,6 +251,11 @@ export async function claimSubmissions(
     complained: boolean;
     key_mailbox: string | null;
     subject_label: string | null;
+    key_label: string | null;
+    email_subject: string | null;
+    email_field_order: string[] | null;
+    email_hidden_fields: string[] | null;
+    email_files: 'attach' | 'link' | null;
     spam_filter: SpamFilterLevel | null;
     spam_verdict: SpamVerdict | null;
     spam_mark: SpamMark | null;
@@ -275,6 +284,13 @@ export async function claimSubmissions(
         complained: row.complained,
         keyMailbox: row.key_mailbox,
         subjectLabel: row.subject_label,
+        keyLabel: row.key_label,
+        emailLayout: {
+          subject: row.email_subject,
+          fieldOrder: row.email_field_order ?? [],
+          hiddenFields: row.email_hidden_fields ?? [],
+          files: row.email_files ?? 'attach',
+        },
         spamFilter: row.spam_filter ?? 'off',
         ownerStatistics: row.owner_statistics,
         spamVerdict: row.spam_verdict,
