@@ -35,8 +35,12 @@ describe('queue dashboard', () => {
     await eventually(async () => ((await statusOf(id)).email_status === 'failed' ? true : undefined));
     h.sink.behave(undefined);
 
-    const queues = (await (await board('/api/queues?activeQueue=deliveries&status=failed')).json()) as any;
-    const deliveries = queues.queues.find((queue: any) => queue.name === 'deliveries');
+    // The row is `failed` before BullMQ moves its job to the failed set: wait for the dashboard to show it.
+    const deliveries = await eventually(async () => {
+      const queues = (await (await board('/api/queues?activeQueue=deliveries&status=failed')).json()) as any;
+      const queue = queues.queues.find((entry: any) => entry.name === 'deliveries');
+      return queue?.counts.failed >= 1 ? queue : undefined;
+    });
     expect(deliveries.counts.failed).toBeGreaterThanOrEqual(1);
     expect(deliveries.jobs.map((job: any) => job.id)).toContain(id);
 

@@ -68,8 +68,9 @@ describe('a burst of submissions', () => {
   }, 180_000);
 
   it("sends a worker's checks at most SPAM_CHECKS_IN_FLIGHT at a time, each timed from when it is sent", async () => {
-    // A filter that serves one check at a time, 20 ms each: 50 checks sent at once would leave the
-    // last waiting 1 s, past the 500 ms timeout; 4 at a time, none waits more than 80 ms.
+    // A filter that serves one check at a time, 50 ms each: 50 checks sent at once would leave the
+    // last waiting 2.5 s, past the 2 s timeout; 4 at a time, none waits more than 200 ms (the margin
+    // is for a busy machine's late timers).
     let inFlight = 0;
     let mostInFlight = 0;
     let line = Promise.resolve();
@@ -79,7 +80,7 @@ describe('a burst of submissions', () => {
       req.resume();
       req.on('end', () => {
         line = line.then(async () => {
-          await new Promise((resolve) => setTimeout(resolve, 20));
+          await new Promise((resolve) => setTimeout(resolve, 50));
           inFlight -= 1;
           res.setHeader('content-type', 'application/json');
           res.end(JSON.stringify({ score: 1, symbols: {} }));
@@ -89,7 +90,7 @@ describe('a burst of submissions', () => {
     await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(busy.address() as AddressInfo).port}`;
     const slow = await startHarness({
-      env: { SPAM_FILTER_URL: url, SPAM_FILTER_CONTROLLER_URL: url, SPAM_CHECK_TIMEOUT_MS: '500', WORKER_CONCURRENCY: '50', SPAM_CHECKS_IN_FLIGHT: '4' },
+      env: { SPAM_FILTER_URL: url, SPAM_FILTER_CONTROLLER_URL: url, SPAM_CHECK_TIMEOUT_MS: '2000', WORKER_CONCURRENCY: '50', SPAM_CHECKS_IN_FLIGHT: '4' },
     });
     try {
       const ids = await burst(slow, [await slow.createKey()], 200, CLIENTS);
