@@ -210,6 +210,8 @@ export async function insertKey(orm: MikroORM, vault: KeyVault, fields: KeyField
     useDomain: fields.useDomain ?? false,
     domains: fields.domains ?? [],
     captcha: fields.captcha ?? null,
+    emailFieldOrder: [],
+    emailHiddenFields: [],
   });
   await em.flush();
   return { id: key.id, key: value, email: key.email };

@@ -94,3 +94,18 @@ describe('files', () => {
     expect(Buffer.from(await (await fetch(link!)).arrayBuffer()).toString()).toBe('%PDF-1.4');
   });
 });
+
+describe('a key made through POST /, the layout left as it is', () => {
+  it('delivers with its fields in arrival order, and its owner page lists it', async () => {
+    const { postJson } = await import('../support/harness.ts');
+    const created = await postJson(`${h.url}/`, { email: 'new-owner@example.test' });
+    expect(created.status).toBe(200);
+    const { mail } = await send({ key: created.json.key as string }, { subject: 'Hi', company: 'Example Ltd', name: 'Ada' });
+    expect(mail.parsed.text).toMatch(/company: Example Ltd[\s\S]*name: Ada/);
+    const [row] = await h.sql<{ order: unknown; hidden: unknown }>(
+      'select email_field_order as order, email_hidden_fields as hidden from verification_keys where email = $1',
+      ['new-owner@example.test'],
+    );
+    expect(row).toEqual({ order: [], hidden: [] });
+  });
+});

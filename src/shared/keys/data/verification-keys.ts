@@ -69,7 +69,8 @@ export async function insertKeyWithEmail(
   tx: EntityManager,
   fields: Pick<VerificationKey, 'keyHash' | 'keyEncrypted' | 'email' | 'mailbox' | 'useDomain' | 'domains'>,
 ): Promise<{ key: VerificationKey; keyEmail: KeyEmail }> {
-  const key = tx.create(VerificationKeySchema, fields);
+  // The JSON columns named: left to their default, the ORM would store the default's text as a JSON string.
+  const key = tx.create(VerificationKeySchema, { ...fields, emailFieldOrder: [], emailHiddenFields: [] });
   const keyEmail = tx.create(KeyEmailSchema, { kind: 'new-key', email: fields.email, mailbox: fields.mailbox, key });
   await tx.flush();
   return { key, keyEmail };
