@@ -277,8 +277,13 @@ describe('retries and statuses', () => {
       // The server greylists the first try after the retry, as many do.
       let refusals = 0;
       h.sink.behave(() => (refusals++ < 1 ? { code: 451, message: 'Greylisted, come back later' } : undefined));
-      // What "Retry" on the queue dashboard does.
-      await (await queue.getJob(id))!.retry('failed');
+      // What "Retry" on the queue dashboard does, once BullMQ has moved the job to the failed set
+      // (the row says `failed` a moment before).
+      const job = await eventually(async () => {
+        const found = await queue.getJob(id);
+        return found && (await found.isFailed()) ? found : undefined;
+      });
+      await job.retry('failed');
       const sent = await untilStatus(id, 'sent');
       expect(sent.email_attempts).toBe(2);
       expect(sent.requeued_at).toBeInstanceOf(Date);
