@@ -3,13 +3,14 @@
 // across the three processes, the recorded address is the client's, and a rolling restart under a
 // load (the balancer takes a process out, then it stops, starts again and comes back) costs no
 // request anything but a normal answer.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { freePort, stopChild } from '../../src/local/services.ts';
+import { spawnTracked } from '../../src/local/processes.ts';
 import { CONTACT_API } from '../support/client.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { request, type RawResponse } from '../support/http.ts';
@@ -100,7 +101,7 @@ beforeAll(async () => {
   await writeFile(path.join(dir, 'haproxy.cfg'), haproxyConfig(frontPort));
   const found = inject('testTools').haproxy!;
   if (found.problem !== undefined) throw new Error(found.problem);
-  haproxy = spawn(found.path, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  haproxy = spawnTracked('SIGTERM', found.path, ['-f', path.join(dir, 'haproxy.cfg'), '-db'], { stdio: ['ignore', 'ignore', 'pipe'] });
   for (let index = 0; index < API_COUNT; index += 1)
     await eventually(async () => ((await serverState(index).catch(() => undefined))?.status === 'UP' ? true : undefined));
 }, 120_000);

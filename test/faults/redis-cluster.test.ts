@@ -15,8 +15,11 @@ beforeAll(async () => {
   h = await startHarness({ env: { REDIS_URL: cluster.url, REDIS_CLUSTER: 'true', RATE_LIMIT_MAX: '21', RATE_LIMIT_WINDOW_MS: '60000' } });
 });
 afterAll(async () => {
-  await h?.stop();
-  await cluster?.stop();
+  try {
+    await h?.stop();
+  } finally {
+    await cluster?.stop();
+  }
 });
 
 describe('on a Redis Cluster of 3 masters and 3 replicas', () => {

@@ -12,9 +12,12 @@ import { sentCount } from '../support/rows.ts';
 let setup: SentinelSetup | undefined;
 let h: Harness | undefined;
 afterEach(async () => {
-  await h?.stop();
-  await setup?.stop();
-  [h, setup] = [undefined, undefined];
+  try {
+    await h?.stop();
+  } finally {
+    await setup?.stop();
+    [h, setup] = [undefined, undefined];
+  }
 });
 
 async function start(): Promise<{ h: Harness; setup: SentinelSetup }> {

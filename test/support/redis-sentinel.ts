@@ -2,14 +2,14 @@
 // sentinels. The replica reads the primary's stream through a relay of the test's own, which can
 // hold that stream back: the replica then falls behind as a real one does, and a failover loses the
 // writes it never got.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { ensureRedisServer, freePort, startRedis, stopChild } from '../../src/local/services.ts';
-import { waitForOutput } from '../../src/local/processes.ts';
+import { spawnTracked, waitForOutput } from '../../src/local/processes.ts';
 
 export const SENTINEL_MASTER = 'cfs';
 
@@ -74,7 +74,8 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
         '',
       ].join('\n'),
     );
-    const child = spawn(binary, [file, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Tracked: stopped with this process even when a test fails before its cleanup.
+    const child = spawnTracked('SIGTERM', binary, [file, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
     await waitForOutput(child, /\+monitor master/, 'redis-sentinel');
     child.stdout?.resume();
