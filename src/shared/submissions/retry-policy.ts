@@ -8,7 +8,7 @@ export type RetryBackoff = Pick<Config, 'EMAIL_RETRY_BACKOFF_MS' | 'EMAIL_RETRY_
 
 /**
  * The delay before retry number `attemptsMade`: EMAIL_RETRY_BACKOFF_MS doubling per attempt up to
- * EMAIL_RETRY_MAX_BACKOFF_MS, never beyond; the jitter (50 % to 100 % of that) only shortens it, so a
+ * EMAIL_RETRY_MAX_BACKOFF_MS, never beyond; the jitter (between half of that and all of it) only shortens it, so a
  * burst of failures does not retry in lockstep. `random`: a number in [0, 1), Math.random's by default.
  */
 export function retryDelay(attemptsMade: number, config: RetryBackoff, random: () => number = Math.random): number {
