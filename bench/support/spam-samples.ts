@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
 import { EnvSchema } from '../../src/shared/infra/config-schema.ts';
 import type { SpamFilter, SpamSample } from '../../src/shared/spam/spam-filter.ts';
+import { createReputationCheck } from '../../src/shared/spam/reputation.ts';
+import { withReputation } from '../../src/shared/spam/verdict.ts';
 import { defaultSubject } from '../../src/shared/submissions/submissions.ts';
 
 /** The scores from which a key holds a submission: the defaults of SPAM_SCORE_NORMAL and SPAM_SCORE_STRICT. */
@@ -65,7 +67,13 @@ export function formSample(message: LabelledMessage, owner: string): SpamSample 
   };
 }
 
-/** Each message's score for `owner`, in order; each check's time goes to `latencies` when given. */
+/**
+ * What a new installation's worker adds to the filter's score: the disposable-address signal (on by
+ * default; no blocklist zone is named by default, and these messages carry no visitor address).
+ */
+const defaultReputation = createReputationCheck({ ipZones: [], domainZones: [], servers: undefined, timeoutMs: 300, disposable: true })!;
+
+/** Each message's score for `owner`, in order, as the worker adds it up; each check's time goes to `latencies` when given. */
 export async function scoresFor(filter: SpamFilter, messages: LabelledMessage[], owner: string, latencies?: number[]): Promise<number[]> {
   const result = new Array<number>(messages.length);
   let next = 0;
@@ -74,7 +82,9 @@ export async function scoresFor(filter: SpamFilter, messages: LabelledMessage[],
       while (next < messages.length) {
         const index = next++;
         const started = performance.now();
-        result[index] = (await filter.check(formSample(messages[index]!, owner), 20_000)).score;
+        const message = messages[index]!;
+        const scan = await filter.check(formSample(message, owner), 20_000);
+        result[index] = withReputation(scan, await defaultReputation({ ip: null, email: message.visitor?.email ?? '', texts: [] }))!.score;
         latencies?.push(performance.now() - started);
       }
     }),
