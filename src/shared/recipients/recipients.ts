@@ -17,6 +17,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import * as v from 'valibot';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { mailboxOf } from '../keys/consent.ts';
+import type { KeyStatus } from '../keys/entities.ts';
 import {
   checkEmailCap,
   EmailCapError,
@@ -62,21 +63,28 @@ export function parseRecipients(inputs: readonly string[], keyMailbox: string): 
 export type RecipientsChange = { confirmEmailIds: string[]; added: number; removed: number };
 
 /**
- * Makes the key's added recipients `wanted`: each address not among them is removed (with its copies
- * still held), each new one added and asked to confirm, within the bounds on those requests; the
- * ones kept are left as they are. In one transaction (the caller's, when it has one), under the
- * key's lock: a refusal changes nothing.
+ * The added recipients wanted: the whole list, or a change of the current one (the console adds or
+ * removes one address at a time), worked out under the key's lock.
+ */
+export type RecipientsEdit = readonly string[] | ((current: ReadonlyArray<{ id: string; email: string }>) => readonly string[]);
+
+/**
+ * Makes the key's added recipients those `edit` wants: each address not among them is removed (with
+ * its copies still held), each new one added and asked to confirm, within the bounds on those
+ * requests; the ones kept are left as they are. In one transaction (the caller's, when it has one),
+ * under the key's lock: a refusal changes nothing.
  */
 export async function setRecipients(
   em: EntityManager,
-  key: { id: string; mailbox: string },
-  wanted: readonly string[],
+  key: { id: string; mailbox: string; status: KeyStatus },
+  edit: RecipientsEdit,
   limits: { emailsPerHour: number },
 ): Promise<RecipientsChange> {
-  const parsed = parseRecipients(wanted, key.mailbox);
+  if (key.status === 'deleted') throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
   return inTransaction(em, async (tx) => {
     await lockKeyRow(tx, key.id);
     const current = await findRecipientsOfKeys(tx, [key.id]);
+    const parsed = parseRecipients(typeof edit === 'function' ? edit(current) : edit, key.mailbox);
     const removed = current.filter((recipient) => !parsed.some((address) => address.mailbox === recipient.mailbox));
     for (const recipient of removed) await deleteRecipient(tx, recipient.id);
     const confirmEmailIds: string[] = [];
