@@ -21,9 +21,10 @@ export async function findRecipientsOfKeys(em: EntityManager, keyIds: string[]):
   return rows.map(dated);
 }
 
+/** Its created_at is the clock's, not the transaction's: several added in one change keep their order. */
 export async function insertRecipient(tx: EntityManager, recipient: { keyId: string; email: string; mailbox: string }): Promise<KeyRecipientRow> {
   const [row] = await tx.execute<KeyRecipientRow[]>(
-    `insert into key_recipients (id, key_id, email, mailbox) values (gen_random_uuid(), ?, ?, ?) returning ${COLUMNS}`,
+    `insert into key_recipients (id, key_id, email, mailbox, created_at) values (gen_random_uuid(), ?, ?, ?, clock_timestamp()) returning ${COLUMNS}`,
     [recipient.keyId, recipient.email, recipient.mailbox],
   );
   return dated(row!);
