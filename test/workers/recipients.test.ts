@@ -2,10 +2,14 @@
 // SMTP sink: adding and removing them (at most 5), the consent of each added address (nothing but
 // one bounded request to confirm until it does, its copies held until then), each copy a delivery
 // of its own (its own return path, bounce, complaint and re-send, never touching the owner's email
-// or another copy), and the reconciler sending a copy whose job Redis lost.
+// or another copy), a confirmation at the moment the copies are made, and the reconciler sending a
+// copy whose job Redis lost.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BounceProcess } from '../../src/bounces/process.ts';
 import type { RspamdService } from '../../src/local/rspamd.ts';
+import { inTransaction } from '../../src/shared/infra/db/transactions.ts';
+import { confirmRecipient } from '../../src/shared/recipients/recipients.ts';
+import { createCopies } from '../../src/shared/submissions/data/delivery-status.ts';
 import { abuseReport, dsn } from '../../tools/sample-reports.ts';
 import { adminRequest, submitJson } from '../support/client.ts';
 import { ago, buildKeyRecipient, buildRecipient, buildRecipientCopy, buildSubmission, type KeyRow } from '../support/factories.ts';
@@ -375,6 +379,57 @@ describe('each copy on its own', () => {
     expect(released.email_status).toBe('sent');
     expect(released.copies[0].email_status).toBe('sent');
     expect(copiesTo(colleague)).toHaveLength(1);
+  });
+});
+
+describe('a confirmation at the moment the copies are made', () => {
+  const deferred = () => {
+    let open!: () => void;
+    const promise = new Promise<void>((resolve) => (open = resolve));
+    return { promise, open };
+  };
+
+  it('made while the confirmation is uncommitted: they wait for it, then are made queued', async () => {
+    const key = await confirmedKey();
+    const recipient = await buildKeyRecipient(h, { key, confirmed: false });
+    const submission = await buildSubmission(h, { key, status: 'sent' });
+    const committed = deferred();
+    const confirming = inTransaction(h.orm.em.fork(), async (tx) => {
+      await tx.execute('update key_recipients set confirmed_at = now() where id = ?', [recipient.id]);
+      await committed.promise;
+    });
+    // Give the update its lock before the copies are made.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    let made: Array<{ status: string }> | undefined;
+    const making = createCopies(h.orm.em.fork(), submission.id).then((copies) => (made = copies));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(made).toBeUndefined();
+    committed.open();
+    await confirming;
+    await making;
+    expect(made!.map((copy) => copy.status)).toEqual(['queued']);
+  });
+
+  it('made in a transaction the confirmation has to wait for: the confirmation releases them', async () => {
+    const key = await confirmedKey();
+    const recipient = await buildKeyRecipient(h, { key, confirmed: false });
+    const submission = await buildSubmission(h, { key, status: 'sent' });
+    const committed = deferred();
+    let made: Array<{ id: string; status: string }> = [];
+    const making = inTransaction(h.orm.em.fork(), async (tx) => {
+      made = await createCopies(tx, submission.id);
+      await committed.promise;
+    });
+    await eventually(async () => (made.length ? true : undefined));
+    expect(made.map((copy) => copy.status)).toEqual(['held']);
+    let released: string[] | undefined;
+    const confirming = confirmRecipient(h.orm.em.fork(), recipient.id).then((ids) => (released = ids));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(released).toBeUndefined();
+    committed.open();
+    await making;
+    await confirming;
+    expect(released).toEqual([made[0]!.id]);
   });
 });
 
