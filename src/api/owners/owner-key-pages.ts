@@ -11,6 +11,7 @@ import { OUTCOMES } from '../../shared/owners/overview.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { errors, fromKeyRule } from '../api-errors.ts';
 import type { RecipientsEdit } from '../../shared/recipients/recipients.ts';
+import { mailboxOf } from '../../shared/keys/consent.ts';
 import { refusalsAsPage } from '../middleware/error-handler.ts';
 import { createRouter } from '../router.ts';
 import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
@@ -86,7 +87,17 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
   };
   router.post('/owner/keys/:keyId/recipients', ...write, (ctx) => {
     const address = (ownerState(ctx).form!.get('email') ?? '').trim();
-    return recipientChange(ctx, (current) => [...current.map((recipient) => recipient.email), address], 'recipient-added');
+    return recipientChange(
+      ctx,
+      (current) => {
+        // The list would stay as it is: say so, rather than that an address was added and asked.
+        if (current.some((recipient) => mailboxOf(recipient.email) === mailboxOf(address))) {
+          throw new KeyRuleError('invalid', 'recipients', `${address} is one of this key's recipients already.`);
+        }
+        return [...current.map((recipient) => recipient.email), address];
+      },
+      'recipient-added',
+    );
   });
   router.post('/owner/keys/:keyId/recipients/:recipientId/remove', ...write, (ctx) => {
     const removed = ctx.params.recipientId ?? '';
