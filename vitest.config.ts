@@ -13,6 +13,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     teardownTimeout: 60_000,
+    // expect.poll waits for what a page shows next; its default second is too short for a browser on a busy machine.
+    expect: { poll: { timeout: 15_000 } },
     reporters: ['default', './test/setup/summary-reporter.ts'],
     projects: [
       {

@@ -107,6 +107,7 @@ async function violations(path: string): Promise<string[]> {
 }
 
 describe('the owner console, checked by axe-core in Chromium', () => {
+  // About 30 pages loaded and checked by axe-core: its time limit is for a busy 2-core machine.
   it('has no WCAG 2 A or AA violation on any page, at 1100 px and at 360 px, and nothing scrolls sideways at 360 px', async () => {
     const signedOut = await browser.newContext({ bypassCSP: true });
     const found: string[] = [];
@@ -133,7 +134,6 @@ describe('the owner console, checked by axe-core in Chromium', () => {
     await page.setViewportSize({ width: 1100, height: 800 });
     expect(found).toEqual([]);
     expect(wide).toEqual([]);
-    // About 30 page loads, each checked by axe: on a busy machine that takes more than a minute.
   }, 240_000);
 
   it('reaches every action of a message page and of the list with the Tab key, with the focus visible', async () => {

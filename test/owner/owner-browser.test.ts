@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../support/browser.ts';
+import { launchChromium, serveHtml } from '../support/browser.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
 import { keyStatusOf } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
@@ -221,36 +221,32 @@ describe('the owner console in a browser, without JavaScript', () => {
   });
 
   it('adds a recipient on the key page, shows it waiting for its confirmation, refuses the key’s own address, and removes it', async () => {
-    // A page after a form's POST: on a busy machine it can take longer than a poll's default second.
-    const WAIT = { timeout: 15_000 };
     const owner = await h.createKey();
     const colleague = 'colleague@team.example';
     const { page, problems } = await openPage();
     await signIn(page, owner.email);
     const recipients = () => page.getByRole('region', { name: owner.key }).getByRole('region', { name: 'More recipients' });
     await expect
-      .poll(
-        () =>
-          recipients()
-            .getByText(`They get the emails only: signing in here, this key's settings and its messages stay with ${owner.email}.`, { exact: false })
-            .count(),
-        WAIT,
+      .poll(() =>
+        recipients()
+          .getByText(`They get the emails only: signing in here, this key's settings and its messages stay with ${owner.email}.`, { exact: false })
+          .count(),
       )
       .toBe(1);
 
     await recipients().getByLabel('Add an address').fill(colleague);
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
     await page.waitForURL(`${h.url}/owner/keys?notice=recipient-added`);
-    await expect.poll(() => recipients().getByText('waiting for its confirmation').count(), WAIT).toBe(1);
+    await expect.poll(() => recipients().getByText('waiting for its confirmation').count()).toBe(1);
     await eventually(async () => h.sink.messages.find((mail) => mail.envelope.to.includes(colleague)), 20_000, 'the request to confirm');
 
     await recipients().getByLabel('Add an address').fill('Colleague@Team.example');
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count(), WAIT).toBe(1);
+    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count()).toBe(1);
 
     await recipients().getByLabel('Add an address').fill(owner.email);
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count(), WAIT).toBe(1);
+    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count()).toBe(1);
 
     await recipients()
       .getByRole('button', { name: `Remove ${colleague}` })
@@ -262,6 +258,57 @@ describe('the owner console in a browser, without JavaScript', () => {
     expect(problems).toEqual(Array(2).fill('Failed to load resource: the server responded with a status of 400 (Bad Request)'));
     // One request to confirm, for the one address added.
     expect(h.sink.messages.filter((mail) => mail.envelope.to.includes(colleague))).toHaveLength(1);
+  });
+
+  it("sets the email's layout, shows it on the sample, and a plain HTML form on another site is emailed so", async () => {
+    const owner = await h.createKey();
+    const { page, problems } = await openPage();
+    await signIn(page, owner.email);
+    const card = page.getByRole('region', { name: owner.key });
+    await card.getByLabel('Subject pattern').fill('[{field:topic}] {subject}');
+    await card.getByLabel('Fields shown first').fill('topic');
+    await card.getByLabel('Fields left out of the email').fill('internal_ref');
+    await card.getByLabel('Files', { exact: true }).selectOption('link');
+    await card.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys?notice=saved`);
+    const preview = page.getByRole('region', { name: 'Preview with a sample message, as saved' });
+    await expect.poll(() => preview.getByText('Subject: [(topic)] Question about an order').count()).toBe(1);
+    expect((await preview.locator('pre').textContent())?.split('\n')[0]).toBe('topic: (topic)');
+
+    // The site's own form, on its own origin: no script, a file, a field the email leaves out.
+    const site = await serveHtml({
+      '/': `<!doctype html><html lang="en"><title>Contact</title>
+        <form action="${h.url}/api/contact-api/" method="post" enctype="multipart/form-data">
+          <input type="hidden" name="access_key" value="${owner.key}">
+          <label>Email <input name="email" value="visitor@example.org"></label>
+          <label>Subject <input name="subject" value="Invoice question"></label>
+          <label>Reference <input name="internal_ref" value="R-77"></label>
+          <label>Topic <input name="topic" value="Billing"></label>
+          <label>Message <textarea name="message">Where is my invoice?</textarea></label>
+          <label>File <input type="file" name="invoice"></label>
+          <button>Send</button>
+        </form>`,
+    });
+    try {
+      await page.goto(site.url);
+      await page.getByLabel('File').setInputFiles({ name: 'scan.pdf', mimeType: 'application/pdf', buffer: FILE });
+      await Promise.all([page.waitForURL((url) => url.pathname === '/contact/success/'), page.getByRole('button', { name: 'Send' }).click()]);
+    } finally {
+      await site.close();
+    }
+    const id = new URL(page.url()).searchParams.get('submission_id');
+    const mail = await eventually(async () => h.sink.messages.find((m) => m.parsed.messageId === `<submission-${id}@example.test>`), 20_000, 'the email');
+    expect(mail.parsed.subject).toBe('[Billing] Invoice question');
+    expect(mail.envelope.to).toEqual([owner.email]);
+    const text = mail.parsed.text ?? '';
+    expect(text.indexOf('topic: Billing')).toBeGreaterThan(0);
+    expect(text).not.toContain('R-77');
+    expect(mail.parsed.attachments).toEqual([]);
+    expect(text).toContain("This form's settings send files as links");
+    // The field left out of the email stays in the message's record.
+    const [row] = await h.sql('select custom_fields from submissions where id = $1', [id]);
+    expect(row?.custom_fields).toContainEqual(['internal_ref', 'R-77']);
+    expect(problems).toEqual([]);
   });
 });
 

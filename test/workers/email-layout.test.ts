@@ -78,7 +78,7 @@ describe('field order and hidden fields', () => {
 });
 
 describe('files', () => {
-  it('link: a signed link and no attachment, however small the file', async () => {
+  it('link: a signed link and no attachment, however small the file, and the email says the setting is why', async () => {
     const key = await keyWith({ email_files: 'link' });
     const body = new FormData();
     body.set('access_key', key.key);
@@ -92,6 +92,8 @@ describe('files', () => {
     const link = /https?:\/\/\S+/.exec(mail.parsed.text ?? '')?.[0];
     expect(link).toBeDefined();
     expect(Buffer.from(await (await fetch(link!)).arrayBuffer()).toString()).toBe('%PDF-1.4');
+    expect(mail.parsed.text).toContain("This form's settings send files as links");
+    expect(mail.parsed.text).not.toContain('too large');
   });
 });
 

@@ -36,7 +36,7 @@ export function renderSubmissionEmail(
   submission: SubmissionForEmail,
   files: FileInEmail[],
   linkTtlSeconds = 0,
-  layout: Pick<EmailLayout, 'fieldOrder' | 'hiddenFields'> = DEFAULT_EMAIL_LAYOUT,
+  layout: Pick<EmailLayout, 'fieldOrder' | 'hiddenFields' | 'files'> = DEFAULT_EMAIL_LAYOUT,
   copy?: CopyNote,
 ): RenderedEmail {
   const fields = arrangeFields(submission.customFields, layout).map(([rawName, rawValue]) => {
@@ -58,11 +58,15 @@ export function renderSubmissionEmail(
       link: entry.link ?? '',
       text: indented(`- ${label(entry)}${entry.link ? `\n  ${entry.link}` : ''}`),
     })),
-    link_note: files.some((entry) => entry.link)
-      ? `The files are too large to attach; the links stay valid for ${Math.round((linkTtlSeconds / 86400) * 10) / 10} days.`
-      : '',
+    link_note: files.some((entry) => entry.link) ? linkNote(layout.files, linkTtlSeconds) : '',
     copy: copy ? { owner: copy.owner, stop_link: copy.stopLink } : null,
   });
+}
+
+/** Why the files are links (the owner's setting, or their size) and for how long the links work. */
+function linkNote(mode: EmailLayout['files'], linkTtlSeconds: number): string {
+  const why = mode === 'link' ? "This form's settings send files as links" : 'The files are too large to attach';
+  return `${why}; the links stay valid for ${Math.round((linkTtlSeconds / 86400) * 10) / 10} days.`;
 }
 
 /** Every line two spaces in: the sender's text, set apart from the lines of the service. */
