@@ -82,12 +82,12 @@ export const errors = {
       },
     );
   },
-  emailCap: (message: string, retryAfterSeconds: number) =>
+  emailCap: (message: string, retryAfterSeconds: number, field = 'email') =>
     new ApiError(
       429,
       'email_cap',
       message,
-      { email: [message], __all__: [message] },
+      { [field]: [message], __all__: [message] },
       {
         headers: { 'Retry-After': String(retryAfterSeconds) },
       },
@@ -161,7 +161,7 @@ export const errors = {
 /** Maps a broken key rule to its HTTP error: the limit has a body of its own. */
 export function fromKeyRule(error: KeyRuleError): ApiError {
   if (error.code === 'limit') return errors.keyLimit();
-  if (error instanceof EmailCapError) return errors.emailCap(error.message, error.retryAfterSeconds);
+  if (error instanceof EmailCapError) return errors.emailCap(error.message, error.retryAfterSeconds, error.field);
   if (error.code === 'not_found') return errors.notFound(error.message);
   return errors.invalidFields({ [error.field]: [error.message] });
 }

@@ -6,6 +6,7 @@ import { AddressBouncesSchema, MailboxComplaintsSchema } from './bounces/entitie
 import { SecretCheckSchema } from './infra/db/secret-check-entity.ts';
 import { KeyEmailSchema, MailboxAllowanceSchema, RecipientSchema, VerificationKeySchema } from './keys/entities.ts';
 import { OwnerSessionSchema, OwnerSignInSchema } from './owners/entities.ts';
+import { KeyRecipientSchema, RecipientCopySchema } from './recipients/entities.ts';
 import { OwnerSpamMarksSchema, SpamCampaignVoteSchema, SpamTeachingSchema } from './spam/entities.ts';
 import { AttachmentSchema, DeliveryAttemptSchema, SubmissionSchema } from './submissions/entities.ts';
 import { WebhookDeliverySchema, WebhookEndpointSchema } from './webhooks/entities.ts';
@@ -28,5 +29,7 @@ export const entities = [
   WebhookEndpointSchema,
   WebhookDeliverySchema,
   AutoresponseSchema,
+  KeyRecipientSchema,
+  RecipientCopySchema,
   SecretCheckSchema,
 ];

@@ -52,6 +52,7 @@ describe('PATCH /admin/keys/:key', () => {
       captcha: null,
       spam_filter: 'normal',
       spam_to_webhooks: false,
+      recipients: [],
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

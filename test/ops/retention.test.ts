@@ -1,11 +1,11 @@
 // RETENTION_DAYS: a scheduled job deletes old submissions, their attachment rows and their files.
-// The same job deletes spam campaign votes and settled autoresponses past their days, whatever
-// RETENTION_DAYS says.
+// The same job deletes spam campaign votes, settled autoresponses and the copies held for added
+// recipients past their days, whatever RETENTION_DAYS says.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CAMPAIGN_VOTE_DAYS } from '../../src/shared/spam/spam-campaigns.ts';
 import { submitJson } from '../support/client.ts';
 import { AUTORESPONSE_ROWS_KEPT_DAYS } from '../../src/shared/autoresponses/autoresponses.ts';
-import { ago, buildAutoresponse, updateCampaignVote, updateSubmission } from '../support/factories.ts';
+import { ago, buildAutoresponse, buildKeyRecipient, buildRecipientCopy, buildSubmission, updateCampaignVote, updateSubmission } from '../support/factories.ts';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
 import { submissionExists } from '../support/rows.ts';
 import { signIn } from '../support/owner.ts';
@@ -93,5 +93,17 @@ describe('retention', () => {
     const left = async () => (await h.sql<{ id: string }>('select id from autoresponses where key_id = $1', [owner.id])).map((row) => row.id);
     await eventually(async () => ((await left()).includes(old.id) ? undefined : true), 15_000, 'the old autoresponse to be deleted');
     expect((await left()).toSorted()).toEqual([oldQueued.id, recent.id].toSorted());
+  });
+
+  it('deletes copies held for an added recipient that never confirmed, after HELD_TTL_DAYS (7), and keeps newer or sent ones', async () => {
+    const owner = await h.createKey();
+    const waiting = await buildKeyRecipient(h, { key: owner, confirmed: false });
+    // One copy per submission and recipient: each copy here copies a submission of its own.
+    const copyOf = async (status: 'held' | 'sent', days: number) =>
+      buildRecipientCopy(h, { submission: await buildSubmission(h, { key: owner, status: 'sent' }), recipient: waiting, status, createdAt: ago({ days }) });
+    const [old, recent, oldSent] = [await copyOf('held', 8), await copyOf('held', 6), await copyOf('sent', 8)];
+    const left = async () => (await h.sql<{ id: string }>('select id from recipient_copies where key_id = $1', [owner.id])).map((row) => row.id);
+    await eventually(async () => ((await left()).includes(old.id) ? undefined : true), 15_000, 'the old held copy to be deleted');
+    expect((await left()).toSorted()).toEqual([recent.id, oldSent.id].toSorted());
   });
 });

@@ -5,7 +5,9 @@ import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.ts';
-import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
+import { buildKeyRecipient } from '../support/factories.ts';
+import { createConsentSigner } from '../../src/shared/keys/consent.ts';
 import { emailStatusOf } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { linkIn, signInMailsTo } from '../support/owner.ts';
@@ -18,6 +20,8 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 const paths: Record<string, string> = {};
+/** The page an added address confirms on (signed out). */
+let recipientPage = '';
 
 beforeAll(async () => {
   h = await startHarness();
@@ -34,6 +38,10 @@ beforeAll(async () => {
     'Thank you for writing.\n\nOur hours: https://shop.example/hours',
     owner.id,
   ]);
+  // The keys page lists two more recipients, one waiting for its confirmation; the messages' pages list their copies.
+  await buildKeyRecipient(h, { key: owner, email: 'colleague@example.org' });
+  const waiting = await buildKeyRecipient(h, { key: owner, email: 'new.colleague.with.a.long.address@subdomain.example.org', confirmed: false });
+  recipientPage = createConsentSigner(TEST_SECRET).recipientLink('', waiting.id);
   const settled = (id: string) =>
     eventually(async () => {
       const status = await emailStatusOf(h, id);
@@ -106,7 +114,7 @@ describe('the owner console, checked by axe-core in Chromium', () => {
     try {
       // The signed-out pages, in a context of their own.
       const outside = await signedOut.newPage();
-      for (const path of ['/owner', '/owner/link?token=x', '/owner/link']) {
+      for (const path of ['/owner', '/owner/link?token=x', '/owner/link', recipientPage]) {
         await outside.goto(`${h.url}${path}`);
         await outside.addScriptTag({ path: AXE });
         const result = await outside.evaluate<Violation[]>(AXE_RUN);

@@ -220,6 +220,46 @@ describe('the owner console in a browser, without JavaScript', () => {
     expect(problems).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
   });
 
+  it('adds a recipient on the key page, shows it waiting for its confirmation, refuses the key’s own address, and removes it', async () => {
+    const owner = await h.createKey();
+    const colleague = 'colleague@team.example';
+    const { page, problems } = await openPage();
+    await signIn(page, owner.email);
+    const recipients = () => page.getByRole('region', { name: owner.key }).getByRole('region', { name: 'More recipients' });
+    await expect
+      .poll(() =>
+        recipients()
+          .getByText(`They get the emails only: signing in here, this key's settings and its messages stay with ${owner.email}.`, { exact: false })
+          .count(),
+      )
+      .toBe(1);
+
+    await recipients().getByLabel('Add an address').fill(colleague);
+    await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
+    await page.waitForURL(`${h.url}/owner/keys?notice=recipient-added`);
+    await expect.poll(() => recipients().getByText('waiting for its confirmation').count()).toBe(1);
+    await eventually(async () => h.sink.messages.find((mail) => mail.envelope.to.includes(colleague)), 20_000, 'the request to confirm');
+
+    await recipients().getByLabel('Add an address').fill('Colleague@Team.example');
+    await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
+    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count()).toBe(1);
+
+    await recipients().getByLabel('Add an address').fill(owner.email);
+    await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
+    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count()).toBe(1);
+
+    await recipients()
+      .getByRole('button', { name: `Remove ${colleague}` })
+      .click();
+    await page.waitForURL(`${h.url}/owner/keys?notice=recipient-removed`);
+    expect(await recipients().getByRole('listitem').count()).toBe(0);
+    expect(await h.sql('select email from key_recipients where key_id = $1', [owner.id])).toEqual([]);
+    // The refused additions were answered 400, as they should be; nothing else went wrong.
+    expect(problems).toEqual(Array(2).fill('Failed to load resource: the server responded with a status of 400 (Bad Request)'));
+    // One request to confirm, for the one address added.
+    expect(h.sink.messages.filter((mail) => mail.envelope.to.includes(colleague))).toHaveLength(1);
+  });
+
   it("sets the email's layout, shows it on the sample, and a plain HTML form on another site is emailed so", async () => {
     const owner = await h.createKey();
     const { page, problems } = await openPage();

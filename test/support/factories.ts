@@ -486,3 +486,56 @@ export async function buildAutoresponse(db: Db, overrides: AutoresponseOverrides
   );
   return { id: row!.id, status: row!.email_status };
 }
+
+// ---- added recipients and their copies
+
+export type AddedRecipientRow = { id: string; keyId: string; email: string; mailbox: string; confirmed: boolean };
+
+/** An address added to a key (src/shared/recipients), confirmed unless told otherwise; no request to confirm is recorded. */
+export async function buildKeyRecipient(
+  db: Db,
+  recipient: { key: Ref; email?: string; confirmed?: boolean; createdAt?: DbTime | Date },
+): Promise<AddedRecipientRow> {
+  const email = recipient.email ?? `colleague-${suffix()}@example.test`;
+  const params = new Params();
+  const values: Value[] = [
+    idOf(recipient.key),
+    email,
+    mailboxOf(email),
+    recipient.confirmed === false ? null : NOW,
+    recipient.createdAt ?? ago({ seconds: 1 }),
+  ];
+  const [row] = await db.sql<{ id: string; key_id: string; email: string; mailbox: string; confirmed: boolean }>(
+    `insert into key_recipients (id, key_id, email, mailbox, confirmed_at, created_at)
+     values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
+     returning id, key_id, email, mailbox, confirmed_at is not null as confirmed`,
+    params.values,
+  );
+  return { id: row!.id, keyId: row!.key_id, email: row!.email, mailbox: row!.mailbox, confirmed: row!.confirmed };
+}
+
+export type RecipientCopyOverrides = {
+  /** The submission it copies: a row; a new submission of the recipient's key unless given. */
+  submission?: { id: string; keyId: string };
+  /** The recipient it is for; a new confirmed one of the submission's key unless given. */
+  recipient?: AddedRecipientRow;
+} & DeliveryOverrides;
+
+/** A copy of a submission's email to an added recipient, as the owner's email's worker makes one: no job is enqueued. */
+export async function buildRecipientCopy(
+  db: Db,
+  overrides: RecipientCopyOverrides = {},
+): Promise<{ id: string; submissionId: string; recipientId: string; status: EmailStatus }> {
+  const keyId = overrides.submission?.keyId ?? overrides.recipient?.keyId ?? (await buildKey(db)).id;
+  const submission = overrides.submission ?? (await buildSubmission(db, { key: keyId, status: 'sent' }));
+  const recipient = overrides.recipient ?? (await buildKeyRecipient(db, { key: keyId }));
+  const params = new Params();
+  const values: Value[] = [submission.id, keyId, recipient.id, recipient.email, recipient.mailbox, ...deliveryValues(overrides)];
+  const [row] = await db.sql<{ id: string; email_status: EmailStatus }>(
+    `insert into recipient_copies (id, submission_id, key_id, recipient_id, email, mailbox, email_status, email_attempts, claimed_at, sent_at, created_at)
+     values (gen_random_uuid(), ${values.map((value) => params.add(value)).join(', ')})
+     returning id, email_status`,
+    params.values,
+  );
+  return { id: row!.id, submissionId: submission.id, recipientId: recipient.id, status: row!.email_status };
+}

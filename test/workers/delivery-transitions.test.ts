@@ -16,6 +16,7 @@ import type { DeliveryKindName } from '../../src/shared/submissions/delivery-kin
 import {
   claimRow,
   claimSubmissions,
+  createCopies,
   recordDelivered,
   recordFailure,
   recordReturnedReport,
@@ -25,6 +26,7 @@ import {
   recordSuppressed,
   releaseClaim,
   releaseHeld,
+  releaseHeldCopies,
   releaseSkippedWebhooks,
   requeueFailed,
   writeSpamMark,
@@ -35,6 +37,8 @@ import {
   ago,
   buildAutoresponse,
   buildKey,
+  buildKeyRecipient,
+  buildRecipientCopy,
   buildKeyEmail,
   buildSubmission,
   buildWebhookDelivery,
@@ -46,12 +50,13 @@ import {
 import { startHarness, type Harness } from '../support/harness.ts';
 import { OWNER_MIN_LEARNS } from '../../src/shared/spam/spam-filter.ts';
 
-const KINDS = ['submission', 'key-email', 'autoresponse', 'webhook'] as const;
+const KINDS = ['submission', 'key-email', 'autoresponse', 'recipient-copy', 'webhook'] as const;
 const LEASE_MS = 60_000;
 const TABLES: Record<DeliveryKindName, string> = {
   submission: 'submissions',
   'key-email': 'key_emails',
   autoresponse: 'autoresponses',
+  'recipient-copy': 'recipient_copies',
   webhook: 'webhook_deliveries',
 };
 
@@ -71,8 +76,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
-/** A row under test: its id, for a webhook delivery its submission's, and its claim (claimed_at) when it has one. */
-type Row = { id: string; submissionId: string | undefined; claim: string | undefined };
+/** A row under test: its id, for a webhook delivery its submission's, for a copy its recipient's, and its claim (claimed_at) when it has one. */
+type Row = { id: string; submissionId: string | undefined; recipientId?: string; claim: string | undefined };
 
 /** Whether the row has a claim: none, one taken now, or one taken an hour ago (past the lease). */
 type Claim = 'none' | 'live' | 'expired';
@@ -80,11 +85,15 @@ type Claim = 'none' | 'live' | 'expired';
 /** A row of `kind` in `status` with `claim`. */
 async function rowIn(kind: DeliveryKindName, status: EmailStatus, claim: Claim): Promise<Row> {
   const claimedAt = claim === 'none' ? null : claim === 'expired' ? ago({ hours: 1 }) : NOW;
-  let made: { id: string; submissionId: string | undefined };
+  let made: { id: string; submissionId: string | undefined; recipientId?: string };
   if (kind === 'submission') made = { id: (await buildSubmission(h, { key, status, claimedAt })).id, submissionId: undefined };
   else if (kind === 'key-email') made = { id: (await buildKeyEmail(h, { kind: 'confirm', key, status, claimedAt })).id, submissionId: undefined };
   else if (kind === 'autoresponse') made = { id: (await buildAutoresponse(h, { key, status, claimedAt })).id, submissionId: undefined };
-  else {
+  else if (kind === 'recipient-copy') {
+    // Each copy has a recipient of its own: its release is that recipient's.
+    const copy = await buildRecipientCopy(h, { recipient: await buildKeyRecipient(h, { key, confirmed: false }), status, claimedAt });
+    made = { id: copy.id, submissionId: undefined, recipientId: copy.recipientId };
+  } else {
     const submission = await buildSubmission(h, { key, status: 'spam' });
     const delivery = await buildWebhookDelivery(h, { endpoint, submission, status, claimedAt });
     made = { id: delivery.id, submissionId: delivery.submissionId };
@@ -130,7 +139,8 @@ const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row, claim: str
   skip: (_kind, row, claim) => recordSkipped(em(), row.id, claim, 'held as spam'),
   'release-claim': (kind, row, claim) => releaseClaim(em(), kind as KindFor<'release-claim'>, row.id, claim),
   'requeue-for-resend': (kind, row) => requeueFailed(em(), kind as KindFor<'requeue-for-resend'>, row.id),
-  'release-held': async (_kind, row) => (await releaseHeld(em(), mailboxOf(key.email))).includes(row.id),
+  'release-held': async (kind, row) =>
+    (kind === 'recipient-copy' ? await releaseHeldCopies(em(), row.recipientId!) : await releaseHeld(em(), mailboxOf(key.email))).includes(row.id),
   bounce: (kind, row) => recordReturnedReport(pool, kind as KindFor<'bounce'>, row.id, 'bounce', report('hard')),
   complain: (kind, row) => recordReturnedReport(pool, kind as KindFor<'complain'>, row.id, 'complain', report('complaint')),
   'mark-not-spam': async (kind, row) =>
@@ -242,6 +252,26 @@ describe('delivery status changes', () => {
       saved.push((await statusOf('submission', row[0] as string))!);
     }
     expect(saved.toSorted()).toEqual(CREATED_AS.submission.toSorted());
+  });
+
+  it('a new copy to an added recipient is made queued for a confirmed recipient and held for one that has not confirmed, and in no other status', async () => {
+    const owner = await buildKey(h, { email: 'copies-owner@example.test' });
+    const confirmed = await buildKeyRecipient(h, { key: owner, email: 'confirmed@example.test' });
+    const waiting = await buildKeyRecipient(h, { key: owner, email: 'waiting@example.test', confirmed: false });
+    const submission = await buildSubmission(h, { key: owner });
+    const made = await createCopies(em(), submission.id);
+    const statuses = await h.sql<{ email: string; email_status: EmailStatus }>(
+      'select email, email_status from recipient_copies where submission_id = $1 order by email',
+      [submission.id],
+    );
+    expect(statuses).toEqual([
+      { email: confirmed.email, email_status: 'queued' },
+      { email: waiting.email, email_status: 'held' },
+    ]);
+    expect(made.map((copy) => copy.status).toSorted()).toEqual(['held', 'queued']);
+    expect(CREATED_AS['recipient-copy'].toSorted()).toEqual(['held', 'queued']);
+    // Made once: a second attempt of the owner's email makes none.
+    expect(await createCopies(em(), submission.id)).toEqual([]);
   });
 
   it('a new key email, autoresponse or webhook delivery starts as the column default the table names', async () => {

@@ -372,6 +372,8 @@ describe('operator view', () => {
       message: 'Hello',
       custom_fields: [{ name: 'topic', value: 'support' }],
       attachments: [],
+      // The key has no added recipients: no copies.
+      copies: [],
     });
     expect((await admin('GET', '/admin/submissions/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });

@@ -34,20 +34,23 @@ export const adminPaths = {
       security: adminSecurity,
       parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
       responses: {
-        200: { description: 'The keys with their states; a key that cannot be read has key: null and key_unavailable saying why' },
+        200: {
+          description: 'The keys with their states and added recipients; a key that cannot be read has key: null and key_unavailable saying why',
+        },
         401: formError('No or wrong token'),
       },
     },
   },
   '/admin/keys/{key}': {
     patch: {
-      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter',
+      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, autoresponse, email layout, added recipients',
       security: adminSecurity,
       parameters: [keyParam],
       requestBody: { required: true, content: json(KeyPatchSchema) },
       responses: {
-        200: { description: 'The key record' },
+        200: { description: 'The key record, with its added recipients' },
         400: formError('Invalid change'),
+        429: formError('An added address was asked to confirm as often as it may be: nothing was changed'),
         401: formError('No or wrong token'),
         404: formError('Unknown key'),
       },
@@ -115,6 +118,19 @@ export const adminPaths = {
         401: formError('No or wrong token'),
         404: formError('Unknown submission'),
         409: formError('Not failed, bounced or suppressed'),
+      },
+    },
+  },
+  '/admin/submissions/{id}/copies/{copyId}/resend': {
+    post: {
+      summary: "Re-send one added recipient's failed, bounced or suppressed copy; the owner's email and the other copies are left as they are",
+      security: adminSecurity,
+      parameters: [idParam('id'), idParam('copyId')],
+      responses: {
+        200: { description: 'The submission record, the copy `queued`', content: json(AdminSubmission) },
+        401: formError('No or wrong token'),
+        404: formError('Unknown submission or copy'),
+        409: formError('Not failed, bounced or suppressed, or the address is no longer a recipient'),
       },
     },
   },

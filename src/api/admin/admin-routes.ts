@@ -1,4 +1,5 @@
-// The operator API under /admin: keys, and submissions with their delivery status. The token is
+// The operator API under /admin: keys (with their added recipients), and submissions with their
+// delivery status (and each added recipient's copy). The token is
 // checked by the app-level admin guard (middleware/admin-auth.ts), whatever the path's spelling.
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
@@ -23,7 +24,9 @@ import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { jsonObjectBody, optionalJsonObjectBody } from '../middleware/json-body.ts';
 import { validate } from '../validate.ts';
-import { resendSubmission } from '../submissions/resend.ts';
+import { resendCopy, resendSubmission } from '../submissions/resend.ts';
+import { copiesOfSubmissions, recipientsOfKeys, type CopyRecord } from '../../shared/recipients/recipients.ts';
+import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { submissionsCsv } from '../submissions/submissions-csv.ts';
 import { takeExport } from '../heavy-reads.ts';
 
@@ -69,7 +72,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
   router.get('/keys', async (ctx) => {
     const { email } = validate(KeyListQuerySchema, { email: ctx.query.email });
     const keys = await listKeys(ctx.state.em, email);
-    ctx.body = { email: email.toLowerCase(), keys: keys.map((key) => keyRecord(key, deps.vault)) };
+    ctx.body = { email: email.toLowerCase(), keys: await keyRecords(ctx.state.em, deps, keys) };
   });
 
   router.get('/submissions.csv', async (ctx) => {
@@ -83,7 +86,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
 
   router.get('/submissions/:id', async (ctx) => {
     const em = ctx.state.em;
-    ctx.body = await submissionRecord(em, view, await submissionOr404(em, ctx.params.id));
+    ctx.body = await withCopiesOf(em, await submissionRecord(em, view, await submissionOr404(em, ctx.params.id)));
   });
 
   router.get('/submissions/:id/webhook-deliveries', async (ctx) => {
@@ -109,7 +112,17 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     ctx.state.log.info({ submissionId: submission.id }, 'operator re-sent a failed email');
     // As it now stands: queued again, its attempts and report reset.
     await reloadSubmission(em, submission);
-    ctx.body = await submissionRecord(em, view, submission);
+    ctx.body = await withCopiesOf(em, await submissionRecord(em, view, submission));
+  });
+
+  router.post('/submissions/:id/copies/:copyId/resend', async (ctx) => {
+    const em = ctx.state.em;
+    const submission = await submissionOr404(em, ctx.params.id);
+    if (!UUID.test(ctx.params.copyId ?? '') || !(await resendCopy(ctx, deps, em, submission, ctx.params.copyId ?? ''))) {
+      throw errors.notFound('Unknown copy of this submission.');
+    }
+    ctx.state.log.info({ submissionId: submission.id, copyId: ctx.params.copyId }, "operator re-sent a recipient's copy");
+    ctx.body = await withCopiesOf(em, await submissionRecord(em, view, submission));
   });
 
   router.get('/submissions', async (ctx) => {
@@ -122,7 +135,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
       { keyHash: query.key === undefined ? undefined : deps.vault.hash(query.key), status: query.status, limit: query.limit },
       after,
     );
-    ctx.body = { submissions: await submissionRecords(em, view, page), next_cursor: nextCursor };
+    ctx.body = { submissions: await withCopies(em, await submissionRecords(em, view, page)), next_cursor: nextCursor };
   });
 
   router.patch(
@@ -130,27 +143,54 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
     async (ctx) => {
       const patch = validate(KeyPatchSchema, ctx.request.body);
-      const key = await changeKey(deps, ctx.state.em, deps.vault.hash(ctx.params.key ?? ''), {
-        status: patch.status,
-        useDomain: patch.use_domain,
-        domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
-        captcha: patch.captcha,
-        spamFilter: patch.spam_filter,
-        spamToWebhooks: patch.spam_to_webhooks,
-        label: patch.label,
-        subjectPrefix: patch.subject_prefix,
-        autoresponse: patch.autoresponse,
-        emailSubject: patch.email_subject,
-        emailFieldOrder: patch.email_field_order,
-        emailHiddenFields: patch.email_hidden_fields,
-        emailFiles: patch.email_files,
-      });
-      ctx.body = keyRecord(key, deps.vault);
+      const key = await changeKey(
+        ctx,
+        deps,
+        deps.vault.hash(ctx.params.key ?? ''),
+        {
+          status: patch.status,
+          useDomain: patch.use_domain,
+          domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
+          captcha: patch.captcha,
+          spamFilter: patch.spam_filter,
+          spamToWebhooks: patch.spam_to_webhooks,
+          label: patch.label,
+          subjectPrefix: patch.subject_prefix,
+          autoresponse: patch.autoresponse,
+          emailSubject: patch.email_subject,
+          emailFieldOrder: patch.email_field_order,
+          emailHiddenFields: patch.email_hidden_fields,
+          emailFiles: patch.email_files,
+        },
+        patch.recipients,
+      );
+      const [record] = await keyRecords(ctx.state.em, deps, [key]);
+      ctx.body = record;
     },
   );
 
   return router;
 }
+
+/** The operator's key records, each with its added recipients. */
+async function keyRecords(em: EntityManager, deps: AppDeps, keys: VerificationKey[]) {
+  const recipients = await recipientsOfKeys(
+    em,
+    keys.map((key) => key.id),
+  );
+  return keys.map((key) => ({ ...keyRecord(key, deps.vault), recipients: recipients.get(key.id) ?? [] }));
+}
+
+/** The operator's submission records with the copies to their keys' added recipients. */
+async function withCopies<R extends { submission_id: string }>(em: EntityManager, records: R[]): Promise<Array<R & { copies: CopyRecord[] }>> {
+  const copies = await copiesOfSubmissions(
+    em,
+    records.map((record) => record.submission_id),
+  );
+  return records.map((record) => ({ ...record, copies: copies.get(record.submission_id) ?? [] }));
+}
+
+const withCopiesOf = async <R extends { submission_id: string }>(em: EntityManager, record: R) => (await withCopies(em, [record]))[0]!;
 
 async function submissionOr404(em: EntityManager, id: string | undefined): Promise<Submission> {
   const submission = id !== undefined && UUID.test(id) ? await findSubmissionById(em, id) : null;

@@ -4,11 +4,16 @@
 // once. Other processes hear of it from PostgreSQL's notification.
 // test/unit/api/key-changes.test.ts keeps the routes from calling those changes any other way.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { confirmMailbox } from '../../shared/keys/consent.ts';
+import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
+import { setRecipients, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
+import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
 import { createEndpoint } from '../../shared/webhooks/webhooks.ts';
 import { deleteEndpoint, setEndpointEnabled } from '../../shared/webhooks/webhooks.ts';
-import type { AppDeps } from '../context.ts';
+import type { AppContext, AppDeps } from '../context.ts';
+import { enqueueCommitted } from '../submissions/enqueue.ts';
 
 type Deps = Pick<AppDeps, 'keys' | 'vault'>;
 
@@ -19,7 +24,31 @@ async function forgetting<T>(deps: Deps, change: Promise<T>): Promise<T> {
   return result;
 }
 
-export const changeKey = (deps: Deps, em: EntityManager, keyHash: string, changes: KeyChanges) => forgetting(deps, updateKey(em, keyHash, changes));
+/**
+ * Changes a key's settings and, when `recipients` is given, makes its added recipients that list
+ * (src/shared/recipients): in one transaction, so that a refusal of either changes neither. The
+ * requests to confirm the addresses it adds are enqueued once it is committed. Added recipients
+ * are not part of a cached key (they get copies made by the workers), but its settings are.
+ */
+export async function changeKey(
+  ctx: AppContext,
+  deps: Deps & Pick<AppDeps, 'config' | 'queue' | 'webhookQueue' | 'redis'>,
+  keyHash: string,
+  changes: KeyChanges,
+  recipients?: RecipientsEdit,
+): Promise<VerificationKey> {
+  const { key, confirmEmailIds } = await forgetting(
+    deps,
+    inTransaction(ctx.state.em, async (tx) => {
+      const changed = await updateKey(tx, keyHash, changes);
+      if (recipients === undefined) return { key: changed, confirmEmailIds: [] };
+      const change = await setRecipients(tx, changed, recipients, { emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR });
+      return { key: changed, confirmEmailIds: change.confirmEmailIds };
+    }),
+  );
+  for (const id of confirmEmailIds) await enqueueCommitted(ctx, deps, keyEmailJob(id, ctx.state.requestId));
+  return key;
+}
 
 export const addWebhook = (deps: Deps, em: EntityManager, keyId: string, url: string) => forgetting(deps, createEndpoint(em, deps.vault, keyId, url));
 

@@ -34,16 +34,32 @@ export const consentPaths = {
   '/confirm': {
     get: {
       summary: 'Recipient consent: the page behind the link in key emails (changes nothing; its button posts)',
-      parameters: ['address', 'token'].map((name) => ({ name, in: 'query', required: true, schema: { type: 'string' } })),
+      description:
+        "With recipient and token instead of address: the page behind the link an address added to a key gets (in its request to confirm, and in every copy): who added it, a button to confirm that key's copies and one to be removed from the key.",
+      parameters: [
+        ...['address', 'recipient'].map((name) => ({ name, in: 'query', schema: { type: 'string' } })),
+        { name: 'token', in: 'query', required: true, schema: { type: 'string' } },
+      ],
       responses: { 200: { description: 'HTML page with a confirm button' }, 400: { description: 'HTML: the link is not valid' } },
     },
     post: {
       summary: 'Recipient consent: confirm the mailbox (lasting) and release its held submissions',
+      description:
+        "With recipient, token and action=confirm: an added address confirms it wants that key's copies, and its held copies go out; action=remove takes it off the key.",
       requestBody: {
         required: true,
         content: {
           'application/x-www-form-urlencoded': {
-            schema: { type: 'object', required: ['address', 'token'], properties: { address: { type: 'string' }, token: { type: 'string' } } },
+            schema: {
+              type: 'object',
+              required: ['token'],
+              properties: {
+                address: { type: 'string' },
+                recipient: { type: 'string' },
+                token: { type: 'string' },
+                action: { type: 'string', enum: ['confirm', 'remove'] },
+              },
+            },
           },
         },
       },

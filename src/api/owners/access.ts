@@ -7,7 +7,7 @@ import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { findKeyOfOwner } from '../../shared/keys/keys.ts';
 import { findFileOfOwner, findSubmissionOfOwner } from '../../shared/submissions/submissions.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function ownedKey(em: EntityManager, email: string, keyId: string): Promise<VerificationKey | undefined> {
   if (!UUID.test(keyId)) return undefined;

@@ -5,7 +5,20 @@ import { CAPTCHA_PROVIDERS, KEY_STATUSES } from '../../shared/keys/entities.ts';
 import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { SPAM_FILTER_LEVELS } from '../../shared/spam/spam-kinds.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
-import { error, forbidden, idParam, json, jsonSchema, notOwned, ownerSecurity, ownerWriteSecurity, Submission, unauthorized } from '../site/openapi-parts.ts';
+import {
+  AddedRecipient,
+  error,
+  forbidden,
+  idParam,
+  json,
+  jsonSchema,
+  notOwned,
+  ownerSecurity,
+  ownerWriteSecurity,
+  Submission,
+  unauthorized,
+} from '../site/openapi-parts.ts';
+import { MAX_ADDED_RECIPIENTS } from '../../shared/recipients/recipients.ts';
 import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
 import { OwnerSignInSchema } from './owner-session-pages.ts';
@@ -45,6 +58,12 @@ const Key = v.object({
   captcha: v.nullable(v.picklist(CAPTCHA_PROVIDERS)),
   spam_filter: v.pipe(v.picklist(SPAM_FILTER_LEVELS), v.description('off: every message is emailed; strict holds from a lower score than normal')),
   spam_to_webhooks: v.pipe(v.boolean(), v.description('Whether the webhooks also get the messages held as spam')),
+  recipients: v.pipe(
+    v.array(AddedRecipient),
+    v.description(
+      `The addresses that get a copy of each message besides the key's own (at most ${MAX_ADDED_RECIPIENTS}); they get the emails only, never the console or the key's settings`,
+    ),
+  ),
   created_at: v.string(),
   updated_at: v.string(),
 });
@@ -120,6 +139,20 @@ export const ownerPaths = {
       parameters: [idParam('keyId')],
     },
   },
+  '/owner/keys/{keyId}/recipients': {
+    post: {
+      ...form('Add email=ADDRESS to the key’s recipients; it is emailed a request to confirm (429 past the bounds on those requests)'),
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+    },
+  },
+  '/owner/keys/{keyId}/recipients/{recipientId}/remove': {
+    post: {
+      ...form('Remove an added recipient: it gets no more copies'),
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('recipientId')],
+    },
+  },
   '/owner/keys/{keyId}/submissions': {
     get: {
       ...page("A key's messages as a list, newest first, paged (?cursor=): received, from, subject, status; searched and filtered"),
@@ -161,6 +194,13 @@ export const ownerPaths = {
   },
   '/owner/submissions/{id}/resend': {
     post: { ...form('Re-send a failed email through the queue'), security: ownerWriteSecurity, parameters: [idParam('id')] },
+  },
+  '/owner/submissions/{id}/copies/{copyId}/resend': {
+    post: {
+      ...form("Re-send one recipient's failed, bounced or suppressed copy"),
+      security: ownerWriteSecurity,
+      parameters: [idParam('id'), idParam('copyId')],
+    },
   },
   '/owner/submissions/{id}/spam-mark': {
     post: {
@@ -217,11 +257,19 @@ export const ownerPaths = {
   },
   '/owner/api/keys/{keyId}': {
     patch: {
-      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, label and subject prefix',
+      summary:
+        'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, label, subject prefix, autoresponse, email layout, added recipients',
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],
       requestBody: { required: true, content: json(KeyPatchSchema) },
-      responses: { 200: { description: 'The key', content: json(Key) }, 400: error('Invalid change'), 401: unauthorized, 403: forbidden, 404: notOwned },
+      responses: {
+        200: { description: 'The key', content: json(Key) },
+        400: error(`Invalid change (among them a 6th recipient: at most ${MAX_ADDED_RECIPIENTS})`),
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+        429: error('An added address was asked to confirm as often as it may be (per key, per address across keys, per hour): nothing was changed'),
+      },
     },
   },
   '/owner/api/keys/{keyId}/submissions': {
@@ -279,6 +327,21 @@ export const ownerPaths = {
         403: forbidden,
         404: notOwned,
         409: error('The email has not failed'),
+      },
+    },
+  },
+  '/owner/api/submissions/{id}/copies/{copyId}/resend': {
+    post: {
+      summary:
+        "Re-send one added recipient's failed, bounced or suppressed copy through the queue; the owner's email and the other copies are left as they are",
+      security: ownerWriteSecurity,
+      parameters: [idParam('id'), idParam('copyId')],
+      responses: {
+        200: { description: 'The submission, the copy queued again', content: json(Submission) },
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+        409: error('The copy has not failed, or its address is no longer a recipient of the key'),
       },
     },
   },

@@ -16,6 +16,7 @@ import {
   submissionFields,
   filesOfSubmissions,
   submissionFiles,
+  ownerReply,
   type DeliveryHistory,
   type TextPreview,
   loadSubmissionKey,
@@ -32,9 +33,10 @@ import { changeKey, confirmMailboxOf } from '../keys/key-changes.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
 import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
-import { ownedFile, ownedKey, ownedSubmission } from './access.ts';
+import { ownedFile, ownedKey, ownedSubmission, UUID } from './access.ts';
 import { takeExport, takeSearch } from '../heavy-reads.ts';
-import { resendSubmission } from '../submissions/resend.ts';
+import { resendCopy, resendSubmission } from '../submissions/resend.ts';
+import { copiesOfSubmissions, recipientsOfKeys, type CopyRecord, type RecipientRecord, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
 
 export const PAGE_SIZE = 25;
@@ -48,20 +50,31 @@ export const MAX_PAGE_SIZE = 100;
 
 export const ownerKeyRecord = (key: VerificationKey, deps: Pick<AppDeps, 'vault'>) => ({ id: key.id, ...keyRecord(key, deps.vault) });
 
+/** Key records with their added recipients (one query for all of them), as the key list and the key's PATCH answer them. */
+export async function withRecipients<K extends { id: string }>(em: EntityManager, keys: K[]): Promise<Array<K & { recipients: RecipientRecord[] }>> {
+  const recipients = await recipientsOfKeys(
+    em,
+    keys.map((key) => key.id),
+  );
+  return keys.map((key) => ({ ...key, recipients: recipients.get(key.id) ?? [] }));
+}
+
 /**
- * `page`: what a list loaded for all its rows at once (their histories and files), and its cut texts
+ * `page`: what a list loaded for all its rows at once (their histories, files and copies), and its cut texts
  * (LIST_PREVIEW) in place of the row's own; `truncated` says whether anything was cut, so that a
  * client knows to read the whole message at /submissions/:id. Without `page`, all is read here.
  */
 export async function ownerSubmissionRecord(
   em: EntityManager,
   submission: Submission,
-  page?: { history: DeliveryHistory; files: Attachment[]; preview?: TextPreview },
+  page?: { history: DeliveryHistory; files: Attachment[]; copies: CopyRecord[]; preview?: TextPreview },
 ) {
   const files = page?.files ?? (await submissionFiles(em, submission));
   const history = page?.history ?? (await deliveryHistories(em, [submission.id])).get(submission.id);
+  const copies = page?.copies ?? (await copiesOfSubmissions(em, [submission.id])).get(submission.id) ?? [];
   return {
     ...ownerDeliveryFields(submissionFields(submission, history, page?.preview)),
+    copies: copies.map((copy) => ({ ...copy, last_error: ownerReply(copy.last_error) })),
     truncated: page?.preview?.truncated ?? false,
     key_id: submission.key.id,
     attachments: files.map((file) => ({
@@ -79,7 +92,10 @@ export const notFound = () => errors.notFound('Not found.');
 
 export async function listOwnerKeys(em: EntityManager, deps: AppDeps, email: string) {
   const keys = await listKeys(em, email);
-  return keys.map((key) => ownerKeyRecord(key, deps));
+  return withRecipients(
+    em,
+    keys.map((key) => ownerKeyRecord(key, deps)),
+  );
 }
 
 export type OwnerKeyChanges = {
@@ -96,28 +112,38 @@ export type OwnerKeyChanges = {
   emailFieldOrder?: string[];
   emailHiddenFields?: string[];
   emailFiles?: EmailFilesMode;
+  /** The added recipients (src/shared/recipients): the whole list, or a change of it; left out: kept as they are. */
+  recipients?: RecipientsEdit;
 };
 
-/** Changes a key of the owner (state, domains, captcha) under the same rules as the admin API. */
-export async function changeOwnerKey(em: EntityManager, deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
+/** Changes a key of the owner (state, domains, captcha, added recipients…) under the same rules as the admin API. */
+export async function changeOwnerKey(ctx: AppContext, deps: AppDeps, email: string, keyId: string, changes: OwnerKeyChanges) {
+  const em = ctx.state.em;
   const key = await ownedKey(em, email, keyId);
   if (!key) return undefined;
-  const updated = await changeKey(deps, em, key.keyHash, {
-    status: changes.status,
-    useDomain: changes.useDomain,
-    domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
-    captcha: changes.captcha,
-    spamFilter: changes.spamFilter,
-    spamToWebhooks: changes.spamToWebhooks,
-    label: changes.label,
-    subjectPrefix: changes.subjectPrefix,
-    autoresponse: changes.autoresponse,
-    emailSubject: changes.emailSubject,
-    emailFieldOrder: changes.emailFieldOrder,
-    emailHiddenFields: changes.emailHiddenFields,
-    emailFiles: changes.emailFiles,
-  });
-  return ownerKeyRecord(updated, deps);
+  const updated = await changeKey(
+    ctx,
+    deps,
+    key.keyHash,
+    {
+      status: changes.status,
+      useDomain: changes.useDomain,
+      domains: changes.domains === undefined ? undefined : parseDomains(changes.domains),
+      captcha: changes.captcha,
+      spamFilter: changes.spamFilter,
+      spamToWebhooks: changes.spamToWebhooks,
+      label: changes.label,
+      subjectPrefix: changes.subjectPrefix,
+      autoresponse: changes.autoresponse,
+      emailSubject: changes.emailSubject,
+      emailFieldOrder: changes.emailFieldOrder,
+      emailHiddenFields: changes.emailHiddenFields,
+      emailFiles: changes.emailFiles,
+    },
+    changes.recipients,
+  );
+  const [record] = await withRecipients(em, [ownerKeyRecord(updated, deps)]);
+  return record!;
 }
 
 /** A page of the key's submissions, newest first, that pass the filters; `status`: only those (the Spam view: `spam`). */
@@ -148,9 +174,18 @@ export async function ownerSubmissionsPage(
     page.map((row) => row.id),
   );
   const files = await filesOfSubmissions(em, page);
+  const copies = await copiesOfSubmissions(
+    em,
+    page.map((row) => row.id),
+  );
   const submissions = [];
   for (const row of page) {
-    const loaded = { history: histories.get(row.id) ?? { attempts: [], total: 0 }, files: files.get(row.id) ?? [], preview: previews?.get(row.id) };
+    const loaded = {
+      history: histories.get(row.id) ?? { attempts: [], total: 0 },
+      files: files.get(row.id) ?? [],
+      copies: copies.get(row.id) ?? [],
+      preview: previews?.get(row.id),
+    };
     submissions.push(await ownerSubmissionRecord(em, row, loaded));
   }
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
@@ -191,6 +226,16 @@ export async function ownerSubmissionWithKey(em: EntityManager, deps: AppDeps, e
   if (!submission) return undefined;
   await loadSubmissionKey(em, submission);
   return { key: ownerKeyRecord(submission.key, deps), submission: await ownerSubmissionRecord(em, submission) };
+}
+
+/** Re-sends one recipient's failed, bounced or suppressed copy of a message through the queue; 409 for any other. */
+export async function resendOwnerCopy(ctx: AppContext, deps: AppDeps, email: string, id: string, copyId: string) {
+  const em = ctx.state.em;
+  const submission = await ownedSubmission(em, email, id);
+  if (!submission || !UUID.test(copyId)) return undefined;
+  if (!(await resendCopy(ctx, deps, em, submission, copyId))) return undefined;
+  ctx.state.log.info({ submissionId: id, copyId }, "owner re-sent a recipient's copy");
+  return ownerSubmissionRecord(em, submission);
 }
 
 /** Re-sends a failed, bounced or suppressed email through the queue; 409 for any other. */

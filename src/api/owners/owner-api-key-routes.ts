@@ -1,5 +1,6 @@
 // /owner/api/keys, /owner/api/confirm — the signed-in address's keys as JSON with its mailbox's
-// consent, the mailbox's confirmation, and a key's settings changed under the admin API's rules.
+// consent, the mailbox's confirmation, and a key's settings (its added recipients among them)
+// changed under the admin API's rules.
 import type Router from '@koa/router';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
@@ -30,7 +31,7 @@ export function ownerApiKeyRoutes(deps: AppDeps): Router<AppState> {
     jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
     async (ctx) => {
       const patch = validate(KeyPatchSchema, ctx.request.body);
-      const key = await changeOwnerKey(ctx.state.em, deps, ownerEmail(ctx), ctx.params.keyId ?? '', {
+      const key = await changeOwnerKey(ctx, deps, ownerEmail(ctx), ctx.params.keyId ?? '', {
         status: patch.status,
         useDomain: patch.use_domain,
         domains: patch.domains,
@@ -44,6 +45,7 @@ export function ownerApiKeyRoutes(deps: AppDeps): Router<AppState> {
         emailFieldOrder: patch.email_field_order,
         emailHiddenFields: patch.email_hidden_fields,
         emailFiles: patch.email_files,
+        recipients: patch.recipients,
       });
       if (!key) throw notFound();
       ctx.body = key;

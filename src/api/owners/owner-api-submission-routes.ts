@@ -1,5 +1,6 @@
 // /owner/api/keys/:keyId/submissions, /owner/api/submissions/:id — a key's messages as JSON (a page
-// at a time, filtered, or all as CSV), and each message: read, its files, re-send, mark, delete.
+// at a time, filtered, or all as CSV), and each message: read, its files, re-send (its email, or one
+// added recipient's copy), mark, delete.
 import type Router from '@koa/router';
 import * as v from 'valibot';
 import { SPAM_MARKS } from '../../shared/spam/spam-kinds.ts';
@@ -16,6 +17,7 @@ import {
   notFound,
   ownerSubmissionsPage,
   PAGE_SIZE,
+  resendOwnerCopy,
   resendOwnerSubmission,
   sendOwnerCsv,
   sendOwnerFile,
@@ -74,6 +76,12 @@ export function ownerApiSubmissionRoutes(deps: AppDeps): Router<AppState> {
 
   router.post('/submissions/:id/resend', ...write, optionalJsonBody, async (ctx) => {
     const record = await resendOwnerSubmission(ctx, deps, ownerEmail(ctx), ctx.params.id ?? '');
+    if (!record) throw notFound();
+    ctx.body = record;
+  });
+
+  router.post('/submissions/:id/copies/:copyId/resend', ...write, optionalJsonBody, async (ctx) => {
+    const record = await resendOwnerCopy(ctx, deps, ownerEmail(ctx), ctx.params.id ?? '', ctx.params.copyId ?? '');
     if (!record) throw notFound();
     ctx.body = record;
   });

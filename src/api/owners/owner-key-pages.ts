@@ -1,6 +1,6 @@
 // /owner/keys, /owner/confirm, /owner/overview — the keys of the signed-in address: their list with
-// the mailbox's consent, each key's settings (save, disable, enable, delete), and the overview of
-// messages per day, of one key or of all.
+// the mailbox's consent, each key's settings (save, disable, enable, delete) and its added
+// recipients (add one, remove one), and the overview of messages per day, of one key or of all.
 import { arrangeFields, renderSubjectPattern } from '../../shared/keys/email-layout.ts';
 import type Router from '@koa/router';
 import { CAPTCHA_PROVIDERS, type CaptchaProvider } from '../../shared/keys/entities.ts';
@@ -8,8 +8,10 @@ import { SPAM_FILTER_LEVELS, type SpamFilterLevel } from '../../shared/spam/spam
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { renderAutoresponse } from '../../shared/autoresponses/autoresponses.ts';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
-import type { AppContext, AppDeps, AppState } from '../context.ts';
-import { errors } from '../api-errors.ts';
+import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
+import { errors, fromKeyRule } from '../api-errors.ts';
+import type { RecipientsEdit } from '../../shared/recipients/recipients.ts';
+import { mailboxOf } from '../../shared/keys/consent.ts';
 import { refusalsAsPage } from '../middleware/error-handler.ts';
 import { createRouter } from '../router.ts';
 import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
@@ -30,16 +32,22 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
   const { signedIn, write } = pageGuards(deps);
   router.use(refusalsAsPage('owner-error'));
 
-  router.get('/owner/keys', signedIn, async (ctx) => {
+  /** The keys page; with `refused`, a change refused (nothing of it kept), said above the keys as stored. */
+  const keysPage = async (ctx: AppContext, refused?: KeyRuleError) => {
     const page = chrome(ctx);
     const em = ctx.state.em;
+    // A refused change may be left on the key in memory: the page shows the keys as stored.
+    if (refused) em.clear();
+    const keys = (await listOwnerKeys(em, deps, page.email)).map(withPreview);
     renderPage(
       ctx,
       'owner-keys',
-      { ...page, keys: (await listOwnerKeys(em, deps, page.email)).map(withPreview), ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE },
-      { headers: SCRIPTED_PAGE_HEADERS },
+      { ...page, keys, ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE, held_ttl_days: deps.config.HELD_TTL_DAYS, error: refused?.message ?? '' },
+      { headers: SCRIPTED_PAGE_HEADERS, ...(refused ? { status: fromKeyRule(refused).status } : {}) },
     );
-  });
+  };
+
+  router.get('/owner/keys', signedIn, (ctx) => keysPage(ctx));
 
   router.post('/owner/confirm', ...write, async (ctx) => {
     await confirmOwnerMailbox(ctx, deps, ownerState(ctx).owner!.email);
@@ -50,7 +58,6 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
     const form = ownerState(ctx).form!;
     const action = form.get('action') ?? 'save';
     if (!(action in KEY_ACTIONS)) throw errors.invalidFields({ action: ['Must be save, disable, enable or delete.'] });
-    const page = chrome(ctx);
     try {
       // Deleting is final: the form asks for a tick as well, since a page without script cannot ask twice.
       if (action === 'delete' && form.get('confirm_delete') !== 'yes') {
@@ -58,22 +65,43 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
       }
       const changes: OwnerKeyChanges =
         action === 'save' ? settingsOf(form) : { status: action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted' };
-      const changed = await changeOwnerKey(ctx.state.em, deps, page.email, ctx.params.keyId ?? '', changes);
+      const changed = await changeOwnerKey(ctx, deps, chrome(ctx).email, ctx.params.keyId ?? '', changes);
       if (!changed) return notFoundPage(ctx);
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
-      // The refused change may be left on the key in memory: the page shows the keys as stored.
-      const em = ctx.state.em;
-      em.clear();
-      const keys = (await listOwnerKeys(em, deps, page.email)).map(withPreview);
-      return renderPage(
-        ctx,
-        'owner-keys',
-        { ...page, keys, ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE, error: error.message },
-        { status: 400, headers: SCRIPTED_PAGE_HEADERS },
-      );
+      return keysPage(ctx, error);
     }
     see(ctx, `/owner/keys?notice=${KEY_ACTIONS[action as keyof typeof KEY_ACTIONS]}`);
+  });
+
+  /** One address added to the key's recipients (and asked to confirm), or one removed; the others are kept. */
+  const recipientChange = async (ctx: RouteContext, edit: RecipientsEdit, notice: string) => {
+    try {
+      const changed = await changeOwnerKey(ctx, deps, chrome(ctx).email, ctx.params.keyId ?? '', { recipients: edit });
+      if (!changed) return notFoundPage(ctx);
+    } catch (error) {
+      if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
+      return keysPage(ctx, error);
+    }
+    see(ctx, `/owner/keys?notice=${notice}`);
+  };
+  router.post('/owner/keys/:keyId/recipients', ...write, (ctx) => {
+    const address = (ownerState(ctx).form!.get('email') ?? '').trim();
+    return recipientChange(
+      ctx,
+      (current) => {
+        // The list would stay as it is: say so, rather than that an address was added and asked.
+        if (current.some((recipient) => mailboxOf(recipient.email) === mailboxOf(address))) {
+          throw new KeyRuleError('invalid', 'recipients', `${address} is one of this key's recipients already.`);
+        }
+        return [...current.map((recipient) => recipient.email), address];
+      },
+      'recipient-added',
+    );
+  });
+  router.post('/owner/keys/:keyId/recipients/:recipientId/remove', ...write, (ctx) => {
+    const removed = ctx.params.recipientId ?? '';
+    return recipientChange(ctx, (current) => current.filter((recipient) => recipient.id !== removed).map((recipient) => recipient.email), 'recipient-removed');
   });
 
   /** The overview: one key's messages per day, or all the address's keys' together with a line per key. */

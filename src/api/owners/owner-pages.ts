@@ -5,6 +5,7 @@
 import type { Middleware } from 'koa';
 import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
 import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { MAX_ADDED_RECIPIENTS } from '../../shared/recipients/recipients.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { renderPage } from '../view.ts';
 import { crossSiteGuard, csrfGuard, formBody, ownerState, requireOwner } from './session.ts';
@@ -25,6 +26,9 @@ const NOTICES: Record<string, string> = {
   enabled: 'Key enabled.',
   deleted: 'Key deleted.',
   resent: 'The email is queued to be sent again; its status below follows.',
+  'copy-resent': 'The copy is queued to be sent again to that recipient; its status below follows.',
+  'recipient-added': 'Address added: it receives copies once it confirms through the link just emailed to it.',
+  'recipient-removed': 'Address removed: it receives no more copies.',
   confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
   removed: 'Message deleted with its files.',
   'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',
@@ -53,10 +57,24 @@ export const STATUS_HELP: Record<EmailStatus, string> = {
   spam: 'not emailed: the spam filter held it back; if it is not spam, say so and it is sent',
 };
 
+/** What each status means for a copy to one of the key's added recipients. */
+export const COPY_STATUS_HELP: Partial<Record<EmailStatus, string>> = {
+  queued: 'waiting for a worker',
+  sending: 'being sent now',
+  retrying: 'the mail server refused for now; it will be tried again',
+  sent: 'accepted by the mail server',
+  failed: 'not delivered: the error says why; you can re-send it',
+  held: 'waiting until this address confirms it wants the copies (through the link emailed to it)',
+  bounced: 'accepted by the mail server, then returned undelivered; you can re-send it',
+  complained: 'delivered, then reported as spam by this address: it gets no more copies',
+  suppressed: 'not attempted: this address bounced several times, reported a copy as spam, or is no longer a recipient',
+};
+
 /** The pages' times (./times.ts), for the templates. */
 export const TIMES = { utc, ago: (iso: string) => ago(iso) };
 export const KEYS_PAGE = {
   label_max: KEY_LABEL_MAX,
+  recipients_max: MAX_ADDED_RECIPIENTS,
   autoresponse_subject_max: AUTORESPONSE_SUBJECT_MAX,
   autoresponse_text_max: AUTORESPONSE_TEXT_MAX,
   scripts: ['/assets/owner.js'],

@@ -1,6 +1,7 @@
 // /owner/keys/:keyId/submissions, /owner/submissions/:id — a key's messages as a list to search
 // and filter (and its Spam view, and the CSV of the list), and each message on a page of its own
-// with its delivery status, its files and what can be done with it: re-send, mark, delete.
+// with its delivery status (its own and each added recipient's copy), its files and what can be
+// done with it: re-send (the email, or a copy), mark, delete.
 import type Router from '@koa/router';
 import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { RESENDABLE } from '../../shared/submissions/delivery-statuses.ts';
@@ -12,8 +13,16 @@ import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
 import { filterQuery, isFiltered, ListFilterSchema } from './filters.ts';
-import { deleteOwnerSubmission, ownerSubmissionsPage, ownerSubmissionWithKey, resendOwnerSubmission, sendOwnerCsv, sendOwnerFile } from './operations.ts';
-import { chrome, notFoundPage, pageGuards, see, STATUS_HELP, TIMES } from './owner-pages.ts';
+import {
+  deleteOwnerSubmission,
+  ownerSubmissionsPage,
+  ownerSubmissionWithKey,
+  resendOwnerCopy,
+  resendOwnerSubmission,
+  sendOwnerCsv,
+  sendOwnerFile,
+} from './operations.ts';
+import { chrome, COPY_STATUS_HELP, notFoundPage, pageGuards, see, STATUS_HELP, TIMES } from './owner-pages.ts';
 import { ownerState } from './session.ts';
 import { markSubmission } from './spam-marks.ts';
 import { previewOf } from './times.ts';
@@ -86,6 +95,7 @@ export function ownerSubmissionPages(deps: AppDeps): Router<AppState> {
         key: found.key,
         s,
         status_help: STATUS_HELP,
+        copy_help: COPY_STATUS_HELP,
         resendable: RESENDABLE,
         refresh: `/owner/api/submissions/${s.submission_id}`,
         scripts: ['/assets/owner.js'],
@@ -104,6 +114,12 @@ export function ownerSubmissionPages(deps: AppDeps): Router<AppState> {
     const record = await resendOwnerSubmission(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '');
     if (!record) return notFoundPage(ctx);
     see(ctx, `/owner/submissions/${record.submission_id}?notice=resent`);
+  });
+
+  router.post('/owner/submissions/:id/copies/:copyId/resend', ...write, async (ctx) => {
+    const record = await resendOwnerCopy(ctx, deps, ownerState(ctx).owner!.email, ctx.params.id ?? '', ctx.params.copyId ?? '');
+    if (!record) return notFoundPage(ctx);
+    see(ctx, `/owner/submissions/${record.submission_id}?notice=copy-resent`);
   });
 
   router.post('/owner/submissions/:id/spam-mark', ...write, async (ctx) => {

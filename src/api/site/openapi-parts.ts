@@ -118,6 +118,33 @@ export const unavailable = {
   headers: { 'Retry-After': { description: 'Seconds to wait (5)', schema: { type: 'integer' } } },
 };
 
+/** A copy of a submission's email to one of its key's added recipients (src/shared/recipients). */
+export const RecipientCopy = v.object({
+  copy_id: v.pipe(v.string(), v.uuid(), v.description('Its id: POST …/copies/{copy_id}/resend re-sends it')),
+  email: v.pipe(v.string(), v.description('The added address it goes to')),
+  email_status: v.pipe(
+    v.picklist(EMAIL_STATUSES),
+    v.description(
+      'held: waiting until this address confirms (deleted after HELD_TTL_DAYS); queued, sending, retrying, sent, failed; bounced, complained: what came back to its own return path; suppressed: not attempted (the address bounced too often, complained, or was removed from the key)',
+    ),
+  ),
+  email_attempts: v.number(),
+  last_error: v.pipe(v.nullable(v.string()), v.description("The mail server's last refusal, or why it was not attempted")),
+  sent_at: v.nullable(v.string()),
+  bounce: BounceReport,
+  removed: v.pipe(v.boolean(), v.description('The address was removed from the key since; the copy is not re-sent')),
+  resendable: v.pipe(v.boolean(), v.description('failed, bounced or suppressed, and the address still one of the key’s recipients')),
+});
+
+/** A key's added recipient, as the owner and admin APIs show it. */
+export const AddedRecipient = v.object({
+  id: v.pipe(v.string(), v.uuid()),
+  email: v.string(),
+  confirmed: v.pipe(v.boolean(), v.description('It confirmed, through the link emailed to it, that it wants the copies; until then it receives nothing else')),
+  confirmed_at: v.nullable(v.string()),
+  added_at: v.string(),
+});
+
 /** A submission's record, as the owner and admin APIs show it. */
 export const Submission = v.object({
   submission_id: v.pipe(v.string(), v.uuid()),
@@ -136,6 +163,12 @@ export const Submission = v.object({
     v.nullable(v.picklist(AUTORESPONSE_OUTCOMES)),
     v.description(
       "The confirmation email to the visitor: pending (queued), sent, failed, suppressed, or why none was sent (off, not_confirmed, spam, unchecked, filter_off, role_address, limit_key, limit_address); null until the owner's email is decided",
+    ),
+  ),
+  copies: v.pipe(
+    v.array(RecipientCopy),
+    v.description(
+      "One per added recipient of the key, each with its own status, report and re-send: made once the spam check let the message through (none for spam, for a message saved without an email, or while the message waits for the key's own address to confirm)",
     ),
   ),
   sent_at: v.nullable(v.string()),

@@ -4,6 +4,7 @@
 // Idempotent: a report the row already carries, or a weaker one than it carries, changes nothing
 // (a relay may send a DSN twice, and a delay may arrive after the bounce).
 import type { BounceType } from './bounce-columns.ts';
+import type { ReturnedKind } from './return-path.ts';
 import type { EmailStatus } from '../submissions/delivery-columns.ts';
 import { REPORTED } from '../submissions/delivery-statuses.ts';
 import { transition } from '../submissions/delivery-transitions.ts';
@@ -22,7 +23,7 @@ const SEVERITY: Record<BounceType, number> = { delayed: 1, soft: 2, hard: 3, com
  * Whether the status takes a bounce or a complaint is the transition table's answer, as for the
  * statement that writes it.
  */
-export function reportOutcome(row: ReportedRow | undefined, report: BounceType, kind: 'submission' | 'key-email' | 'autoresponse'): RecordOutcome {
+export function reportOutcome(row: ReportedRow | undefined, report: BounceType, kind: ReturnedKind): RecordOutcome {
   if (!row) return 'unknown';
   if (report === 'hard') return transition(kind, 'bounce', row.emailStatus) === undefined ? 'duplicate' : 'bounced';
   if (report === 'complaint') return transition(kind, 'complain', row.emailStatus) === undefined ? 'duplicate' : 'complained';

@@ -9,12 +9,12 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /** The kinds of email that carry a return path of their own: their rows keep what comes back. */
-export const RETURNED_KINDS = { s: 'submission', k: 'key-email', a: 'autoresponse' } as const;
+export const RETURNED_KINDS = { s: 'submission', k: 'key-email', a: 'autoresponse', c: 'recipient-copy' } as const;
 type KindCode = keyof typeof RETURNED_KINDS;
 export type ReturnedKind = (typeof RETURNED_KINDS)[KindCode];
 
-const CODE_OF: Record<ReturnedKind, KindCode> = { submission: 's', 'key-email': 'k', autoresponse: 'a' };
-const ADDRESS = /^b-([ska])-([0-9a-f]{32})-([0-9a-f]{16})@(.+)$/;
+const CODE_OF: Record<ReturnedKind, KindCode> = { submission: 's', 'key-email': 'k', autoresponse: 'a', 'recipient-copy': 'c' };
+const ADDRESS = /^b-([skac])-([0-9a-f]{32})-([0-9a-f]{16})@(.+)$/;
 const MAC_BYTES = 8;
 
 export type ReturnTarget = { kind: ReturnedKind; id: string };

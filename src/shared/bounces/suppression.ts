@@ -17,11 +17,12 @@ export function submissionSuppression(recipient: { complained: boolean; suppress
 }
 
 /**
- * What anyone may cause to be sent to an address (a key created for it, the request to confirm it):
+ * What anyone may cause to be sent to an address (a key created for it, the request to confirm it,
+ * the request to confirm it as another owner's added recipient):
  * not sent once the address reported an email of this service as spam, until its owner signs in.
  * The sign-in link, the keys asked for and the notices about the owner's own webhooks still go.
  */
-const STOPPED_BY_A_COMPLAINT: ReadonlySet<KeyEmail['kind']> = new Set(['new-key', 'confirm']);
+const STOPPED_BY_A_COMPLAINT: ReadonlySet<KeyEmail['kind']> = new Set(['new-key', 'confirm', 'recipient-confirm']);
 
 /** Whether a complaint of the mailbox stops a key email of this kind. */
 export const complaintStops = (kind: KeyEmail['kind']): boolean => STOPPED_BY_A_COMPLAINT.has(kind);

@@ -365,7 +365,10 @@ const abuse = {
     integer(20, 1),
     'Submission emails per clock hour to a mailbox that has not confirmed it wants them; past that they are `held` until it confirms.',
   ),
-  HELD_TTL_DAYS: about(integer(7, 1), 'Held submissions whose mailbox never confirmed are deleted, with their files, after this many days.'),
+  HELD_TTL_DAYS: about(
+    integer(7, 1),
+    'Held submissions whose mailbox never confirmed are deleted, with their files, after this many days; so are the copies held for an address added to a key that never confirmed.',
+  ),
   UNCONFIRMED_SKIPPED_TTL_DAYS: about(
     integer(30, 1),
     'Skipped (`not_email_sent`) submissions of unconfirmed mailboxes are deleted, with their files, after this many days.',

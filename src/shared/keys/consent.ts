@@ -65,22 +65,32 @@ export type ConsentSigner = {
   verify: (mailbox: string, token: string) => boolean;
   /** The page where the owner of `email` confirms (GET shows a button; only its POST confirms). */
   link: (publicUrl: string, email: string) => string;
+  /**
+   * An address added to a key (src/shared/recipients) confirms on the same page, through a link that
+   * names that one addition: the recipient row's id, signed under a key of its own.
+   */
+  verifyRecipient: (recipientId: string, token: string) => boolean;
+  recipientLink: (publicUrl: string, recipientId: string) => string;
 };
 
 export function createConsentSigner(secret: string): ConsentSigner {
   const key = Buffer.from(hkdfSync('sha256', secret, 'contact-form-service', 'recipient consent', 32));
   const token = (mailbox: string) => createHmac('sha256', key).update(mailbox).digest('base64url');
+  const recipientKey = Buffer.from(hkdfSync('sha256', secret, 'contact-form-service', 'added recipient consent', 32));
+  const recipientToken = (id: string) => createHmac('sha256', recipientKey).update(id.toLowerCase()).digest('base64url');
+  const same = (given: string, expected: string) => {
+    const [a, b] = [Buffer.from(given), Buffer.from(expected)];
+    return a.length === b.length && timingSafeEqual(a, b);
+  };
   return {
     token,
-    verify(mailbox, given) {
-      const expected = Buffer.from(token(mailbox));
-      const presented = Buffer.from(given);
-      return presented.length === expected.length && timingSafeEqual(presented, expected);
-    },
+    verify: (mailbox, given) => same(given, token(mailbox)),
     link(publicUrl, email) {
       const mailbox = mailboxOf(email);
       return `${publicUrl}/confirm?${new URLSearchParams({ address: mailbox, token: token(mailbox) }).toString()}`;
     },
+    verifyRecipient: (id, given) => same(given, recipientToken(id)),
+    recipientLink: (publicUrl, id) => `${publicUrl}/confirm?${new URLSearchParams({ recipient: id, token: recipientToken(id) }).toString()}`,
   };
 }
 

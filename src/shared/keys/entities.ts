@@ -72,8 +72,10 @@ export type VerificationKey = InferEntity<typeof VerificationKeySchema>;
  * `confirm`: the one "confirm to receive more" email of an address whose submissions are held.
  * `sign-in`: the owner console's sign-in link (its token in owner_sign_ins, under the same id).
  * `webhook-disabled`: a webhook endpoint of the key was disabled after failing deliveries.
+ * `recipient-confirm`: the request to an address the key's owner added, to confirm it wants copies
+ * of the key's messages (src/shared/recipients); `email` is that address.
  */
-export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in', 'webhook-disabled'] as const;
+export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in', 'webhook-disabled', 'recipient-confirm'] as const;
 export type KeyEmailKind = (typeof KEY_EMAIL_KINDS)[number];
 
 /**

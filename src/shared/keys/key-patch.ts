@@ -5,6 +5,7 @@ import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
 import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
 import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_FILES_MODES, EMAIL_SUBJECT_MAX } from './email-layout.ts';
 import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from './keys.ts';
+import { CONFIRM_REQUESTS_PER_KEY, CONFIRM_REQUESTS_PER_MAILBOX, MAX_ADDED_RECIPIENTS } from '../recipients/recipients.ts';
 
 export const KeyPatchSchema = v.strictObject(
   {
@@ -64,6 +65,15 @@ export const KeyPatchSchema = v.strictObject(
         ),
       ),
     ),
+    recipients: v.optional(
+      v.pipe(
+        v.array(v.string('Must be a list of email addresses.'), 'Must be a list of email addresses.'),
+        v.maxLength(MAX_ADDED_RECIPIENTS, `At most ${MAX_ADDED_RECIPIENTS} more recipients per key, besides its own address.`),
+        v.description(
+          `The addresses that receive a copy of each message besides the key's own: at most ${MAX_ADDED_RECIPIENTS}, the whole list each time (an address left out is removed). Each new one is emailed a request to confirm and receives nothing until it does; its copies wait for it up to HELD_TTL_DAYS (7 days by default). At most ${CONFIRM_REQUESTS_PER_KEY} request per address per key and ${CONFIRM_REQUESTS_PER_MAILBOX} per address across all keys per 24 hours: past that 429. They get the emails only, never the console or these settings.`,
+        ),
+      ),
+    ),
     email_files: v.optional(
       v.pipe(
         v.picklist(EMAIL_FILES_MODES, `Must be one of ${EMAIL_FILES_MODES.join(', ')}.`),
@@ -71,5 +81,5 @@ export const KeyPatchSchema = v.strictObject(
       ),
     ),
   },
-  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix, autoresponse, email_subject, email_field_order, email_hidden_fields and email_files can be changed.',
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix, autoresponse, email_subject, email_field_order, email_hidden_fields, email_files and recipients can be changed.',
 );

@@ -82,8 +82,8 @@ export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour:
 
 export class EmailCapError extends KeyRuleError {
   readonly retryAfterSeconds: number;
-  constructor(retryAfterSeconds: number) {
-    super('email_cap', 'email', 'Too many emails to this address. Please try again later.');
+  constructor(retryAfterSeconds: number, field = 'email', message = 'Too many emails to this address. Please try again later.') {
+    super('email_cap', field, message);
     this.retryAfterSeconds = retryAfterSeconds;
   }
 }
@@ -346,6 +346,6 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
 // What the API, the workers, the CLI and the other features call of this feature's data modules
 // (they import no data module of another feature: test/unit/module-boundaries.test.ts).
 export { listenForKeyChanges } from './data/key-changes.ts';
-export { findKeyEmailWithKey, insertConfirmEmail } from './data/key-emails.ts';
+export { findKeyEmailWithKey, insertConfirmEmail, insertRecipientConfirmEmail, recipientConfirmsLastDay } from './data/key-emails.ts';
 export { claimConfirmRequest, deleteOldAllowances, isConfirmed, takeAllowance } from './data/mailbox-consent.ts';
 export { countKeysOfAddress, findActiveKeysOfAddress, findKeyOfOwner, findUndeletedKeyId, lockKeyRow } from './data/verification-keys.ts';

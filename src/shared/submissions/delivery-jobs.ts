@@ -22,4 +22,5 @@ export function deliveryJob(name: DeliveryJobName, rowId: string, requestId?: st
 export const submissionJob = (submissionId: string, requestId?: string) => deliveryJob('submission', submissionId, requestId);
 export const keyEmailJob = (keyEmailId: string, requestId?: string) => deliveryJob('key-email', keyEmailId, requestId);
 export const autoresponseJob = (autoresponseId: string, requestId?: string) => deliveryJob('autoresponse', autoresponseId, requestId);
+export const recipientCopyJob = (copyId: string, requestId?: string) => deliveryJob('recipient-copy', copyId, requestId);
 export const webhookJob = (deliveryId: string, requestId?: string) => deliveryJob('webhook', deliveryId, requestId);

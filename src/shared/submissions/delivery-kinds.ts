@@ -42,6 +42,14 @@ export const deliveryKinds = {
     messageIdPrefix: 'autoresponse',
     metricLabel: 'autoresponses',
   },
+  'recipient-copy': {
+    job: 'recipient-copy',
+    queue: 'email',
+    table: 'recipient_copies',
+    idField: 'copyId',
+    messageIdPrefix: 'copy',
+    metricLabel: 'recipient_copies',
+  },
   webhook: {
     job: 'webhook',
     queue: 'webhook',

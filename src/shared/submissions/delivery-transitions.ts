@@ -45,8 +45,8 @@ type Line = {
   readonly onlyIf?: TransitionCondition;
 };
 
-const ALL = ['submission', 'key-email', 'autoresponse', 'webhook'] as const;
-const EMAILS = ['submission', 'key-email', 'autoresponse'] as const;
+const ALL = ['submission', 'key-email', 'autoresponse', 'recipient-copy', 'webhook'] as const;
+const EMAILS = ['submission', 'key-email', 'autoresponse', 'recipient-copy'] as const;
 const anyBut = (...except: readonly EmailStatus[]): EmailStatus[] => EMAIL_STATUSES.filter((status) => !except.includes(status));
 
 /** The table, a line per (kinds, from statuses, event, to): the rows below are its lines spelled out. */
@@ -66,9 +66,9 @@ export const TRANSITION_LINES = [
   { kinds: ['webhook'], from: [IN_FLIGHT], event: 'skip', to: 'skipped', onlyIf: 'own-claim' },
   { kinds: ['webhook'], from: [IN_FLIGHT], event: 'release-claim', to: QUEUED, onlyIf: 'own-claim' },
   // The owner's or the operator's re-send.
-  { kinds: ['submission', 'webhook'], from: RESENDABLE, event: 'requeue-for-resend', to: QUEUED },
-  // The recipient confirmed the mailbox (src/shared/keys/consent.ts).
-  { kinds: ['submission'], from: [HELD], event: 'release-held', to: QUEUED },
+  { kinds: ['submission', 'recipient-copy', 'webhook'], from: RESENDABLE, event: 'requeue-for-resend', to: QUEUED },
+  // The recipient confirmed: the key's mailbox (src/shared/keys/consent.ts), or an added address (src/shared/recipients).
+  { kinds: ['submission', 'recipient-copy'], from: [HELD], event: 'release-held', to: QUEUED },
   // src/shared/bounces/record.ts: a hard bounce, an abuse complaint.
   { kinds: EMAILS, from: anyBut(...REPORTED), event: 'bounce', to: 'bounced' },
   { kinds: EMAILS, from: anyBut('complained'), event: 'complain', to: 'complained' },
@@ -115,11 +115,13 @@ export function transition(kind: DeliveryKindName, event: DeliveryEvent, from: E
 
 /**
  * The statuses a new row is inserted with: a submission's from its admission
- * (src/api/submissions/admit.ts); the other kinds take the column's default.
+ * (src/api/submissions/admit.ts), a recipient's copy from its recipient's consent (held until it
+ * confirms); the other kinds take the column's default.
  */
 export const CREATED_AS: Readonly<Record<DeliveryKindName, readonly EmailStatus[]>> = {
   submission: [QUEUED, HELD, 'skipped'],
   'key-email': [QUEUED],
   autoresponse: [QUEUED],
+  'recipient-copy': [QUEUED, HELD],
   webhook: [QUEUED],
 };

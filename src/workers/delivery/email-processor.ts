@@ -15,6 +15,7 @@ import type { SmtpBreaker } from './smtp-breaker.ts';
 import { deliverSubmission, type SubmissionSettings } from './submission-email.ts';
 import { deliverKeyEmail, type KeyMailSettings } from './key-email.ts';
 import { deliverAutoresponse } from './autoresponse-email.ts';
+import { deliverRecipientCopy } from './recipient-copy-email.ts';
 import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
 import type { SpamChecker } from '../spam/spam-check.ts';
@@ -58,6 +59,8 @@ const handlers: { [N in EmailJobName]: Handler<N> } = {
   submission: (context, job) => deliverSubmission(withJobEm({ ...context, ...context.send, ...context.submission }, context.orm), job),
   'key-email': (context, job) => deliverKeyEmail(withJobEm({ ...context, ...context.send, ...context.keyMail }, context.orm), job),
   autoresponse: (context, job) => deliverAutoresponse(withJobEm({ ...context, ...context.send, mailFrom: context.submission.mailFrom }, context.orm), job),
+  'recipient-copy': (context, job) =>
+    deliverRecipientCopy(withJobEm({ ...context, ...context.send, ...context.submission, publicUrl: context.keyMail.publicUrl }, context.orm), job),
 };
 
 /** Names of periodic jobs that an earlier version ran in this queue; they run in the housekeeping queue now. */

@@ -1,5 +1,7 @@
 // The key-email job: a new key to its owner, every active key of an address, or the one
-// "confirm to receive more" email, or an owner console sign-in link, or a webhook switched off. Key emails to an unconfirmed mailbox carry the confirm link.
+// "confirm to receive more" email, or an owner console sign-in link, or a webhook switched off, or
+// the request to an address added to a key to confirm it wants copies. Key emails to an
+// unconfirmed mailbox carry the confirm link.
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type ConsentSigner } from '../../shared/keys/consent.ts';
@@ -13,6 +15,7 @@ import {
   renderAllKeysEmail,
   renderConfirmEmail,
   renderNewKeyEmail,
+  renderRecipientConfirmEmail,
   renderSignInEmail,
   renderWebhookDisabledEmail,
   type KeyForEmail,
@@ -21,7 +24,8 @@ import type { RenderedEmail } from './email-templates.ts';
 import { hasComplained } from '../../shared/submissions/submissions.ts';
 import { complaintStops } from '../../shared/bounces/suppression.ts';
 import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
-import { claimOnly, sendTracked, suppressedByComplaint, type SendContext, type SendOutcome } from './send.ts';
+import { claimOnly, sendTracked, suppressedByComplaint, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
+import { findRecipientOfKey } from '../../shared/recipients/recipients.ts';
 
 /** What the key emails need of the configuration. */
 export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmedPerHour: number };
@@ -56,6 +60,12 @@ async function renderKeyEmail(em: EntityManager, context: KeyMailContext, keyEma
     // A link used or expired before it could be sent is worth nothing: the owner asks again.
     if (!signIn) throw new Error('the sign-in link expired before it could be sent');
     return renderSignInEmail(keyEmail.email, signIn, SIGN_IN_LINK_TTL_MINUTES);
+  }
+  if (keyEmail.kind === 'recipient-confirm' && keyEmail.key) {
+    const recipient = await findRecipientOfKey(em, keyEmail.key.id, keyEmail.mailbox);
+    // Removed (by the owner, or by the address through an earlier request) before this one could go.
+    if (!recipient) throw new SuppressedError('not attempted: the address was removed from the key before its request to confirm went');
+    return renderRecipientConfirmEmail(keyEmail.email, keyEmail.key.email, context.consent.recipientLink(context.publicUrl, recipient.id));
   }
   if (keyEmail.kind === 'webhook-disabled' && keyEmail.key) {
     const endpoints = await disabledEndpoints(em, keyEmail.key.id);

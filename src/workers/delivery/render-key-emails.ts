@@ -33,6 +33,15 @@ export function renderConfirmEmail(email: string, confirmLink: string, perHour: 
   return renderEmail('confirm', 'Confirm to receive your contact form messages', { email, confirm_link: confirmLink, per_hour: perHour });
 }
 
+/**
+ * The request to an address an owner added to a key. It names the owner's address (proven: they
+ * signed in through it) and nothing else the owner wrote: not the key's name, which anyone can set
+ * to any words.
+ */
+export function renderRecipientConfirmEmail(email: string, ownerEmail: string, confirmLink: string): RenderedEmail {
+  return renderEmail('recipient-confirm', 'Confirm to receive copies of a contact form’s messages', { email, owner: ownerEmail, confirm_link: confirmLink });
+}
+
 export function renderSignInEmail(email: string, link: string, minutes: number): RenderedEmail {
   return renderEmail('sign-in', 'Sign in to your contact form keys', { email, link, minutes });
 }

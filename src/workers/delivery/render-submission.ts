@@ -6,7 +6,7 @@
 import type { Submission } from '../../shared/submissions/entities.ts';
 import { headerText, oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
 import type { FileInEmail } from './attachments.ts';
-import { arrangeFields, DEFAULT_EMAIL_LAYOUT, type EmailLayout } from '../../shared/keys/email-layout.ts';
+import { arrangeFields, DEFAULT_EMAIL_LAYOUT, renderSubjectPattern, type EmailLayout } from '../../shared/keys/email-layout.ts';
 import { renderEmail, type RenderedEmail } from './email-templates.ts';
 
 export type { RenderedEmail } from './email-templates.ts';
@@ -14,11 +14,30 @@ export type { RenderedEmail } from './email-templates.ts';
 /** What the email shows of a submission. */
 export type SubmissionForEmail = Pick<Submission, 'id' | 'email' | 'message' | 'subject' | 'customFields' | 'createdAt'>;
 
+/**
+ * The subject of a key's email: the owner's pattern when there is one; else the message's own, after
+ * the key's label when its owner asked for it (one inbox, several forms told apart at a glance).
+ */
+export function submissionSubject(
+  submission: Pick<Submission, 'subject' | 'email' | 'customFields'>,
+  key: { pattern: string | null; label: string | null; subjectLabel: string | null },
+): string {
+  if (key.pattern) return renderSubjectPattern(key.pattern, { ...submission, key: key.label });
+  return key.subjectLabel ? `[${key.subjectLabel}] ${submission.subject}` : submission.subject;
+}
+
+/**
+ * A copy for one of the key's added recipients (src/shared/recipients): it says whose form it came
+ * through and how to receive no more; the owner's own email has neither.
+ */
+export type CopyNote = { owner: string; stopLink: string };
+
 export function renderSubmissionEmail(
   submission: SubmissionForEmail,
   files: FileInEmail[],
   linkTtlSeconds = 0,
   layout: Pick<EmailLayout, 'fieldOrder' | 'hiddenFields' | 'files'> = DEFAULT_EMAIL_LAYOUT,
+  copy?: CopyNote,
 ): RenderedEmail {
   const fields = arrangeFields(submission.customFields, layout).map(([rawName, rawValue]) => {
     const [name, value] = [oneLine(rawName), withoutBidiControls(rawValue)];
@@ -40,6 +59,7 @@ export function renderSubmissionEmail(
       text: indented(`- ${label(entry)}${entry.link ? `\n  ${entry.link}` : ''}`),
     })),
     link_note: files.some((entry) => entry.link) ? linkNote(layout.files, linkTtlSeconds) : '',
+    copy: copy ? { owner: copy.owner, stop_link: copy.stopLink } : null,
   });
 }
 

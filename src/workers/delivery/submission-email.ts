@@ -1,13 +1,14 @@
-// The submission job: the notification email to the key's owner.
+// The submission job: the notification email to the key's owner, and the copies to its added recipients.
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
-import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { recipientCopyJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
+import { copySubmission } from '../../shared/recipients/recipients.ts';
 import { followWithAutoresponse } from './autoresponse-email.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
-import { renderSubjectPattern } from '../../shared/keys/email-layout.ts';
-import { renderSubmissionEmail } from './render-submission.ts';
+import { renderSubmissionEmail, submissionSubject } from './render-submission.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
 import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
 import { submissionSuppression } from '../../shared/bounces/suppression.ts';
@@ -21,22 +22,42 @@ export type SubmissionContext = SendContext &
   SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker; queue: Queue<DeliveryJob> };
 
 /**
- * The owner's email, then, once it is sent or settled (held as spam, suppressed, failed for good),
- * the visitor's autoresponse decided and queued as a job of its own: it never delays the owner's email.
+ * The owner's email, then, once its attempt is over, the jobs of the copies to the key's added
+ * recipients that the attempt made, and, once the email is sent or settled (held as spam,
+ * suppressed, failed for good), the visitor's autoresponse decided and queued as a job of its own.
+ * Neither delays the owner's email, nor can their failure fail it.
  */
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
+  const copies: string[] = [];
   let outcome: SendOutcome;
   try {
-    outcome = await deliverOwnerEmail(context, job);
+    outcome = await deliverOwnerEmail(context, job, copies);
   } catch (error) {
+    await enqueueCopies(context, copies, job.data.requestId);
     if (error instanceof UnrecoverableError) await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
     throw error;
   }
+  await enqueueCopies(context, copies, job.data.requestId);
   if (outcome !== 'not-claimable') await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
   return outcome;
 }
 
-async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
+/** The copies' jobs; one not added (Redis away) leaves its copy `queued` for the reconciler. */
+async function enqueueCopies(context: SubmissionContext, copyIds: string[], requestId: string | undefined): Promise<void> {
+  for (const copyId of copyIds) {
+    await enqueueDelivery(context.queue, recipientCopyJob(copyId, requestId)).catch((error: unknown) =>
+      context.log.warn({ err: error, copyId }, 'the job of a copy to an added recipient could not be added; left for the reconciler'),
+    );
+  }
+}
+
+/**
+ * `copies`: the ids of the queued copies this attempt made, for the caller to enqueue. They are
+ * made once the spam check let the message through, and before the owner's email goes: a worker
+ * that dies once it is sent leaves the copies' rows behind it, for the reconciler. The owner's
+ * suppressed address stops its own email only, not the copies.
+ */
+async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJobs['submission']>, copies: string[]): Promise<SendOutcome> {
   const { submissionId } = job.data;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);
@@ -45,7 +66,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission, claimToken) => {
     if (submission.keyEmail === null) throw new Error(`the key of submission ${submissionId} is gone`);
     const suppressed = submissionSuppression(submission);
-    if (suppressed) throw new SuppressedError(suppressed);
+    if (suppressed && !submission.hasRecipients) throw new SuppressedError(suppressed);
     // Most submissions carry no file: their email skips the attachments query.
     const stored: Attachment[] = submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submissionId);
     // Held as spam: throws, and nothing is sent.
@@ -56,18 +77,18 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       stored.map((file) => file.filename),
       context.log,
     );
+    if (submission.hasRecipients) copies.push(...(await copySubmission(context.em, submissionId)));
+    if (suppressed) throw new SuppressedError(suppressed);
     const files = await prepareFiles(stored, context.storage, {
       // link: every file a signed link, whatever its size (no total is at most -1 byte).
       attachMaxBytes: submission.emailLayout.files === 'link' ? -1 : context.attachMaxBytes,
       linkTtlSeconds: context.linkTtlSeconds,
     });
-    // The key's label first, if its owner asked: one inbox, several forms told apart at a glance.
-    // A subject pattern of the owner's takes the place of both.
-    const subject = submission.emailLayout.subject
-      ? renderSubjectPattern(submission.emailLayout.subject, { ...submission, key: submission.keyLabel })
-      : submission.subjectLabel
-        ? `[${submission.subjectLabel}] ${submission.subject}`
-        : submission.subject;
+    const subject = submissionSubject(submission, {
+      pattern: submission.emailLayout.subject,
+      label: submission.keyLabel,
+      subjectLabel: submission.subjectLabel,
+    });
     const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds, submission.emailLayout);
     return {
       message: {

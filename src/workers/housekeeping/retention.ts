@@ -7,7 +7,8 @@
 // - always, the consent allowance counters of past hours;
 // - always, expired owner console sessions and sign-in links;
 // - always, spam campaign votes older than CAMPAIGN_VOTE_DAYS;
-// - always, settled autoresponses older than AUTORESPONSE_ROWS_KEPT_DAYS (their 24-hour bounds are over).
+// - always, settled autoresponses older than AUTORESPONSE_ROWS_KEPT_DAYS (their 24-hour bounds are over);
+// - always, copies to added recipients held longer than HELD_TTL_DAYS (the address never confirmed).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
@@ -16,6 +17,7 @@ import { deleteOldCampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
 import { deleteOldAllowances } from '../../shared/keys/keys.ts';
 import { AUTORESPONSE_ROWS_KEPT_DAYS, deleteOldAutoresponses } from '../../shared/autoresponses/autoresponses.ts';
+import { deleteOldHeldCopies } from '../../shared/recipients/recipients.ts';
 import { deleteSubmissions, findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/submissions.ts';
 
 const BATCH = 500;
@@ -42,6 +44,8 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   await deleteOldCampaignVotes(em);
   await deleteExpiredOwnerTokens(em);
   await deleteOldAutoresponses(em, AUTORESPONSE_ROWS_KEPT_DAYS);
+  const copies = await deleteOldHeldCopies(em, policy.heldTtlDays);
+  if (copies) log.info({ deleted: copies, days: policy.heldTtlDays }, 'deleted copies held for added recipients that never confirmed');
   return deleted;
 }
 

@@ -17,6 +17,7 @@ const claimed: ClaimedSubmission = {
   attachmentCount: 1,
   suppressedUntil: null,
   complained: false,
+  hasRecipients: false,
   subjectLabel: null,
   keyLabel: null,
   emailLayout: { subject: null, fieldOrder: [], hiddenFields: [], files: 'attach' },

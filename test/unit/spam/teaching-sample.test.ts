@@ -36,6 +36,7 @@ const claimed = (changes: Partial<typeof content> = {}, ownerStatistics = false)
   attachmentCount: FILES.length,
   suppressedUntil: null,
   complained: false,
+  hasRecipients: false,
   subjectLabel: null,
   keyLabel: null,
   emailLayout: { subject: null, fieldOrder: [], hiddenFields: [], files: 'attach' },

@@ -15,7 +15,7 @@ import { functionsWritingStatus, statusWrites } from '../../support/status-write
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const OWNERS = ['src/shared/submissions/data/delivery-status.ts', 'src/shared/submissions/data/submission-inserts.ts'];
 const MIGRATIONS = 'src/shared/infra/db/migrations/';
-const KINDS = ['submission', 'key-email', 'autoresponse', 'webhook'] as const;
+const KINDS = ['submission', 'key-email', 'autoresponse', 'recipient-copy', 'webhook'] as const;
 
 describe('the one writer of statuses', () => {
   const sources = readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })

@@ -5,7 +5,12 @@ import type { BounceType } from '../bounce-columns.ts';
 import type { EmailStatus } from '../../submissions/delivery-columns.ts';
 import type { ReturnTarget } from '../return-path.ts';
 
-export const REPORTED_TABLE = { submission: 'submissions', 'key-email': 'key_emails', autoresponse: 'autoresponses' } as const;
+export const REPORTED_TABLE = {
+  submission: 'submissions',
+  'key-email': 'key_emails',
+  autoresponse: 'autoresponses',
+  'recipient-copy': 'recipient_copies',
+} as const;
 /** The address and the mailbox the email went to: the key's for a submission, the row's own for a key email. */
 const RECIPIENT = {
   submission:
@@ -13,6 +18,8 @@ const RECIPIENT = {
   'key-email': 't.email as address, t.mailbox',
   // The visitor's address: its bounces count against it, and its complaint suppresses its mailbox.
   autoresponse: 't.email as address, t.mailbox',
+  // The added recipient's address: its bounces and its complaint are its own, never the key's or another recipient's.
+  'recipient-copy': 't.email as address, t.mailbox',
 } as const;
 
 export type ReportedRow = { email_status: EmailStatus; bounce_type: BounceType | null; address: string | null; mailbox: string | null; key_id: string | null };

@@ -44,3 +44,36 @@ export async function insertConfirmEmail(em: EntityManager, key: { id: string; e
   );
   return row?.id;
 }
+
+/** Records the request to an address added to key `keyId` to confirm it wants the key's messages; returns its row's id. */
+export async function insertRecipientConfirmEmail(tx: EntityManager, request: { keyId: string; email: string; mailbox: string }): Promise<string> {
+  const [row] = await tx.execute<Array<{ id: string }>>(
+    `insert into key_emails (id, kind, email, mailbox, key_id) values (gen_random_uuid(), 'recipient-confirm', ?, ?, ?) returning id`,
+    [request.email, request.mailbox, request.keyId],
+  );
+  return row!.id;
+}
+
+/**
+ * The mailbox's requests to confirm as an added recipient in the last 24 hours: for key `keyId`,
+ * and for every key; and in how many seconds the oldest of each leaves those 24 hours.
+ */
+export async function recipientConfirmsLastDay(
+  tx: EntityManager,
+  mailbox: string,
+  keyId: string,
+): Promise<{ forKey: number; forMailbox: number; keyRetryAfter: number | null; mailboxRetryAfter: number | null }> {
+  const [row] = await tx.execute<Array<{ for_key: number; for_mailbox: number; key_retry_after: number | null; mailbox_retry_after: number | null }>>(
+    `select count(*) filter (where key_id = ?)::int as for_key, count(*)::int as for_mailbox,
+            ceil(extract(epoch from (min(created_at) filter (where key_id = ?) + interval '24 hours' - now())))::int as key_retry_after,
+            ceil(extract(epoch from (min(created_at) + interval '24 hours' - now())))::int as mailbox_retry_after
+       from key_emails where mailbox = ? and kind = 'recipient-confirm' and created_at > now() - interval '24 hours'`,
+    [keyId, keyId, mailbox],
+  );
+  return {
+    forKey: row?.for_key ?? 0,
+    forMailbox: row?.for_mailbox ?? 0,
+    keyRetryAfter: row?.key_retry_after ?? null,
+    mailboxRetryAfter: row?.mailbox_retry_after ?? null,
+  };
+}

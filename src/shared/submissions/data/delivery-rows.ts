@@ -23,7 +23,7 @@ export type AwaitingRow = { id: string; created_at: string };
  * whose claims must not touch an indexed column (HOT updates), (created_at, id) over the rows
  * that are not `settled` (src/shared/infra/db/migrations/Migration20261123063800_submissions_hot_claims.ts).
  */
-const OPEN_ROWS: Record<DeliveryKindName, string> = { submission: 'and not settled', 'key-email': '', autoresponse: '', webhook: '' };
+const OPEN_ROWS: Record<DeliveryKindName, string> = { submission: 'and not settled', 'key-email': '', autoresponse: '', 'recipient-copy': '', webhook: '' };
 
 /**
  * One page, in (created_at, id) order after `after`, of the rows in `status` that should have a

@@ -13,7 +13,7 @@ import { EMAIL_STATUSES, type EmailStatus } from '../delivery-columns.ts';
 import type { BounceType } from '../../bounces/bounce-columns.ts';
 import type { CustomFields } from '../entities.ts';
 import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../../spam/spam-kinds.ts';
-import { FAILED, sqlList } from '../delivery-statuses.ts';
+import { FAILED, HELD, QUEUED, sqlList } from '../delivery-statuses.ts';
 import { transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
@@ -171,6 +171,8 @@ export type ClaimedSubmission = {
   suppressedUntil: Date | null;
   /** The key's mailbox reported one of these emails as spam: not attempted until its owner signs in. */
   complained: boolean;
+  /** The key has added recipients (src/shared/recipients): the message is copied to them once the spam check lets it through. */
+  hasRecipients: boolean;
   /** The key's label when its owner asked for it before the email's subject; null otherwise. */
   subjectLabel: string | null;
   /** The key's label, for a subject pattern's {key}; and the owner's layout of the email. */
@@ -211,6 +213,7 @@ const CLAIM_SUBMISSIONS = {
             (select count(*)::int from attachments a where a.submission_id = c.id) as attachment_count,
             case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
             mc.complained_at is not null as complained,
+            exists (select 1 from key_recipients r where r.key_id = c.key_id) as has_recipients,
             coalesce((select m.spam >= $3 and m.ham >= $3 from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id
@@ -249,6 +252,7 @@ export async function claimSubmissions(
     attachment_count: number;
     suppressed_ms: number | null;
     complained: boolean;
+    has_recipients: boolean;
     key_mailbox: string | null;
     subject_label: string | null;
     key_label: string | null;
@@ -282,6 +286,7 @@ export async function claimSubmissions(
         attachmentCount: row.attachment_count,
         suppressedUntil: row.suppressed_ms === null ? null : new Date(row.suppressed_ms),
         complained: row.complained,
+        hasRecipients: row.has_recipients,
         keyMailbox: row.key_mailbox,
         subjectLabel: row.subject_label,
         keyLabel: row.key_label,
@@ -532,12 +537,14 @@ export async function recordReturnedReport(
 /** The key that owns a row, per kind: an owner may re-send only rows of their keys. */
 const OWNED_BY: Record<KindFor<'requeue-for-resend'>, string> = {
   submission: 'key_id = ?',
+  'recipient-copy': 'key_id = ?',
   webhook: 'endpoint_id in (select id from webhook_endpoints where key_id = ?)',
 };
 
 /** What a re-send forgets: the report of the earlier email (emails only; webhooks have none). */
 const FORGET_REPORT: Record<KindFor<'requeue-for-resend'>, string> = {
   submission: ', bounce_type = null, bounce_status = null, bounce_diagnostic = null, bounce_mta = null, bounced_at = null',
+  'recipient-copy': ', bounce_type = null, bounce_status = null, bounce_diagnostic = null, bounce_mta = null, bounced_at = null',
   webhook: '',
 };
 
@@ -567,6 +574,38 @@ export async function releaseHeld(em: EntityManager, mailbox: string): Promise<s
       where not settled${andStatus('submission', 'release-held')} and key_id in (select id from verification_keys where mailbox = ?)
       returning id`,
     [mailbox],
+  );
+  return released.map((row) => row.id);
+}
+
+/**
+ * The copies of a submission's email to its key's added recipients (src/shared/recipients), made
+ * once per recipient mailbox: for each address added before the submission came, `queued` when it
+ * had confirmed and `held` until it does (the kind's CREATED_AS). The recipients' rows are locked
+ * (shared) while the copies are made, so that a confirmation at the same moment either comes first
+ * and is read here, or waits and then releases what this wrote. Returns the copies made now; a
+ * second run (a retried attempt) makes none.
+ */
+export async function createCopies(em: EntityManager, submissionId: string): Promise<Array<{ id: string; status: EmailStatus }>> {
+  return em.execute<Array<{ id: string; status: EmailStatus }>>(
+    `insert into recipient_copies (id, submission_id, key_id, recipient_id, email, mailbox, email_status)
+     select gen_random_uuid(), s.id, s.key_id, r.id, r.email, r.mailbox, case when r.confirmed_at is null then '${HELD}' else '${QUEUED}' end
+       from submissions s join key_recipients r on r.key_id = s.key_id and r.created_at <= s.created_at
+      where s.id = ?
+        for share of r
+     on conflict (submission_id, mailbox) do nothing
+     returning id, email_status as status`,
+    [submissionId],
+  );
+}
+
+/** An added recipient confirmed (`release-held`): its held copies become `queued`, their horizon counted from now; their ids, to enqueue. */
+export async function releaseHeldCopies(em: EntityManager, recipientId: string): Promise<string[]> {
+  const released = await em.execute<Array<{ id: string }>>(
+    `update recipient_copies set email_status = ${statusAfter('recipient-copy', 'release-held')}, requeued_at = now()
+      where recipient_id = ?${andStatus('recipient-copy', 'release-held')}
+      returning id`,
+    [recipientId],
   );
   return released.map((row) => row.id);
 }
