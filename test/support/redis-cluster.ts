@@ -23,6 +23,8 @@ export type RedisCluster = {
    * other live master agrees; throws after `timeoutMs` with what each node said and logged.
    */
   waitForOwner: (port: number, slot: number, timeoutMs: number) => Promise<void>;
+  /** Every key on each live master, by the master's port. */
+  keysByMaster: () => Promise<Map<number, string[]>>;
   stop: () => Promise<void>;
 };
 
@@ -161,6 +163,28 @@ export async function startRedisCluster(): Promise<RedisCluster> {
         if (Date.now() > deadline) throw new Error(`node ${port} was not the master of slot ${slot} for every node within ${timeoutMs} ms:\n${await report()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
+    },
+    async keysByMaster() {
+      const found = new Map<number, string[]>();
+      for (const node of alive()) {
+        const client = new Redis({ port: node.port, host: '127.0.0.1', maxRetriesPerRequest: 1, lazyConnect: true });
+        client.on('error', () => undefined);
+        try {
+          await client.connect();
+          if (((await client.call('ROLE')) as [string])[0] !== 'master') continue;
+          const keys: string[] = [];
+          let cursor = '0';
+          do {
+            const [next, batch] = await client.scan(cursor, 'COUNT', 1000);
+            cursor = next;
+            keys.push(...batch);
+          } while (cursor !== '0');
+          found.set(node.port, keys);
+        } finally {
+          client.disconnect();
+        }
+      }
+      return found;
     },
     stop,
   };
