@@ -28,7 +28,7 @@ const BOUNCE_DOMAIN = 'bounces.test';
 const WORKERS = 4;
 /** Submissions of the load, and of each backlog whose delivery rate is measured. */
 const LOAD = 400;
-const BACKLOG = 400;
+const BACKLOG = 300;
 
 let database: Awaited<ReturnType<typeof testDatabase>>;
 let bouncer: PgBouncer | undefined;

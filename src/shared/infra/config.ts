@@ -64,7 +64,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
-/** For tools that need a few variables only (the migration CLI needs just DATABASE_URL). */
+/** For tools that need a few variables only (the migration CLI needs the database settings alone). */
 export function loadConfigSubset<const K extends keyof Env>(names: K[], env: NodeJS.ProcessEnv = process.env): Pick<Env, K> {
   const schema = v.pick(EnvSchema, names as [K, ...K[]]) as unknown as v.GenericSchema<Record<string, string>, unknown>;
   return parseEnv(schema, env) as Pick<Env, K>;
