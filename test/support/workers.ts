@@ -21,7 +21,11 @@ export async function spawnService(entry: string, readyLine: string, env: Record
   let output = '';
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start:\n${output}`)), 30_000);
+    // A process that did not start in time is killed: started later, nothing would stop it.
+    const timer = setTimeout(() => {
+      void stopChild(child, 'SIGKILL');
+      reject(new Error(`${entry} did not start:\n${output}`));
+    }, 30_000);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes(readyLine)) {
