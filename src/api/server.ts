@@ -46,7 +46,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const storage = shutdown.add('storage', createStorage(config, { maxConcurrentUploads: config.UPLOAD_CONCURRENCY }), (storage) => storage.close());
 
   const vault = createKeyVault(config.SECRET);
-  const keys = shutdown.add('key cache', createKeyCache({ databaseUrl: config.DATABASE_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }), (keys) =>
+  const keys = shutdown.add('key cache', createKeyCache({ databaseUrl: config.DATABASE_DIRECT_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }), (keys) =>
     keys.close(),
   );
   const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, spamFilter: spamFilterFromConfig(config), log };

@@ -2,8 +2,8 @@
 // for now (stopped, restarting, recovering, connections cut), as opposed to a bad statement or a bug.
 // The API answers the first with a 503 and Retry-After: the same request succeeds once it is back.
 
-import { configuredTimeouts } from '../shared/infra/db/pg-pool.ts';
-import type { PgWaits } from '../shared/infra/db/orm.ts';
+import { configuredTimeouts, type DatabasePooler } from '../shared/infra/db/pg-pool.ts';
+import type { PgPoolOptions } from '../shared/infra/db/orm.ts';
 
 /**
  * How long a request waits for PostgreSQL: 5 s for a connection (opened, or freed by another
@@ -21,8 +21,17 @@ const ANSWER_MARGIN_MS = 1_000;
  * PG_STATEMENT_TIMEOUT_MS, before the API stops waiting for it, so no statement of a request that
  * was answered goes on running.
  */
-export function apiPgWaits(config: { PG_STATEMENT_TIMEOUT_MS: number; PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: number }): PgWaits {
-  return { connectMs: API_PG_WAITS.connectMs, queryMs: config.PG_STATEMENT_TIMEOUT_MS + ANSWER_MARGIN_MS, timeouts: configuredTimeouts(config, 'request') };
+export function apiPgWaits(config: {
+  PG_STATEMENT_TIMEOUT_MS: number;
+  PG_IDLE_IN_TRANSACTION_TIMEOUT_MS: number;
+  DATABASE_POOLER: DatabasePooler;
+}): PgPoolOptions {
+  return {
+    connectMs: API_PG_WAITS.connectMs,
+    queryMs: config.PG_STATEMENT_TIMEOUT_MS + ANSWER_MARGIN_MS,
+    timeouts: configuredTimeouts(config, 'request'),
+    pooler: config.DATABASE_POOLER,
+  };
 }
 
 /** Socket errors of a server that is down or unreachable. */

@@ -66,7 +66,7 @@ async function run(args: string[]): Promise<number> {
     return 2;
   }
   const config = exitOnConfigError(() =>
-    loadConfigSubset(['DATABASE_URL', 'SECRET', 'WEBHOOK_ALLOW', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS']),
+    loadConfigSubset(['DATABASE_URL', 'DATABASE_POOLER', 'SECRET', 'WEBHOOK_ALLOW', 'PG_STATEMENT_TIMEOUT_MS', 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS']),
   );
   // As every process: with another SECRET than the data's, each key would be "unknown".
   try {
@@ -77,7 +77,7 @@ async function run(args: string[]): Promise<number> {
     return 78;
   }
   const vault = createKeyVault(config.SECRET);
-  const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request') });
+  const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request'), pooler: config.DATABASE_POOLER });
   const em = orm.em.fork();
   try {
     if (group === 'webhooks') return await webhooks(em, vault, parseAllowList(config.WEBHOOK_ALLOW), command, target, rest);
@@ -168,6 +168,7 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
     loadConfigSubset(
       [
         'DATABASE_URL',
+        'DATABASE_POOLER',
         'REDIS_URL',
         'REDIS_CLUSTER',
         'REDIS_SENTINELS',
@@ -184,7 +185,7 @@ async function deliveries(command: string | undefined, args: string[]): Promise<
       },
     ),
   );
-  const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request') });
+  const orm = await createOrm(config.DATABASE_URL, entities, 2, { timeouts: configuredTimeouts(config, 'request'), pooler: config.DATABASE_POOLER });
   const redis = createRedis(config.REDIS_URL, 'producer', redisTopology(config));
   const queue = createDeliveryQueue<DeliveryJob>(redis, config);
   try {

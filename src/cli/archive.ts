@@ -66,7 +66,12 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env) {
       ...common,
       /** As npm start resolves it: against the project directory npm runs scripts in. */
       dataDir: path.resolve(common.DATA_DIR),
-      DATABASE_URL: set('DATABASE_URL') ? loadConfigSubset(['DATABASE_URL'], env).DATABASE_URL : undefined,
+      // PostgreSQL itself: a backup's or a restore's session never goes through a pooler.
+      DATABASE_URL: set('DATABASE_DIRECT_URL')
+        ? loadConfigSubset(['DATABASE_DIRECT_URL'], env).DATABASE_DIRECT_URL
+        : set('DATABASE_URL')
+          ? loadConfigSubset(['DATABASE_URL'], env).DATABASE_URL
+          : undefined,
       SECRET: set('SECRET') ? loadConfigSubset(['SECRET'], env).SECRET : undefined,
     };
   });

@@ -56,6 +56,12 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
     description: 'The `haproxy` of the load balancer test (three API processes behind it). Unset: `haproxy` on `PATH`, installed the same way.',
   },
   {
+    name: 'PGBOUNCER_PATH',
+    readBy: '`npm test`',
+    description:
+      'The `pgbouncer` of the connection pooler test (the API, the workers and the bounce receiver through it in transaction mode). Unset: `pgbouncer` on `PATH`, installed the same way, its system service stopped.',
+  },
+  {
     name: 'KUBECTL_PATH',
     readBy: '`npm test`',
     description:

@@ -223,7 +223,7 @@ async function main(): Promise<void> {
   const secretSource = { file: local.secret, fromFile: !env.SECRET };
   env.SECRET ||= (await keptSecret(local.secret)).secret;
   const config = loadConfigOrExit(env);
-  const orm = await createOrm(config.DATABASE_URL, entities, 2);
+  const orm = await createOrm(config.DATABASE_DIRECT_URL, entities, 2);
   const applied = await migrate(orm);
   await orm.close();
   if (applied.length) log.info({ applied }, 'migrations applied');

@@ -16,6 +16,12 @@ export type SystemTool = {
   pathVariable?: string;
   /** Another way out, for the message when it is missing (e.g. "or set REDIS_URL to ..."). */
   alternative?: string;
+  /**
+   * The system service the package starts when installed (Debian starts pgbouncer's on port 6432):
+   * stopped and disabled right after the install made here, since only the tests' own instances
+   * are wanted.
+   */
+  systemService?: string;
 };
 
 export type ToolLookup = { path: string; problem?: undefined } | { path?: undefined; problem: string };
@@ -81,6 +87,12 @@ export function spawnFailure(command: string, result: ReturnType<typeof spawnSyn
   return `${command} failed (${how})${output ? `:\n${output}` : ''}`;
 }
 
+/** Stops and disables a service a package started, on systemd or a SysV init; nothing when there is neither. */
+function stopSystemService(service: string, options: Parameters<typeof spawnSync>[2]): void {
+  if (existsSync('/run/systemd/system')) spawnSync('systemctl', ['disable', '--now', service], options);
+  else if (onPath('service', process.env)) spawnSync('service', [service, 'stop'], options);
+}
+
 /**
  * Finds each tool, installing the missing ones in one apt-get run when this is Debian or Ubuntu as
  * root (never upgrading what is installed). A tool still missing gets the error that says what is
@@ -102,6 +114,7 @@ function findOrInstall(tools: SystemTool[], env: NodeJS.ProcessEnv): Map<SystemT
       const update = spawnSync('apt-get', ['update', '-qq'], options);
       const install = spawnSync('apt-get', ['install', '-y', '-qq', '--no-upgrade', '--no-install-recommends', ...packages], options);
       for (const tool of installable) found.set(tool, find(tool, env));
+      if (install.status === 0) for (const tool of installable) if (tool.systemService) stopSystemService(tool.systemService, options);
       cause =
         install.status !== 0
           ? `The automatic install did not work: ${spawnFailure('apt-get install', install)}`

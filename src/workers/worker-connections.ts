@@ -41,19 +41,21 @@ export async function openWorkerConnections(config: Config, smtpUrl: string, shu
     // A job holds a connection only for each short query, not while it talks SMTP: a few per
     // process suffice, and 50 each exhausted PostgreSQL's max_connections with four workers
     // ("too many clients", jobs retried after the backoff; docs/benchmarks.md#scenarios-and-targets).
-    await createOrm(config.DATABASE_URL, entities, Math.min(config.WORKER_CONCURRENCY, 10), { timeouts: configuredTimeouts(config, 'worker') }),
+    await createOrm(config.DATABASE_URL, entities, Math.min(config.WORKER_CONCURRENCY, 10), {
+      timeouts: configuredTimeouts(config, 'worker'),
+      pooler: config.DATABASE_POOLER,
+    }),
     (orm) => orm.close(),
   );
   const transport = shutdown.add('smtp', openTransport(config, smtpUrl, log), (transport) => transport.close());
   const workerName = `${hostname()}:${process.pid}`;
   // `sent` is recorded on connections of its own, never queued behind the jobs' reads and claims.
-  const recorder = shutdown.add('postgres (sent)', createSentRecorder(config.DATABASE_URL, workerName, configuredTimeouts(config, 'worker')), (recorder) =>
+  const database = { url: config.DATABASE_URL, pooler: config.DATABASE_POOLER };
+  const recorder = shutdown.add('postgres (sent)', createSentRecorder(database, workerName, configuredTimeouts(config, 'worker')), (recorder) =>
     recorder.close(),
   );
-  const claims = shutdown.add(
-    'postgres (claims)',
-    createSubmissionClaimer(config.DATABASE_URL, config.CLAIM_LEASE_MS, configuredTimeouts(config, 'worker')),
-    (claims) => claims.close(),
+  const claims = shutdown.add('postgres (claims)', createSubmissionClaimer(database, config.CLAIM_LEASE_MS, configuredTimeouts(config, 'worker')), (claims) =>
+    claims.close(),
   );
   const storage = shutdown.add('storage', createStorage(config), (storage) => storage.close());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'worker', redisTopology(config)), closeRedis);

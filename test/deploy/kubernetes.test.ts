@@ -472,7 +472,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
         const env = environment(objects, entry);
         expect(unknownVariables(env), `${where}: variables of no setting in src/shared/infra/config-schema.ts`).toEqual([]);
         for (const [name, value] of Object.entries(env)) expect(value, `${where}: ${name}`).not.toBe('');
-        // The migrations read DATABASE_URL alone (src/cli/migrate.ts).
+        // The migrations read DATABASE_URL alone here (src/cli/migrate.ts; behind a pooler also DATABASE_POOLER and DATABASE_DIRECT_URL).
         if (entry.name === 'migrate') {
           expect(Object.keys(env), where).toEqual(['DATABASE_URL']);
           loadConfigSubset(['DATABASE_URL'], env);

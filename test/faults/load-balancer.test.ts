@@ -59,6 +59,9 @@ function haproxyConfig(frontPort: number): string {
     '  option httpchk GET /readyz',
     '  http-check expect status 200',
     '  default-server inter 300ms fall 2 rise 2',
+    // Without it a check may take only `inter`: on a busy machine, a /readyz slower than 300 ms
+    // could take every process out at once, and HAProxy would answer 503 itself.
+    '  timeout check 2s',
     ...apis.map((api, index) => `  server api${index} 127.0.0.1:${api.port} check`),
     '',
   ].join('\n');

@@ -35,6 +35,13 @@ export const TEST_TOOLS: SystemTool[] = [
   { binary: 'postfix', package: 'postfix', neededFor: 'the bounce tests against a real relay (test/bounces/postfix.test.ts)', pathVariable: 'POSTFIX_PATH' },
   { binary: 'rspamd', package: 'rspamd', neededFor: 'the spam filter tests (test/spam)', pathVariable: 'RSPAMD_PATH' },
   { binary: 'haproxy', package: 'haproxy', neededFor: 'the load balancer test (test/faults/load-balancer.test.ts)', pathVariable: 'HAPROXY_PATH' },
+  {
+    binary: 'pgbouncer',
+    package: 'pgbouncer',
+    neededFor: 'the connection pooler test (test/faults/pgbouncer.test.ts)',
+    pathVariable: 'PGBOUNCER_PATH',
+    systemService: 'pgbouncer',
+  },
   { binary: 'ip', package: 'iproute2', neededFor: 'the partition tests between hosts in network namespaces (test/faults/partitions.test.ts)' },
   { binary: 'openssl', package: 'openssl', neededFor: "the bounce receiver's STARTTLS test (test/bounces/receiver.test.ts), to make a certificate" },
   {

@@ -5,12 +5,29 @@ import type { Harness } from './harness.ts';
 
 export type LoadAnswer = { status: number; retryAfter: string | null; id?: string };
 
-/** `clients` loops submitting to `key` until `until` settles; every answer, or the error in place of one. */
-export async function submitUntil(h: Harness, key: string, clients: number, until: Promise<unknown>): Promise<{ answers: LoadAnswer[]; errors: string[] }> {
+/** The load while it runs: how many submissions were answered 200 so far. */
+export type LoadSoFar = { accepted: () => number };
+
+/**
+ * `clients` loops submitting to `key` until `until` settles; every answer, or the error in place of
+ * one (a step that fails fails the load). `until` may be a step given the load so far (to act after so many submissions, not after so
+ * long: a busy machine answers fewer in the same time).
+ */
+export async function submitUntil(
+  h: Harness,
+  key: string,
+  clients: number,
+  until: Promise<unknown> | ((load: LoadSoFar) => Promise<unknown>),
+): Promise<{ answers: LoadAnswer[]; errors: string[] }> {
   const answers: LoadAnswer[] = [];
   const errors: string[] = [];
   let going = true;
-  void until.finally(() => (going = false));
+  const step = typeof until === 'function' ? until({ accepted: () => answers.filter((answer) => answer.status === 200).length }) : until;
+  // Settled either way, the load stops; a step that failed fails the load with its own error, below.
+  const stopped = step.then(
+    () => (going = false),
+    () => (going = false),
+  );
   await Promise.all(
     Array.from({ length: clients }, async (_, client) => {
       for (let n = 0; going; n += 1) {
@@ -23,6 +40,8 @@ export async function submitUntil(h: Harness, key: string, clients: number, unti
       }
     }),
   );
+  await stopped;
+  await step;
   return { answers, errors };
 }
 

@@ -11,6 +11,9 @@ export type WorkerChild = { child: ChildProcess; output: () => string; stop: () 
 /** Starts a program: node's own spawn, or one that runs it elsewhere (on a host of the partition tests). */
 export type Launcher = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
 
+/** How long a start may take: far above a usual start, which on a busy machine can outlast half a minute. */
+const START_WAIT_MS = 90_000;
+
 /** Starts one of the service's entry points and waits for its ready line in the log. */
 export async function spawnService(entry: string, readyLine: string, env: Record<string, string>, launch: Launcher = spawn): Promise<WorkerChild> {
   const child = launch(process.execPath, [entry], {
@@ -21,7 +24,11 @@ export async function spawnService(entry: string, readyLine: string, env: Record
   let output = '';
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start:\n${output}`)), 30_000);
+    // A process that did not start in time is killed: started later, nothing would stop it.
+    const timer = setTimeout(() => {
+      void stopChild(child, 'SIGKILL');
+      reject(new Error(`${entry} did not start within ${START_WAIT_MS / 1000} s:\n${output}`));
+    }, START_WAIT_MS);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes(readyLine)) {

@@ -92,6 +92,7 @@ describe('the rules between variables', () => {
     [{ BOUNCE_METRICS_PORT: '9101' }, 'BOUNCE_METRICS_PORT: needs ADMIN_TOKEN'],
     [{ BOUNCE_TLS_CERT: '/etc/ssl/bounce.crt' }, 'BOUNCE_TLS_CERT, BOUNCE_TLS_KEY: set both or neither'],
     [{ SPAM_FILTER_URL: 'http://127.0.0.1:11333' }, 'SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither'],
+    [{ DATABASE_POOLER: 'transaction' }, 'with DATABASE_POOLER=transaction, set DATABASE_DIRECT_URL to PostgreSQL itself'],
   ])('refuse %j, saying the rule', (env, rule) => {
     expect(() => loadConfig({ ...VALID, ...env })).toThrow(ConfigError);
     expect(() => loadConfig({ ...VALID, ...env })).toThrow(rule);
@@ -112,6 +113,29 @@ describe('the rules between variables', () => {
 
   it('each name the variables it is about, for docs/configuration.md', () => {
     for (const check of CROSS_CHECKS) expect(check.rule).toMatch(/^[A-Z_]+(, [A-Z_]+)*: /);
+  });
+});
+
+describe('behind a connection pooler', () => {
+  it('is not assumed: DATABASE_POOLER is none, and the direct address is DATABASE_URL', () => {
+    expect(loadConfig(VALID)).toMatchObject({ DATABASE_POOLER: 'none', DATABASE_DIRECT_URL: VALID.DATABASE_URL });
+  });
+
+  it('takes the pooler in DATABASE_URL and PostgreSQL itself in DATABASE_DIRECT_URL', () => {
+    const env = {
+      ...VALID,
+      DATABASE_URL: 'postgres://u:p@pgbouncer:6432/db',
+      DATABASE_POOLER: 'transaction',
+      DATABASE_DIRECT_URL: 'postgres://u:p@postgres:5432/db',
+    };
+    expect(loadConfig(env)).toMatchObject({ DATABASE_URL: env.DATABASE_URL, DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: env.DATABASE_DIRECT_URL });
+  });
+
+  it.each([
+    [{ DATABASE_POOLER: 'session' }, 'DATABASE_POOLER: must be none or transaction'],
+    [{ DATABASE_DIRECT_URL: 'mysql://u:p@db/db' }, 'DATABASE_DIRECT_URL: must start with postgres:// or postgresql://'],
+  ])('refuses %j, naming the setting', (env, message) => {
+    expect(() => loadConfig({ ...VALID, ...env })).toThrow(message);
   });
 });
 

@@ -10,6 +10,7 @@ import { PUBLISHED_SAMPLE_VALUES, SECRET_SETTINGS, URL_PASSWORD_SETTINGS } from 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const VALID = {
   DATABASE_URL: 'postgres://u:a-real-password@db.internal:5432/db',
+  DATABASE_DIRECT_URL: 'postgres://u:a-real-password@db-primary.internal:5432/db',
   REDIS_URL: 'redis://:another-real-password@redis.internal:6379',
   SMTP_URL: 'smtp://forms:relay-password-1@smtp.internal:587',
   SECRET: 'a-server-secret-of-at-least-32-characters',
@@ -43,7 +44,7 @@ describe('a published sample value', () => {
     },
   );
 
-  it('stops a process as the password of DATABASE_URL, REDIS_URL or SMTP_URL', () => {
+  it('stops a process as the password of DATABASE_URL, DATABASE_DIRECT_URL, REDIS_URL or SMTP_URL', () => {
     for (const name of URL_PASSWORD_SETTINGS) {
       for (const sample of PUBLISHED_SAMPLE_VALUES) {
         const url = new URL(VALID[name]);

@@ -182,7 +182,21 @@ const server = {
 };
 
 const services = {
-  DATABASE_URL: about(url(['postgres:', 'postgresql:']), 'PostgreSQL, `postgres://user:pass@host:port/db`. `npm start` starts a local one when unset.'),
+  DATABASE_URL: about(
+    url(['postgres:', 'postgresql:']),
+    'PostgreSQL, `postgres://user:pass@host:port/db`, or a connection pooler in front of it (`DATABASE_POOLER`). `npm start` starts a local one when unset.',
+  ),
+  DATABASE_POOLER: about(
+    v.optional(
+      v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(['none', 'transaction'], 'must be none or transaction'), kind('none or transaction')),
+      'none',
+    ),
+    '`transaction`: `DATABASE_URL` names a pooler in transaction mode (PgBouncer `pool_mode = transaction`, docs/deploying.md#pgbouncer). No statement is then prepared by name, and no statement bound is sent when a connection opens (PgBouncer refuses startup options): the pooler sets them. Needs `DATABASE_DIRECT_URL`.',
+  ),
+  DATABASE_DIRECT_URL: about(
+    v.optional(url(['postgres:', 'postgresql:'])),
+    "PostgreSQL itself, for what needs a session of its own, which a transaction pooler cannot give: the API's `LISTEN` for key changes, migrations and their lock, backups and restores. Unset: `DATABASE_URL`.",
+  ),
   PG_STATEMENT_TIMEOUT_MS: about(
     integer(4_000, 100),
     'Longest a statement of the API, the bounce receiver or `npm run admin` may run: PostgreSQL cancels it past this (`statement_timeout`). The API waits 1 s more for an answer, then answers 503. An export is read in pages, each page one statement under this bound.',

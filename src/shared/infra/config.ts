@@ -8,7 +8,8 @@ export type { TrustProxy } from './config-schema.ts';
 
 type Env = v.InferOutput<typeof EnvSchema>;
 
-export type Config = Env & { PUBLIC_URL: string };
+/** DATABASE_DIRECT_URL is always set: DATABASE_URL when the environment leaves it unset. */
+export type Config = Omit<Env, 'DATABASE_DIRECT_URL'> & { PUBLIC_URL: string; DATABASE_DIRECT_URL: string };
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -23,6 +24,10 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
   {
     rule: 'REDIS_SENTINELS, REDIS_CLUSTER: set one or the other (a Redis Cluster fails over by itself)',
     holds: (env) => env.REDIS_SENTINELS === undefined || !env.REDIS_CLUSTER,
+  },
+  {
+    rule: 'DATABASE_POOLER, DATABASE_DIRECT_URL: with DATABASE_POOLER=transaction, set DATABASE_DIRECT_URL to PostgreSQL itself (LISTEN and the migration lock need a session of their own, which the pooler does not keep)',
+    holds: (env) => env.DATABASE_POOLER !== 'transaction' || env.DATABASE_DIRECT_URL !== undefined,
   },
   {
     rule: 'METRICS_PORT: needs ADMIN_TOKEN (a worker serves its metrics only with that token)',
@@ -52,10 +57,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const broken = CROSS_CHECKS.find((check) => !check.holds(parsed));
   if (broken) throw new ConfigError(`Invalid configuration:\n  ${broken.rule}`);
   const host = parsed.HOST === '0.0.0.0' || parsed.HOST === '::' ? 'localhost' : parsed.HOST;
-  return { ...parsed, PUBLIC_URL: (parsed.PUBLIC_URL ?? `http://${host}:${parsed.PORT}`).replace(/\/+$/, '') };
+  return {
+    ...parsed,
+    PUBLIC_URL: (parsed.PUBLIC_URL ?? `http://${host}:${parsed.PORT}`).replace(/\/+$/, ''),
+    DATABASE_DIRECT_URL: parsed.DATABASE_DIRECT_URL ?? parsed.DATABASE_URL,
+  };
 }
 
-/** For tools that need a few variables only (the migration CLI needs just DATABASE_URL). */
+/** For tools that need a few variables only (the migration CLI needs the database settings alone). */
 export function loadConfigSubset<const K extends keyof Env>(names: K[], env: NodeJS.ProcessEnv = process.env): Pick<Env, K> {
   const schema = v.pick(EnvSchema, names as [K, ...K[]]) as unknown as v.GenericSchema<Record<string, string>, unknown>;
   return parseEnv(schema, env) as Pick<Env, K>;

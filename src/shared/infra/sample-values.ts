@@ -15,7 +15,7 @@ export const SECRET_SETTINGS = [
 ] as const;
 
 /** Settings that are URLs whose password part is a secret. */
-export const URL_PASSWORD_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'SMTP_URL'] as const;
+export const URL_PASSWORD_SETTINGS = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'REDIS_URL', 'SMTP_URL'] as const;
 
 /** Every sample value published in the repository (compared case-insensitively, trimmed). */
 export const PUBLISHED_SAMPLE_VALUES: ReadonlySet<string> = new Set([

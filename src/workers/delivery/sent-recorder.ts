@@ -9,7 +9,7 @@ import { sentRecordDuration } from '../../shared/infra/metrics.ts';
 import type { KindsIn } from '../../shared/submissions/delivery-kinds.ts';
 import { recordSent, type ClaimToken, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
-import { createPgPool, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
+import { createPgPool, statementRunner, type DatabasePooler, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 
 /** What the SMTP server accepted, under which claim: the Message-ID, its reply (250 …), and a submission's spam verdict. */
 export type Acceptance = { claim: ClaimToken; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
@@ -33,9 +33,10 @@ export type SentRecorder = {
  */
 const MAX_BATCH = 64;
 
-/** `worker`: this process's name in the delivery history. */
-export function createSentRecorder(databaseUrl: string, worker: string, timeouts?: PgTimeouts, connections = 2): SentRecorder {
-  const pool = createPgPool(databaseUrl, connections, timeouts);
+/** `worker`: this process's name in the delivery history; `pooler`: DATABASE_POOLER. */
+export function createSentRecorder(database: { url: string; pooler: DatabasePooler }, worker: string, timeouts?: PgTimeouts, connections = 2): SentRecorder {
+  const pool = createPgPool(database.url, connections, timeouts, database.pooler);
+  const statements = statementRunner(pool, database.pooler);
 
   // One statement per kind in the batch (nearly always one); each caller gets its own row.
   const record = groupCommit<Accepted, SentRow | undefined>(
@@ -44,7 +45,7 @@ export function createSentRecorder(databaseUrl: string, worker: string, timeouts
       const written = await Promise.all(
         kinds.map((kind) =>
           recordSent(
-            pool,
+            statements,
             kind,
             batch.filter((item) => item.kind === kind),
             worker,

@@ -5,7 +5,7 @@
 // compare-and-set succeeded (claimSubmissions). The statement is prepared on a connection of its
 // own, so PostgreSQL plans it once, not once per batch.
 import { claimSubmissions, type SubmissionClaim } from '../../shared/submissions/data/delivery-status.ts';
-import { createPgPool, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
+import { createPgPool, statementRunner, type DatabasePooler, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { OWNER_MIN_LEARNS } from '../../shared/spam/spam-filter.ts';
 
@@ -24,8 +24,9 @@ const MAX_BATCH = 100;
  */
 const LINGER_MS = 2;
 
+/** `pooler`: DATABASE_POOLER (behind a transaction pooler the claim is not prepared by name). */
 export function createSubmissionClaimer(
-  databaseUrl: string,
+  database: { url: string; pooler: DatabasePooler },
   claimLeaseMs: number,
   timeouts?: PgTimeouts,
 ): { claim: SubmissionClaimer; close: () => Promise<void> } {
@@ -33,8 +34,9 @@ export function createSubmissionClaimer(
   // millisecond, against the tens an SMTP server takes) and go together in the next. Two in
   // flight made batches half as large and cost PostgreSQL and the worker more per email. Two
   // connections: when a shared claim fails, its ids are claimed again one by one.
-  const pool = createPgPool(databaseUrl, 2, timeouts);
-  const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(pool, ids, claimLeaseMs, OWNER_MIN_LEARNS), {
+  const pool = createPgPool(database.url, 2, timeouts, database.pooler);
+  const statements = statementRunner(pool, database.pooler);
+  const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(statements, ids, claimLeaseMs, OWNER_MIN_LEARNS), {
     maxBatch: MAX_BATCH,
     maxInFlight: 1,
     lingerMs: LINGER_MS,

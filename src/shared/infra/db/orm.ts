@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
-import { LONG_OPERATION_TIMEOUTS, PG_KEEPALIVE, pgTimeoutOptions, type PgTimeouts } from './pg-pool.ts';
+import { LONG_OPERATION_TIMEOUTS, PG_KEEPALIVE, startupOptions, type DatabasePooler, type PgTimeouts } from './pg-pool.ts';
 
 export type { MikroORM };
 
@@ -14,13 +14,14 @@ export const MIGRATIONS_PATH = fileURLToPath(new URL('./migrations', import.meta
  * statement's answer. Unset: as long as TCP does. The API sets both (src/api/server.ts); the workers
  * and the tools wait, since what they would do instead is try again. `timeouts`: what PostgreSQL
  * bounds on each connection (./pg-pool.ts); unset, those of a long operation (a migration, a tool).
+ * `pooler`: DATABASE_POOLER, when the URL names a pooler (no startup options then).
  */
-export type PgWaits = { connectMs?: number; queryMs?: number; timeouts?: PgTimeouts };
+export type PgPoolOptions = { connectMs?: number; queryMs?: number; timeouts?: PgTimeouts; pooler?: DatabasePooler };
 
 /** The entities the ORM maps: every table of the service (src/shared/schema.ts), named by the caller so that this module imports no feature. */
 export type Entities = NonNullable<Options['entities']>;
 
-export function ormOptions(databaseUrl: string, entities: Entities, poolMax = 20, waits: PgWaits = {}): Options {
+export function ormOptions(databaseUrl: string, entities: Entities, poolMax = 20, waits: PgPoolOptions = {}): Options {
   return {
     clientUrl: databaseUrl,
     entities,
@@ -29,7 +30,7 @@ export function ormOptions(databaseUrl: string, entities: Entities, poolMax = 20
     // Options of the pg pool itself.
     driverOptions: {
       ...PG_KEEPALIVE,
-      ...pgTimeoutOptions(waits.timeouts ?? LONG_OPERATION_TIMEOUTS),
+      ...startupOptions(waits.timeouts ?? LONG_OPERATION_TIMEOUTS, waits.pooler),
       ...(waits.connectMs ? { connectionTimeoutMillis: waits.connectMs } : {}),
       ...(waits.queryMs ? { query_timeout: waits.queryMs } : {}),
     },
@@ -45,7 +46,7 @@ export function ormOptions(databaseUrl: string, entities: Entities, poolMax = 20
   };
 }
 
-export function createOrm(databaseUrl: string, entities: Entities, poolMax?: number, waits?: PgWaits): Promise<MikroORM> {
+export function createOrm(databaseUrl: string, entities: Entities, poolMax?: number, waits?: PgPoolOptions): Promise<MikroORM> {
   // init builds an instance of the class it is called on (`new this`); only its declared type names the core class.
   // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
   return MikroORM.init(ormOptions(databaseUrl, entities, poolMax, waits));

@@ -1,7 +1,13 @@
 // A small pg pool of a worker's own, beside the ORM's, for the statements it runs on every email
 // (claims, `sent`): prepared by name on its connections (../../submissions/data/delivery-rows.ts). And the TCP
-// keepalive every PostgreSQL connection of the service uses.
+// keepalive every PostgreSQL connection of the service uses, and what changes behind a pooler.
 import pg from 'pg';
+
+/**
+ * DATABASE_POOLER: `transaction` when DATABASE_URL names a pooler in transaction mode (PgBouncer).
+ * Each transaction, and each statement outside one, may then run on another server connection.
+ */
+export type DatabasePooler = 'none' | 'transaction';
 
 /**
  * TCP keepalive on every PostgreSQL connection. Between hosts, a partition makes a connection hang
@@ -42,11 +48,32 @@ export const pgTimeoutOptions = (timeouts: PgTimeouts) => ({
   options: `-c statement_timeout=${Math.floor(timeouts.statementMs)} -c idle_in_transaction_session_timeout=${Math.floor(timeouts.idleInTransactionMs)}`,
 });
 
-export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, ...PG_KEEPALIVE, ...pgTimeoutOptions(timeouts) });
+/**
+ * The bounds as a connection's startup options, sent to PostgreSQL itself only: PgBouncer refuses
+ * a connection that carries them ("unsupported startup parameter: options"), and behind it the
+ * pooler's own settings set them (docs/deploying.md#pgbouncer).
+ */
+export const startupOptions = (timeouts: PgTimeouts, pooler: DatabasePooler = 'none') => (pooler === 'none' ? pgTimeoutOptions(timeouts) : {});
+
+export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS, pooler: DatabasePooler = 'none'): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, ...PG_KEEPALIVE, ...startupOptions(timeouts, pooler) });
   // A connection that breaks (idle, or while the pool closes it) is replaced on the next query, and
   // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
+}
+
+/** What runs a statement that may be prepared by name: a pg pool, or one that drops the names. */
+export type StatementRunner = { query: <R extends pg.QueryResultRow>(statement: pg.QueryConfig) => Promise<pg.QueryResult<R>> };
+
+/**
+ * The pool's statements as they can run: by name directly (pg prepares a named statement once per
+ * connection, then sends only the name), unnamed behind a transaction pooler, whose next server
+ * connection never saw that name ("prepared statement does not exist"). Unnamed, PostgreSQL
+ * parses and plans each one again.
+ */
+export function statementRunner(pool: pg.Pool, pooler: DatabasePooler): StatementRunner {
+  if (pooler === 'none') return pool;
+  return { query: (statement) => pool.query({ text: statement.text, ...(statement.values ? { values: statement.values } : {}) }) };
 }

@@ -8,6 +8,7 @@
 // One file though past 250 lines: every status change is here, readable in one go.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
+import type { StatementRunner } from '../../infra/db/pg-pool.ts';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
 import { EMAIL_STATUSES, type EmailStatus } from '../delivery-columns.ts';
 import type { BounceType } from '../../bounces/bounce-columns.ts';
@@ -234,7 +235,7 @@ const CLAIM_SUBMISSIONS = {
  * feature's OWNER_MIN_LEARNS, handed in by the worker: submissions imports nothing of spam).
  */
 export async function claimSubmissions(
-  db: Queryable,
+  db: StatementRunner,
   ids: string[],
   claimLeaseMs: number,
   ownerMinLearns: number,
@@ -435,7 +436,7 @@ export type SentItem = { id: string; claim: ClaimToken; messageId: string; respo
  * process in the submissions' delivery history. A row that is no longer its sender's claim is left
  * as it is and missing from the answer.
  */
-export async function recordSent(db: Queryable, kind: KindFor<'sent'>, sent: SentItem[], worker: string): Promise<SentRow[]> {
+export async function recordSent(db: StatementRunner, kind: KindFor<'sent'>, sent: SentItem[], worker: string): Promise<SentRow[]> {
   const status = `email_status = ${statusAfter(kind, 'sent', 't.email_status')}`;
   const guard = andStatus(kind, 'sent', { column: 't.email_status', ownClaim: 't.claimed_at = v.claimed_at' });
   if (kind !== 'submission') {
