@@ -26,15 +26,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const NewWebhookSchema = v.variant(
   'kind',
   [
-    v.strictObject({ kind: v.optional(v.literal('webhook')), url: v.string('Give the URL.') }, 'A webhook takes url only (and kind: webhook).'),
-    v.strictObject({ kind: v.picklist(URL_CHAT_KINDS), url: v.string('Give the incoming-webhook URL.') }, 'This chat channel takes kind and url only.'),
+    v.strictObject({ kind: v.optional(v.literal('webhook')), url: v.string('Give the URL.') }, 'A webhook takes url (and kind: webhook), nothing else.'),
+    v.strictObject(
+      { kind: v.picklist(URL_CHAT_KINDS), url: v.string('Give the incoming-webhook URL.') },
+      'A Slack, Discord, Teams or Mattermost channel takes kind and url (its incoming-webhook URL), nothing else.',
+    ),
     v.strictObject(
       {
         kind: v.literal('telegram'),
         bot_token: v.string('Give the bot token.'),
         chat_id: v.union([v.string(), v.number()], 'Give the chat id: a number, or a channel’s @name.'),
       },
-      'A Telegram channel takes kind, bot_token and chat_id only.',
+      'A Telegram channel takes kind, bot_token and chat_id, nothing else.',
     ),
   ],
   `kind must be one of webhook, ${CHAT_KINDS.join(', ')}.`,
