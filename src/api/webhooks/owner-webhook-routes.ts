@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { listEndpoints, listWebhookDeliveries, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { CHAT_NAMES, isChatKind, MAX_CHAT_CHANNELS, URL_CHAT_KINDS, type NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
+import { CHAT_NAMES, isChatKind, isUrlChatKind, MAX_CHAT_CHANNELS, URL_CHAT_KINDS, type NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
 import { addChatChannel, addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
 import { ownedKey } from '../owners/access.ts';
 import { notFoundPage, pageGuards, see } from '../owners/owner-pages.ts';
@@ -19,18 +19,16 @@ import { renderPage } from '../view.ts';
 import { resendWebhookDelivery } from './webhook-api-routes.ts';
 
 const NOTICES: Record<string, string> = {
-  enabled: 'Webhook enabled: new messages are delivered to it again; re-send the failed ones below.',
-  disabled: 'Webhook disabled: new messages are not delivered to it.',
-  deleted: 'Webhook deleted.',
+  enabled: 'Enabled: new messages are delivered to it again; re-send the failed ones below.',
+  disabled: 'Disabled: new messages are not delivered to it.',
+  deleted: 'Deleted, with its deliveries.',
   resent: 'The delivery is queued to be sent again; its status below follows.',
 };
-/** Which of the page's forms a refusal answers, so that it keeps what was typed. */
-const formOf = (kind: string) => (kind === 'telegram' ? 'telegram' : kind && kind !== 'webhook' ? 'chat' : 'webhook');
 /** The chat form's `kind`: one of the chat platforms; a form without it adds a generic webhook. */
 const chatChannelOfForm = (form: URLSearchParams): NewChatChannel | undefined => {
   const kind = form.get('kind') ?? '';
   if (kind === 'telegram') return { kind, botToken: form.get('bot_token') ?? '', chatId: form.get('chat_id') ?? '' };
-  if ((URL_CHAT_KINDS as readonly string[]).includes(kind)) return { kind: kind as (typeof URL_CHAT_KINDS)[number], url: form.get('url') ?? '' };
+  if (isUrlChatKind(kind)) return { kind, url: form.get('url') ?? '' };
   if (kind && kind !== 'webhook') throw new KeyRuleError('invalid', 'kind', 'Choose Slack, Discord, Microsoft Teams or Mattermost.');
   return undefined;
 };
@@ -47,7 +45,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
     const key = (await ownedKey(em, state.owner!.email, keyId))!;
     const notice = NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
     const endpoints = await listEndpoints(em, key.id);
-    const chats = endpoints.filter((endpoint) => isChatKind(endpoint.kind));
+    const chats = endpoints.flatMap((endpoint) => (isChatKind(endpoint.kind) ? [{ ...endpoint, platform: CHAT_NAMES[endpoint.kind] }] : []));
     renderPage(
       ctx,
       'owner-webhooks',
@@ -58,7 +56,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
         error: '',
         key: { id: key.id, label: key.label, key: deps.vault.tryDecrypt(key.keyEncrypted) ?? null },
         endpoints: endpoints.filter((endpoint) => endpoint.kind === 'webhook'),
-        chats: chats.map((endpoint) => ({ ...endpoint, platform: CHAT_NAMES[endpoint.kind as keyof typeof CHAT_NAMES] })),
+        chats,
         chat_kinds: URL_CHAT_KINDS.map((kind) => ({ kind, name: CHAT_NAMES[kind] })),
         deliveries: (await listWebhookDeliveries(em, { keyId: key.id, limit: DELIVERIES_SHOWN })).map((delivery) => ({
           ...delivery,
@@ -102,7 +100,7 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
       await page(ctx, key.id, { secret: created.secret, created_url: created.endpoint.url });
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
-      await page(ctx, key.id, { error: error.message, error_form: formOf(chatForm.kind), chat_form: chatForm }, 400);
+      await page(ctx, key.id, { error: error.message, chat_form: chatForm }, 400);
     }
   });
 

@@ -7,7 +7,7 @@ import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
 import { KeyRuleError } from '../keys/keys.ts';
 import { URL_CHAT_KINDS, type ChatKind, type UrlChatKind } from './endpoint-kinds.ts';
 
-export { CHAT_KINDS, isChatKind, URL_CHAT_KINDS, type ChatKind, type EndpointKind, type UrlChatKind } from './endpoint-kinds.ts';
+export { CHAT_KINDS, ENDPOINT_KINDS, isChatKind, URL_CHAT_KINDS, type ChatKind, type EndpointKind, type UrlChatKind } from './endpoint-kinds.ts';
 
 export const isUrlChatKind = (kind: string): kind is UrlChatKind => (URL_CHAT_KINDS as readonly string[]).includes(kind);
 
