@@ -156,6 +156,8 @@ describe('chat channels', () => {
         expect(shown, words).toContain(words);
       }
       expect(JSON.stringify(calls[1]!.body)).toContain(`${h.config.PUBLIC_URL}/owner/submissions/${id}`);
+      // The credential is in no record of the delivery either.
+      expect(JSON.stringify(await deliveries(key))).not.toContain(standIn.secret);
       if (platform === 'discord') expect(calls[1]!.body.allowed_mentions).toEqual({ parse: [] });
       if (platform === 'telegram') expect(calls[1]!.body.chat_id).toBe('-1001234567890');
     });
