@@ -116,7 +116,14 @@ async function webhooks(em: EntityManager, vault: KeyVault, webhookPolicy: Addre
   const keyId = await keyIdByValue(em, vault, keyValue);
   const [argument] = rest;
   const line = (endpoint: EndpointRecord) =>
-    [endpoint.id, endpoint.enabled ? 'enabled ' : 'disabled', `failed-in-a-row=${endpoint.consecutive_failures}`, endpoint.url].join('  ');
+    [
+      endpoint.id,
+      endpoint.kind,
+      endpoint.enabled ? 'enabled ' : 'disabled',
+      `failed-in-a-row=${endpoint.consecutive_failures}`,
+      endpoint.url,
+      ...(endpoint.chat_id ? [`chat=${endpoint.chat_id}`] : []),
+    ].join('  ');
   switch (command) {
     case 'list': {
       const endpoints = await listEndpoints(em, keyId);

@@ -55,6 +55,23 @@ beforeAll(async () => {
     .submission_id as string;
   await settled(failed);
   h.sink.behave(undefined);
+  // The Webhooks and chat page then lists two chat channels (disabled: nothing is posted to them) and
+  // a failed delivery, next to its forms.
+  const [slackChannel] = await h.sql<{ id: string }>(
+    `insert into webhook_endpoints (id, key_id, kind, url, secret_sealed, enabled, consecutive_failures, disabled_at)
+     values (gen_random_uuid(), $1, 'slack', 'https://hooks.slack.com/services/T0001/B0001/…wxyz', 'v1:sealed', false, 20, now()) returning id`,
+    [owner.id],
+  );
+  await h.sql(
+    `insert into webhook_endpoints (id, key_id, kind, url, secret_sealed, chat_id, enabled)
+     values (gen_random_uuid(), $1, 'telegram', 'https://api.telegram.org/bot7012345678:…wxyz/sendMessage', 'v1:sealed', '-1001234567890', false)`,
+    [owner.id],
+  );
+  await h.sql(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id, email_status, email_attempts, last_error, last_response_code)
+     values (gen_random_uuid(), $1, $2, 'failed', 3, 'HTTP 404: no_service', 404)`,
+    [slackChannel!.id, sent],
+  );
 
   paths.signIn = '/owner';
   await page.goto(`${h.url}/owner`);

@@ -2,6 +2,7 @@
 // JavaScript turned off: the pages must work as plain HTML forms and links. Ask for the link, take
 // it from the SMTP sink, sign in with the page's button, watch a message go from queued to sent,
 // download its file, see a failed one with the SMTP reply and re-send it, delete one, sign out.
+// Chat channels are added through their forms and a message reaches them.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -11,19 +12,28 @@ import { eventually, listObjectKeys, startHarness, type Harness } from '../suppo
 import { keyStatusOf } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
 import { linkIn, signInMailsTo } from '../support/owner.ts';
+import { startChatStandIn, type ChatStandIn } from '../support/chat-stand-ins.ts';
 
 let h: Harness;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
+const CHAT_HOST = '127.0.0.8';
+let slack: ChatStandIn;
+let telegram: ChatStandIn;
 
 beforeAll(async () => {
-  h = await startHarness();
+  slack = await startChatStandIn('slack', CHAT_HOST);
+  telegram = await startChatStandIn('telegram', CHAT_HOST);
+  h = await startHarness({ env: { WEBHOOK_ALLOW: CHAT_HOST, TELEGRAM_API_URL: telegram.url } });
+  slack.publicUrl = telegram.publicUrl = h.config.PUBLIC_URL;
   browser = await launchChromium();
 });
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => undefined);
   await browser?.close().catch(() => undefined);
   await h?.stop();
+  await slack?.close();
+  await telegram?.close();
 });
 
 async function openPage(
@@ -308,6 +318,49 @@ describe('the owner console in a browser, without JavaScript', () => {
     // The field left out of the email stays in the message's record.
     const [row] = await h.sql('select custom_fields from submissions where id = $1', [id]);
     expect(row?.custom_fields).toContainEqual(['internal_ref', 'R-77']);
+    expect(problems).toEqual([]);
+  });
+
+  it('adds a Slack channel and a Telegram chat through their forms, shows them shortened, and posts a message to both', async () => {
+    const owner = await h.createKey();
+    const { page, problems } = await openPage();
+    await signIn(page, owner.email);
+    await page.getByRole('link', { name: 'Webhooks and chat' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/webhooks`);
+
+    await page.getByLabel('Chat', { exact: true }).selectOption('slack');
+    await page.getByLabel('Incoming-webhook URL').fill(slack.url);
+    await page.getByRole('button', { name: 'Add chat channel' }).click();
+    await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('Slack channel added');
+    await page.getByLabel('Bot token').fill(telegram.secret);
+    await page.getByLabel('Chat id').fill('-1001234567');
+    await page.getByRole('button', { name: 'Add Telegram chat' }).click();
+    await expect.poll(() => page.locator('[role=status]').first().textContent()).toContain('Telegram channel added');
+    await screenshot(page, 'owner-chat.png');
+    const cards = page.locator('section[data-kind]');
+    expect(await cards.evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-kind')))).toEqual(['slack', 'telegram']);
+    const html = await page.content();
+    for (const secret of [slack.secret, telegram.secret]) expect(html).not.toContain(secret);
+
+    const id = (await submitJson(h, { access_key: owner.key, email: 'visitor@example.org', subject: 'A quote', message: 'Hello @here, *ping*' })).json
+      .submission_id as string;
+    const link = `${h.config.PUBLIC_URL}/owner/submissions/${id}`;
+    for (const standIn of [slack, telegram]) {
+      const call = await eventually(
+        async () => standIn.calls.find((entry) => JSON.stringify(entry.body).includes(link)),
+        20_000,
+        `the ${standIn.platform} message`,
+      );
+      expect(call.problems).toEqual([]);
+    }
+    await eventually(
+      async () => {
+        await page.reload();
+        return (await page.locator('tr[data-status="sent"]').count()) === 2 ? true : undefined;
+      },
+      20_000,
+      'both deliveries sent',
+    );
     expect(problems).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-// What the owner console says where it used to say something else: the Webhooks page is headed by
+// What the owner console says where it used to say something else: the Webhooks and chat page is headed by
 // the key's name, "Not spam" on an email already sent promises nothing on its way, and a message
 // re-sent counts and numbers its attempts across every send, as its delivery history lists them.
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -23,12 +23,12 @@ async function settledMessage(key: { key: string }, message: string, status = 's
   return id;
 }
 
-it("heads the Webhooks page with the key's name, not its value", async () => {
+it("heads the Webhooks and chat page with the key's name, not its value", async () => {
   const key = await h.createKey({ email: 'named@example.test' });
   await h.sql('update verification_keys set label = $1 where id = $2', ['Shop contact form', key.id]);
   const owner = await signIn(h, key.email);
   const page = await owner.get(`/owner/keys/${key.id}/webhooks`);
-  expect(page.text).toContain('<h1>Webhooks of Shop contact form</h1>');
+  expect(page.text).toContain('<h1>Webhooks and chat of Shop contact form</h1>');
   expect(page.text).not.toContain(key.key);
 });
 

@@ -1,7 +1,8 @@
 // The spam filter against a real rspamd: a message like those its owner marked spam is held (kept,
 // shown, not emailed) and a plain question delivered; the owner's marks release and teach; what one
 // owner teaches decides for that owner's keys first; the key's level and its webhooks; every
-// verdict is visible in the admin API, the owner API, the CSV and the metrics.
+// verdict is visible in the admin API, the owner API, the CSV and the metrics. A chat channel is
+// gated like a webhook.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { adminClient } from '../support/client.ts';
@@ -9,6 +10,7 @@ import { eventually, startHarness, type Harness, type TestKey } from '../support
 import { signIn, type OwnerClient } from '../support/owner.ts';
 import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+import { startChatStandIn, type ChatStandIn } from '../support/chat-stand-ins.ts';
 
 const TOKEN = 'spam-test-admin-token-0123456789';
 const LINK_FARM = `Cheap rankings! ${Array.from({ length: 12 }, (_, i) => `https://seo-deal${i}.com/offer`).join(' ')}`;
@@ -16,6 +18,7 @@ const LINK_FARM = `Cheap rankings! ${Array.from({ length: 12 }, (_, i) => `https
 let filter: RspamdService;
 let h: Harness;
 let receiver: Receiver;
+let slack: ChatStandIn;
 const admin = adminClient(() => h, TOKEN);
 
 beforeAll(async () => {
@@ -24,9 +27,12 @@ beforeAll(async () => {
     env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, WEBHOOK_ALLOW: '127.0.0.2', WEBHOOK_RETRY_BACKOFF_MS: '100', SPAM_TEACH_PER_KEY_PER_HOUR: '100' },
   });
   receiver = await startReceiver('127.0.0.2');
+  slack = await startChatStandIn('slack', '127.0.0.2');
+  slack.publicUrl = h.config.PUBLIC_URL;
 }, 90_000);
 afterAll(async () => {
   await receiver?.close();
+  await slack?.close();
   await h?.stop();
   await filter?.stop();
 });
@@ -253,12 +259,16 @@ describe("the owner's marks", () => {
 });
 
 describe('webhooks', () => {
-  it('carry the verdict, skip held spam unless the key asks for it, and send it once its owner says not spam', async () => {
+  it('carry the verdict, skip held spam unless the key asks for it, and send it once its owner says not spam; a chat channel alike', async () => {
     const key = await h.createKey();
     const owner = await ownerWhoMarked(key);
     const hook = await admin('POST', `/admin/keys/${key.key}/webhooks`, { url: `${receiver.url}/hook` });
     expect(hook.status).toBe(201);
+    const chat = await admin('POST', `/admin/keys/${key.key}/webhooks`, { kind: 'slack', url: slack.url });
+    expect(chat.status).toBe(201);
     const bodies = () => receiver.received.map((call) => JSON.parse(call.body));
+    /** The Slack message of a submission, once posted: its readable text. */
+    const posted = (id: string) => slack.calls.map((call) => JSON.stringify(call.body)).find((body) => body.includes(`/owner/submissions/${id}`));
 
     const hamId = await submit(key, { message: 'A plain question about opening hours' });
     const spamId = await submit(key, formMessage('spam', 5));
@@ -272,14 +282,26 @@ describe('webhooks', () => {
     );
     expect(skipped.last_error).toContain('held as spam');
     expect(bodies().some((body) => body.data.id === spamId)).toBe(false);
+    await eventually(async () => posted(hamId), 20_000, 'the ham chat message');
+    const chatSkipped = await eventually(
+      async () => (await deliveries()).find((d) => d.submission_id === spamId && d.kind === 'slack' && d.status === 'skipped'),
+      20_000,
+      'the spam chat message skipped',
+    );
+    expect(chatSkipped.last_error).toContain('held as spam');
+    expect(posted(spamId)).toBeUndefined();
 
     await admin('PATCH', `/admin/keys/${key.key}`, { spam_to_webhooks: true });
     const spamToHooks = await submit(key, formMessage('spam', 6));
     const carried = await eventually(async () => bodies().find((body) => body.data.id === spamToHooks), 20_000, 'the spam webhook');
     expect(carried.data.spam).toMatchObject({ verdict: 'spam', mark: null });
+    // Posted to the chat too, saying it was held.
+    expect(await eventually(async () => posted(spamToHooks), 20_000, 'the spam chat message')).toContain('Held as spam');
 
     await mark(owner, spamId, 'ham');
     const released = await eventually(async () => bodies().find((body) => body.data.id === spamId), 20_000, 'the released webhook');
     expect(released.data.spam).toMatchObject({ verdict: 'spam', mark: 'ham' });
+    expect(await eventually(async () => posted(spamId), 20_000, 'the released chat message')).not.toContain('Held as spam');
+    expect(slack.calls.flatMap((call) => call.problems)).toEqual([]);
   });
 });

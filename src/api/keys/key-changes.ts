@@ -10,12 +10,15 @@ import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
 import { setRecipients, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
 import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
-import { createEndpoint } from '../../shared/webhooks/webhooks.ts';
+import type { AddressPolicy } from '../../shared/webhooks/address-guard.ts';
+import type { NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
+import { createChatChannel, createEndpoint } from '../../shared/webhooks/webhooks.ts';
 import { deleteEndpoint, setEndpointEnabled } from '../../shared/webhooks/webhooks.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 
 type Deps = Pick<AppDeps, 'keys' | 'vault'>;
+type ChatDeps = Deps & { config: Pick<AppDeps['config'], 'TELEGRAM_API_URL'> };
 
 /** Runs one change, then forgets the cached keys. */
 async function forgetting<T>(deps: Deps, change: Promise<T>): Promise<T> {
@@ -51,6 +54,9 @@ export async function changeKey(
 }
 
 export const addWebhook = (deps: Deps, em: EntityManager, keyId: string, url: string) => forgetting(deps, createEndpoint(em, deps.vault, keyId, url));
+
+export const addChatChannel = (deps: ChatDeps, em: EntityManager, keyId: string, channel: NewChatChannel, policy: AddressPolicy) =>
+  forgetting(deps, createChatChannel(em, deps.vault, keyId, channel, policy, deps.config.TELEGRAM_API_URL));
 
 export const enableWebhook = (deps: Deps, em: EntityManager, keyId: string, endpointId: string, enabled: boolean) =>
   forgetting(deps, setEndpointEnabled(em, keyId, endpointId, enabled));

@@ -1,11 +1,13 @@
-// /owner/keys/:keyId/webhooks — the owner console's webhooks of one key: add (the signing secret is
-// shown on the answer to that POST, once, never in a URL), enable, disable, delete, and the
+// /owner/keys/:keyId/webhooks — the owner console's webhooks and chat channels of one key: add (a
+// webhook's signing secret is shown on the answer to that POST, once, never in a URL; a chat
+// channel's URL or bot token is never shown back but shortened), enable, disable, delete, and the
 // delivery log with a re-send for failed deliveries. Same guards as the other console pages.
 import type Router from '@koa/router';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { listEndpoints, listWebhookDeliveries, MAX_WEBHOOKS, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
-import { addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
+import { CHAT_NAMES, isChatKind, isUrlChatKind, MAX_CHAT_CHANNELS, URL_CHAT_KINDS, type NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
+import { addChatChannel, addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
 import { ownedKey } from '../owners/access.ts';
 import { notFoundPage, pageGuards, see } from '../owners/owner-pages.ts';
 import { ownerState } from '../owners/session.ts';
@@ -17,10 +19,18 @@ import { renderPage } from '../view.ts';
 import { resendWebhookDelivery } from './webhook-api-routes.ts';
 
 const NOTICES: Record<string, string> = {
-  enabled: 'Webhook enabled: new messages are delivered to it again; re-send the failed ones below.',
-  disabled: 'Webhook disabled: new messages are not delivered to it.',
-  deleted: 'Webhook deleted.',
+  enabled: 'Enabled: new messages are delivered to it again; re-send the failed ones below.',
+  disabled: 'Disabled: new messages are not delivered to it.',
+  deleted: 'Deleted, with its deliveries.',
   resent: 'The delivery is queued to be sent again; its status below follows.',
+};
+/** The chat form's `kind`: one of the chat platforms; a form without it adds a generic webhook. */
+const chatChannelOfForm = (form: URLSearchParams): NewChatChannel | undefined => {
+  const kind = form.get('kind') ?? '';
+  if (kind === 'telegram') return { kind, botToken: form.get('bot_token') ?? '', chatId: form.get('chat_id') ?? '' };
+  if (isUrlChatKind(kind)) return { kind, url: form.get('url') ?? '' };
+  if (kind && kind !== 'webhook') throw new KeyRuleError('invalid', 'kind', 'Choose Slack, Discord, Microsoft Teams or Mattermost.');
+  return undefined;
 };
 const DELIVERIES_SHOWN = 50;
 
@@ -34,6 +44,8 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
     const em = ctx.state.em;
     const key = (await ownedKey(em, state.owner!.email, keyId))!;
     const notice = NOTICES[typeof ctx.query.notice === 'string' ? ctx.query.notice : ''] ?? '';
+    const endpoints = await listEndpoints(em, key.id);
+    const chats = endpoints.flatMap((endpoint) => (isChatKind(endpoint.kind) ? [{ ...endpoint, platform: CHAT_NAMES[endpoint.kind] }] : []));
     renderPage(
       ctx,
       'owner-webhooks',
@@ -43,9 +55,16 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
         notice,
         error: '',
         key: { id: key.id, label: key.label, key: deps.vault.tryDecrypt(key.keyEncrypted) ?? null },
-        endpoints: await listEndpoints(em, key.id),
-        deliveries: await listWebhookDeliveries(em, { keyId: key.id, limit: DELIVERIES_SHOWN }),
+        endpoints: endpoints.filter((endpoint) => endpoint.kind === 'webhook'),
+        chats,
+        chat_kinds: URL_CHAT_KINDS.map((kind) => ({ kind, name: CHAT_NAMES[kind] })),
+        deliveries: (await listWebhookDeliveries(em, { keyId: key.id, limit: DELIVERIES_SHOWN })).map((delivery) => ({
+          ...delivery,
+          platform: isChatKind(delivery.kind) ? CHAT_NAMES[delivery.kind] : 'Webhook',
+        })),
         max: MAX_WEBHOOKS,
+        max_chats: MAX_CHAT_CHANNELS,
+        chat_form: { kind: '', chat_id: '' },
         disable_after: deps.config.WEBHOOK_DISABLE_AFTER,
         secret: '',
         created_url: '',
@@ -66,13 +85,22 @@ export function ownerWebhookRoutes(deps: AppDeps): Router<AppState> {
   router.post('/webhooks', ...write, async (ctx) => {
     const key = await keyOf(ctx);
     if (!key) return notFoundPage(ctx);
+    const form = ownerState(ctx).form!;
+    // What the owner chose comes back on a refusal, but no URL or bot token: they are credentials.
+    const chatForm = { kind: form.get('kind') ?? '', chat_id: form.get('chat_id') ?? '' };
     try {
-      const url = parseWebhookUrl(ownerState(ctx).form!.get('url') ?? '', webhookPolicy);
+      const chat = chatChannelOfForm(form);
+      if (chat) {
+        const added = await addChatChannel(deps, ctx.state.em, key.id, chat, webhookPolicy);
+        await page(ctx, key.id, { notice: `${CHAT_NAMES[chat.kind]} channel added: each new message is posted to it. It is shown below as ${added.url}.` });
+        return;
+      }
+      const url = parseWebhookUrl(form.get('url') ?? '', webhookPolicy);
       const created = await addWebhook(deps, ctx.state.em, key.id, url);
       await page(ctx, key.id, { secret: created.secret, created_url: created.endpoint.url });
     } catch (error) {
       if (!(error instanceof KeyRuleError) || error.code === 'not_found') throw error;
-      await page(ctx, key.id, { error: error.message }, 400);
+      await page(ctx, key.id, { error: error.message, chat_form: chatForm }, 400);
     }
   });
 

@@ -1,5 +1,5 @@
-// A key's webhooks as JSON: endpoints (list, add, enable or disable, delete) and the delivery log
-// with re-send. One set of handlers for the owner API (/owner/api/keys/:keyId, the session's key)
+// A key's webhooks as JSON: endpoints (list, add a generic webhook or a chat channel, enable or
+// disable, delete) and the delivery log with re-send. One set of handlers for the owner API (/owner/api/keys/:keyId, the session's key)
 // and the operator API (/admin/keys/:key, any key by its value); they differ only in how the key
 // is found and who may write, given as a WebhookAccess.
 import type Router from '@koa/router';
@@ -8,11 +8,12 @@ import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
+import { CHAT_KINDS, URL_CHAT_KINDS, type NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
 import { listEndpoints, listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
 import type { AppContext, AppDeps, AppState, RouteContext } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { clearFinishedJob } from '../finished-jobs.ts';
-import { addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
+import { addChatChannel, addWebhook, deleteWebhook, enableWebhook } from '../keys/key-changes.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { ownedKey } from '../owners/access.ts';
 import { crossSiteGuard, csrfGuard, optionalJsonBody, ownerState, requireOwner } from '../owners/session.ts';
@@ -21,7 +22,32 @@ import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const NewWebhookSchema = v.strictObject({ url: v.string('Give the URL.') }, 'Only url can be given.');
+/** A generic webhook (`kind` left out or `webhook`), a chat channel by its incoming-webhook URL, or a Telegram chat. */
+export const NewWebhookSchema = v.variant(
+  'kind',
+  [
+    v.strictObject({ kind: v.optional(v.literal('webhook')), url: v.string('Give the URL.') }, 'A webhook takes url (and kind: webhook), nothing else.'),
+    v.strictObject(
+      { kind: v.picklist(URL_CHAT_KINDS), url: v.string('Give the incoming-webhook URL.') },
+      'A Slack, Discord, Teams or Mattermost channel takes kind and url (its incoming-webhook URL), nothing else.',
+    ),
+    v.strictObject(
+      {
+        kind: v.literal('telegram'),
+        bot_token: v.string('Give the bot token.'),
+        chat_id: v.union([v.string(), v.number()], 'Give the chat id: a number, or a channel’s @name.'),
+      },
+      'A Telegram channel takes kind, bot_token and chat_id, nothing else.',
+    ),
+  ],
+  `kind must be one of webhook, ${CHAT_KINDS.join(', ')}.`,
+);
+
+/** What the request asks for: a generic webhook's URL, or a chat channel as the shared rules take it. */
+function newEndpointOf(input: v.InferOutput<typeof NewWebhookSchema>): { url: string } | { chat: NewChatChannel } {
+  if ('bot_token' in input) return { chat: { kind: 'telegram', botToken: input.bot_token, chatId: String(input.chat_id) } };
+  return input.kind === undefined || input.kind === 'webhook' ? { url: input.url } : { chat: { kind: input.kind, url: input.url } };
+}
 export const WebhookPatchSchema = v.strictObject({ enabled: v.boolean('Must be true or false.') }, 'Only enabled can be changed.');
 export const DeliveryQuerySchema = v.object({
   submission: v.optional(v.pipe(v.string('Give one submission id.'), v.regex(UUID, 'Not a submission id.'))),
@@ -100,13 +126,19 @@ function webhookApiRoutes(deps: AppDeps, access: WebhookAccess): Router<AppState
   });
 
   router.post('/webhooks', ...access.write, json, ...keyFound, async (ctx) => {
-    const { url } = validate(NewWebhookSchema, ctx.request.body);
+    const wanted = newEndpointOf(validate(NewWebhookSchema, ctx.request.body));
     const keyId = await access.keyId(ctx);
-    const created = await addWebhook(deps, ctx.state.em, keyId, parseWebhookUrl(url, webhookPolicy));
+    if ('chat' in wanted) {
+      // The channel's credential is kept sealed and never answered: the record shows it shortened.
+      const webhook = await addChatChannel(deps, ctx.state.em, keyId, wanted.chat, webhookPolicy);
+      ctx.body = { webhook };
+    } else {
+      const created = await addWebhook(deps, ctx.state.em, keyId, parseWebhookUrl(wanted.url, webhookPolicy));
+      // The secret is shown this once; it is kept sealed, for signing.
+      ctx.body = { webhook: created.endpoint, secret: created.secret };
+    }
     noStore(ctx);
     ctx.status = 201;
-    // The secret is shown this once; it is kept sealed, for signing.
-    ctx.body = { webhook: created.endpoint, secret: created.secret };
   });
 
   router.patch('/webhooks/:id', ...access.write, json, ...keyFound, async (ctx) => {

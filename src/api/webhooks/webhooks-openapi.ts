@@ -1,10 +1,13 @@
 // The webhooks' part of the OpenAPI document (src/api/site/openapi.ts spreads it in): the admin API's,
-// the owner console pages' and the owner JSON API's routes for endpoints and deliveries, and under `webhooks` the request this service
-// POSTs to an endpoint, with the JSON Schema of its body (src/workers/webhooks/webhook-payload.ts builds it).
+// the owner console pages' and the owner JSON API's routes for endpoints (generic webhooks and chat
+// channels) and deliveries, and under `webhooks` the request this service POSTs to a generic
+// endpoint, with the JSON Schema of its body (src/workers/webhooks/webhook-payload.ts builds it). A
+// chat channel gets its platform's own message instead (docs/webhooks.md#chat-channels).
 import * as v from 'valibot';
 import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
 import { WEBHOOK_EVENTS } from '../../shared/webhooks/entities.ts';
 import { MAX_WEBHOOKS } from '../../shared/webhooks/webhooks.ts';
+import { CHAT_KINDS, ENDPOINT_KINDS, MAX_CHAT_CHANNELS, URL_CHAT_KINDS } from '../../shared/webhooks/chat-channels.ts';
 import {
   adminSecurity,
   BounceDetail,
@@ -63,7 +66,12 @@ export const SubmissionBouncedSchema = v.object({
 
 const Endpoint = v.object({
   id: v.pipe(v.string(), v.uuid()),
-  url: v.string(),
+  kind: described(v.picklist(ENDPOINT_KINDS), 'webhook: the signed generic event; otherwise the chat platform whose message format it gets'),
+  url: described(
+    v.string(),
+    "A webhook's URL. A chat channel's request URL shortened: the part of the path that holds its secret cut to its last 4 characters, no query; a Telegram channel's bot token likewise",
+  ),
+  chat_id: described(v.nullable(v.string()), "A Telegram channel's chat; null otherwise"),
   enabled: v.boolean(),
   consecutive_failures: v.number(),
   disabled_at: v.nullable(v.string()),
@@ -72,6 +80,7 @@ const Endpoint = v.object({
 export const Delivery = v.object({
   delivery_id: v.pipe(v.string(), v.uuid()),
   endpoint_id: v.pipe(v.string(), v.uuid()),
+  kind: v.picklist(ENDPOINT_KINDS),
   url: v.string(),
   submission_id: v.pipe(v.string(), v.uuid()),
   event: v.picklist(WEBHOOK_EVENTS),
@@ -84,8 +93,45 @@ export const Delivery = v.object({
 });
 
 const NewWebhook = {
-  'application/json': { schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } }, additionalProperties: false } },
+  'application/json': {
+    schema: {
+      oneOf: [
+        {
+          title: 'Webhook',
+          type: 'object',
+          required: ['url'],
+          properties: { kind: { const: 'webhook' }, url: { type: 'string', format: 'uri', maxLength: 2048 } },
+          additionalProperties: false,
+        },
+        {
+          title: 'Slack, Discord, Teams or Mattermost channel',
+          description: 'The incoming-webhook URL the chat gives (Teams: a Workflows webhook trigger). Kept sealed; never answered in full.',
+          type: 'object',
+          required: ['kind', 'url'],
+          properties: { kind: { enum: [...URL_CHAT_KINDS] }, url: { type: 'string', format: 'uri', maxLength: 2048 } },
+          additionalProperties: false,
+        },
+        {
+          title: 'Telegram chat',
+          description: "A bot's token from @BotFather (kept sealed; never answered in full) and the chat it posts to: a number, or a public channel's @name.",
+          type: 'object',
+          required: ['kind', 'bot_token', 'chat_id'],
+          properties: {
+            kind: { const: 'telegram' },
+            bot_token: { type: 'string', pattern: '^\\d{1,20}:[A-Za-z0-9_-]{30,100}$' },
+            chat_id: { oneOf: [{ type: 'string', pattern: '^(-?\\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$' }, { type: 'integer' }] },
+          },
+          additionalProperties: false,
+        },
+      ],
+    },
+  },
 };
+const addSummary = `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key; the answer carries its signing secret, this once) or a chat channel (${CHAT_KINDS.join(', ')}; at most ${MAX_CHAT_CHANNELS} per key)`;
+const Created = v.object({
+  webhook: Endpoint,
+  secret: v.optional(v.pipe(v.string(), v.description("A webhook's signing secret, shown this once; a chat channel has none"))),
+});
 const WebhookPatch = {
   'application/json': { schema: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } }, additionalProperties: false } },
 };
@@ -108,13 +154,13 @@ export const webhookPaths = {
       responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) } },
     },
     post: {
-      summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
+      summary: addSummary,
       security: adminSecurity,
       parameters: [keyParam],
       requestBody: { required: true, content: NewWebhook },
       responses: {
-        201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) },
-        400: { description: 'Bad URL, or the key has its maximum' },
+        201: { description: '{webhook, secret?}', content: json(Created) },
+        400: { description: 'Bad URL, bot token or chat id, or the key has its maximum of that kind' },
         404: { description: 'Unknown key' },
       },
     },
@@ -151,11 +197,16 @@ export const webhookPaths = {
     },
   },
   '/owner/keys/{keyId}/webhooks': {
-    get: { ...page("Owner console: a key's webhooks and delivery log"), parameters: [idParam('keyId')] },
-    post: { ...page('Owner console: add a webhook (form: url); the answer shows the secret once'), parameters: [idParam('keyId')] },
+    get: { ...page("Owner console: a key's webhooks, chat channels and delivery log"), parameters: [idParam('keyId')] },
+    post: {
+      ...page(
+        'Owner console: add a webhook (form: url; the answer shows the secret once) or a chat channel (form: kind and url, or kind=telegram, bot_token and chat_id)',
+      ),
+      parameters: [idParam('keyId')],
+    },
   },
   '/owner/keys/{keyId}/webhooks/{id}': {
-    post: { ...page('Owner console: enable, disable or delete a webhook (form: action)'), parameters: [idParam('keyId'), idParam('id')] },
+    post: { ...page('Owner console: enable, disable or delete a webhook or chat channel (form: action)'), parameters: [idParam('keyId'), idParam('id')] },
   },
   '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': {
     post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] },
@@ -168,13 +219,13 @@ export const webhookPaths = {
       responses: { 200: { description: '{webhooks}', content: json(v.object({ webhooks: v.array(Endpoint) })) }, 401: unauthorized, 404: notOwned },
     },
     post: {
-      summary: `Add a webhook endpoint (at most ${MAX_WEBHOOKS} per key); the answer carries its signing secret, this once`,
+      summary: addSummary,
       security: ownerWriteSecurity,
       parameters: [idParam('keyId')],
       requestBody: { required: true, content: NewWebhook },
       responses: {
-        201: { description: '{webhook, secret}', content: json(v.object({ webhook: Endpoint, secret: v.string() })) },
-        400: error('Bad URL, or the key has its maximum'),
+        201: { description: '{webhook, secret?}', content: json(Created) },
+        400: error('Bad URL, bot token or chat id, or the key has its maximum of that kind'),
         401: unauthorized,
         403: forbidden,
         404: notOwned,
@@ -234,7 +285,7 @@ export const webhookPaths = {
 export const webhookEvents = {
   'submission.created': {
     post: {
-      summary: 'A submission was accepted (one request per enabled endpoint of its key)',
+      summary: 'A submission was accepted (one request per enabled generic endpoint of its key; a chat channel gets its platform’s message instead)',
       description:
         'Signed per Standard Webhooks: webhook-id (the same on every retry of a delivery), webhook-timestamp (Unix seconds) and webhook-signature = "v1,<base64 HMAC-SHA256 of id.timestamp.body>" keyed by the base64 part of the endpoint secret (whsec_…). Verify it (e.g. the standardwebhooks package), reject timestamps older than a few minutes, drop repeated webhook-ids. Answer 2xx within 10 s; 408, 429 (Retry-After honoured) and 5xx are retried with exponential backoff for about a day; any other answer fails the delivery. Redirects are not followed.',
       parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
@@ -244,7 +295,8 @@ export const webhookEvents = {
   },
   'submission.bounced': {
     post: {
-      summary: "A submission's notification email came back as a hard bounce after the relay took it (one request per enabled endpoint of its key)",
+      summary:
+        "A submission's notification email came back as a hard bounce after the relay took it (one request per enabled generic endpoint of its key; chat channels are not told)",
       description: 'Signed, retried and answered like submission.created.',
       parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
       requestBody: { required: true, content: json(SubmissionBouncedSchema) },

@@ -462,6 +462,10 @@ const webhooks = {
     ),
     'Comma-separated hosts or ranges that webhooks may reach although private, loopback or link-local. Unset: public unicast addresses only.',
   ),
+  TELEGRAM_API_URL: about(
+    v.optional(url(['https:', 'http:']), 'https://api.telegram.org'),
+    'The Telegram Bot API that Telegram chat channels call (`<this>/bot<token>/sendMessage`): a self-hosted Bot API server, or a stand-in in tests. Reached through the same address guard as webhooks (`WEBHOOK_ALLOW`).',
+  ),
 };
 
 const domainName = v.pipe(

@@ -5,10 +5,13 @@ import { createdAt } from '../infra/db/columns.ts';
 import { VerificationKeySchema } from '../keys/entities.ts';
 import { SubmissionSchema } from '../submissions/entities.ts';
 import { deliveryColumns } from '../submissions/delivery-columns.ts';
+import { ENDPOINT_KINDS } from './endpoint-kinds.ts';
 
 /**
- * A webhook endpoint of a key (src/shared/webhooks/webhooks.ts): where each accepted submission is POSTed,
- * signed with the endpoint's secret (sealed under SECRET like the keys, shown to the owner once).
+ * A webhook endpoint of a key (src/shared/webhooks/webhooks.ts): where each accepted submission is POSTed.
+ * A generic one (`kind` webhook) is signed with the endpoint's secret (sealed under SECRET like the keys,
+ * shown to the owner once); a chat channel (src/shared/webhooks/chat-channels.ts) keeps its credential
+ * sealed in the same column (the incoming-webhook URL, or the Telegram bot token) and `url` shows it shortened.
  */
 export const WebhookEndpointSchema = defineEntity({
   name: 'WebhookEndpoint',
@@ -19,8 +22,11 @@ export const WebhookEndpointSchema = defineEntity({
       .primary()
       .onCreate(() => randomUUID()),
     key: () => p.manyToOne(VerificationKeySchema).deleteRule('cascade').index(),
+    kind: p.enum(ENDPOINT_KINDS).default('webhook'),
     url: p.string().length(2048),
     secretSealed: p.text(),
+    /** A Telegram channel's chat: a number, or a public channel's @name. */
+    chatId: p.string().length(64).nullable(),
     enabled: p.boolean().default(true),
     /** Deliveries that ended `failed` since the last one delivered: past WEBHOOK_DISABLE_AFTER the endpoint is disabled. */
     consecutiveFailures: p.integer().default(0),

@@ -1,6 +1,8 @@
 // Webhook endpoints and their deliveries, for the owner console, the admin API, the CLI and the
-// workers: up to MAX_WEBHOOKS endpoints per key, each a URL and a signing secret made here and shown
-// once (sealed under SECRET, like the keys, so the worker can sign), and the delivery log.
+// workers: up to MAX_WEBHOOKS generic endpoints per key, each a URL and a signing secret made here
+// and shown once (sealed under SECRET, like the keys, so the worker can sign); up to
+// MAX_CHAT_CHANNELS chat channels, each with its credential sealed the same way
+// (./chat-channels.ts); and the delivery log.
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
@@ -9,6 +11,7 @@ import type { KeyVault } from '../infra/secrets.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { KeyRuleError, findUndeletedKeyId, lockKeyRow } from '../keys/keys.ts';
 import { countEndpoints, countFailure, insertEndpoint, resetFailures, type EndpointRecord } from './data/webhook-endpoints.ts';
+import { chatChannelRecord, MAX_CHAT_CHANNELS, type NewChatChannel } from './chat-channels.ts';
 
 export const MAX_WEBHOOKS = 3;
 const MAX_URL_LENGTH = 2048;
@@ -46,9 +49,31 @@ export async function createEndpoint(em: EntityManager, vault: KeyVault, keyId: 
   return inTransaction(em, async (tx) => {
     // The key's row lock serialises additions, so the limit holds under concurrency.
     await lockKeyRow(tx, keyId);
-    if ((await countEndpoints(tx, keyId)) >= MAX_WEBHOOKS) throw new KeyRuleError('invalid', 'url', `A key has at most ${MAX_WEBHOOKS} webhooks.`);
-    const endpoint = await insertEndpoint(tx, keyId, url, vault.encrypt(secret));
+    if ((await countEndpoints(tx, keyId, false)) >= MAX_WEBHOOKS) throw new KeyRuleError('invalid', 'url', `A key has at most ${MAX_WEBHOOKS} webhooks.`);
+    const endpoint = await insertEndpoint(tx, keyId, { kind: 'webhook', url, secretSealed: vault.encrypt(secret), chatId: null });
     return { endpoint, secret };
+  });
+}
+
+/**
+ * Adds a chat channel to a key, its credential sealed; nothing of the credential is returned but
+ * its shortened form. `telegramApi` is TELEGRAM_API_URL, for the shortened request URL shown.
+ */
+export async function createChatChannel(
+  em: EntityManager,
+  vault: KeyVault,
+  keyId: string,
+  channel: NewChatChannel,
+  policy: AddressPolicy,
+  telegramApi: string,
+): Promise<EndpointRecord> {
+  const record = chatChannelRecord(channel, policy, telegramApi);
+  return inTransaction(em, async (tx) => {
+    await lockKeyRow(tx, keyId);
+    if ((await countEndpoints(tx, keyId, true)) >= MAX_CHAT_CHANNELS) {
+      throw new KeyRuleError('invalid', 'kind', `A key has at most ${MAX_CHAT_CHANNELS} chat channels.`);
+    }
+    return insertEndpoint(tx, keyId, { kind: record.kind, url: record.shown, secretSealed: vault.encrypt(record.credential), chatId: record.chatId });
   });
 }
 

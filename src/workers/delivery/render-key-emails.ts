@@ -49,5 +49,5 @@ export function renderSignInEmail(email: string, link: string, minutes: number):
 export type DisabledEndpoint = { url: string; error: string };
 
 export function renderWebhookDisabledEmail(endpoints: DisabledEndpoint[], failures: number, consoleUrl: string): RenderedEmail {
-  return renderEmail('webhook-disabled', 'A webhook of your contact form was switched off', { endpoints, failures, console: consoleUrl });
+  return renderEmail('webhook-disabled', 'A webhook or chat channel of your contact form was switched off', { endpoints, failures, console: consoleUrl });
 }

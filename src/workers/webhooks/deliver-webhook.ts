@@ -1,4 +1,5 @@
-// The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks. Claimed and
+// The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks, or
+// written in a chat platform's format for a chat channel (./chat/). Claimed and
 // recorded like an email (../../shared/submissions/data/delivery-status.ts); the receiver's answer decides: 2xx delivered; 408,
 // 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
 // else, a refused address among it, fails at once. A failure counts against the endpoint, which is
@@ -23,6 +24,9 @@ import type { SendOutcome } from '../delivery/send.ts';
 import { claimClock, logLostClaim, stillClaimed } from '../delivery/claim-check.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
 import { buildPayload, StaleEventError } from './webhook-payload.ts';
+import { isChatKind } from '../../shared/webhooks/chat-channels.ts';
+import { loadChatNotice } from './chat/chat-notice.ts';
+import { chatRequest, retryAfterInBody } from './chat/chat-request.ts';
 
 /** What webhook delivery needs of the configuration. */
 export type WebhookSettings = {
@@ -34,6 +38,10 @@ export type WebhookSettings = {
   policy: AddressPolicy;
   /** Whether the workers check submissions for spam: a `submission.created` event then waits for the verdict it carries. */
   spamFilterOn: boolean;
+  /** PUBLIC_URL, for a chat message's link to the console. */
+  publicUrl: string;
+  /** TELEGRAM_API_URL: where a Telegram channel's sendMessage goes. */
+  telegramApiUrl: string;
 };
 
 const SPAM_VERDICT_POLL_MS = 2_000;
@@ -100,16 +108,9 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
         return 'spam';
       }
     }
-    const body = JSON.stringify(await buildPayload(em, context.storage, delivery.event, delivery.submission, context.linkTtlSeconds));
-    const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${id}`;
-    const now = new Date();
-    const headers = {
-      'webhook-id': webhookId,
-      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': new Webhook(context.vault.decrypt(endpoint.secretSealed)).sign(webhookId, now, body),
-    };
+    const request = await buildRequest(context, delivery);
     if (!(await stillClaimed(em, 'webhook', id, claim, since, context.claimLeaseMs))) return lost('not delivered');
-    answer = await postWebhook(endpoint.url, body, headers, { timeoutMs: context.timeoutMs, policy: context.policy });
+    answer = await postWebhook(request.url, request.body, request.headers, { timeoutMs: context.timeoutMs, policy: context.policy });
     if (answer.status >= 200 && answer.status < 300) {
       const sent = await recordDelivered(em, id, claim, answer.status);
       // Delivered before this worker could tell: the other worker's outcome stands.
@@ -119,6 +120,8 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
       if (sent) deliveryLatency.observe(label, (new Date(sent.sent_at).getTime() - new Date(sent.created_at).getTime()) / 1000);
       return 'sent';
     }
+    // Telegram and Discord say in the body how long to wait.
+    if (isChatKind(endpoint.kind) && answer.retryAfterMs === undefined) answer.retryAfterMs = retryAfterInBody(answer.body);
     failure = judgeWebhookAnswer(answer);
   } catch (error) {
     if (error instanceof DelayedError) throw error;
@@ -151,6 +154,32 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
 }
 
 class DisabledEndpointError extends Error {}
+
+type DeliveryToSend = Awaited<ReturnType<typeof findDeliveryToSend>>;
+
+/**
+ * The POST of one delivery: a generic endpoint gets the event signed per Standard Webhooks; a chat
+ * channel gets the submission in its platform's format, at the URL its sealed credential gives.
+ */
+async function buildRequest(context: WebhookContext, delivery: DeliveryToSend): Promise<{ url: string; body: string; headers: Record<string, string> }> {
+  const { endpoint } = delivery;
+  if (isChatKind(endpoint.kind)) {
+    // Chat channels are given new messages only (src/shared/webhooks/data/webhook-deliveries.ts).
+    if (delivery.event !== 'submission.created') throw new StaleEventError(`a chat channel is not told of ${delivery.event}`);
+    const notice = await loadChatNotice(context.em, delivery.submission, context.publicUrl);
+    const channel = { kind: endpoint.kind, chatId: endpoint.chatId ?? null };
+    return { ...chatRequest(channel, context.vault.decrypt(endpoint.secretSealed), notice, context.telegramApiUrl), headers: {} };
+  }
+  const body = JSON.stringify(await buildPayload(context.em, context.storage, delivery.event, delivery.submission, context.linkTtlSeconds));
+  const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${delivery.id}`;
+  const now = new Date();
+  const headers = {
+    'webhook-id': webhookId,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': new Webhook(context.vault.decrypt(endpoint.secretSealed)).sign(webhookId, now, body),
+  };
+  return { url: endpoint.url, body, headers };
+}
 
 /** The endpoint's failure count; when this failure disables it, the owner's email goes out (or the reconciler sends it). */
 async function countFailure(context: WebhookContext, endpointId: string): Promise<void> {

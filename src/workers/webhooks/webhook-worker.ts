@@ -26,6 +26,8 @@ export function startWebhookWorker(connections: WorkerConnections, config: Confi
       linkTtlSeconds: config.LINK_TTL_SECONDS,
       policy: parseAllowList(config.WEBHOOK_ALLOW),
       spamFilterOn,
+      publicUrl: config.PUBLIC_URL,
+      telegramApiUrl: config.TELEGRAM_API_URL,
     },
     log,
   });

@@ -4,10 +4,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { WebhookDeliverySchema, type WebhookEvent } from '../entities.ts';
 import type { EmailStatus } from '../../submissions/delivery-columns.ts';
+import type { EndpointKind } from '../endpoint-kinds.ts';
 
 export type WebhookDeliveryRecord = {
   delivery_id: string;
   endpoint_id: string;
+  kind: EndpointKind;
   url: string;
   submission_id: string;
   event: WebhookEvent;
@@ -40,7 +42,7 @@ export async function listWebhookDeliveries(
     values.push(filter.submissionId);
   }
   return em.execute<WebhookDeliveryRecord[]>(
-    `select d.id as delivery_id, d.endpoint_id, e.url, d.submission_id, d.event, d.email_status as status, d.email_attempts as attempts,
+    `select d.id as delivery_id, d.endpoint_id, e.kind, e.url, d.submission_id, d.event, d.email_status as status, d.email_attempts as attempts,
             d.last_response_code, d.last_error, ${iso('d.sent_at')} as delivered_at, ${iso('d.created_at')} as created_at
        from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id
       where ${conditions.join(' and ')}
@@ -53,11 +55,14 @@ export async function listWebhookDeliveries(
 export const findDeliveryToSend = (em: EntityManager, id: string) =>
   em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });
 
-/** A `submission.bounced` delivery to each enabled endpoint of the key; their ids, to enqueue after the commit. */
+/**
+ * A `submission.bounced` delivery to each enabled generic endpoint of the key (chat channels are told
+ * of new messages only); their ids, to enqueue after the commit.
+ */
 export async function addBouncedEvents(client: pg.PoolClient, submissionId: string, keyId: string): Promise<string[]> {
   const { rows } = await client.query<{ id: string }>(
     `insert into webhook_deliveries (id, endpoint_id, submission_id, event)
-     select gen_random_uuid(), e.id, $1, 'submission.bounced' from webhook_endpoints e where e.key_id = $2 and e.enabled
+     select gen_random_uuid(), e.id, $1, 'submission.bounced' from webhook_endpoints e where e.key_id = $2 and e.enabled and e.kind = 'webhook'
      returning id`,
     [submissionId, keyId],
   );

@@ -1,34 +1,48 @@
-// The webhook_endpoints table: a key's endpoints (URL, sealed signing secret, enabled, failures in a row).
+// The webhook_endpoints table: a key's endpoints (kind, URL, sealed signing secret or chat credential,
+// enabled, failures in a row).
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EndpointKind } from '../endpoint-kinds.ts';
 
 export type EndpointRecord = {
   id: string;
+  kind: EndpointKind;
+  /** A generic webhook's URL; a chat channel's request URL shortened (its credential left out). */
   url: string;
+  /** A Telegram channel's chat, else null. */
+  chat_id: string | null;
   enabled: boolean;
   consecutive_failures: number;
   disabled_at: string | null;
   created_at: string;
 };
 
-const ENDPOINT_COLUMNS = `id, url, enabled, consecutive_failures, to_char(disabled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as disabled_at,
+const ENDPOINT_COLUMNS = `id, kind, url, chat_id, enabled, consecutive_failures, to_char(disabled_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as disabled_at,
   to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created_at`;
 
 export async function listEndpoints(em: EntityManager, keyId: string): Promise<EndpointRecord[]> {
   return em.execute<EndpointRecord[]>(`select ${ENDPOINT_COLUMNS} from webhook_endpoints where key_id = ? order by created_at, id`, [keyId]);
 }
 
-export async function countEndpoints(tx: EntityManager, keyId: string): Promise<number> {
-  const [count] = await tx.execute<Array<{ n: number }>>('select count(*)::int as n from webhook_endpoints where key_id = ?', [keyId]);
+/** The key's generic webhooks (`chat` false) or its chat channels (`chat` true). */
+export async function countEndpoints(tx: EntityManager, keyId: string, chat: boolean): Promise<number> {
+  const [count] = await tx.execute<Array<{ n: number }>>(`select count(*)::int as n from webhook_endpoints where key_id = ? and (kind <> 'webhook') = ?`, [
+    keyId,
+    chat,
+  ]);
   return count?.n ?? 0;
 }
 
-/** Adds an endpoint with its secret sealed. */
-export async function insertEndpoint(tx: EntityManager, keyId: string, url: string, secretSealed: string): Promise<EndpointRecord> {
-  const [endpoint] = await tx.execute<EndpointRecord[]>(
-    `insert into webhook_endpoints (id, key_id, url, secret_sealed) values (gen_random_uuid(), ?, ?, ?) returning ${ENDPOINT_COLUMNS}`,
-    [keyId, url, secretSealed],
+/** Adds an endpoint with its secret (or chat credential) sealed. */
+export async function insertEndpoint(
+  tx: EntityManager,
+  keyId: string,
+  endpoint: { kind: EndpointKind; url: string; secretSealed: string; chatId: string | null },
+): Promise<EndpointRecord> {
+  const [inserted] = await tx.execute<EndpointRecord[]>(
+    `insert into webhook_endpoints (id, key_id, kind, url, secret_sealed, chat_id) values (gen_random_uuid(), ?, ?, ?, ?, ?) returning ${ENDPOINT_COLUMNS}`,
+    [keyId, endpoint.kind, endpoint.url, endpoint.secretSealed, endpoint.chatId],
   );
-  return endpoint!;
+  return inserted!;
 }
 
 /** False when the key has no such endpoint. */

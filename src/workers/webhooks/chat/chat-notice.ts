@@ -1,0 +1,75 @@
+// What a chat message tells of a submission, before any platform's format: the sender, the
+// subject, the message, the fields in the form's order, the files by name, whether it was held as
+// spam, and the link to it in the owner console. Every text a visitor wrote is cleaned here
+// (./chat-text.ts) and its mentions defused; each platform then escapes its own markup.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Submission } from '../../../shared/submissions/entities.ts';
+import type { VerificationKey } from '../../../shared/keys/entities.ts';
+import { findAttachments } from '../../../shared/submissions/submissions.ts';
+import { cleanLine, cleanText, defuseMentions } from './chat-text.ts';
+
+export type ChatNotice = {
+  /** The service's own first line: "New message", with the key's label when it has one. */
+  headline: string;
+  /** The sender's name (a field called `name`), defused; null when the form sent none. */
+  senderName: string | null;
+  /** The sender's address as validated at intake: one `@`, inside the word, no markup of its own beyond punctuation. */
+  senderEmail: string;
+  subject: string;
+  message: string;
+  fields: Array<{ name: string; value: string }>;
+  files: Array<{ name: string; size: number }>;
+  /** Held as spam and posted all the same (the key sends spam to its webhooks): its score, if any. */
+  spam: { score: number | null } | null;
+  consoleUrl: string;
+  createdAt: Date;
+};
+
+type NoticeSource = Pick<Submission, 'id' | 'email' | 'subject' | 'message' | 'customFields' | 'spamVerdict' | 'spamScore' | 'spamMark' | 'createdAt'> & {
+  key: Pick<VerificationKey, 'label'>;
+};
+
+/** The notice of a submission; the files are read from their rows, never from storage. */
+export async function loadChatNotice(em: EntityManager, submission: NoticeSource, publicUrl: string): Promise<ChatNotice> {
+  const files = (await findAttachments(em, submission.id)).map((file) => ({ name: file.filename, size: file.size }));
+  return chatNotice(submission, files, publicUrl);
+}
+
+export function chatNotice(submission: NoticeSource, files: Array<{ name: string; size: number }>, publicUrl: string): ChatNotice {
+  const line = (value: string) => defuseMentions(cleanLine(value));
+  const name = submission.customFields.find(([field]) => field.trim().toLowerCase() === 'name')?.[1];
+  const label = submission.key.label ? cleanLine(submission.key.label) : '';
+  const held = submission.spamVerdict === 'spam' && submission.spamMark !== 'ham';
+  return {
+    headline: label ? `New message to ${defuseMentions(label)}` : 'New message',
+    senderName: name && cleanLine(name) ? line(name) : null,
+    senderEmail: cleanLine(submission.email),
+    subject: line(submission.subject) || '(no subject)',
+    message: defuseMentions(cleanText(submission.message)).trim() || '(no message)',
+    fields: submission.customFields.map(([field, value]) => ({
+      name: line(field) || '(unnamed)',
+      value: defuseMentions(cleanText(value)).trim() || '(empty)',
+    })),
+    files: files.map((file) => ({ name: line(file.name) || '(unnamed)', size: file.size })),
+    spam: held ? { score: submission.spamScore ?? null } : null,
+    consoleUrl: `${publicUrl}/owner/submissions/${submission.id}`,
+    createdAt: submission.createdAt,
+  };
+}
+
+/** The sender as one line: `Name <address>`, or the address alone. */
+export const senderLine = (notice: Pick<ChatNotice, 'senderName' | 'senderEmail'>) =>
+  notice.senderName ? `${notice.senderName} <${notice.senderEmail}>` : notice.senderEmail;
+
+/** A file's size in words: bytes, KB or MB. */
+export function sizeInWords(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+/** The held-as-spam line, when it applies. */
+export const spamLine = (notice: Pick<ChatNotice, 'spam'>) =>
+  notice.spam
+    ? `Held as spam${notice.spam.score === null ? '' : ` (score ${notice.spam.score})`}: not emailed to you. Mark it not spam in the console to have it emailed.`
+    : '';
