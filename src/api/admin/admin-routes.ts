@@ -16,7 +16,7 @@ import {
   submissionRecords,
 } from '../../shared/submissions/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
-import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
+import { keyChangesOf, KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
 import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
 import { changeKey } from '../keys/key-changes.ts';
@@ -147,21 +147,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
         ctx,
         deps,
         deps.vault.hash(ctx.params.key ?? ''),
-        {
-          status: patch.status,
-          useDomain: patch.use_domain,
-          domains: patch.domains === undefined ? undefined : parseDomains(patch.domains),
-          captcha: patch.captcha,
-          spamFilter: patch.spam_filter,
-          spamToWebhooks: patch.spam_to_webhooks,
-          label: patch.label,
-          subjectPrefix: patch.subject_prefix,
-          autoresponse: patch.autoresponse,
-          emailSubject: patch.email_subject,
-          emailFieldOrder: patch.email_field_order,
-          emailHiddenFields: patch.email_hidden_fields,
-          emailFiles: patch.email_files,
-        },
+        { ...keyChangesOf(patch), domains: patch.domains === undefined ? undefined : parseDomains(patch.domains) },
         patch.recipients,
       );
       const [record] = await keyRecords(ctx.state.em, deps, [key]);

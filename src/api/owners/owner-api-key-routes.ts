@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
-import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
+import { keyChangesOf, KeyPatchSchema } from '../../shared/keys/key-patch.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
@@ -32,19 +32,8 @@ export function ownerApiKeyRoutes(deps: AppDeps): Router<AppState> {
     async (ctx) => {
       const patch = validate(KeyPatchSchema, ctx.request.body);
       const key = await changeOwnerKey(ctx, deps, ownerEmail(ctx), ctx.params.keyId ?? '', {
-        status: patch.status,
-        useDomain: patch.use_domain,
+        ...keyChangesOf(patch),
         domains: patch.domains,
-        captcha: patch.captcha,
-        spamFilter: patch.spam_filter,
-        spamToWebhooks: patch.spam_to_webhooks,
-        label: patch.label,
-        subjectPrefix: patch.subject_prefix,
-        autoresponse: patch.autoresponse,
-        emailSubject: patch.email_subject,
-        emailFieldOrder: patch.email_field_order,
-        emailHiddenFields: patch.email_hidden_fields,
-        emailFiles: patch.email_files,
         recipients: patch.recipients,
       });
       if (!key) throw notFound();

@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
 import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
 import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_FILES_MODES, EMAIL_SUBJECT_MAX } from './email-layout.ts';
-import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from './keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX, type KeyChanges } from './keys.ts';
 import { CONFIRM_REQUESTS_PER_KEY, CONFIRM_REQUESTS_PER_MAILBOX, MAX_ADDED_RECIPIENTS } from '../recipients/recipients.ts';
 
 export const KeyPatchSchema = v.strictObject(
@@ -83,3 +83,23 @@ export const KeyPatchSchema = v.strictObject(
   },
   'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix, autoresponse, email_subject, email_field_order, email_hidden_fields, email_files and recipients can be changed.',
 );
+
+export type KeyPatch = v.InferOutput<typeof KeyPatchSchema>;
+
+/** The settings a PATCH body changes, in the keys feature's terms; its domains and recipients are read by each route's own rules. */
+export function keyChangesOf(patch: KeyPatch): Omit<KeyChanges, 'domains'> {
+  return {
+    status: patch.status,
+    useDomain: patch.use_domain,
+    captcha: patch.captcha,
+    spamFilter: patch.spam_filter,
+    spamToWebhooks: patch.spam_to_webhooks,
+    label: patch.label,
+    subjectPrefix: patch.subject_prefix,
+    autoresponse: patch.autoresponse,
+    emailSubject: patch.email_subject,
+    emailFieldOrder: patch.email_field_order,
+    emailHiddenFields: patch.email_hidden_fields,
+    emailFiles: patch.email_files,
+  };
+}
