@@ -211,7 +211,7 @@ export async function resetState(ctx: Ctx): Promise<void> {
   // the key's address, and the next scenario's emails would not be attempted; spam_campaign_votes,
   // so that one scenario's marks hold nothing in the next.
   await ctx.sql.query(
-    `truncate submissions, attachments, webhook_deliveries, delivery_attempts, spam_teachings, spam_campaign_votes, address_bounces, mailbox_complaints, ${FLOOR_PK_TABLE}`,
+    `truncate submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, spam_teachings, spam_campaign_votes, address_bounces, mailbox_complaints, ${FLOOR_PK_TABLE}`,
   );
   await ctx.redis.flushall();
 }
