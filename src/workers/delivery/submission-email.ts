@@ -4,6 +4,8 @@ import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
 import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import { followWithAutoresponse } from './autoresponse-email.ts';
+import { outcomeFromKey, type AutoresponseOutcome } from '../../shared/autoresponses/autoresponses.ts';
+import { autoresponses } from '../../shared/infra/metrics.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubjectPattern } from '../../shared/keys/email-layout.ts';
@@ -23,20 +25,28 @@ export type SubmissionContext = SendContext &
 /**
  * The owner's email, then, once it is sent or settled (held as spam, suppressed, failed for good),
  * the visitor's autoresponse decided and queued as a job of its own: it never delays the owner's email.
+ * A key without an autoresponse (the usual case) needs no decision: its `off` rides on the `sent` write.
  */
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
+  const known: { autoresponse?: AutoresponseOutcome | undefined } = {};
   let outcome: SendOutcome;
   try {
-    outcome = await deliverOwnerEmail(context, job);
+    outcome = await deliverOwnerEmail(context, job, known);
   } catch (error) {
     if (error instanceof UnrecoverableError) await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
     throw error;
   }
-  if (outcome !== 'not-claimable') await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
+  if (outcome === 'sent' && known.autoresponse) autoresponses.inc({ outcome: known.autoresponse });
+  else if (outcome !== 'not-claimable') await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
   return outcome;
 }
 
-async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
+/** `known`: set to the autoresponse outcome the claim already tells, which the `sent` write records. */
+async function deliverOwnerEmail(
+  context: SubmissionContext,
+  job: Job<DeliveryJobs['submission']>,
+  known: { autoresponse?: AutoresponseOutcome | undefined },
+): Promise<SendOutcome> {
   const { submissionId } = job.data;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);
@@ -69,6 +79,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
         ? `[${submission.subjectLabel}] ${submission.subject}`
         : submission.subject;
     const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds, submission.emailLayout);
+    known.autoresponse = outcomeFromKey(submission);
     return {
       message: {
         from: context.mailFrom,
@@ -82,6 +93,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       },
       release: files.release,
       spam,
+      autoresponse: known.autoresponse,
     };
   });
 }
