@@ -12,10 +12,13 @@ import type { KeyVault } from '../shared/infra/secrets.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import type { KeyCache } from './submissions/key-cache.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 
 export type AppDeps = {
   config: Config;
   orm: MikroORM;
+  /** PostgreSQL connections of the submissions' group commit, on which its INSERT is prepared. */
+  intakePool: pg.Pool;
   redis: RedisClient;
   /** The email deliveries. */
   queue: Queue<DeliveryJob>;

@@ -42,8 +42,24 @@ export const pgTimeoutOptions = (timeouts: PgTimeouts) => ({
   options: `-c statement_timeout=${Math.floor(timeouts.statementMs)} -c idle_in_transaction_session_timeout=${Math.floor(timeouts.idleInTransactionMs)}`,
 });
 
-export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, ...PG_KEEPALIVE, ...pgTimeoutOptions(timeouts) });
+/**
+ * `waits`: how long the pool waits, in ms, for a connection and for each statement's answer (the
+ * API's bounds); unset, as long as TCP does.
+ */
+export function createPgPool(
+  databaseUrl: string,
+  max: number,
+  timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS,
+  waits: { connectMs?: number | undefined; queryMs?: number | undefined } = {},
+): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    ...PG_KEEPALIVE,
+    ...pgTimeoutOptions(timeouts),
+    ...(waits.connectMs ? { connectionTimeoutMillis: waits.connectMs } : {}),
+    ...(waits.queryMs ? { query_timeout: waits.queryMs } : {}),
+  });
   // A connection that breaks (idle, or while the pool closes it) is replaced on the next query, and
   // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);
