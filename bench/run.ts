@@ -13,6 +13,7 @@
 //                                 side's statements per delivered email and their time
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
 //   npm run bench -- --delivery-repeats=5       alternating loop/service repeats of scenario 3 with 2 and more workers (default 3, 1 with --quick)
+//   npm run bench -- --pipeline-repeats=4       alternating floor/service repeats of scenario 12 (default 2, 1 with --quick)
 //   npm run bench -- --sink-delay=200          the SMTP sink's delay per message (default 50 ms)
 //   npm run bench -- --node-flags="--max-semi-space-size=8"   Node flags for every process under test
 import { randomBytes } from 'node:crypto';
@@ -86,6 +87,8 @@ const S: Settings = quick
 if (workerCounts) S.workerCounts = workerCounts;
 const deliveryRepeats = option('delivery-repeats');
 if (deliveryRepeats) S.deliveryRepeats = Math.max(1, Number(deliveryRepeats) || 1);
+const pipelineRepeats = option('pipeline-repeats');
+if (pipelineRepeats) S.pipelineRepeats = Math.max(1, Number(pipelineRepeats) || 1);
 const DEADLINE_MS = 25 * 60_000; // the whole run, services included; stopping takes the rest of the 27 minutes at most
 
 const started = Date.now();
