@@ -201,6 +201,13 @@ export async function pipeline(ctx: Ctx): Promise<void> {
   }
   const service = combine(results.service);
   const floor = combine(results.floor);
+  // Each repeat's two sides ran one after the other: their ratios show how far a busy minute moved one pair.
+  const pairs = results.service.map((repeat, index) => {
+    const other = results.floor[index]!;
+    const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : 'n/a');
+    return `#${index + 1} ${ratio(repeat.ok / repeat.seconds, other.ok / other.seconds)} / ${ratio(repeat.delivered / repeat.seconds, other.delivered / other.seconds)}`;
+  });
+  notes.push(`12 pipeline: each repeat's ratios, intake while delivering / delivered: ${pairs.join(', ')}`);
   rows.push(
     { scenario, metric: 'intake while delivering', service: service.intake, baseline: floor.intake, unit: 'req/s', target: { kind: 'ratio>=', value: 0.8 } },
     { scenario, metric: 'delivered', service: service.delivered, baseline: floor.delivered, unit: 'emails/s', target: { kind: 'ratio>=', value: 0.8 } },
