@@ -1,15 +1,19 @@
 // `npm run bench`: starts real services, runs the selected scenarios (bench/scenarios/) against the
 // service and a floor baseline on the same services, and prints one table. See docs/benchmarks.md.
 
-//   npm run bench                 the full run (its length: docs/benchmarks.md#running-it; ends by itself within 23)
+//   npm run bench                 the full run (its length: docs/benchmarks.md#running-it; ends by itself within 27)
 //   npm run bench -- --quick      short windows and small backlogs, for a smoke check
 //   npm run bench -- --only=1,3   some scenarios only (1 JSON, 2 multipart, 3 delivery, 4 end to end, 5 memory, 6 growth,
 //                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter, 10 the reconciler behind a backlog,
-//                                 11 the owner console's search and overview at 100,000 messages a key)
+//                                 11 the owner console's search and overview at 100,000 messages a key,
+//                                 12 the whole pipeline: intake while 2 workers deliver, against its floor)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
+//   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each
+//                                 side's statements per delivered email and their time
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
 //   npm run bench -- --delivery-repeats=5       alternating loop/service repeats of scenario 3 with 2 and more workers (default 3, 1 with --quick)
+//   npm run bench -- --pipeline-repeats=4       alternating floor/service repeats of scenario 12 (default 2, 1 with --quick)
 //   npm run bench -- --sink-delay=200          the SMTP sink's delay per message (default 50 ms)
 //   npm run bench -- --node-flags="--max-semi-space-size=8"   Node flags for every process under test
 import { randomBytes } from 'node:crypto';
@@ -24,6 +28,7 @@ import { growth } from './scenarios/growth.ts';
 import { intakeJson, intakeMultipart } from './scenarios/intake.ts';
 import { killMidBacklog } from './scenarios/kill-mid-backlog.ts';
 import { memory } from './scenarios/memory.ts';
+import { pipeline } from './scenarios/pipeline.ts';
 import { reconcileBacklog } from './scenarios/reconcile.ts';
 import { spamFilter } from './scenarios/spam.ts';
 import { machineLine, startServices, type Ctx, type Run, type Settings } from './support/context.ts';
@@ -35,6 +40,7 @@ import { printReport } from './support/report.ts';
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
+const pgStatements = args.includes('--pg-statements');
 const option = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const only = option('only')?.split(',').map(Number);
 const workerCounts = option('workers')?.split(',').map(Number);
@@ -56,6 +62,9 @@ const S: Settings = quick
       drainCapMs: 60_000,
       kills: 4,
       dsns: 2_000,
+      pipelineWarmupMs: 2_000,
+      pipelineMeasureMs: 5_000,
+      pipelineRepeats: 1,
     }
   : {
       warmupMs: 3_000,
@@ -71,11 +80,16 @@ const S: Settings = quick
       drainCapMs: 90_000,
       kills: 12,
       dsns: 10_000,
+      pipelineWarmupMs: 5_000,
+      pipelineMeasureMs: 15_000,
+      pipelineRepeats: 2,
     };
 if (workerCounts) S.workerCounts = workerCounts;
 const deliveryRepeats = option('delivery-repeats');
 if (deliveryRepeats) S.deliveryRepeats = Math.max(1, Number(deliveryRepeats) || 1);
-const DEADLINE_MS = 21 * 60_000; // the whole run, services included; stopping takes the rest of the 23 minutes at most
+const pipelineRepeats = option('pipeline-repeats');
+if (pipelineRepeats) S.pipelineRepeats = Math.max(1, Number(pipelineRepeats) || 1);
+const DEADLINE_MS = 25 * 60_000; // the whole run, services included; stopping takes the rest of the 27 minutes at most
 
 const started = Date.now();
 const run: Run = {
@@ -83,6 +97,7 @@ const run: Run = {
   quick,
   nodeFlags,
   profileDir: profile ? path.join(ROOT, 'bench', 'profiles') : undefined,
+  pgStatements,
   sinkDelayMs: Number(option('sink-delay') ?? 50),
   adminToken: randomBytes(24).toString('hex'),
   started,
@@ -106,6 +121,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [9, spamFilter],
   [10, reconcileBacklog],
   [11, consoleQueries],
+  [12, pipeline],
 ];
 
 // ---------------------------------------------------------------- lifecycle

@@ -97,5 +97,5 @@ export async function consoleQueries(ctx: Ctx): Promise<void> {
       note: `${overview.length} overview pages (a key's, all keys') against the unfiltered list`,
     },
   );
-  await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, spam_teachings');
+  await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, spam_teachings');
 }

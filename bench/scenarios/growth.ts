@@ -35,7 +35,7 @@ export async function growth(ctx: Ctx): Promise<void> {
     // held within the target (docs/benchmarks.md#running-it).
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #1`, api.child, api.url, request));
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #2`, api.child, api.url, request));
-    await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, spam_teachings');
+    await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, spam_teachings');
     empty.push(await loadPhase(ctx, '6 empty table #2', api.child, api.url, request));
   } finally {
     await stopReporting(ctx, api.child, scenario);

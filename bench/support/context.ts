@@ -48,6 +48,10 @@ export type Settings = {
   kills: number;
   /** DSNs sent to the bounce receiver (and to its floor) after the warm-up. */
   dsns: number;
+  /** Scenario 12: each side's warm-up and measured window, and how many of each side, alternating. */
+  pipelineWarmupMs: number;
+  pipelineMeasureMs: number;
+  pipelineRepeats: number;
 };
 
 /** What a run was asked for and what it has found so far; it exists before the services do. */
@@ -58,6 +62,8 @@ export type Run = {
   nodeFlags: string[];
   /** With --profile: where the V8 CPU profiles go. */
   profileDir: string | undefined;
+  /** With --pg-statements: PostgreSQL keeps statement statistics (pg_stat_statements), which scenario 12 reports. */
+  pgStatements: boolean;
   sinkDelayMs: number;
   /** The operator token: a worker serves its metrics only with it. */
   adminToken: string;
@@ -89,7 +95,12 @@ export type Ctx = Run & {
 
 export async function startServices(run: Run, dir: string): Promise<Ctx> {
   run.log('starting PostgreSQL, Redis, S3 and the SMTP sink');
-  const postgres = await startPostgres({ dir: path.join(dir, 'postgres'), persistent: false, database: 'contact_form' });
+  const postgres = await startPostgres({
+    dir: path.join(dir, 'postgres'),
+    persistent: false,
+    database: 'contact_form',
+    ...(run.pgStatements ? { settings: ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track=all'] } : {}),
+  });
   track({ name: 'postgres', stop: postgres.stop });
   const redisService = await startRedis();
   track({ name: 'redis', stop: redisService.stop, pid: redisService.child.pid });
@@ -122,6 +133,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   }
   const sql = new pg.Pool({ connectionString: postgres.url, max: 4 });
   track({ name: 'sql pool', stop: () => sql.end() });
+  if (run.pgStatements) await sql.query('create extension if not exists pg_stat_statements');
   // The key's own email is not part of any scenario.
   await sql.query('delete from key_emails');
   // The usual case: a mailbox that confirmed it wants the mail (docs/api.md "Recipient consent"). An

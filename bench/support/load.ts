@@ -24,6 +24,8 @@ export type LoadOptions = {
   maxRps?: number;
   /** Each 200 answered inside the measured window, with the time its body arrived (epoch ms). */
   onMeasured?: (body: string, at: number) => void;
+  /** Each 200 answered, warm-up included. */
+  onOk?: (body: string) => void;
 };
 
 export type LoadResult = {
@@ -78,7 +80,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
           outcome = { status: 0, body: String(error) };
         }
         const done = performance.now();
-        if (outcome.status !== 200) {
+        if (outcome.status === 200) options.onOk?.(outcome.body);
+        else {
           errors += 1;
           firstError ??= `${outcome.status} ${outcome.body.slice(0, 200)}`;
           if (outcome.status === 0) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -67,6 +67,18 @@ export function spawnFloorWorker(ctx: Ctx): Promise<Child> {
   });
 }
 
+/** A floor worker of the whole pipeline (scenario 12): reads and updates the floor API's primary-key-only table. */
+export function spawnFloorPipelineWorker(ctx: Ctx, index: number): Promise<Child> {
+  const name = `floor-worker-${index}`;
+  return spawnNode({
+    name,
+    script: 'bench/floor/pipeline-worker.ts',
+    env: { ...ctx.env, QUEUE_PREFIX: FLOOR_PREFIX, WORKER_CONCURRENCY: String(WORKER_CONCURRENCY), FLOOR_PK_TABLE },
+    readyPattern: /floor pipeline worker ready/,
+    nodeArgs: flagsFor(ctx, name),
+  });
+}
+
 /** Stops a process under test, noting the warnings and errors it logged. */
 export async function stopReporting(ctx: Ctx, child: Child, context: string): Promise<void> {
   await child.stop();

@@ -69,13 +69,14 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     prefix: deps.config.QUEUE_PREFIX,
   });
   const routers: Array<Router<AppState>> = [];
+  const submissions = submissionRoutes(deps, limiter, altcha);
   routers.push(
     healthRoutes(deps),
     metricsRoutes(deps),
     docsRoutes(deps, () => registeredRoutes(routers)),
     pageRoutes(deps),
     keyRoutes(deps, limiter),
-    submissionRoutes(deps, limiter, altcha),
+    submissions,
     altchaRoutes(deps, altcha),
     confirmRoutes(deps, limiter),
     ownerSessionPages(deps, { mail: limiter, signIn: signInLimiter }),
@@ -89,7 +90,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     adminRoutes(deps),
     adminWebhookApiRoutes(deps),
   );
-  for (const router of routers) {
+  // The submissions' router first: the busiest path meets no other router's matching on its way.
+  for (const router of [submissions, ...routers.filter((router) => router !== submissions)]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }

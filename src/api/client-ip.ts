@@ -49,6 +49,8 @@ export function clientIpResolver(trust: TrustProxy | undefined): ClientIpResolve
  * /64 and could otherwise take a fresh bucket for every request.
  */
 export function rateLimitSubject(clientIp: string, ipv6PrefixLength: number): string {
+  // The common case, without parsing: an IPv4 address counts as it is.
+  if (isIP(clientIp) === 4) return clientIp;
   if (!ipaddr.isValid(clientIp)) return clientIp;
   const address = ipaddr.process(clientIp); // an IPv4-mapped IPv6 address becomes IPv4
   if (address.kind() === 'ipv4') return address.toString();

@@ -5,6 +5,7 @@ import type { ParameterizedContext } from 'koa';
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '../shared/infra/queues/redis.ts';
 import type { MikroORM } from '../shared/infra/db/orm.ts';
+import type { StatementRunner } from '../shared/infra/db/pg-pool.ts';
 import type { Config } from '../shared/infra/config.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
@@ -16,6 +17,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 export type AppDeps = {
   config: Config;
   orm: MikroORM;
+  /** The submissions' group commit's INSERTs: a pool of their own, its statements named unless behind a transaction pooler. */
+  intakePool: StatementRunner;
   redis: RedisClient;
   /** The email deliveries. */
   queue: Queue<DeliveryJob>;

@@ -6,6 +6,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../shared/infra/config.ts';
 import { createOrm } from '../shared/infra/db/orm.ts';
+import { createPgPool, statementRunner } from '../shared/infra/db/pg-pool.ts';
 import { entities } from '../shared/schema.ts';
 import type { Logger } from '../shared/infra/log.ts';
 import { registerQueueDepth } from '../shared/infra/metrics.ts';
@@ -24,6 +25,9 @@ import { createKeyCache } from './submissions/key-cache.ts';
 import { apiPgWaits } from './unavailable.ts';
 import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
 
+/** PostgreSQL connections for the submissions' group commit, beside the ORM's pool. */
+const INTAKE_CONNECTIONS = 4;
+
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
 
 export async function startApi(config: Config, log: Logger): Promise<ApiProcess> {
@@ -34,7 +38,10 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
-  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, entities, undefined, apiPgWaits(config)), (orm) => orm.close());
+  const pgWaits = apiPgWaits(config);
+  const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, entities, undefined, pgWaits), (orm) => orm.close());
+  // The group commit's two INSERTs in flight, and room for the row-by-row retry of a shared write that failed.
+  const intakePool = shutdown.add('postgres (intake)', createPgPool(config.DATABASE_URL, INTAKE_CONNECTIONS, pgWaits.timeouts, pgWaits), (pool) => pool.end());
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', redisTopology(config)), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue<DeliveryJob>(redis, config), (queue) => queue.close());
@@ -49,7 +56,19 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const keys = shutdown.add('key cache', createKeyCache({ databaseUrl: config.DATABASE_DIRECT_URL, ttlMs: config.KEY_CACHE_TTL_MS, vault, log }), (keys) =>
     keys.close(),
   );
-  const deps: AppDeps = { config, orm, redis, queue, webhookQueue, storage, vault, keys, spamFilter: spamFilterFromConfig(config), log };
+  const deps: AppDeps = {
+    config,
+    orm,
+    intakePool: statementRunner(intakePool, config.DATABASE_POOLER),
+    redis,
+    queue,
+    webhookQueue,
+    storage,
+    vault,
+    keys,
+    spamFilter: spamFilterFromConfig(config),
+    log,
+  };
   // Koa's handler catches its own errors: the promise it returns never rejects.
   const handleRequest = createApp(deps).callback();
   const server = createServer(

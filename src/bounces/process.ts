@@ -29,8 +29,10 @@ export async function startBounceReceiver(config: Config & { BOUNCE_DOMAIN: stri
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
-  const pool = shutdown.add('postgres', createPgPool(config.DATABASE_URL, POOL_SIZE, configuredTimeouts(config, 'request'), config.DATABASE_POOLER), (pool) =>
-    pool.end(),
+  const pool = shutdown.add(
+    'postgres',
+    createPgPool(config.DATABASE_URL, POOL_SIZE, configuredTimeouts(config, 'request'), { pooler: config.DATABASE_POOLER }),
+    (pool) => pool.end(),
   );
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', redisTopology(config)), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));

@@ -16,6 +16,8 @@ export type PostgresOptions = {
   port?: number;
   /** Another address to listen on besides loopback (the tests' hosts in network namespaces). */
   listen?: string;
+  /** More server settings, each `name=value` (the benchmark's statement statistics). */
+  settings?: string[];
 };
 
 type PostgresBinaries = { initdb: string; postgres: string };
@@ -179,6 +181,7 @@ export async function startPostgres(options: PostgresOptions): Promise<LocalServ
       '-c',
       'max_connections=200',
       ...durability,
+      ...(options.settings ?? []).flatMap((setting) => ['-c', setting]),
     ],
     { ...asUser, stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -1,17 +1,31 @@
-// Per-client-IP rate limit shared by every API process: one atomic Redis script per request
-// (a fixed window: INCR, and PEXPIRE on the first hit). Over the limit: 429 with Retry-After.
-// While Redis is unreachable the limit is not enforced: losing submissions would be worse.
+// Per-client-IP rate limit shared by every API process: a fixed window per client (INCR, and
+// PEXPIRE on the first hit) counted by one atomic Redis script. The hits of concurrent requests go
+// together (group commit, ../../shared/infra/group-commit.ts): one script call counts a burst of
+// them, one round trip instead of one per request (docs/benchmarks.md#the-whole-pipeline), each in
+// its order. Over the limit: 429 with Retry-After. While Redis is unreachable the limit is not
+// enforced: losing submissions would be worse.
 import type { Middleware } from 'koa';
+import { groupCommit } from '../../shared/infra/group-commit.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { rateLimitSubject } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
 
-const HIT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return { count, redis.call('PTTL', KEYS[1]) }`;
+/** Each key counted once per hit, in order; answers each key's count and time to live. The keys share the prefix's hash tag, so one Redis Cluster slot. */
+const HITS = `
+local answer = {}
+for index, key in ipairs(KEYS) do
+  local count = redis.call('INCR', key)
+  if count == 1 then redis.call('PEXPIRE', key, ARGV[1]) end
+  answer[index * 2 - 1] = count
+  answer[index * 2] = redis.call('PTTL', key)
+end
+return answer`;
+
+/** ioredis sends a defined script by its SHA-1 (EVALSHA), and its text only when Redis does not know it yet. */
+const COMMAND = 'cfsRateLimitHits';
+type WithHits = { [COMMAND]: (keyCount: number, ...args: Array<string | number>) => Promise<number[]> };
 
 export type RateLimitOptions = {
   redis: RedisClient;
@@ -23,26 +37,38 @@ export type RateLimitOptions = {
   timeoutMs?: number;
 };
 
+type Verdict = { count: number; ttlMs: number };
+
 export function rateLimit(options: RateLimitOptions): Middleware<AppState> {
   const { redis, prefix, windowMs, max, ipv6Prefix = 64, timeoutMs = 500 } = options;
   const windowSeconds = Math.ceil(windowMs / 1000);
+  if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: HITS });
+  const client = redis as RedisClient & WithHits;
+
+  // A failure is every hit's answer, never a retry one by one: Redis away, each request goes on.
+  const hits = groupCommit<string, Verdict | Error>(
+    async (keys) => {
+      try {
+        if (redis.status !== 'ready') throw new Error(`redis is ${redis.status}`);
+        const reply = await withTimeout(client[COMMAND](keys.length, ...keys, windowMs), timeoutMs, 'rate limit check timed out');
+        return keys.map((_, index) => ({ count: reply[index * 2]!, ttlMs: reply[index * 2 + 1]! }));
+      } catch (error) {
+        return keys.map(() => (error instanceof Error ? error : new Error(String(error))));
+      }
+    },
+    // One call in flight: the hits that arrive meanwhile share the next.
+    { maxInFlight: 1 },
+  );
+
+  // A request waits for the call in flight, then for its own: at most twice timeoutMs.
   return async (ctx, next) => {
-    const verdict = await hit(`${prefix}:ratelimit:${rateLimitSubject(ctx.state.clientIp, ipv6Prefix)}`).catch((error: unknown) => {
-      ctx.state.log.warn({ err: error }, 'rate limit not checked: redis unavailable');
-      return undefined;
-    });
-    if (verdict && verdict.count > max) {
+    const verdict = await hits(`${prefix}:ratelimit:${rateLimitSubject(ctx.state.clientIp, ipv6Prefix)}`);
+    if (verdict instanceof Error) ctx.state.log.warn({ err: verdict }, 'rate limit not checked: redis unavailable');
+    else if (verdict.count > max) {
       const error = errors.rateLimited(windowSeconds);
       error.headers['Retry-After'] = String(Math.max(1, Math.ceil(verdict.ttlMs / 1000)));
       throw error;
     }
     await next();
   };
-
-  async function hit(key: string): Promise<{ count: number; ttlMs: number }> {
-    if (redis.status !== 'ready') throw new Error(`redis is ${redis.status}`);
-    const reply = await withTimeout(redis.eval(HIT, 1, key, windowMs), timeoutMs, 'rate limit check timed out');
-    const [count, ttlMs] = reply as [number, number];
-    return { count, ttlMs };
-  }
 }

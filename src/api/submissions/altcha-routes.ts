@@ -57,7 +57,7 @@ export function altchaRoutes(deps: AppDeps, altcha: Altcha): Router<AppState> {
   router.get(ALTCHA_CHALLENGE_PATH, challengeCors, async (ctx) => {
     // Only an active key gets challenges: each costs this process one key derivation.
     const accessKey = ctx.query.access_key;
-    const key = typeof accessKey === 'string' && accessKey ? await deps.keys.find(ctx.state.em, accessKey) : null;
+    const key = typeof accessKey === 'string' && accessKey ? await deps.keys.find(() => ctx.state.em, accessKey) : null;
     if (!key) throw errors.invalidKey();
     const challenge = await altcha.challenge(key.id);
     // Every challenge is new and answered once: no cache may hand one out twice.

@@ -5,7 +5,8 @@ import { errors } from '../api-errors.ts';
 import { keyAcceptsDomain } from './domains.ts';
 import type { KeyCache } from './key-cache.ts';
 
-export async function authenticateKey(em: EntityManager, keys: KeyCache, accessKey: string, domain: string | undefined): Promise<ActiveKey> {
+/** `em`: the request's EntityManager, asked for only when the key is not cached. */
+export async function authenticateKey(em: () => EntityManager, keys: KeyCache, accessKey: string, domain: string | undefined): Promise<ActiveKey> {
   const key = await keys.find(em, accessKey);
   if (!key) throw errors.invalidKey();
   if (!keyAcceptsDomain(key, domain)) throw errors.domainMismatch();
@@ -16,7 +17,7 @@ export async function authenticateKey(em: EntityManager, keys: KeyCache, accessK
  * After an error, the key that may vouch for the request's `error_url`: the request's key when it
  * is active and accepts the domain; otherwise none, and the service's own error page is used.
  */
-export async function vouchingKey(em: EntityManager, keys: KeyCache, accessKey: unknown, domain: string | undefined): Promise<ActiveKey | undefined> {
+export async function vouchingKey(em: () => EntityManager, keys: KeyCache, accessKey: unknown, domain: string | undefined): Promise<ActiveKey | undefined> {
   if (typeof accessKey !== 'string' || !accessKey) return undefined;
   const key = await keys.find(em, accessKey);
   return key && keyAcceptsDomain(key, domain) ? key : undefined;

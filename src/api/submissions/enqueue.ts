@@ -1,6 +1,7 @@
 // Enqueueing from a request, after its row is committed: never holds the request on a Redis outage,
 // and never fails it either. A row left without a job is enqueued later by the reconciler.
 // Concurrent requests share one addBulk per queue (one pipelined round trip); each waits for its own.
+// One in flight per queue: the jobs of the requests answered meanwhile go together in the next.
 import type { Queue } from 'bullmq';
 import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import { groupCommit, type GroupCommit } from '../../shared/infra/group-commit.ts';
@@ -18,10 +19,13 @@ type EnqueueDeps = Pick<AppDeps, 'queue' | 'webhookQueue' | 'redis'>;
 function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): GroupCommit<DeliveryRequest> {
   let batcher = batchers.get(queue);
   if (!batcher) {
-    batcher = groupCommit<DeliveryRequest>(async (jobs) => {
-      if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
-      await withTimeout(enqueueDeliveries(queue, jobs), TIMEOUT_MS, `enqueue timed out after ${TIMEOUT_MS} ms`);
-    });
+    batcher = groupCommit<DeliveryRequest>(
+      async (jobs) => {
+        if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
+        await withTimeout(enqueueDeliveries(queue, jobs), TIMEOUT_MS, `enqueue timed out after ${TIMEOUT_MS} ms`);
+      },
+      { maxInFlight: 1 },
+    );
     batchers.set(queue, batcher);
   }
   return batcher;

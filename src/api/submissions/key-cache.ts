@@ -24,8 +24,8 @@ const MAX_ENTRIES = 10_000;
 const RECONNECT_MS = 1_000;
 
 export type KeyCache = {
-  /** The active key with this value, as findActiveKey gives it, from memory when fresh. */
-  find: (em: EntityManager, key: string) => Promise<ActiveKey | null>;
+  /** The active key with this value, as findActiveKey gives it, from memory when fresh; `em` is asked for only when PostgreSQL is. */
+  find: (em: () => EntityManager, key: string) => Promise<ActiveKey | null>;
   /**
    * Forgets every cached key at once: called by this process after a change it made itself, so its
    * next request sees it without waiting for the notification (which tells the other processes).
@@ -79,14 +79,14 @@ export function createKeyCache(options: { databaseUrl: string; ttlMs: number; va
 
   return {
     async find(em, key) {
-      if (!listening || ttlMs === 0) return findActiveKey(em, vault, key);
+      if (!listening || ttlMs === 0) return findActiveKey(em(), vault, key);
       // Indexed by the key's value itself: its HMAC (how PostgreSQL finds it) costs more CPU than the lookup here.
       const now = Date.now();
       const cached = entries.get(key);
       if (cached && cached.expiresAt > now) return cached.key;
       if (entries.size >= MAX_ENTRIES) forgetAll();
       // Concurrent requests for one key share one lookup.
-      const entry: Entry = { key: findActiveKey(em, vault, key), expiresAt: now + ttlMs };
+      const entry: Entry = { key: findActiveKey(em(), vault, key), expiresAt: now + ttlMs };
       entries.set(key, entry);
       const found = await entry.key.catch((error: unknown) => {
         if (entries.get(key) === entry) entries.delete(key);

@@ -43,12 +43,12 @@ export type NewSubmission = {
   origin: string | undefined;
   /** KEY_STORAGE_QUOTA_MB: the bytes of files a key may keep stored. */
   storageQuotaMb: number;
-  /** Decides the email's fate (src/api/submissions/admit.ts); `writes` when it changes rows. */
-  admit: { run: (em: EntityManager) => Promise<Admission>; writes: boolean };
+  /** The email's fate (src/api/submissions/admit.ts): known already, or decided by writes in the transaction that saves the row. */
+  admit: { known: Admission } | { run: (tx: EntityManager) => Promise<Admission> };
   /**
    * Where the common case's row goes (no files, no admission writes): a group commit of
-   * `insertSubmissionRows`, so that concurrent requests share one multi-row INSERT. Without it, the
-   * row is inserted alone.
+   * `insertSubmissionBatch`, so that concurrent requests share one INSERT. Without it, the row is
+   * inserted alone.
    */
   insertRow?: GroupCommit<SubmissionRow>;
 };
@@ -62,7 +62,8 @@ export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEma
  * mailbox) make it one transaction. Either way a refusal (quota, consent) leaves no row, no charge
  * and no email behind.
  */
-export async function saveSubmission(em: EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
+/** `em`: the request's EntityManager, asked for only when the row does not join the group commit. */
+export async function saveSubmission(em: () => EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
   const webhookDeliveryIds = submission.key.webhookEndpointIds.map(() => randomUUID());
   const saved = (admission: Admission): SavedSubmission => ({
     id: submission.id,
@@ -70,36 +71,37 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
     confirmEmailId: admission.confirmEmailId,
     webhookDeliveryIds,
   });
-  if (submission.admit.writes) {
+  const { admit } = submission;
+  if ('run' in admit) {
     let admission: Admission | undefined;
-    await settledTransaction(em, submission.id, async (tx) => {
-      admission = await submission.admit.run(tx);
+    await settledTransaction(em(), submission.id, async (tx) => {
+      admission = await admit.run(tx);
       await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
     });
     // Committed, so the admission ran in it; and a refusal (quota, consent) would have rolled it back.
     return saved(admission!);
   }
-  const admission = await submission.admit.run(em);
+  const admission = admit.known;
   if (submission.files.length > 0 || webhookDeliveryIds.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
-    await settledTransaction(em, submission.id, (tx) => insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds));
+    await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds));
     return saved(admission);
   }
   const row = submissionRow(submission, admission.emailStatus);
   try {
-    await (submission.insertRow ? submission.insertRow(row) : writeSubmissionRows(() => em)([row]));
+    await (submission.insertRow ? submission.insertRow(row) : writeSubmissionRows((rows) => insertSubmissionRows(em(), rows))([row]));
   } catch (error) {
     if (!mayBeWritten.has(row) && !outcomeUnknown(error)) throw error;
     // The INSERT is idempotent: repeated, it either finds the row or writes it.
     const stored = await settle(submission.id, error, async () => {
       try {
-        await insertSubmissionRows(em, [row]);
+        await insertSubmissionRows(em(), [row]);
         return true;
       } catch (repeatError) {
         // PostgreSQL ended the repeat at its statement limit. The first write was sent earlier under
         // the same limit, so it has ended too: whether the row is there is the outcome.
         if (sqlState(repeatError) !== '57014') throw repeatError;
-        return submissionExists(em.fork(), submission.id);
+        return submissionExists(em().fork(), submission.id);
       }
     });
     if (!stored) throw errors.serviceUnavailable();
@@ -108,14 +110,14 @@ export async function saveSubmission(em: EntityManager, submission: NewSubmissio
 }
 
 /**
- * The write of the group commit (and of a lone row). A row whose write was cut off before its answer
- * came is remembered: the group commit retries it alone, and should that retry fail before it
- * reached PostgreSQL (a refused connection), its outcome is still the cut-off write's.
+ * The write of the group commit (and of a lone row), by `write`. A row whose write was cut off before
+ * its answer came is remembered: the group commit retries it alone, and should that retry fail before
+ * it reached PostgreSQL (a refused connection), its outcome is still the cut-off write's.
  */
-export function writeSubmissionRows(em: () => EntityManager): (rows: SubmissionRow[]) => Promise<void> {
+export function writeSubmissionRows(write: (rows: SubmissionRow[]) => Promise<void>): (rows: SubmissionRow[]) => Promise<void> {
   return async (rows) => {
     try {
-      await insertSubmissionRows(em(), rows);
+      await write(rows);
     } catch (error) {
       if (outcomeUnknown(error)) for (const row of rows) mayBeWritten.add(row);
       throw error;

@@ -24,7 +24,7 @@ import { parseSubmissionFields } from './input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { saveSubmission, waitForDelivery, WriteOutcomeUnknown, writeSubmissionRows } from './store.ts';
-import { type SubmissionRow } from '../../shared/submissions/submissions.ts';
+import { insertSubmissionBatch, type SubmissionRow } from '../../shared/submissions/submissions.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -35,9 +35,9 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
 
   const { HONEYPOT_FIELD } = deps.config;
   const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
-  // Concurrent submissions share one multi-row INSERT, on a unit of work of its own (no one
+  // Concurrent submissions share one INSERT, prepared on connections of their own (no one
   // request's); each is answered once its own has committed.
-  const insertRow = groupCommit<SubmissionRow>(writeSubmissionRows(() => deps.orm.em.fork()));
+  const insertRow = groupCommit<SubmissionRow>(writeSubmissionRows((rows) => insertSubmissionBatch(deps.intakePool, rows)));
   // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
   const consent = createConsentMemory();
 
@@ -63,7 +63,8 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       }
       const input = parseSubmissionFields(body.fields, ignoredFields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
-      const em = ctx.state.em;
+      // Forked only when asked for: a cached key and a row of the group commit need none.
+      const em = () => ctx.state.em;
       key = await authenticateKey(em, deps.keys, input.accessKey, domain);
       if (key.captcha) await verifyCaptcha({ id: key.id, captcha: key.captcha }, body.fields, ctx.state.clientIp, deps.config, altcha);
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
@@ -79,9 +80,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         // Kept for the owner's information; the column holds 2,048 characters.
         origin: (ctx.get('Origin') || ctx.get('Referer') || undefined)?.slice(0, 2048),
         storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
-        admit: known
-          ? { run: async () => known, writes: false }
-          : { run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR), writes: true },
+        admit: known ? { known } : { run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR) },
         insertRow,
       });
       saved = true;
@@ -94,7 +93,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
       const emailStatus =
         submission.emailStatus === 'queued' && deps.config.EMAIL_STATUS_WAIT_MS > 0
-          ? await waitForDelivery(em, submission.id, deps.config.EMAIL_STATUS_WAIT_MS)
+          ? await waitForDelivery(em(), submission.id, deps.config.EMAIL_STATUS_WAIT_MS)
           : submission.emailStatus;
 
       submissionsAccepted.inc();
@@ -183,7 +182,7 @@ function redirect(ctx: AppContext, location: string): void {
 async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
   const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
   if (accessKey === undefined) return undefined;
-  return vouchingKey(ctx.state.em, deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
+  return vouchingKey(() => ctx.state.em, deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
     ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');
     return undefined;
   });

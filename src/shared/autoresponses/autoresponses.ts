@@ -72,6 +72,16 @@ export function refusal(facts: Omit<AutoresponseFacts, 'id' | 'key_id' | 'autore
   return undefined;
 }
 
+/**
+ * The outcome known from the key alone, before the owner's email is sent: `off` for a key that sends
+ * no autoresponse (refusal's first rule, whatever the other facts), written with the email's `sent`
+ * instead of in a transaction of its own. Undefined: decided after the owner's email, by
+ * decideAutoresponse.
+ */
+export function outcomeFromKey(key: { autoresponseOn: boolean }): AutoresponseOutcome | undefined {
+  return key.autoresponseOn ? undefined : 'off';
+}
+
 /** The decision: the outcome written on the submission, and the autoresponse to enqueue when one is to go. */
 export type AutoresponseDecision = { outcome: AutoresponseOutcome; autoresponseId?: string };
 

@@ -6,7 +6,7 @@ import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
 import type { MailTransport } from '../../shared/infra/mail.ts';
-import type { SentRecorder } from './sent-recorder.ts';
+import type { Acceptance, SentRecorder } from './sent-recorder.ts';
 import { deliveryKinds, type DeliveryKindName, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
 import type { ScheduledRetryError } from '../../shared/infra/queues/workers.ts';
 import { COMPLAINT_SUPPRESSION } from '../../shared/bounces/suppression.ts';
@@ -88,8 +88,11 @@ export async function sendTracked<Row>(
   id: string,
   job: Job,
   claim: () => Promise<Claimed<Row> | undefined>,
-  /** `spam`: a submission's verdict, recorded with its `sent`. */
-  buildMessage: (row: Row, claim: ClaimToken) => Promise<{ message: Mail.Options; release?: () => void; spam?: SpamResult | undefined }>,
+  /** `spam` and `autoresponse`: a submission's verdict and autoresponse outcome, recorded with its `sent`. */
+  buildMessage: (
+    row: Row,
+    claim: ClaimToken,
+  ) => Promise<{ message: Mail.Options; release?: () => void; spam?: SpamResult | undefined; autoresponse?: Acceptance['autoresponse'] }>,
 ): Promise<SendOutcome> {
   const label = { kind: deliveryKinds[kind].metricLabel };
   // Only one worker claims the row, so a job that runs twice sends once. A `failed` row is
@@ -110,11 +113,13 @@ export async function sendTracked<Row>(
 
   let release: (() => void) | undefined;
   let spam: SpamResult | undefined;
+  let autoresponse: Acceptance['autoresponse'];
   let accepted: { messageId: string; response: string };
   try {
     const built = await buildMessage(claimed.row, claimed.claim);
     release = built.release;
     spam = built.spam;
+    autoresponse = built.autoresponse;
     if (!(await stillClaimed(context.em, kind, id, claimed.claim, since, context.claimLeaseMs))) return lost('not sent');
     accepted = await context.transport.sendMail(withReturnPath(context, kind, id, built.message));
   } catch (error) {
@@ -150,7 +155,13 @@ export async function sendTracked<Row>(
   }
   // Accepted by the SMTP server: from here the row must never become `retrying`. Should this write
   // fail, the row stays `sending` and is sent again only after CLAIM_LEASE_MS, as after a crash.
-  const sent = await context.recorder.markSent(kind, id, { claim: claimed.claim, messageId: accepted.messageId, response: accepted.response, spam });
+  const sent = await context.recorder.markSent(kind, id, {
+    claim: claimed.claim,
+    messageId: accepted.messageId,
+    response: accepted.response,
+    spam,
+    autoresponse,
+  });
   // Accepted before this worker could tell: sent twice, recorded once (the other worker's outcome stands).
   if (!sent) logLostClaim(context.log, kind, id, 'sent all the same, its `sent` not recorded');
   deliveries.inc({ ...label, outcome: 'sent' });

@@ -7,12 +7,21 @@
 // round trips, not fifty.
 import { sentRecordDuration } from '../../shared/infra/metrics.ts';
 import type { KindsIn } from '../../shared/submissions/delivery-kinds.ts';
-import { recordSent, type ClaimToken, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import { recordSent, type ClaimToken, type SentItem, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { createPgPool, statementRunner, type DatabasePooler, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 
-/** What the SMTP server accepted, under which claim: the Message-ID, its reply (250 …), and a submission's spam verdict. */
-export type Acceptance = { claim: ClaimToken; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
+/**
+ * What the SMTP server accepted, under which claim: the Message-ID, its reply (250 …), and a
+ * submission's spam verdict and autoresponse outcome, when known.
+ */
+export type Acceptance = {
+  claim: ClaimToken;
+  messageId: string;
+  response?: string | undefined;
+  spam?: SpamResult | undefined;
+  autoresponse?: SentItem['autoresponse'];
+};
 type Accepted = Acceptance & { kind: KindsIn<'email'>; id: string };
 
 export type SentRecorder = {
@@ -35,7 +44,7 @@ const MAX_BATCH = 64;
 
 /** `worker`: this process's name in the delivery history; `pooler`: DATABASE_POOLER. */
 export function createSentRecorder(database: { url: string; pooler: DatabasePooler }, worker: string, timeouts?: PgTimeouts, connections = 2): SentRecorder {
-  const pool = createPgPool(database.url, connections, timeouts, database.pooler);
+  const pool = createPgPool(database.url, connections, timeouts, { pooler: database.pooler });
   const statements = statementRunner(pool, database.pooler);
 
   // One statement per kind in the batch (nearly always one); each caller gets its own row.

@@ -34,7 +34,7 @@ export function createSubmissionClaimer(
   // millisecond, against the tens an SMTP server takes) and go together in the next. Two in
   // flight made batches half as large and cost PostgreSQL and the worker more per email. Two
   // connections: when a shared claim fails, its ids are claimed again one by one.
-  const pool = createPgPool(database.url, 2, timeouts, database.pooler);
+  const pool = createPgPool(database.url, 2, timeouts, { pooler: database.pooler });
   const statements = statementRunner(pool, database.pooler);
   const claim = groupCommit<string, SubmissionClaim | undefined>((ids) => claimSubmissions(statements, ids, claimLeaseMs, OWNER_MIN_LEARNS), {
     maxBatch: MAX_BATCH,

@@ -6,6 +6,8 @@ import { recipientCopyJob, type DeliveryJob, type DeliveryJobs } from '../../sha
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
 import { followWithAutoresponse } from './autoresponse-email.ts';
+import { outcomeFromKey, type AutoresponseOutcome } from '../../shared/autoresponses/autoresponses.ts';
+import { autoresponses } from '../../shared/infra/metrics.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail, submissionSubject } from './render-submission.ts';
@@ -22,23 +24,32 @@ export type SubmissionContext = SendContext &
   SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker; queue: Queue<DeliveryJob> };
 
 /**
+/**
+ * What one attempt at the owner's email learned, for its caller: the ids of the queued copies to
+ * the key's added recipients it made, and the autoresponse outcome the claim already tells (a key
+ * without an autoresponse, the usual case: its `off` rides on the `sent` write).
+ */
+type OwnerAttempt = { copies: string[]; autoresponse?: AutoresponseOutcome | undefined };
+
+/**
  * The owner's email, then, once its attempt is over, the jobs of the copies to the key's added
  * recipients that the attempt made, and, once the email is sent or settled (held as spam,
  * suppressed, failed for good), the visitor's autoresponse decided and queued as a job of its own.
  * Neither delays the owner's email, nor can their failure fail it.
  */
 export async function deliverSubmission(context: SubmissionContext, job: Job<DeliveryJobs['submission']>): Promise<SendOutcome> {
-  const copies: string[] = [];
+  const attempt: OwnerAttempt = { copies: [] };
   let outcome: SendOutcome;
   try {
-    outcome = await deliverOwnerEmail(context, job, copies);
+    outcome = await deliverOwnerEmail(context, job, attempt);
   } catch (error) {
-    await enqueueCopies(context, copies, job.data.requestId);
+    await enqueueCopies(context, attempt.copies, job.data.requestId);
     if (error instanceof UnrecoverableError) await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
     throw error;
   }
-  await enqueueCopies(context, copies, job.data.requestId);
-  if (outcome !== 'not-claimable') await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
+  await enqueueCopies(context, attempt.copies, job.data.requestId);
+  if (outcome === 'sent' && attempt.autoresponse) autoresponses.inc({ outcome: attempt.autoresponse });
+  else if (outcome !== 'not-claimable') await followWithAutoresponse(context, job.data.submissionId, job.data.requestId);
   return outcome;
 }
 
@@ -52,12 +63,11 @@ async function enqueueCopies(context: SubmissionContext, copyIds: string[], requ
 }
 
 /**
- * `copies`: the ids of the queued copies this attempt made, for the caller to enqueue. They are
- * made once the spam check let the message through, and before the owner's email goes: a worker
- * that dies once it is sent leaves the copies' rows behind it, for the reconciler. The owner's
- * suppressed address stops its own email only, not the copies.
+ * The copies are made once the spam check let the message through, and before the owner's email
+ * goes: a worker that dies once it is sent leaves the copies' rows behind it, for the reconciler.
+ * The owner's suppressed address stops its own email only, not the copies.
  */
-async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJobs['submission']>, copies: string[]): Promise<SendOutcome> {
+async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJobs['submission']>, attempt: OwnerAttempt): Promise<SendOutcome> {
   const { submissionId } = job.data;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);
@@ -77,7 +87,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       stored.map((file) => file.filename),
       context.log,
     );
-    if (submission.hasRecipients) copies.push(...(await copySubmission(context.em, submissionId)));
+    if (submission.hasRecipients) attempt.copies.push(...(await copySubmission(context.em, submissionId)));
     if (suppressed) throw new SuppressedError(suppressed);
     const files = await prepareFiles(stored, context.storage, {
       // link: every file a signed link, whatever its size (no total is at most -1 byte).
@@ -90,6 +100,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       subjectLabel: submission.subjectLabel,
     });
     const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds, submission.emailLayout);
+    attempt.autoresponse = outcomeFromKey(submission);
     return {
       message: {
         from: context.mailFrom,
@@ -103,6 +114,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       },
       release: files.release,
       spam,
+      autoresponse: attempt.autoresponse,
     };
   });
 }

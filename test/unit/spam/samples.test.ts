@@ -27,6 +27,7 @@ const claimed: ClaimedSubmission = {
   spamVerdict: null,
   spamMark: null,
   clientIp: null,
+  autoresponseOn: false,
 };
 const MAIL_FROM = 'forms@service.example';
 /** The message for `submission` split into its header lines and its body. */

@@ -45,6 +45,7 @@ const claimed = (changes: Partial<typeof content> = {}, ownerStatistics = false)
   spamVerdict: null,
   spamMark: 'spam',
   clientIp: '203.0.113.7',
+  autoresponseOn: false,
 });
 
 const text = (buffer: Buffer) => buffer.toString('utf8');

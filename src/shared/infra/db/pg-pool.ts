@@ -49,14 +49,28 @@ export const pgTimeoutOptions = (timeouts: PgTimeouts) => ({
 });
 
 /**
+/**
  * The bounds as a connection's startup options, sent to PostgreSQL itself only: PgBouncer refuses
  * a connection that carries them ("unsupported startup parameter: options"), and behind it the
  * pooler's own settings set them (docs/deploying.md#pgbouncer).
  */
 export const startupOptions = (timeouts: PgTimeouts, pooler: DatabasePooler = 'none') => (pooler === 'none' ? pgTimeoutOptions(timeouts) : {});
 
-export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS, pooler: DatabasePooler = 'none'): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, ...PG_KEEPALIVE, ...startupOptions(timeouts, pooler) });
+/**
+ * `pooler`: what DATABASE_URL names. `connectMs`, `queryMs`: how long the pool waits for a
+ * connection and for each statement's answer (the API's bounds); unset, as long as TCP does.
+ */
+export type PgPoolSettings = { pooler?: DatabasePooler | undefined; connectMs?: number | undefined; queryMs?: number | undefined };
+
+export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeouts = LONG_OPERATION_TIMEOUTS, settings: PgPoolSettings = {}): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    ...PG_KEEPALIVE,
+    ...startupOptions(timeouts, settings.pooler),
+    ...(settings.connectMs ? { connectionTimeoutMillis: settings.connectMs } : {}),
+    ...(settings.queryMs ? { query_timeout: settings.queryMs } : {}),
+  });
   // A connection that breaks (idle, or while the pool closes it) is replaced on the next query, and
   // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);

@@ -14,6 +14,7 @@ import { EMAIL_STATUSES, type EmailStatus } from '../delivery-columns.ts';
 import type { BounceType } from '../../bounces/bounce-columns.ts';
 import type { CustomFields } from '../entities.ts';
 import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../../spam/spam-kinds.ts';
+import type { AutoresponseOutcome } from '../../autoresponses/autoresponse-kinds.ts';
 import { FAILED, HELD, QUEUED, sqlList } from '../delivery-statuses.ts';
 import { transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
@@ -189,6 +190,8 @@ export type ClaimedSubmission = {
   spamMark: SpamMark | null;
   /** The visitor's address as the API saw it (TRUST_PROXY): what the spam check looks up on blocklists. */
   clientIp: string | null;
+  /** Whether the key sends an autoresponse: turned on, with a subject and a text. */
+  autoresponseOn: boolean;
 };
 
 /** A claimed submission: its attempt number, its claim, and what its email needs. */
@@ -215,6 +218,7 @@ const CLAIM_SUBMISSIONS = {
             case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
             mc.complained_at is not null as complained,
             exists (select 1 from key_recipients r where r.key_id = c.key_id) as has_recipients,
+            coalesce(k.autoresponse_enabled and k.autoresponse_subject is not null and k.autoresponse_text is not null, false) as autoresponse_on,
             coalesce((select m.spam >= $3 and m.ham >= $3 from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id
@@ -266,6 +270,7 @@ export async function claimSubmissions(
     spam_mark: SpamMark | null;
     owner_statistics: boolean;
     client_ip: string | null;
+    autoresponse_on: boolean;
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000, ownerMinLearns] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
@@ -302,6 +307,7 @@ export async function claimSubmissions(
         spamVerdict: row.spam_verdict,
         spamMark: row.spam_mark,
         clientIp: row.client_ip,
+        autoresponseOn: row.autoresponse_on,
       },
     };
   });
@@ -425,8 +431,19 @@ export type SentRow = { id: string; created_at: Date; sent_at: Date };
 /** A submission's spam verdict, written with its `sent` (src/workers/spam/spam-check.ts). */
 export type SpamResult = { verdict: SpamVerdict; score: number | null; reasons: SpamReason[] | null };
 
-/** `claim`: the sender's; `response`: the SMTP server's reply to the message (250 …), kept in a submission's history. */
-export type SentItem = { id: string; claim: ClaimToken; messageId: string; response?: string | undefined; spam?: SpamResult | undefined };
+/**
+ * `claim`: the sender's; `response`: the SMTP server's reply to the message (250 …), kept in a
+ * submission's history; `autoresponse`: the submission's autoresponse outcome when it was known
+ * before the send (src/shared/autoresponses), written unless one was written before.
+ */
+export type SentItem = {
+  id: string;
+  claim: ClaimToken;
+  messageId: string;
+  response?: string | undefined;
+  spam?: SpamResult | undefined;
+  autoresponse?: AutoresponseOutcome | undefined;
+};
 
 /**
  * Marks a batch of rows of one kind `sent`, with their Message-IDs, in one statement (see
@@ -452,8 +469,9 @@ export async function recordSent(db: StatementRunner, kind: KindFor<'sent'>, sen
     return result.rows;
   }
   // A submission's spam verdict (ham, or unchecked when the filter failed) rides on this write:
-  // no statement of its own per email (docs/benchmarks.md#scenarios-and-targets). So does its attempt's row in the
-  // history: one more insert in the same statement, not a round trip.
+  // no statement of its own per email (docs/benchmarks.md#scenarios-and-targets). So do its attempt's row in the
+  // history (one more insert in the same statement, not a round trip) and an autoresponse outcome
+  // known before the send (`off` for a key without one): no transaction of its own per email.
   const result = await db.query<SentRow>({
     name: 'record-sent-submission',
     text: `with recorded as (
@@ -462,9 +480,10 @@ export async function recordSent(db: StatementRunner, kind: KindFor<'sent'>, sen
               spam_verdict = coalesce(v.verdict, t.spam_verdict),
               spam_score = case when v.verdict is null then t.spam_score else v.score end,
               spam_reasons = case when v.verdict is null then t.spam_reasons else v.reasons end,
-              spam_checked_at = case when v.verdict is null then t.spam_checked_at else now() end
-         from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[], $6::text[], $8::timestamptz[])
-              as v(id, message_id, verdict, score, reasons, response, claimed_at)
+              spam_checked_at = case when v.verdict is null then t.spam_checked_at else now() end,
+              autoresponse = coalesce(t.autoresponse, v.autoresponse)
+         from unnest($1::uuid[], $2::text[], $3::text[], $4::real[], $5::jsonb[], $6::text[], $8::timestamptz[], $9::text[])
+              as v(id, message_id, verdict, score, reasons, response, claimed_at, autoresponse)
         where t.id = v.id${guard}
         returning t.id, t.created_at, t.sent_at, t.email_attempts, v.response),
      logged as (
@@ -480,6 +499,7 @@ export async function recordSent(db: StatementRunner, kind: KindFor<'sent'>, sen
       sent.map((item) => item.response?.slice(0, 2000) ?? null),
       worker,
       sent.map((item) => item.claim),
+      sent.map((item) => item.autoresponse ?? null),
     ],
   });
   return result.rows;
