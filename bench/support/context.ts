@@ -16,6 +16,8 @@ import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
 import { type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 import { BENCH_OWNER, MAIL_FROM } from '../floor/message.ts';
+import { startChatStandIn, type ChatStandIn } from './chat-stand-in.ts';
+import { createExtrasKey } from './extras-key.ts';
 import { spawnNode, track, waitForMessage } from './proc.ts';
 import type { Row } from './report.ts';
 import { startSink, type Sink } from './sink.ts';
@@ -87,6 +89,12 @@ export type Ctx = Run & {
   unconfirmedKey: string;
   /** A key of the same owner whose captcha is ALTCHA. */
   altchaKey: { id: string; value: string };
+  /** A key of the same owner with an autoresponse, 5 confirmed added recipients and a Slack channel (./extras-key.ts). */
+  extrasKey: { id: string; value: string };
+  /** The same extras but the chat channel: what intake pays for the channel alone is the difference. */
+  extrasWithoutChatKey: { id: string; value: string };
+  /** Where the extras key's Slack channel posts. */
+  chat: ChatStandIn;
   postgresPid: () => number;
   redisPid: number;
   s3Pid: number;
@@ -112,6 +120,8 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   });
   const { url: s3Url } = await waitForMessage<{ type: 'ready'; url: string }>(s3Child, 'ready');
   const sink = await startSink(run.sinkDelayMs);
+  const chat = await startChatStandIn();
+  track({ name: 'chat stand-in', stop: chat.close });
 
   // The key is made by the service's own code, so the benchmark follows the schema as it changes.
   const secret = randomBytes(32).toString('base64url');
@@ -120,6 +130,8 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   let keyId: string;
   let unconfirmedKey: string;
   let altchaKey: Ctx['altchaKey'];
+  let extrasKey: Ctx['extrasKey'];
+  let extrasWithoutChatKey: Ctx['extrasWithoutChatKey'];
   try {
     await migrate(orm);
     const created = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
@@ -128,13 +140,15 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     unconfirmedKey = (await generateKey(orm.em.fork(), createKeyVault(secret), { email: UNCONFIRMED_OWNER, emailsPerHour: 1_000 })).keyValue;
     const altcha = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
     altchaKey = { id: altcha.key.id, value: altcha.keyValue };
+    extrasKey = await createExtrasKey(orm, createKeyVault(secret), 'team.example', chat.url);
+    extrasWithoutChatKey = await createExtrasKey(orm, createKeyVault(secret), 'other-team.example');
   } finally {
     await orm.close();
   }
   const sql = new pg.Pool({ connectionString: postgres.url, max: 4 });
   track({ name: 'sql pool', stop: () => sql.end() });
   if (run.pgStatements) await sql.query('create extension if not exists pg_stat_statements');
-  // The key's own email is not part of any scenario.
+  // The keys' own emails (and the added recipients' requests to confirm) are not part of any scenario.
   await sql.query('delete from key_emails');
   // The usual case: a mailbox that confirmed it wants the mail (docs/api.md "Recipient consent"). An
   // unconfirmed one pays an allowance upsert in a transaction per request and, past
@@ -198,6 +212,9 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     accessKey,
     unconfirmedKey,
     altchaKey,
+    extrasKey,
+    extrasWithoutChatKey,
+    chat,
     postgresPid: () => postmasterPid,
     redisPid: redisService.child.pid!,
     s3Pid: s3Child.pid,

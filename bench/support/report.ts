@@ -11,7 +11,7 @@ export type Row = {
   service: number;
   baseline: number;
   /** How to format the two figures. */
-  unit: 'req/s' | 'ms' | 'µs' | 'emails/s' | 'DSNs/s' | 'MB' | '%' | 'x' | 'rows' | 'emails';
+  unit: 'req/s' | 'ms' | 'µs' | 'emails/s' | 'DSNs/s' | 'MB' | '%' | 'x' | 'rows' | 'emails' | 'posts' | 'submissions/s';
   /** The target on the ratio service/baseline (`ratio>=` or `ratio<=`), on the service figure alone (`<=`, `>=`), or none. */
   target?: { kind: 'ratio>=' | 'ratio<=' | '<=' | '>='; value: number };
   note?: string;
