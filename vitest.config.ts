@@ -24,8 +24,9 @@ export default defineConfig({
           include: ['test/unit/**/*.test.ts'],
           isolate: false,
           setupFiles: ['test/setup/no-services.ts'],
-          testTimeout: 10_000,
-          hookTimeout: 10_000,
+          // A rule that parses every source file, or runs git, takes seconds, and several times that beside two busy loops.
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
         },
       },
       {

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
+// A process that stops at its configuration check starts in about a second; beside two busy loops it took over 20.
+const SPAWN_LIMIT_MS = 50_000;
 const VALID = {
   DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db',
   REDIS_URL: 'redis://127.0.0.1:6379',
@@ -18,7 +20,7 @@ describe('process start with a bad configuration', () => {
       cwd: ROOT,
       env: { PATH: process.env.PATH, ...VALID, EMAIL_MAX_ATTEMPTS: 'many' },
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: SPAWN_LIMIT_MS,
     });
     expect(result.status).toBe(78);
     expect(result.stderr).toContain('EMAIL_MAX_ATTEMPTS: must be a whole number');
@@ -39,7 +41,7 @@ describe('process start with a published sample secret', () => {
         BOUNCE_DOMAIN: 'bounces.example.com',
       },
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: SPAWN_LIMIT_MS,
     });
     expect(result.status).toBe(78);
     expect(result.stderr).toContain('DATABASE_URL: its password is a sample value published with this project; set your own');
@@ -55,7 +57,7 @@ describe('a worker without SMTP_URL', () => {
       cwd: ROOT,
       env: { PATH: process.env.PATH, ...withoutRelay },
       encoding: 'utf8',
-      timeout: 20_000,
+      timeout: SPAWN_LIMIT_MS,
     });
     expect(result.status).toBe(78);
     expect(result.stderr).toContain('SMTP_URL: is required by a worker, which sends the emails');

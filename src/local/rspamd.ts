@@ -206,7 +206,8 @@ function chownToRspamd(target: string, { recursive = false } = {}): void {
   if (owned.status !== 0) throw new Error(spawnFailure('chown', owned));
 }
 
-async function waitForPing(url: string, child: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {
+// rspamd loads its rules and maps in seconds; on a machine busy with other work, that took over a minute.
+async function waitForPing(url: string, child: ChildProcess, output: () => string, timeoutMs = 120_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`rspamd exited (${child.exitCode ?? child.signalCode}):\n${output()}`);

@@ -41,7 +41,8 @@ function migrate(databaseUrl: string): Promise<Run> {
 }
 
 describe('npm run migrate, several at once', () => {
-  it('applies every migration once on an empty database; the other runs find none pending', async () => {
+  // Four processes start at once: seconds quiet, over a minute beside two busy loops.
+  it('applies every migration once on an empty database; the other runs find none pending', { timeout: 180_000 }, async () => {
     const runs = await Promise.all(Array.from({ length: RUNS }, () => migrate(database.url)));
     for (const run of runs) expect(run, run.stderr).toMatchObject({ code: 0, stderr: '' });
 

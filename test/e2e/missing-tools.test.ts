@@ -25,6 +25,7 @@ function shellEnv(): NodeJS.ProcessEnv {
 }
 
 describe('the test command without a program the tests need', () => {
+  // A vitest run of its own, which starts the services of its global setup: a minute quiet, several beside two busy loops.
   it('names the package and the command, and the tests that need it fail', async () => {
     const env: NodeJS.ProcessEnv = { ...shellEnv(), DOCKER_COMPOSE: '/nonexistent/docker-compose' };
     for (const name of ['DATABASE_URL', 'REDIS_URL', 'S3_ENDPOINT']) delete env[name];
@@ -37,5 +38,5 @@ describe('the test command without a program the tests need', () => {
     expect(summary, run.output).not.toBeNull();
     expect(Number(summary![2])).toBeGreaterThanOrEqual(10);
     expect(summary![3]).toBe(''); // nothing skipped
-  });
+  }, 240_000);
 });

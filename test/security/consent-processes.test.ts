@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, stopChild } from '../../src/local/services.ts';
 import { submitJson } from '../support/client.ts';
+import { SERVICE_START_WAIT_MS } from '../support/workers.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -34,7 +35,7 @@ async function spawnApi(env: Record<string, string>): Promise<{ child: ChildProc
       if (child.exitCode !== null) throw new Error(`the API exited with ${child.exitCode}:\n${output}`);
       return output.includes('api listening') ? true : undefined;
     },
-    20_000,
+    SERVICE_START_WAIT_MS,
     'the API to listen',
   );
   return api;
@@ -47,7 +48,7 @@ beforeAll(async () => {
   h = await startHarness({ env: { UNCONFIRMED_EMAILS_PER_HOUR: String(ALLOWANCE) } });
   const env = { ...h.env, UNCONFIRMED_EMAILS_PER_HOUR: String(ALLOWANCE) };
   await Promise.all([spawnApi(env), spawnApi(env)]);
-}, 120_000);
+}, 60_000 + SERVICE_START_WAIT_MS);
 
 afterAll(async () => {
   for (const api of apis) await stopChild(api.child, 'SIGTERM');

@@ -12,7 +12,7 @@ export type WorkerChild = { child: ChildProcess; output: () => string; stop: () 
 export type Launcher = (command: string, args: string[], options: SpawnOptions) => ChildProcess;
 
 /** How long a start may take: far above a usual start, which on a busy machine can outlast half a minute. */
-const START_WAIT_MS = 90_000;
+export const SERVICE_START_WAIT_MS = 90_000;
 
 /** Starts one of the service's entry points and waits for its ready line in the log. */
 export async function spawnService(entry: string, readyLine: string, env: Record<string, string>, launch: Launcher = spawn): Promise<WorkerChild> {
@@ -27,8 +27,8 @@ export async function spawnService(entry: string, readyLine: string, env: Record
     // A process that did not start in time is killed: started later, nothing would stop it.
     const timer = setTimeout(() => {
       void stopChild(child, 'SIGKILL');
-      reject(new Error(`${entry} did not start within ${START_WAIT_MS / 1000} s:\n${output}`));
-    }, START_WAIT_MS);
+      reject(new Error(`${entry} did not start within ${SERVICE_START_WAIT_MS / 1000} s:\n${output}`));
+    }, SERVICE_START_WAIT_MS);
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
       if (output.includes(readyLine)) {
