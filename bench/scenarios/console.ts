@@ -4,7 +4,7 @@
 // the same list unfiltered.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { BENCH_OWNER } from '../floor/message.ts';
-import { resetState, type Ctx } from '../support/context.ts';
+import { resetState, SUBMISSION_TABLES, type Ctx } from '../support/context.ts';
 import { percentile } from '../support/load.ts';
 import { spawnApi, stopReporting } from '../support/processes.ts';
 
@@ -97,5 +97,5 @@ export async function consoleQueries(ctx: Ctx): Promise<void> {
       note: `${overview.length} overview pages (a key's, all keys') against the unfiltered list`,
     },
   );
-  await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, spam_teachings');
+  await ctx.sql.query(`truncate ${SUBMISSION_TABLES}`);
 }

@@ -1,7 +1,7 @@
 // Scenario 6, growth: JSON intake with a big submissions table against the same API on an empty
 // one, so that an index or query that degrades with the table's size shows.
 import { BENCH_MESSAGE } from '../floor/message.ts';
-import { resetState, type Ctx } from '../support/context.ts';
+import { resetState, SUBMISSION_TABLES, type Ctx } from '../support/context.ts';
 import { combine, jsonBody, loadPhase, prime } from '../support/load-phase.ts';
 import type { RequestSpec } from '../support/load.ts';
 import { spawnApi, stopReporting } from '../support/processes.ts';
@@ -35,7 +35,7 @@ export async function growth(ctx: Ctx): Promise<void> {
     // held within the target (docs/benchmarks.md#running-it).
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #1`, api.child, api.url, request));
     full.push(await loadPhase(ctx, `6 ${S.growthRows} rows #2`, api.child, api.url, request));
-    await ctx.sql.query('truncate submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, spam_teachings');
+    await ctx.sql.query(`truncate ${SUBMISSION_TABLES}`);
     empty.push(await loadPhase(ctx, '6 empty table #2', api.child, api.url, request));
   } finally {
     await stopReporting(ctx, api.child, scenario);

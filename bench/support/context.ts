@@ -234,13 +234,14 @@ export async function machineLine(ctx: Ctx): Promise<string> {
   );
 }
 
+/** The tables that hold submissions and what hangs off them: emptied together, as their foreign keys require. */
+export const SUBMISSION_TABLES = 'submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, recipient_copies, spam_teachings';
+
 /** Empties the tables the scenarios fill and every Redis key (no worker may be running). */
 export async function resetState(ctx: Ctx): Promise<void> {
   // address_bounces and mailbox_complaints too: the bounce scenario's hard bounces would suppress
   // the key's address, and the next scenario's emails would not be attempted; spam_campaign_votes,
   // so that one scenario's marks hold nothing in the next.
-  await ctx.sql.query(
-    `truncate submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, recipient_copies, spam_teachings, spam_campaign_votes, address_bounces, mailbox_complaints, ${FLOOR_PK_TABLE}`,
-  );
+  await ctx.sql.query(`truncate ${SUBMISSION_TABLES}, spam_campaign_votes, address_bounces, mailbox_complaints, ${FLOOR_PK_TABLE}`);
   await ctx.redis.flushall();
 }
