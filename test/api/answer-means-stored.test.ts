@@ -5,9 +5,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_PG_WAITS } from '../../src/api/unavailable.ts';
 import { groupCommit } from '../../src/shared/infra/group-commit.ts';
-import { insertSubmissionRows, submissionRow, type SubmissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
+import { insertSubmissionBatch, insertSubmissionRows, submissionRow, type SubmissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
 import { v7 as uuidv7 } from 'uuid';
-import { buildRecipient } from '../support/factories.ts';
+import { buildRecipient, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { submitMultipart } from '../support/client.ts';
 
@@ -165,5 +165,62 @@ describe('the group commit of submission rows', () => {
     expect(results.map((result) => result.status)).toEqual(Array(5).fill('fulfilled'));
     const rows = await h.sql<{ id: string }>('select id from submissions where id = any($1::uuid[])', [ids]);
     expect(rows.map((row) => row.id).sort()).toEqual([...ids].sort());
+  });
+
+  it("writes each row's webhook deliveries with it, once, when a shared write is retried item by item, and none for a disabled endpoint", async () => {
+    const key = await h.createKey();
+    const endpoint = await buildWebhookEndpoint(h, { key });
+    const disabled = await buildWebhookEndpoint(h, { key, enabled: false });
+    const pool = new pg.Pool({ connectionString: h.config.DATABASE_URL, max: 2 });
+    const em = h.orm.em.fork();
+    try {
+      let shared = 0;
+      // Shared writes go through the group commit's prepared statement; the retries of their items through the ORM's.
+      const write = groupCommit<SubmissionRow>(
+        async (rows) => {
+          if (rows.length === 1) return insertSubmissionRows(em, rows);
+          await insertSubmissionBatch(pool, rows);
+          if (shared++ === 0) throw new Error('Connection terminated unexpectedly');
+        },
+        { maxInFlight: 1 },
+      );
+      const ids = Array.from({ length: 6 }, () => uuidv7());
+      const deliveryIds = new Map(ids.map((id) => [id, [uuidv7(), uuidv7()]] as const));
+      const results = await Promise.allSettled(
+        ids.map((id, i) =>
+          write(
+            submissionRow({
+              id,
+              keyId: key.id,
+              email: 'sender@example.org',
+              message: `message ${i}`,
+              subject: 'Hello',
+              customFields: [],
+              emailStatus: 'queued',
+              clientIp: '127.0.0.1',
+              origin: undefined,
+              // Every other row has webhooks, so that a batch mixes rows with and without them.
+              webhookDeliveries:
+                i % 2 === 0
+                  ? [
+                      { id: deliveryIds.get(id)![0], endpointId: endpoint.id },
+                      { id: deliveryIds.get(id)![1], endpointId: disabled.id },
+                    ]
+                  : [],
+            }),
+          ),
+        ),
+      );
+      expect(shared).toBe(1);
+      expect(results.map((result) => result.status)).toEqual(Array(6).fill('fulfilled'));
+      const deliveries = await h.sql<{ id: string; endpoint_id: string; submission_id: string }>(
+        'select id, endpoint_id, submission_id from webhook_deliveries where submission_id = any($1::uuid[]) order by submission_id',
+        [ids],
+      );
+      const expected = ids.filter((_, i) => i % 2 === 0).map((id) => ({ id: deliveryIds.get(id)![0], endpoint_id: endpoint.id, submission_id: id }));
+      expect(deliveries).toEqual(expected);
+    } finally {
+      await pool.end();
+    }
   });
 });

@@ -18,6 +18,7 @@ import {
   settledSubmission,
   submissionExists,
   submissionRow as newRow,
+  type NewWebhookDelivery,
   type SubmissionRow,
 } from '../../shared/submissions/submissions.ts';
 import { ApiError, errors } from '../api-errors.ts';
@@ -58,13 +59,14 @@ export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEma
 
 /**
  * Admits and saves. For a confirmed mailbox this is one statement (with files, the quota charge
- * included), and without files it joins the group commit; admission writes (an unconfirmed
- * mailbox) make it one transaction. Either way a refusal (quota, consent) leaves no row, no charge
+ * included), and without files it joins the group commit, webhook deliveries and all; admission
+ * writes (an unconfirmed mailbox) make it one transaction. Either way a refusal (quota, consent) leaves no row, no charge
  * and no email behind.
  */
 /** `em`: the request's EntityManager, asked for only when the row does not join the group commit. */
 export async function saveSubmission(em: () => EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
-  const webhookDeliveryIds = submission.key.webhookEndpointIds.map(() => randomUUID());
+  const webhookDeliveries = submission.key.webhookEndpointIds.map((endpointId) => ({ id: randomUUID(), endpointId }));
+  const webhookDeliveryIds = webhookDeliveries.map((delivery) => delivery.id);
   const saved = (admission: Admission): SavedSubmission => ({
     id: submission.id,
     emailStatus: admission.emailStatus,
@@ -76,18 +78,18 @@ export async function saveSubmission(em: () => EntityManager, submission: NewSub
     let admission: Admission | undefined;
     await settledTransaction(em(), submission.id, async (tx) => {
       admission = await admit.run(tx);
-      await insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds);
+      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, webhookDeliveries), submission);
     });
     // Committed, so the admission ran in it; and a refusal (quota, consent) would have rolled it back.
     return saved(admission!);
   }
   const admission = admit.known;
-  if (submission.files.length > 0 || webhookDeliveryIds.length > 0) {
+  const row = submissionRow(submission, admission.emailStatus, webhookDeliveries);
+  if (submission.files.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
-    await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, submission, admission.emailStatus, webhookDeliveryIds));
+    await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, row, submission));
     return saved(admission);
   }
-  const row = submissionRow(submission, admission.emailStatus);
   try {
     await (submission.insertRow ? submission.insertRow(row) : writeSubmissionRows((rows) => insertSubmissionRows(em(), rows))([row]));
   } catch (error) {
@@ -222,7 +224,7 @@ function sqlState(error: unknown): string | undefined {
   return undefined;
 }
 
-function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): SubmissionRow {
+function submissionRow(submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveries: NewWebhookDelivery[]): SubmissionRow {
   const { input } = submission;
   return newRow({
     id: submission.id,
@@ -234,6 +236,7 @@ function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): Sub
     emailStatus,
     clientIp: submission.clientIp,
     origin: submission.origin,
+    webhookDeliveries,
   });
 }
 
@@ -241,11 +244,10 @@ function submissionRow(submission: NewSubmission, emailStatus: EmailStatus): Sub
  * Inserts the row, its attachments and its webhook deliveries. With files, the same statement
  * charges their bytes to the key and inserts nothing when that would pass the quota (413).
  */
-async function insertSubmission(em: EntityManager, submission: NewSubmission, emailStatus: EmailStatus, webhookDeliveryIds: string[]): Promise<void> {
-  const values = submissionRow(submission, emailStatus);
-  if (submission.files.length === 0 && webhookDeliveryIds.length === 0) {
-    // A plain INSERT: the data-modifying CTE that preceded insertSubmissionWithRelated's function
-    // cost PostgreSQL more per row even with no files to unpack (docs/benchmarks.md).
+async function insertSubmission(em: EntityManager, values: SubmissionRow, submission: NewSubmission): Promise<void> {
+  if (submission.files.length === 0) {
+    // A plain INSERT (with the webhook deliveries, a CTE of two): the PL/pgSQL function below
+    // costs more per row, which only the files' statements repay (docs/benchmarks.md).
     await insertSubmissionRows(em, [values]);
     return;
   }
@@ -258,13 +260,7 @@ async function insertSubmission(em: EntityManager, submission: NewSubmission, em
     sha256: file.sha256,
   }));
   const saved = await insertSubmissionWithFiles(em, values, {
-    // No charge without files.
-    charge:
-      submission.files.length > 0
-        ? { bytes: submission.files.reduce((total, file) => total + file.size, 0), quotaBytes: submission.storageQuotaMb * 1024 * 1024 }
-        : undefined,
-    webhookDeliveryIds,
-    endpointIds: submission.key.webhookEndpointIds,
+    charge: { bytes: submission.files.reduce((total, file) => total + file.size, 0), quotaBytes: submission.storageQuotaMb * 1024 * 1024 },
     files,
   });
   if (!saved) throw errors.storageQuota(submission.storageQuotaMb);

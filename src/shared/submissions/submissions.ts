@@ -235,7 +235,14 @@ export async function deleteSubmissions(em: EntityManager, storage: Storage, ids
 export { findAttachments, findFileOfOwner } from './data/attachments.ts';
 export { type AwaitingRow, findAwaitingJob, hasComplained } from './data/delivery-rows.ts';
 export { customFieldNames } from './data/submission-export.ts';
-export { insertSubmissionBatch, insertSubmissionRows, insertSubmissionWithFiles, type SubmissionRow, submissionRow } from './data/submission-inserts.ts';
+export {
+  insertSubmissionBatch,
+  insertSubmissionRows,
+  insertSubmissionWithFiles,
+  type NewWebhookDelivery,
+  type SubmissionRow,
+  submissionRow,
+} from './data/submission-inserts.ts';
 export {
   beginSubmissionWrite,
   countHeldOfAddress,

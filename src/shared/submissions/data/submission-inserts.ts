@@ -8,8 +8,13 @@ import type { EmailStatus } from '../delivery-columns.ts';
 import { CREATED_AS } from '../delivery-transitions.ts';
 
 declare const ADMITTED: unique symbol;
-/** The columns of a submission row, in the order of SUBMISSION_COLUMNS; made by submissionRow only. */
-export type SubmissionRow = unknown[] & { readonly [ADMITTED]: true };
+/** A webhook delivery made with its submission, in the same statement: its id and its endpoint's. */
+export type NewWebhookDelivery = { id: string; endpointId: string };
+/**
+ * The columns of a submission row, in the order of SUBMISSION_COLUMNS, and the webhook deliveries
+ * written with it; made by submissionRow only.
+ */
+export type SubmissionRow = unknown[] & { readonly [ADMITTED]: true; readonly webhookDeliveries: readonly NewWebhookDelivery[] };
 const SUBMISSION_COLUMNS = 'id, key_id, email, message, subject, custom_fields, email_status, client_ip, origin';
 const ROW_PLACEHOLDERS = '(?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?)';
 const COLUMN_COUNT = 9;
@@ -24,23 +29,45 @@ export type NewSubmissionRow = {
   emailStatus: EmailStatus;
   clientIp: string;
   origin: string | undefined;
+  /** One per webhook endpoint of the key; none by default. */
+  webhookDeliveries?: NewWebhookDelivery[];
 };
 
 /** A submission's row, refused (a programming error) unless its status is one a submission is created with. */
 export function submissionRow(row: NewSubmissionRow): SubmissionRow {
   if (!CREATED_AS.submission.includes(row.emailStatus)) throw new Error(`a submission is never created ${row.emailStatus}`);
-  return [
-    row.id,
-    row.keyId,
-    row.email,
-    row.message,
-    row.subject,
-    JSON.stringify(row.customFields),
-    row.emailStatus,
-    row.clientIp,
-    row.origin ?? null,
-  ] as unknown as SubmissionRow;
+  const columns = [row.id, row.keyId, row.email, row.message, row.subject, JSON.stringify(row.customFields), row.emailStatus, row.clientIp, row.origin ?? null];
+  return Object.assign(columns, { webhookDeliveries: row.webhookDeliveries ?? [] }) as unknown as SubmissionRow;
 }
+
+/**
+ * The webhook deliveries of the rows, written by the same statement as the rows themselves (a
+ * data-modifying CTE: `inserted` holds the rows it wrote). A row that was already there (an earlier
+ * try whose answer was lost) wrote its deliveries then, so none are written twice. An endpoint
+ * disabled or deleted since the key was read gets no row.
+ */
+const WEBHOOK_DELIVERIES_OF_INSERTED = `insert into webhook_deliveries (id, endpoint_id, submission_id)
+         select h.id, h.endpoint_id, h.submission_id
+           from unnest($10::uuid[], $11::uuid[], $12::uuid[]) as h(id, endpoint_id, submission_id)
+           join inserted on inserted.id = h.submission_id
+           join webhook_endpoints e on e.id = h.endpoint_id and e.enabled`;
+
+/** The deliveries of the rows as three parallel arrays: their ids, their endpoints', their submissions'. */
+function webhookColumns(rows: SubmissionRow[]): [string[], string[], string[]] | undefined {
+  if (!rows.some((row) => row.webhookDeliveries.length > 0)) return undefined;
+  const columns: [string[], string[], string[]] = [[], [], []];
+  for (const row of rows) {
+    for (const delivery of row.webhookDeliveries) {
+      columns[0].push(delivery.id);
+      columns[1].push(delivery.endpointId);
+      columns[2].push(row[0] as string);
+    }
+  }
+  return columns;
+}
+
+/** A PostgreSQL array literal of uuids: the ORM's driver would spread a JS array into a list. */
+const uuidArray = (ids: string[]) => `{${ids.join(',')}}`;
 
 /**
  * Submissions without files, in one plain INSERT (one implicit transaction, one round trip).
@@ -51,10 +78,14 @@ export function submissionRow(row: NewSubmissionRow): SubmissionRow {
  * means the row is committed, once.
  */
 export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRow[]): Promise<void> {
-  await em.execute(
-    `insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')} on conflict (id) do nothing`,
-    rows.flat(),
-  );
+  const insert = `insert into submissions (${SUBMISSION_COLUMNS}) values ${rows.map(() => ROW_PLACEHOLDERS).join(', ')} on conflict (id) do nothing`;
+  const webhooks = webhookColumns(rows);
+  if (!webhooks) {
+    await em.execute(insert, rows.flat());
+    return;
+  }
+  const deliveries = WEBHOOK_DELIVERIES_OF_INSERTED.replace('$10::uuid[], $11::uuid[], $12::uuid[]', '?::uuid[], ?::uuid[], ?::uuid[]');
+  await em.execute(`with inserted as (${insert} returning id) ${deliveries}`, [...rows.flat(), ...webhooks.map(uuidArray)]);
 }
 
 /**
@@ -63,30 +94,34 @@ export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRo
  * plans it once. The values travel as parameters, not as SQL text built and escaped in the
  * process (docs/benchmarks.md#the-whole-pipeline). Idempotent like insertSubmissionRows.
  */
-const INSERT_ROWS = {
-  name: 'insert-submissions',
-  text: `insert into submissions (${SUBMISSION_COLUMNS})
+const INSERT_ROWS_TEXT = `insert into submissions (${SUBMISSION_COLUMNS})
          select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::text[], $8::text[], $9::text[])
-         on conflict (id) do nothing`,
+         on conflict (id) do nothing`;
+const INSERT_ROWS = { name: 'insert-submissions', text: INSERT_ROWS_TEXT };
+/** The same with the rows' webhook deliveries: a batch of which at least one row has some. */
+const INSERT_ROWS_AND_WEBHOOKS = {
+  name: 'insert-submissions-webhooks',
+  text: `with inserted as (${INSERT_ROWS_TEXT} returning id) ${WEBHOOK_DELIVERIES_OF_INSERTED}`,
 };
 
 export async function insertSubmissionBatch(db: StatementRunner, rows: SubmissionRow[]): Promise<void> {
-  const columns = Array.from({ length: COLUMN_COUNT }, (_, column) => rows.map((row) => row[column]));
-  await db.query({ ...INSERT_ROWS, values: columns });
+  const columns: unknown[] = Array.from({ length: COLUMN_COUNT }, (_, column) => rows.map((row) => row[column]));
+  const webhooks = webhookColumns(rows);
+  await db.query(webhooks ? { ...INSERT_ROWS_AND_WEBHOOKS, values: [...columns, ...webhooks] } : { ...INSERT_ROWS, values: columns });
 }
 
 /** A stored file of a new submission, as cfs_insert_submission reads it. */
 export type NewAttachmentRow = { field_name: string; filename: string; content_type: string; size: number; storage_key: string; sha256: string };
 
 /**
- * The row, its attachments and its webhook deliveries (one per endpoint id, under the ids given),
+ * The row, its attachments and its webhook deliveries (the row's, under their ids),
  * in one statement; with `charge`, the files' bytes are charged to the key in it, and nothing is
  * written when that would pass the quota: false then.
  */
 export async function insertSubmissionWithFiles(
   em: EntityManager,
   row: SubmissionRow,
-  extra: { charge: { bytes: number; quotaBytes: number } | undefined; webhookDeliveryIds: string[]; endpointIds: string[]; files: NewAttachmentRow[] },
+  extra: { charge: { bytes: number; quotaBytes: number } | undefined; files: NewAttachmentRow[] },
 ): Promise<boolean> {
   // One statement: a PL/pgSQL function (migration insert_submission_function) whose statements
   // keep their plans for the session; the same statements as one CTE sent as text were parsed and
@@ -98,9 +133,8 @@ export async function insertSubmissionWithFiles(
       extra.charge?.bytes ?? null,
       extra.charge?.quotaBytes ?? null,
       ...row,
-      // Array literals: the driver would spread a JS array into a list.
-      `{${extra.webhookDeliveryIds.join(',')}}`,
-      `{${extra.endpointIds.join(',')}}`,
+      uuidArray(row.webhookDeliveries.map((delivery) => delivery.id)),
+      uuidArray(row.webhookDeliveries.map((delivery) => delivery.endpointId)),
       JSON.stringify(extra.files),
     ],
   );
