@@ -74,6 +74,15 @@ function uidOf(pid: number): number | undefined {
   }
 }
 
+const parentOf = (pid: number) => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+};
+
 const commandOf = (pid: number) => {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
@@ -165,7 +174,9 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
 
   /** PostgreSQL runs, and never as root: as the `postgres` user when started by root, else as the user. */
   function expectPostgresNotRoot(running: Running): void {
-    const servers = descendants(running.child.pid!).filter((pid) => commandOf(pid).includes('/bin/postgres -D'));
+    const named = descendants(running.child.pid!).filter((pid) => commandOf(pid).includes('/bin/postgres -D'));
+    // A backend forked a moment ago still carries the server's command line: the server is the one whose parent is not a server.
+    const servers = named.filter((pid) => !named.includes(parentOf(pid) ?? -1));
     expect(servers).toHaveLength(1);
     const uid = uidOf(servers[0]!);
     expect(uid).not.toBe(0);
