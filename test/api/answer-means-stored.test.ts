@@ -5,7 +5,13 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_PG_WAITS } from '../../src/api/unavailable.ts';
 import { groupCommit } from '../../src/shared/infra/group-commit.ts';
-import { insertSubmissionBatch, insertSubmissionRows, submissionRow, type SubmissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
+import {
+  insertSubmissionBatch,
+  insertSubmissionRows,
+  submissionRow,
+  type NewWebhookDelivery,
+  type SubmissionRow,
+} from '../../src/shared/submissions/data/submission-inserts.ts';
 import { v7 as uuidv7 } from 'uuid';
 import { buildRecipient, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, listObjectKeys, postJson, startHarness, type Harness } from '../support/harness.ts';
@@ -130,6 +136,21 @@ describe('a database slower than the API waits for', () => {
   }, 120_000);
 });
 
+/** A new row of the group commit, `queued`, for the key with this id. */
+const queuedRow = (id: string, keyId: string, n: number, webhookDeliveries: NewWebhookDelivery[] = []): SubmissionRow =>
+  submissionRow({
+    id,
+    keyId,
+    email: 'sender@example.org',
+    message: `message ${n}`,
+    subject: 'Hello',
+    customFields: [],
+    emailStatus: 'queued',
+    clientIp: '127.0.0.1',
+    origin: undefined,
+    webhookDeliveries,
+  });
+
 describe('the group commit of submission rows', () => {
   it('retries the items of a shared write that committed but whose answer was lost, and each caller is told stored, once', async () => {
     const key = await h.createKey();
@@ -144,23 +165,7 @@ describe('the group commit of submission rows', () => {
       { maxInFlight: 1 },
     );
     const ids = Array.from({ length: 5 }, () => uuidv7());
-    const results = await Promise.allSettled(
-      ids.map((id, i) =>
-        write(
-          submissionRow({
-            id,
-            keyId: key.id,
-            email: 'sender@example.org',
-            message: `message ${i}`,
-            subject: 'Hello',
-            customFields: [],
-            emailStatus: 'queued',
-            clientIp: '127.0.0.1',
-            origin: undefined,
-          }),
-        ),
-      ),
-    );
+    const results = await Promise.allSettled(ids.map((id, i) => write(queuedRow(id, key.id, i))));
     expect(shared).toBe(1);
     expect(results.map((result) => result.status)).toEqual(Array(5).fill('fulfilled'));
     const rows = await h.sql<{ id: string }>('select id from submissions where id = any($1::uuid[])', [ids]);
@@ -189,25 +194,18 @@ describe('the group commit of submission rows', () => {
       const results = await Promise.allSettled(
         ids.map((id, i) =>
           write(
-            submissionRow({
+            queuedRow(
               id,
-              keyId: key.id,
-              email: 'sender@example.org',
-              message: `message ${i}`,
-              subject: 'Hello',
-              customFields: [],
-              emailStatus: 'queued',
-              clientIp: '127.0.0.1',
-              origin: undefined,
+              key.id,
+              i,
               // Every other row has webhooks, so that a batch mixes rows with and without them.
-              webhookDeliveries:
-                i % 2 === 0
-                  ? [
-                      { id: deliveryIds.get(id)![0], endpointId: endpoint.id },
-                      { id: deliveryIds.get(id)![1], endpointId: disabled.id },
-                    ]
-                  : [],
-            }),
+              i % 2 === 0
+                ? [
+                    { id: deliveryIds.get(id)![0], endpointId: endpoint.id },
+                    { id: deliveryIds.get(id)![1], endpointId: disabled.id },
+                  ]
+                : [],
+            ),
           ),
         ),
       );
