@@ -133,9 +133,10 @@ describe('an owner searching and downloading large messages', () => {
     // Each search is answered: found, or refused at once past the session's bound; never a 503.
     expect(new Set(statuses())).toEqual(new Set([200, 429]));
     for (const name of Object.keys(probes)) {
-      // 2× the p99 before, plus 100 ms: a probe can arrive behind a whole round, and 20 requests of
-      // any kind (answered or refused) hold the API's one event loop that long on a busy 2-core machine.
-      const bound = 2 * p99(before[name]!) + 100;
+      // 2× the p99 before, plus 300 ms: a probe can arrive behind a whole round, whose 20 answers of
+      // about 100 KB each (or refusals) hold the API's one event loop up to about 10 ms each on a slow
+      // core (before the lists were cut, one answer was up to 90 MB).
+      const bound = 2 * p99(before[name]!) + 300;
       expect(p99(during[name]!), `${name}: p99 before ${Math.round(p99(before[name]!))} ms`).toBeLessThanOrEqual(bound);
     }
     // Nothing of the searches goes on in PostgreSQL once they are answered.
