@@ -46,9 +46,13 @@ export function submissionRow(row: NewSubmissionRow): SubmissionRow {
  * try whose answer was lost) wrote its deliveries then, so none are written twice. An endpoint
  * disabled or deleted since the key was read gets no row.
  */
-const WEBHOOK_DELIVERIES_OF_INSERTED = `insert into webhook_deliveries (id, endpoint_id, submission_id)
+const webhookDeliveriesOfInserted = (
+  ids: string,
+  endpointIds: string,
+  submissionIds: string,
+) => `insert into webhook_deliveries (id, endpoint_id, submission_id)
          select h.id, h.endpoint_id, h.submission_id
-           from unnest($10::uuid[], $11::uuid[], $12::uuid[]) as h(id, endpoint_id, submission_id)
+           from unnest(${ids}::uuid[], ${endpointIds}::uuid[], ${submissionIds}::uuid[]) as h(id, endpoint_id, submission_id)
            join inserted on inserted.id = h.submission_id
            join webhook_endpoints e on e.id = h.endpoint_id and e.enabled`;
 
@@ -84,8 +88,7 @@ export async function insertSubmissionRows(em: EntityManager, rows: SubmissionRo
     await em.execute(insert, rows.flat());
     return;
   }
-  const deliveries = WEBHOOK_DELIVERIES_OF_INSERTED.replace('$10::uuid[], $11::uuid[], $12::uuid[]', '?::uuid[], ?::uuid[], ?::uuid[]');
-  await em.execute(`with inserted as (${insert} returning id) ${deliveries}`, [...rows.flat(), ...webhooks.map(uuidArray)]);
+  await em.execute(`with inserted as (${insert} returning id) ${webhookDeliveriesOfInserted('?', '?', '?')}`, [...rows.flat(), ...webhooks.map(uuidArray)]);
 }
 
 /**
@@ -101,7 +104,7 @@ const INSERT_ROWS = { name: 'insert-submissions', text: INSERT_ROWS_TEXT };
 /** The same with the rows' webhook deliveries: a batch of which at least one row has some. */
 const INSERT_ROWS_AND_WEBHOOKS = {
   name: 'insert-submissions-webhooks',
-  text: `with inserted as (${INSERT_ROWS_TEXT} returning id) ${WEBHOOK_DELIVERIES_OF_INSERTED}`,
+  text: `with inserted as (${INSERT_ROWS_TEXT} returning id) ${webhookDeliveriesOfInserted('$10', '$11', '$12')}`,
 };
 
 export async function insertSubmissionBatch(db: StatementRunner, rows: SubmissionRow[]): Promise<void> {
