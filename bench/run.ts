@@ -13,6 +13,7 @@
 //   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each
 //                                 side's statements per delivered email and their time
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
+//   npm run bench -- --intake-repeats=4         alternating repeats of scenarios 1 and 2 (default 2, 1 with --quick)
 //   npm run bench -- --delivery-repeats=5       alternating loop/service repeats of scenario 3 with 2 and more workers (default 3, 1 with --quick)
 //   npm run bench -- --pipeline-repeats=4       alternating floor/service repeats of scenario 12 (default 2, 1 with --quick)
 //   npm run bench -- --sink-delay=200          the SMTP sink's delay per message (default 50 ms)
@@ -87,6 +88,8 @@ const S: Settings = quick
       pipelineRepeats: 2,
     };
 if (workerCounts) S.workerCounts = workerCounts;
+const intakeRepeats = option('intake-repeats');
+if (intakeRepeats) S.repeats = Math.max(1, Number(intakeRepeats) || 1);
 const deliveryRepeats = option('delivery-repeats');
 if (deliveryRepeats) S.deliveryRepeats = Math.max(1, Number(deliveryRepeats) || 1);
 const pipelineRepeats = option('pipeline-repeats');

@@ -78,6 +78,21 @@ describe('ALTCHA as a key captcha', () => {
     expectRefused(await submit(key.key, answer), 'The captcha answer was already used. Please solve it again.', 'Captcha already used.');
   });
 
+  it('accepts one answer sent many times at once exactly once, and the other answers of the same burst each once', async () => {
+    const key = await h.createKey({ captcha: 'altcha' });
+    const replayed = await solve(await fetchChallenge(key.key));
+    const others = await Promise.all([1, 2, 3].map(async () => solve(await fetchChallenge(key.key))));
+    const responses = await Promise.all([...Array.from({ length: 8 }, () => submit(key.key, replayed)), ...others.map((answer) => submit(key.key, answer))]);
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.slice(0, 8).filter((status) => status === 200)).toHaveLength(1);
+    for (const refused of responses.slice(0, 8).filter((response) => response.status !== 200)) {
+      expectRefused(refused, 'The captcha answer was already used. Please solve it again.', 'Captcha already used.');
+    }
+    expect(statuses.slice(8)).toEqual([200, 200, 200]);
+    const rows = await h.sql('select count(*)::int as count from submissions where key_id = $1', [key.id]);
+    expect(rows).toEqual([{ count: 4 }]);
+  });
+
   it('refuses a missing, malformed, tampered, unsolved, expired or other-key answer', async () => {
     const key = await h.createKey({ captcha: 'altcha' });
     const other = await h.createKey({ captcha: 'altcha' });

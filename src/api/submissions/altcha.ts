@@ -6,6 +6,7 @@
 import { createHash, createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import { createChallenge, type Challenge, type Payload } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
+import { groupCommit } from '../../shared/infra/group-commit.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { derivedSecret } from '../../shared/infra/secrets.ts';
 import { errors } from '../api-errors.ts';
@@ -16,6 +17,19 @@ export const ALTCHA_TTL_SECONDS = 20 * 60;
 /** PBKDF2 iterations per tried counter: the server pays one derivation per challenge it issues. */
 export const ALTCHA_COST = 1_000;
 const ALGORITHM = 'PBKDF2/SHA-256';
+/** Key tags remembered at most: each is an HMAC the API would otherwise compute per submission. */
+const KEY_TAGS_KEPT = 10_000;
+
+/** Each answer's mark set once, until its challenge expires: 1 where set now, 0 where already set. The keys share the prefix's hash tag, so one Redis Cluster slot. */
+const FIRST_USES = `
+local answer = {}
+for index, key in ipairs(KEYS) do
+  answer[index] = redis.call('SET', key, '1', 'PX', ARGV[index], 'NX') and 1 or 0
+end
+return answer`;
+/** ioredis sends a defined script by its SHA-1 (EVALSHA), and its text only when Redis does not know it yet. */
+const COMMAND = 'cfsAltchaFirstUses';
+type WithFirstUses = { [COMMAND]: (keyCount: number, ...args: Array<string | number>) => Promise<number[]> };
 
 export type Altcha = {
   /** A new challenge for the key with this id, as the widget fetches it. */
@@ -30,7 +44,18 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
   const keySignatureSecret = derivedSecret(options.secret, 'altcha key signature');
   const keyTagSecret = derivedSecret(options.secret, 'altcha key tag');
   // The challenge names the key by a tag, not by its id: the id stays private to its owner.
-  const keyTag = (keyId: string) => createHmac('sha256', keyTagSecret).update(keyId).digest('base64url').slice(0, 22);
+  const keyTags = new Map<string, string>();
+  const keyTag = (keyId: string) => {
+    let tag = keyTags.get(keyId);
+    if (tag === undefined) {
+      if (keyTags.size >= KEY_TAGS_KEPT) keyTags.clear();
+      tag = createHmac('sha256', keyTagSecret).update(keyId).digest('base64url').slice(0, 22);
+      keyTags.set(keyId, tag);
+    }
+    return tag;
+  };
+  // Made at the first answer: issuing challenges needs no Redis.
+  let firstUse: ReturnType<typeof firstUses> | undefined;
 
   return {
     challenge: (keyId) =>
@@ -69,10 +94,34 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
       // Accepted once: the challenge's signature is remembered until the challenge expires.
       const expiresAtMs = (challenge.parameters.expiresAt ?? 0) * 1000;
       const used = createHash('sha256').update(challenge.signature!).digest('base64url');
-      const first = await redis.set(`${prefix}:altcha:${used}`, '1', 'PX', Math.max(1, expiresAtMs - Date.now()), 'NX');
-      if (first !== 'OK') throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
+      firstUse ??= firstUses(redis);
+      const first = await firstUse({ key: `${prefix}:altcha:${used}`, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
+      if (first instanceof Error) throw first;
+      if (!first) throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
     },
   };
+}
+
+/**
+ * Marks answers as used, the answers of concurrent submissions in one script call (group commit):
+ * one round trip to Redis for a burst instead of one per submission, each answer in its order, so
+ * of two equal answers in one call only the first is accepted. A failed call is every answer's error.
+ */
+function firstUses(redis: RedisClient): (mark: { key: string; ttlMs: number }) => Promise<boolean | Error> {
+  if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: FIRST_USES });
+  const client = redis as RedisClient & WithFirstUses;
+  return groupCommit<{ key: string; ttlMs: number }, boolean | Error>(
+    async (marks) => {
+      try {
+        const reply = await client[COMMAND](marks.length, ...marks.map((mark) => mark.key), ...marks.map((mark) => mark.ttlMs));
+        return reply.map((set) => set === 1);
+      } catch (error) {
+        return marks.map(() => (error instanceof Error ? error : new Error(String(error))));
+      }
+    },
+    // One call in flight: the answers that arrive meanwhile share the next.
+    { maxInFlight: 1 },
+  );
 }
 
 const hmacHex = (secret: string, data: string | Buffer) => createHmac('sha256', secret).update(data).digest('hex');
