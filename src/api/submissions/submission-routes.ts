@@ -1,10 +1,10 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
 // rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
 // → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
-import { v7 as uuidv7 } from 'uuid';
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { createRouter } from '../router.ts';
+import { newSubmissionId } from './submission-id.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
 import { keyEmailJob, submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueCommitted } from './enqueue.ts';
@@ -42,9 +42,7 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   const consent = createConsentMemory();
 
   router.post(SUBMISSION_PATH, formCors, countRefusals(limiter), async (ctx) => {
-    // Time-ordered (UUID v7): new rows land at the right edge of the primary-key index instead of
-    // on a random page of it, which keeps inserts cheap as the table grows (npm run bench, 6).
-    const submissionId = uuidv7();
+    const submissionId = newSubmissionId();
     let body: SubmissionBody | undefined;
     let key: ActiveKey | undefined;
     let saved = false;
