@@ -285,6 +285,26 @@ describe('webhooks', () => {
     expect(notices).toHaveLength(1);
   });
 
+  it('delivers each of a burst of concurrent submissions once, well before the reconciler would add a missing job', async () => {
+    const key = await h.createKey();
+    await addWebhook(key, receiver.url);
+    const burst = await Promise.all(
+      Array.from({ length: 24 }, (_, index) =>
+        postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message: `burst ${index}` }),
+      ),
+    );
+    expect(burst.map((response) => response.status)).toEqual(burst.map(() => 200));
+    const ids = burst.map((response) => response.json.submission_id as string).sort();
+    // The reconciler looks every 30 s for rows 30 s old: a delivery whose job was never added waits that long.
+    await eventually(
+      async () => ((await deliveries(key)).filter((delivery) => delivery.status === 'sent').length === ids.length ? true : undefined),
+      20_000,
+      'every delivery of the burst sent',
+    );
+    const posted = receiver.received.map((call) => JSON.parse(call.body).data.id as string).filter((id) => ids.includes(id));
+    expect(posted.sort()).toEqual(ids);
+  });
+
   it('delivers the webhook of a submission that asked for no email (not_email_sent)', async () => {
     const key = await h.createKey();
     await addWebhook(key, receiver.url);

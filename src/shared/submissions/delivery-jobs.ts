@@ -6,7 +6,13 @@ import { deliveryKinds, type DeliveryKindName, type JobData } from './delivery-k
  * The jobs of the delivery queue, one per delivery kind (./delivery-kinds.ts). Ids only:
  * the row to deliver, and the id of the request that created it (to follow it in logs).
  */
-export type DeliveryJobs = { [N in DeliveryKindName]: JobData<N> };
+export type DeliveryJobs = { [N in Exclude<DeliveryKindName, 'webhook'>]: JobData<N> } & { webhook: WebhookJobData };
+/**
+ * A webhook job may carry the payloads of other webhook jobs enqueued with it (`batch`): the API
+ * adds one job for a burst of submissions, and the worker that takes it adds the others' jobs first
+ * (src/shared/webhooks/webhook-batches.ts).
+ */
+export type WebhookJobData = JobData<'webhook'> & { batch?: Array<JobData<'webhook'>> };
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 

@@ -8,6 +8,7 @@ import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/deliver
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import type { SendOutcome } from '../delivery/send.ts';
+import { releaseWebhookBatch } from '../../shared/webhooks/webhook-batches.ts';
 import { deliverWebhook, type WebhookContext, type WebhookSettings } from './deliver-webhook.ts';
 
 type WebhookJobName = KindsIn<'webhook'>;
@@ -17,6 +18,8 @@ export type WebhookProcessorDeps = {
   storage: Storage;
   vault: KeyVault;
   emailQueue: Queue<DeliveryJob>;
+  /** Where the jobs a webhook job carries are added. */
+  webhookQueue: Queue<DeliveryJob>;
   settings: WebhookSettings;
   log: Logger;
 };
@@ -40,6 +43,9 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps) {
       log,
       token,
     };
-    return handlers[job.name](context, job as Job<DeliveryJobs[WebhookJobName]>);
+    const webhookJob = job as Job<DeliveryJobs[WebhookJobName]>;
+    // The others of its burst first: their deliveries do not wait for this one's receiver.
+    await releaseWebhookBatch(deps.webhookQueue, webhookJob, log);
+    return handlers[job.name](context, webhookJob);
   };
 }

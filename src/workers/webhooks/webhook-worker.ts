@@ -18,6 +18,7 @@ export function startWebhookWorker(connections: WorkerConnections, config: Confi
     storage: connections.storage,
     vault: createKeyVault(config.SECRET),
     emailQueue: connections.queues.email,
+    webhookQueue: connections.queues.webhook,
     settings: {
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       retryHorizonMs: config.WEBHOOK_RETRY_HORIZON_MS,
