@@ -50,16 +50,17 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
       target: { kind: 'ratio<=', value: 2 },
     },
     // What checking an ALTCHA answer costs the API: two HMACs and a SHA-256 per request, and its SET NX
-    // in a script call shared by the concurrent requests.
+    // in a script call shared by the concurrent requests. Its baseline is the confirmed key's two
+    // sides, the first and the one right after it: one of them alone moves by a fifth (the noise row).
     {
-      scenario: '1 Intake JSON, ALTCHA on',
+      scenario: ALTCHA_INTAKE,
       metric: 'throughput',
       service: altcha!.rps,
-      baseline: service!.rps,
+      baseline: (service!.rps + again!.rps) / 2,
       unit: 'req/s',
       target: { kind: 'ratio>=', value: 0.9 },
     },
-    { scenario: '1 Intake JSON, ALTCHA on', metric: 'latency p99', service: altcha!.p99, baseline: service!.p99, unit: 'ms' },
+    { scenario: ALTCHA_INTAKE, metric: 'latency p99', service: altcha!.p99, baseline: (service!.p99 + again!.p99) / 2, unit: 'ms' },
     // The extras are the workers' work; intake adds only the chat channel's delivery row, written
     // in the submission's own transaction (a key with an enabled endpoint leaves the group commit).
     // Their baseline is the confirmed key measured right before them.
@@ -85,6 +86,7 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
   );
 }
 
+const ALTCHA_INTAKE = '1 Intake JSON, ALTCHA on (against both confirmed-key sides)';
 const EXTRAS_INTAKE = '1 Intake JSON, autoresponse + 5 recipients + chat channel';
 const EXTRAS_WITHOUT_CHAT_INTAKE = '1 Intake JSON, autoresponse + 5 recipients, no chat channel';
 
