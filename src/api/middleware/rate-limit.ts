@@ -1,16 +1,15 @@
 // Per-client-IP rate limit shared by every API process: a fixed window per client (INCR, and
 // PEXPIRE on the first hit) counted by one atomic Redis script. The hits of concurrent requests go
-// together (group commit, ../../shared/infra/group-commit.ts): one script call counts a burst of
+// together (../../shared/infra/queues/batched-script.ts): one script call counts a burst of
 // them, one round trip instead of one per request (docs/benchmarks.md#the-whole-pipeline), each in
 // its order. Over the limit: 429 with Retry-After. While Redis is unreachable the limit is not
 // enforced: losing submissions would be worse.
 import type { Middleware } from 'koa';
-import { groupCommit } from '../../shared/infra/group-commit.ts';
+import { batchedScript } from '../../shared/infra/queues/batched-script.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { rateLimitSubject } from '../client-ip.ts';
 import type { AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
-import { withTimeout } from '../../shared/infra/timeout.ts';
 
 /** Each key counted once per hit, in order; answers each key's count and time to live. The keys share the prefix's hash tag, so one Redis Cluster slot. */
 const HITS = `
@@ -22,10 +21,6 @@ for index, key in ipairs(KEYS) do
   answer[index * 2] = redis.call('PTTL', key)
 end
 return answer`;
-
-/** ioredis sends a defined script by its SHA-1 (EVALSHA), and its text only when Redis does not know it yet. */
-const COMMAND = 'cfsRateLimitHits';
-type WithHits = { [COMMAND]: (keyCount: number, ...args: Array<string | number>) => Promise<number[]> };
 
 export type RateLimitOptions = {
   redis: RedisClient;
@@ -42,23 +37,14 @@ type Verdict = { count: number; ttlMs: number };
 export function rateLimit(options: RateLimitOptions): Middleware<AppState> {
   const { redis, prefix, windowMs, max, ipv6Prefix = 64, timeoutMs = 500 } = options;
   const windowSeconds = Math.ceil(windowMs / 1000);
-  if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: HITS });
-  const client = redis as RedisClient & WithHits;
-
   // A failure is every hit's answer, never a retry one by one: Redis away, each request goes on.
-  const hits = groupCommit<string, Verdict | Error>(
-    async (keys) => {
-      try {
-        if (redis.status !== 'ready') throw new Error(`redis is ${redis.status}`);
-        const reply = await withTimeout(client[COMMAND](keys.length, ...keys, windowMs), timeoutMs, 'rate limit check timed out');
-        return keys.map((_, index) => ({ count: reply[index * 2]!, ttlMs: reply[index * 2 + 1]! }));
-      } catch (error) {
-        return keys.map(() => (error instanceof Error ? error : new Error(String(error))));
-      }
-    },
-    // One call in flight: the hits that arrive meanwhile share the next.
-    { maxInFlight: 1 },
-  );
+  const hits = batchedScript<string, Verdict>(redis, {
+    name: 'cfsRateLimitHits',
+    lua: HITS,
+    call: (keys) => ({ keys, args: [windowMs] }),
+    answers: (reply, keys) => keys.map((_, index) => ({ count: reply[index * 2]!, ttlMs: reply[index * 2 + 1]! })),
+    failFast: { timeoutMs, timeoutMessage: 'rate limit check timed out' },
+  });
 
   // A request waits for the call in flight, then for its own: at most twice timeoutMs.
   return async (ctx, next) => {

@@ -6,7 +6,7 @@
 import { createHash, createHmac, createSecretKey, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { createChallenge, type Challenge, type Payload } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
-import { groupCommit } from '../../shared/infra/group-commit.ts';
+import { batchedScript } from '../../shared/infra/queues/batched-script.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { derivedSecret } from '../../shared/infra/secrets.ts';
 import { errors } from '../api-errors.ts';
@@ -27,9 +27,6 @@ for index, key in ipairs(KEYS) do
   answer[index] = redis.call('SET', key, '1', 'PX', ARGV[index], 'NX') and 1 or 0
 end
 return answer`;
-/** ioredis sends a defined script by its SHA-1 (EVALSHA), and its text only when Redis does not know it yet. */
-const COMMAND = 'cfsAltchaFirstUses';
-type WithFirstUses = { [COMMAND]: (keyCount: number, ...args: Array<string | number>) => Promise<number[]> };
 
 export type Altcha = {
   /** A new challenge for the key with this id, as the widget fetches it. */
@@ -106,26 +103,16 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
 }
 
 /**
- * Marks answers as used, the answers of concurrent submissions in one script call (group commit):
- * one round trip to Redis for a burst instead of one per submission, each answer in its order, so
- * of two equal answers in one call only the first is accepted. A failed call is every answer's error.
+ * Marks answers as used, the answers of concurrent submissions in one script call: each in its
+ * order, so of two equal answers in one call only the first is accepted.
  */
-function firstUses(redis: RedisClient): (mark: { key: string; ttlMs: number }) => Promise<boolean | Error> {
-  if (!(COMMAND in redis)) redis.defineCommand(COMMAND, { lua: FIRST_USES });
-  const client = redis as RedisClient & WithFirstUses;
-  return groupCommit<{ key: string; ttlMs: number }, boolean | Error>(
-    async (marks) => {
-      try {
-        const reply = await client[COMMAND](marks.length, ...marks.map((mark) => mark.key), ...marks.map((mark) => mark.ttlMs));
-        return reply.map((set) => set === 1);
-      } catch (error) {
-        return marks.map(() => (error instanceof Error ? error : new Error(String(error))));
-      }
-    },
-    // One call in flight: the answers that arrive meanwhile share the next.
-    { maxInFlight: 1 },
-  );
-}
+const firstUses = (redis: RedisClient) =>
+  batchedScript<{ key: string; ttlMs: number }, boolean>(redis, {
+    name: 'cfsAltchaFirstUses',
+    lua: FIRST_USES,
+    call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.map((mark) => mark.ttlMs) }),
+    answers: (reply) => reply.map((set) => set === 1),
+  });
 
 const hmacHex = (secret: KeyObject, data: string | Buffer) => createHmac('sha256', secret).update(data).digest('hex');
 

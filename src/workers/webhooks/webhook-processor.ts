@@ -43,9 +43,9 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps) {
       log,
       token,
     };
-    const webhookJob = job as Job<DeliveryJobs[WebhookJobName]>;
+    const typed = job as Job<DeliveryJobs[WebhookJobName]>;
     // The others of its burst first: their deliveries do not wait for this one's receiver.
-    await releaseWebhookBatch(deps.webhookQueue, webhookJob, log);
-    return handlers[job.name](context, webhookJob);
+    await releaseWebhookBatch(deps.webhookQueue, typed, log);
+    return handlers[job.name](context, typed);
   };
 }
