@@ -9,7 +9,9 @@ import { submitFrom, submitJson } from '../support/client.ts';
 import { postForm } from '../support/owner.ts';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.ts';
 import { sentCount } from '../support/rows.ts';
-import { abnormalAnswers, emailsPerSubmission, submitUntil } from '../support/load.ts';
+import { abnormalAnswers, emailsPerSubmission, submitUntil, waitForAllSent } from '../support/load.ts';
+import { createRedis, type RedisClient } from '../../src/shared/infra/queues/redis.ts';
+import { withTimeout } from '../../src/shared/infra/timeout.ts';
 
 /** Submissions answered 200 before the kill, and again after the switch. */
 const PER_PHASE = 100;
@@ -149,7 +151,7 @@ describe('a master of the Redis Cluster killed under a load', () => {
     expect(errors).toEqual([]);
     expect(abnormalAnswers(answers)).toEqual([]);
     expect(switchMs).toBeGreaterThan(0);
-    await eventually(async () => ((await sentCount(h, ids)) === ids.length ? true : undefined), 120_000, 'every accepted submission sent');
+    await waitForAllSent(h, ids, 120_000);
     const emails = emailsPerSubmission(h);
     expect(ids.filter((id) => !emails.has(id))).toEqual([]);
     const duplicated = ids.filter((id) => emails.get(id)! > 1);
@@ -161,4 +163,34 @@ describe('a master of the Redis Cluster killed under a load', () => {
     const ready = await fetch(`${h.url}/readyz`);
     expect(ready.status).toBe(200);
   }, 480_000);
+});
+
+// Last in the file: it kills a replica, which a later failover of its master would need.
+describe('a cluster client whose one named node died', () => {
+  it('connects again through the nodes it found, and so do its copies (the connections BullMQ makes of it)', async () => {
+    const named = await cluster.replicaPort();
+    const connections: RedisClient[] = [];
+    const open = (connection: RedisClient) => {
+      connection.on('error', () => undefined);
+      connections.push(connection);
+      return connection;
+    };
+    const client = open(createRedis(`redis://127.0.0.1:${named}`, 'worker', { cluster: true }));
+    const key = '{named-node}:probe';
+    const readAll = (what: string) =>
+      withTimeout(Promise.all(connections.map((connection) => connection.get(key))), 30_000, `no answer within 30 s ${what} (the named node: ${named})`);
+    try {
+      await client.set(key, 'written');
+      open(client.duplicate());
+      await readAll('from a copy made before the named node died');
+      await cluster.kill(named);
+      open(client.duplicate());
+      await readAll('from a copy made after it died');
+      // A full reconnection, as BullMQ makes of its blocking connection: through the startup nodes again.
+      for (const connection of connections) connection.disconnect(true);
+      expect(await readAll('after a reconnection')).toEqual(['written', 'written', 'written']);
+    } finally {
+      for (const connection of connections) connection.disconnect();
+    }
+  });
 });

@@ -4,7 +4,7 @@
 // fallen behind: the jobs Redis had acknowledged and lost are found in PostgreSQL by the reconciler.
 import { afterEach, expect, it } from 'vitest';
 import { submitJson } from '../support/client.ts';
-import { abnormalAnswers, emailsPerSubmission, submitUntil } from '../support/load.ts';
+import { abnormalAnswers, emailsPerSubmission, submitUntil, waitForAllSent } from '../support/load.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { startSentinelSetup, SENTINEL_MASTER, type SentinelSetup } from '../support/redis-sentinel.ts';
 import { sentCount } from '../support/rows.ts';
@@ -57,7 +57,7 @@ it('follows a failover under a load: every 200 delivered, every answer 200 or 50
   expect(errors).toEqual([]);
   expect(abnormalAnswers(answers)).toEqual([]);
   const ids = answers.filter((answer) => answer.status === 200).map((answer) => answer.id!);
-  await eventually(async () => ((await sentCount(h, ids)) === ids.length ? true : undefined), 60_000, 'every accepted submission sent');
+  await waitForAllSent(h, ids, 60_000);
   const emails = emailsPerSubmission(h);
   expect(ids.filter((id) => !emails.has(id))).toEqual([]);
   // At most 0.1 % of them twice: the claim fences a job run again after the switch.

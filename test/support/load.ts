@@ -1,7 +1,9 @@
 // A load of submissions for the failover tests: clients that submit one after another until told
 // to stop, and how many emails each submission got.
+import { createHousekeepingQueue } from '../../src/shared/infra/queues/queues.ts';
 import { submitJson } from './client.ts';
-import type { Harness } from './harness.ts';
+import { eventually, type Harness } from './harness.ts';
+import { sentCount } from './rows.ts';
 
 export type LoadAnswer = { status: number; retryAfter: string | null; id?: string };
 
@@ -56,4 +58,43 @@ export function emailsPerSubmission(h: Harness): Map<string, number> {
     if (id) counts.set(id, (counts.get(id) ?? 0) + 1);
   }
   return counts;
+}
+
+/**
+ * Waits until every one of `ids` is `sent`. Past `timeoutMs` it throws with what stands in the way:
+ * each row not sent, its job's state in the queue, and the periodic jobs (the reconciler among them).
+ */
+export async function waitForAllSent(h: Harness, ids: string[], timeoutMs: number): Promise<void> {
+  try {
+    await eventually(async () => ((await sentCount(h, ids)) === ids.length ? true : undefined), timeoutMs, 'every accepted submission sent');
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${await undeliveredReport(h, ids)}`, { cause: error });
+  }
+}
+
+async function undeliveredReport(h: Harness, ids: string[]): Promise<string> {
+  const rows = await h.sql<{ id: string; email_status: string; attempts: number; claimed_age_s: number | null; created_age_s: number }>(
+    `select id, email_status, attempts, extract(epoch from now() - claimed_at)::int as claimed_age_s, extract(epoch from now() - created_at)::int as created_age_s
+       from submissions where id = any($1::uuid[]) and email_status <> 'sent' order by created_at limit 20`,
+    [ids],
+  );
+  const lines = await Promise.all(
+    rows.map(
+      async (row) =>
+        `${row.id} ${row.email_status}, ${row.attempts} attempt(s), created ${row.created_age_s} s ago, claimed ${row.claimed_age_s ?? '-'} s ago, job: ${await h.api.deps.queue.getJobState(row.id).catch((e: unknown) => String(e))}`,
+    ),
+  );
+  const housekeeping = createHousekeepingQueue(h.api.deps.redis, h.config.QUEUE_PREFIX);
+  try {
+    const counts = await housekeeping.getJobCounts();
+    const schedulers = await housekeeping.getJobSchedulers();
+    lines.push(
+      `periodic jobs: ${JSON.stringify(counts)}; schedulers: ${schedulers.map((s) => `${s.key} next ${s.next ? new Date(s.next).toISOString() : '-'}`).join(', ')}`,
+    );
+  } catch (error) {
+    lines.push(`periodic jobs: not read (${(error as Error).message})`);
+  } finally {
+    await housekeeping.close();
+  }
+  return lines.join('\n');
 }

@@ -18,6 +18,10 @@ export type RedisCluster = {
   slotOf: (key: string) => Promise<number>;
   /** SIGKILL to the master that holds `key`'s slot. */
   killMasterOf: (key: string) => Promise<KilledMaster>;
+  /** The port of a live replica. */
+  replicaPort: () => Promise<number>;
+  /** SIGKILL to the node at `port`. */
+  kill: (port: number) => Promise<void>;
   /**
    * Waits until the node at `port` is a master (ROLE) owning `slot` by its own account, and every
    * other live master agrees; throws after `timeoutMs` with what each node said and logged.
@@ -146,6 +150,15 @@ export async function startRedisCluster(): Promise<RedisCluster> {
       killed.add(master.port);
       await stopChild(nodes.find((node) => node.port === master.port)!.child, 'SIGKILL');
       return { killedPort: master.port, replicaPort: replica.port, killedAt: Date.now() };
+    },
+    async replicaPort() {
+      const replica = (await nodesSeenBy(alive()[0]!.port)).find((line) => line.flags.includes('slave') && !killed.has(line.port));
+      if (!replica) throw new Error(`no live replica:\n${await report()}`);
+      return replica.port;
+    },
+    async kill(port) {
+      killed.add(port);
+      await stopChild(nodes.find((node) => node.port === port)!.child, 'SIGKILL');
     },
     async waitForOwner(port, slot, timeoutMs) {
       const deadline = Date.now() + timeoutMs;

@@ -1,5 +1,5 @@
 // Redis connections for the queues, the rate limiter and the breaker: one factory for a server or a cluster.
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 /** A single Redis server (found directly or through Sentinel) or a Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one node). */
 export type RedisClient = Redis | Cluster;
@@ -48,7 +48,7 @@ export function createRedis(url: string, role: 'producer' | 'worker', topology: 
   if (topology.sentinel) return new Redis(sentinelOptions(url, topology.sentinel, options));
   if (!topology.cluster) return new Redis(url, options);
   const seed = new URL(url);
-  return new Cluster([{ host: seed.hostname, port: Number(seed.port) || 6379 }], {
+  return new DiscoveringCluster([{ host: seed.hostname, port: Number(seed.port) || 6379 }], {
     redisOptions: {
       ...options,
       ...(seed.username ? { username: decodeURIComponent(seed.username) } : {}),
@@ -57,6 +57,46 @@ export function createRedis(url: string, role: 'producer' | 'worker', topology: 
     },
     ...(role === 'worker' ? {} : { clusterRetryStrategy: (times: number) => Math.min(times * 200, 2_000) }),
   });
+}
+
+/**
+ * A Cluster client that connects again through every node it has seen, not only the one REDIS_URL
+ * names. ioredis reconnects a client through its startup nodes alone: once the named node died (a
+ * master killed, its replica promoted), a client that reconnected in full (BullMQ's blocking
+ * connections do) failed with "None of startup nodes is available" until that node came back, and
+ * its worker took no job meanwhile (test/faults/redis-cluster.test.ts). Its copies, the
+ * connections BullMQ makes of it, do the same.
+ */
+class DiscoveringCluster extends Cluster {
+  /** The nodes the configuration names: a name that resolves to whichever node is up outlives any node. */
+  private readonly seeds: ClusterNode[];
+
+  constructor(seeds: ClusterNode[], options: ClusterOptions, startFrom: ClusterNode[] = seeds) {
+    super(startFrom, options);
+    this.seeds = seeds;
+    this.on('refresh', () => {
+      const known = new Map<string, ClusterNode>();
+      for (const node of [...seeds, ...this.nodes('all').map((redis) => ({ host: redis.options.host, port: redis.options.port }))]) {
+        known.set(JSON.stringify(node), node);
+      }
+      this.startFrom = [...known.values()];
+    });
+  }
+
+  /** ioredis keeps its startup nodes private; this is the one place that replaces them. */
+  private get startFrom(): ClusterNode[] {
+    return (this as unknown as { startupNodes: ClusterNode[] }).startupNodes;
+  }
+
+  private set startFrom(nodes: ClusterNode[]) {
+    (this as unknown as { startupNodes: ClusterNode[] }).startupNodes = nodes;
+  }
+
+  override duplicate(startupNodes: ClusterNode[] = [], options: ClusterOptions = {}): Cluster {
+    const merged = { ...this.options, ...options };
+    if (startupNodes.length > 0) return new DiscoveringCluster(startupNodes, merged);
+    return new DiscoveringCluster(this.seeds, merged, [...this.startFrom]);
+  }
 }
 
 /**
