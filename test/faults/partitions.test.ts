@@ -232,6 +232,15 @@ async function allSent(ids: string[], timeoutMs = 90_000): Promise<void> {
   );
 }
 
+/** Those of these rows with an attempt that ended without the SMTP server's acceptance (`retrying` or `failed`). */
+async function withUnansweredAttempt(ids: string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ submission_id: string }>(
+    "select distinct submission_id from delivery_attempts where submission_id = any($1::uuid[]) and outcome <> 'sent'",
+    [ids],
+  );
+  return new Set(rows.map((row) => row.submission_id));
+}
+
 /** The rows a worker was sending when its host was cut at `cutAt`: claimed before, still `sending` now. */
 async function heldSince(cutAt: number): Promise<string[]> {
   // By now the other worker has long finished whatever it had claimed before the cut (its sends take 0.2 s).
@@ -303,7 +312,7 @@ async function feedUntilWorker1Delivers(label: string): Promise<string[]> {
 }
 
 describe('a worker host cut off mid-delivery', () => {
-  it('for longer than the job lock but not the claim lease: the other worker takes its jobs but sends none of them, and each email goes out once', async () => {
+  it('for longer than the job lock but not the claim lease: the other worker takes its jobs but sends none of them, and each email goes out once unless the cut swallowed its answer', async () => {
     const ids = await backlog(300, 'worker cut, short');
     await worker1Delivers(ids, 10);
     net.cut('worker1');
@@ -322,13 +331,18 @@ describe('a worker host cut off mid-delivery', () => {
     ).toBe(true);
     net.heal('worker1');
 
-    // Worker1's sends complete when the link is back (or, had one failed, its retry is sent): once each.
+    // Worker1's sends complete when the link is back: once each. One exception is SMTP's own
+    // at-least-once window: the server took a message, its answer was lost in the cut, and TCP's
+    // backed-off retransmission came after worker1's SMTP socket timeout. That attempt is recorded as
+    // failed, and its retry is a second copy, of a message worker1 held.
     await allSent(ids);
     const counts = deliveries(ids);
+    const unanswered = await withUnansweredAttempt(ids);
+    const duplicated = [...counts].filter(([, n]) => n !== 1);
     expect(
-      [...counts.values()].every((n) => n === 1),
-      'each accepted submission delivered exactly once',
-    ).toBe(true);
+      duplicated.filter(([id, n]) => !(n === 2 && held.includes(id) && unanswered.has(id))),
+      'each accepted submission delivered exactly once, or twice after an attempt whose answer was lost',
+    ).toEqual([]);
     expectNoRestart();
   }, 120_000);
 
