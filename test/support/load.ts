@@ -74,7 +74,7 @@ export async function waitForAllSent(h: Harness, ids: string[], timeoutMs: numbe
 
 async function undeliveredReport(h: Harness, ids: string[]): Promise<string> {
   const rows = await h.sql<{ id: string; email_status: string; attempts: number; claimed_age_s: number | null; created_age_s: number }>(
-    `select id, email_status, attempts, extract(epoch from now() - claimed_at)::int as claimed_age_s, extract(epoch from now() - created_at)::int as created_age_s
+    `select id, email_status, email_attempts as attempts, extract(epoch from now() - claimed_at)::int as claimed_age_s, extract(epoch from now() - created_at)::int as created_age_s
        from submissions where id = any($1::uuid[]) and email_status <> 'sent' order by created_at limit 20`,
     [ids],
   );
