@@ -68,7 +68,8 @@ export async function waitForAllSent(h: Harness, ids: string[], timeoutMs: numbe
   try {
     await eventually(async () => ((await sentCount(h, ids)) === ids.length ? true : undefined), timeoutMs, 'every accepted submission sent');
   } catch (error) {
-    throw new Error(`${(error as Error).message}\n${await undeliveredReport(h, ids)}`, { cause: error });
+    const report = await undeliveredReport(h, ids).catch((failure: unknown) => `(no report: ${(failure as Error).message})`);
+    throw new Error(`${(error as Error).message}\n${report}`, { cause: error });
   }
 }
 
