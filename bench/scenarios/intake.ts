@@ -91,7 +91,7 @@ const EXTRAS_INTAKE = '1 Intake JSON, autoresponse + 5 recipients + chat channel
 const EXTRAS_WITHOUT_CHAT_INTAKE = '1 Intake JSON, autoresponse + 5 recipients, no chat channel';
 
 /** Above the JSON intake's throughput on this kind of machine; a body fewer than requests shows as failed requests. */
-const ALTCHA_RPS_BOUND = 2_600;
+const ALTCHA_RPS_BOUND = 4_000;
 
 /**
  * One solved ALTCHA answer per request the altcha side can send (its priming and its repeats), made

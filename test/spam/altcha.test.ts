@@ -78,6 +78,22 @@ describe('ALTCHA as a key captcha', () => {
     expectRefused(await submit(key.key, answer), 'The captcha answer was already used. Please solve it again.', 'Captcha already used.');
   });
 
+  it('accepts an answer whose client put the challenge parameters in another order (they are signed sorted)', async () => {
+    const key = await h.createKey({ captcha: 'altcha' });
+    const challenge = await fetchChallenge(key.key);
+    const solution = await solveChallenge({ challenge, deriveKey });
+    const reversed = (value: Record<string, unknown>): Record<string, unknown> =>
+      Object.fromEntries(
+        Object.entries(value)
+          .reverse()
+          .map(([name, inner]) => [name, inner && typeof inner === 'object' && !Array.isArray(inner) ? reversed(inner as Record<string, unknown>) : inner]),
+      );
+    const parameters = reversed(challenge.parameters as unknown as Record<string, unknown>);
+    expect(Object.keys(parameters)).not.toEqual(Object.keys(challenge.parameters).sort());
+    const answer = Buffer.from(JSON.stringify({ challenge: { ...challenge, parameters }, solution })).toString('base64');
+    expect((await submit(key.key, answer)).status).toBe(200);
+  });
+
   it('accepts one answer sent many times at once exactly once, and the other answers of the same burst each once', async () => {
     const key = await h.createKey({ captcha: 'altcha' });
     const replayed = await solve(await fetchChallenge(key.key));

@@ -1,6 +1,6 @@
-// Group commit: concurrent callers share one write. The first call is written at once; calls that
-// arrive while `maxInFlight` writes are under way wait and go together in the next one (at most
-// `maxBatch` items). Each caller's promise settles only when the write that carried its item has
+// Group commit: concurrent callers share one write. The calls of one turn of the event loop go
+// together at its end; calls that arrive while `maxInFlight` writes are under way wait and go
+// together in the next one (at most `maxBatch` items). Each caller's promise settles only when the write that carried its item has
 // settled, so "resolved" still means "written". When a shared write fails, each of its items is
 // written again on its own: one bad item fails only its own caller. A write may return one result
 // per item, in the items' order: each caller receives its own (a batched claim, say).
@@ -18,6 +18,7 @@ export function groupCommit<T, R = void>(
   let waiting: Array<Waiting<T, R>> = [];
   let inFlight = 0;
   let lingering: ReturnType<typeof setTimeout> | undefined;
+  let gathering = false;
 
   async function run(batch: Array<Waiting<T, R>>): Promise<void> {
     try {
@@ -29,14 +30,28 @@ export function groupCommit<T, R = void>(
     }
   }
 
+  /**
+   * A write starts once the current turn of the event loop is over, not at the first call: the
+   * callers woken together (by one Redis reply, one socket read) then share it, where the first
+   * would have gone alone and the others behind it.
+   */
   function next(): void {
+    if (gathering || inFlight >= maxInFlight || waiting.length === 0) return;
+    gathering = true;
+    setImmediate(() => {
+      gathering = false;
+      start();
+    });
+  }
+
+  function start(): void {
     while (inFlight < maxInFlight && waiting.length > 0) {
       // Without a linger (the API's intake, the `sent` writes) no clock is read at all.
       const wait = lingerMs > 0 ? lingerMs - (performance.now() - waiting[0]!.since) : 0;
       if (wait > 0 && waiting.length < maxBatch) {
         lingering ??= setTimeout(() => {
           lingering = undefined;
-          next();
+          start();
         }, wait);
         return;
       }

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { groupCommit } from '../../../src/shared/infra/group-commit.ts';
 
 describe('groupCommit', () => {
-  it('sends what arrives during a write as one batch, and settles each caller only after its own write', async () => {
+  it('sends the calls of one turn of the event loop together, what arrives during a write as the next batch, and settles each caller only after its own write', async () => {
     const writes: number[][] = [];
     const written = new Set<number>();
     let release: () => void = () => undefined;
@@ -18,12 +18,21 @@ describe('groupCommit', () => {
       { maxInFlight: 1 },
     );
     const seenAtResolve: boolean[] = [];
-    const calls = Array.from({ length: 6 }, (_, i) => write(i).then(() => seenAtResolve.push(written.has(i))));
+    const call = (i: number) => write(i).then(() => seenAtResolve.push(written.has(i)));
+    const calls = [0, 1].map(call);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(writes).toEqual([[0]]);
+    expect(writes).toEqual([[0, 1]]);
+    calls.push(...[2, 3, 4, 5].map(call));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toEqual([[0, 1]]);
     release();
+    // The write settles, then the next one starts at the end of that turn.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(writes).toEqual([[0], [1, 2, 3, 4, 5]]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes).toEqual([
+      [0, 1],
+      [2, 3, 4, 5],
+    ]);
     release();
     await Promise.all(calls);
     expect(seenAtResolve).toEqual(Array(6).fill(true));
