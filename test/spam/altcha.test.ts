@@ -121,6 +121,10 @@ describe('ALTCHA as a key captcha', () => {
       'Captcha verification failed.',
     );
 
+    // Far larger than any answer this service issues (about 750 characters), nested 30,000 deep: refused before it is read.
+    const nested = `{"challenge":{"signature":"x","parameters":${'{"a":'.repeat(30_000)}1${'}'.repeat(30_000)}},"solution":{"counter":1,"derivedKey":"00"}}`;
+    expectRefused(await submit(key.key, Buffer.from(nested).toString('base64')), 'The captcha answer is malformed.', 'Captcha verification failed.');
+
     // Solved for the other key: its signature is valid, the key it names is not this one.
     expectRefused(
       await submit(key.key, await solve(await fetchChallenge(other.key))),

@@ -17,6 +17,11 @@ export const ALTCHA_TTL_SECONDS = 20 * 60;
 /** PBKDF2 iterations per tried counter: the server pays one derivation per challenge it issues. */
 export const ALTCHA_COST = 1_000;
 const ALGORITHM = 'PBKDF2/SHA-256';
+/**
+ * The longest answer read: an answer to this service's challenges is about 750 characters. A longer
+ * one is refused unread, so that no client can make the check parse and walk a deeply nested value.
+ */
+const ANSWER_MAX_CHARS = 4_096;
 /** Key tags remembered at most: each is an HMAC the API would otherwise compute per submission. */
 const KEY_TAGS_KEPT = 10_000;
 
@@ -154,6 +159,7 @@ const refusal = (fieldMessage: string, message: string) => errors.invalidFields(
 
 /** The widget's answer: base64 of `{ challenge: { parameters, signature }, solution: { counter, derivedKey } }`. */
 function parsePayload(answer: string): Payload | undefined {
+  if (answer.length > ANSWER_MAX_CHARS) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(Buffer.from(answer, 'base64').toString('utf8'));
