@@ -1,7 +1,7 @@
 // Group commit: concurrent callers share one write. The calls of one turn of the event loop go
 // together at its end; calls that arrive while `maxInFlight` writes are under way wait and go
-// together in the next one (at most `maxBatch` items). Each caller's promise settles only when the write that carried its item has
-// settled, so "resolved" still means "written". When a shared write fails, each of its items is
+// together in the next one (at most `maxBatch` items). Each caller's promise settles only when the
+// write that carried its item has settled, so "resolved" still means "written". When a shared write fails, each of its items is
 // written again on its own: one bad item fails only its own caller. A write may return one result
 // per item, in the items' order: each caller receives its own (a batched claim, say).
 // With `lingerMs`, a write that could start waits until its oldest item is that old (or the batch
