@@ -1,6 +1,7 @@
 // Child processes of the local services: a start error that says what to do, free loopback
 // ports, waiting for a server's ready line, and stopping children by PID (also on exit).
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export type LocalService = {
@@ -38,17 +39,46 @@ export async function starting<T>(service: string, remedy: string, step: () => P
   }
 }
 
-/** Asks the kernel for a free loopback port. */
-export function freePort(): Promise<number> {
+// A port the kernel hands out for port 0, or as the local end of an outgoing connection, comes from
+// its ephemeral range; one chosen there and bound seconds later can be taken meanwhile by any
+// client connecting anywhere. Ports are therefore drawn at random below that range.
+const UNPRIVILEGED_FLOOR = 20_000;
+
+/** The lowest port of the kernel's ephemeral range (Linux), or the common default elsewhere. */
+function ephemeralFloor(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Listens on `port` (0: any) and closes again; the port it got, or undefined when it was taken. */
+function tryPort(port: number): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, LOOPBACK, () => {
+    server.once('error', (error: NodeJS.ErrnoException) => (error.code === 'EADDRINUSE' && port !== 0 ? resolve(undefined) : reject(error)));
+    server.listen(port, LOOPBACK, () => {
       const address = server.address();
       server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
     });
   });
+}
+
+/** A loopback port nothing listens on, drawn below the kernel's ephemeral range where there is room. */
+export async function freePort(): Promise<number> {
+  const ceiling = ephemeralFloor();
+  if (ceiling - UNPRIVILEGED_FLOOR >= 1_000) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = await tryPort(UNPRIVILEGED_FLOOR + Math.floor(Math.random() * (ceiling - UNPRIVILEGED_FLOOR)));
+      if (port !== undefined) return port;
+    }
+  }
+  const port = await tryPort(0);
+  if (port === undefined) throw new Error('no free port');
+  return port;
 }
 
 /** Waits for a line in a child's output, failing if the child exits first or the time runs out. */
