@@ -1,11 +1,13 @@
 // Redis stops while submissions keep arriving: the API still answers 200 for what it saved (or a
 // clear 503), never a 200 for a lost submission; once Redis is back, the workers resume and the
 // reconciler enqueues what was saved meanwhile, so everything is delivered.
+import { solveChallenge, type Challenge } from 'altcha-lib';
+import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { emailStatusOf } from '../support/rows.ts';
-import { submitter } from '../support/client.ts';
+import { submitJson, submitter } from '../support/client.ts';
 
 let redis: Awaited<ReturnType<typeof startRedis>>;
 let h: Harness;
@@ -58,5 +60,36 @@ describe('Redis outage', () => {
     }
     const delivered = new Set(h.sink.messages.map((mail) => mail.parsed.messageId));
     for (const id of during) expect(delivered.has(`<submission-${id}@example.test>`)).toBe(true);
+  });
+
+  it('refuses an ALTCHA answer with a 503 within seconds while Redis hangs, keeping nothing, since it cannot tell a replay', async () => {
+    const altchaKey = await h.createKey({ captcha: 'altcha' });
+    const answer = async () => {
+      const challenge = (await (await fetch(`${h.url}/api/contact-api/altcha-challenge?access_key=${encodeURIComponent(altchaKey.key)}`)).json()) as Challenge;
+      return Buffer.from(JSON.stringify({ challenge, solution: await solveChallenge({ challenge, deriveKey }) })).toString('base64');
+    };
+    const fields = async () => ({ access_key: altchaKey.key, email: 'a@example.org', message: 'with ALTCHA', altcha: await answer() });
+    const rows = async () => Number((await h.sql<{ n: string }>('select count(*) as n from submissions where key_id = $1', [altchaKey.id]))[0]!.n);
+
+    const whileHung = await fields();
+    const resume = () => process.kill(redis.child.pid!, 'SIGCONT');
+    process.kill(redis.child.pid!, 'SIGSTOP');
+    // Resumed in any case after 20 s, so that a request that waits for Redis ends too.
+    const resumeLater = setTimeout(resume, 20_000);
+    const started = performance.now();
+    const refused = await submitJson(h, whileHung);
+    const tookMs = performance.now() - started;
+    clearTimeout(resumeLater);
+    resume();
+    expect(refused.status).toBe(503);
+    expect(refused.json).toMatchObject({ success: false, message: 'Captcha verification is unavailable. Please try again.' });
+    // The rate limit gives up after 0.5 s and the replay check after 1 s, each at most twice: 3 s,
+    // with room for a busy machine.
+    expect(tookMs).toBeLessThan(15_000);
+    expect(await rows()).toBe(0);
+
+    const accepted = await submitJson(h, await fields());
+    expect(accepted.status).toBe(200);
+    expect(await rows()).toBe(1);
   });
 });

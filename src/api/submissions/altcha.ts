@@ -3,7 +3,7 @@
 // Protocol: altcha-lib 2 (PBKDF2/SHA-256). Each challenge names a secret counter; the browser tries
 // counters until its derived key matches the signed prefix. The challenge carries the answer's key
 // signature from the start, so checking an answer costs two HMACs and no key derivation.
-import { createHmac, createSecretKey, hash, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { createChallenge, type Challenge, type Payload } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { batchedScript } from '../../shared/infra/queues/batched-script.ts';
@@ -22,6 +22,8 @@ const ALGORITHM = 'PBKDF2/SHA-256';
  * one is refused unread, so that no client can make the check parse and walk a deeply nested value.
  */
 const ANSWER_MAX_CHARS = 4_096;
+/** A replay check Redis has not answered by then is given up (a submission waits at most twice this). */
+const REPLAY_CHECK_TIMEOUT_MS = 1_000;
 /** Key tags remembered at most: each is an HMAC the API would otherwise compute per submission. */
 const KEY_TAGS_KEPT = 10_000;
 
@@ -63,8 +65,8 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
   let firstUse: ReturnType<typeof firstUses> | undefined;
 
   return {
-    challenge: (keyId) =>
-      createChallenge({
+    challenge: async (keyId) => {
+      const challenge = await createChallenge({
         algorithm: ALGORITHM,
         cost: ALTCHA_COST,
         // At least half the maximum: no challenge is a free pass.
@@ -74,7 +76,11 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
         expiresAt: Math.floor(Date.now() / 1000) + ALTCHA_TTL_SECONDS,
         hmacSignatureSecret: signatureSecret,
         hmacKeySignatureSecret: keySignatureSecret,
-      }),
+      });
+      // Sent in the order they are signed in: the widget sends them back as received, and the check
+      // then serialises them as they are, without sorting.
+      return { ...challenge, parameters: sortKeys(challenge.parameters) as Challenge['parameters'] };
+    },
 
     async verify(keyId, answer) {
       if (typeof answer !== 'string' || answer.trim() === '') throw refusal('Complete the captcha.', 'Captcha required.');
@@ -96,12 +102,13 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
       if (challenge.parameters.data?.key !== keyTag(keyId)) {
         throw refusal('The captcha was solved for another access key.', 'Captcha verification failed.');
       }
-      // Accepted once: the challenge's signature is remembered until the challenge expires.
+      // Accepted once: the challenge's signature (checked above: 64 hex digits this service wrote) is
+      // remembered until the challenge expires.
       const expiresAtMs = (challenge.parameters.expiresAt ?? 0) * 1000;
-      const used = hash('sha256', challenge.signature!, 'base64url');
       firstUse ??= firstUses(redis);
-      const first = await firstUse({ key: `${prefix}:altcha:${used}`, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
-      if (first instanceof Error) throw first;
+      const first = await firstUse({ key: `${prefix}:altcha:${challenge.signature!}`, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
+      // Unchecked, an answer could be used twice: refused for now, as an unreachable captcha provider is.
+      if (first instanceof Error) throw errors.unavailable('Captcha verification is unavailable. Please try again.');
       if (!first) throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
     },
   };
@@ -117,6 +124,7 @@ const firstUses = (redis: RedisClient) =>
     lua: FIRST_USES,
     call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.map((mark) => mark.ttlMs) }),
     answers: (reply) => reply.map((set) => set === 1),
+    failFast: { timeoutMs: REPLAY_CHECK_TIMEOUT_MS, timeoutMessage: 'altcha replay check timed out' },
   });
 
 const hmacHex = (secret: KeyObject, data: string | Buffer) => createHmac('sha256', secret).update(data).digest('hex');
