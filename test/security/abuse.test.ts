@@ -186,6 +186,24 @@ describe('captcha per key', () => {
     expect(row!.custom_fields).toEqual([]);
   });
 
+  it.each([
+    ['hcaptcha', 'h-captcha-response'],
+    ['turnstile', 'cf-turnstile-response'],
+  ] as const)('%s: refuses an answer longer than 8,192 characters without asking the provider', async (provider, field) => {
+    const key = await h.createKey();
+    expect((await admin('PATCH', `/admin/keys/${key.key}`, { captcha: provider })).status).toBe(200);
+    verifyCalls = [];
+    const stored = await count('submissions');
+    const longest = await submit({ access_key: key.key, [field]: 'x'.repeat(8_192) });
+    expect(longest.status).toBe(400);
+    expect(verifyCalls).toHaveLength(1);
+    const tooLong = await submit({ access_key: key.key, [field]: 'x'.repeat(8_193) });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.json.errors[field]).toEqual(['Captcha verification failed.']);
+    expect(verifyCalls).toHaveLength(1);
+    expect(await count('submissions')).toBe(stored);
+  });
+
   it('does not ask a key without captcha', async () => {
     const key = await h.createKey();
     expect((await submit({ access_key: key.key })).status).toBe(200);

@@ -16,6 +16,12 @@ export const CAPTCHA_FIELDS: Record<CaptchaProvider, string> = {
 type CaptchaConfig = Pick<Config, 'HCAPTCHA_SECRET' | 'HCAPTCHA_VERIFY_URL' | 'TURNSTILE_SECRET' | 'TURNSTILE_VERIFY_URL'>;
 
 const VERIFY_TIMEOUT_MS = 5_000;
+/**
+ * The longest answer passed on to hCaptcha or Turnstile: their tokens are a few thousand characters
+ * (Turnstile's at most 2,048). A longer one is refused without asking, so that no client can make
+ * the API post near a megabyte to the provider per submission.
+ */
+export const PROVIDER_ANSWER_MAX_CHARS = 8_192;
 
 /** The key the submission came with, and its captcha. */
 type CaptchaKey = { id: string; captcha: CaptchaProvider };
@@ -29,6 +35,7 @@ export async function verifyCaptcha(key: CaptchaKey, fields: RawFields, clientIp
   if (typeof answer !== 'string' || answer.trim() === '') {
     throw errors.invalidFields({ [field]: ['Complete the captcha.'] }, 'Captcha required.');
   }
+  if (answer.length > PROVIDER_ANSWER_MAX_CHARS) throw errors.invalidFields({ [field]: ['Captcha verification failed.'] }, 'Captcha verification failed.');
   const [secret, verifyUrl] =
     provider === 'hcaptcha' ? [config.HCAPTCHA_SECRET, config.HCAPTCHA_VERIFY_URL] : [config.TURNSTILE_SECRET, config.TURNSTILE_VERIFY_URL];
   if (!secret) throw new Error(`the key requires ${provider} but its secret is not configured`);
