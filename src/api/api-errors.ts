@@ -143,6 +143,8 @@ export const errors = {
     ),
   notFound: (what = 'Not found.') => new ApiError(404, 'not_found', what, { __all__: [what] }),
   unavailable: (detail: string) => new ApiError(503, 'unavailable', detail, { __all__: [detail] }),
+  /** A captcha answer that cannot be checked now (its provider, or the ALTCHA replay store, not answering). */
+  captchaUnavailable: () => errors.unavailable('Captcha verification is unavailable. Please try again.'),
   serviceUnavailable: () => {
     const message = `The service is unavailable for a moment. Please try again in ${UNAVAILABLE_RETRY_AFTER_SECONDS} seconds.`;
     return new ApiError(

@@ -42,7 +42,7 @@ export async function starting<T>(service: string, remedy: string, step: () => P
 // A port the kernel hands out for port 0, or as the local end of an outgoing connection, comes from
 // its ephemeral range; one chosen there and bound seconds later can be taken meanwhile by any
 // client connecting anywhere. Ports are therefore drawn at random below that range.
-const UNPRIVILEGED_FLOOR = 20_000;
+export const FREE_PORT_FLOOR = 20_000;
 
 /** The lowest port of the kernel's ephemeral range (Linux), or the common default elsewhere. */
 function ephemeralFloor(): number {
@@ -70,9 +70,9 @@ function tryPort(port: number): Promise<number | undefined> {
 /** A loopback port nothing listens on, drawn below the kernel's ephemeral range where there is room. */
 export async function freePort(): Promise<number> {
   const ceiling = ephemeralFloor();
-  if (ceiling - UNPRIVILEGED_FLOOR >= 1_000) {
+  if (ceiling - FREE_PORT_FLOOR >= 1_000) {
     for (let attempt = 0; attempt < 50; attempt++) {
-      const port = await tryPort(UNPRIVILEGED_FLOOR + Math.floor(Math.random() * (ceiling - UNPRIVILEGED_FLOOR)));
+      const port = await tryPort(FREE_PORT_FLOOR + Math.floor(Math.random() * (ceiling - FREE_PORT_FLOOR)));
       if (port !== undefined) return port;
     }
   }

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { freePort } from '../../src/local/processes.ts';
+import { FREE_PORT_FLOOR, freePort } from '../../src/local/processes.ts';
 
 const ephemeralFloor = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
 
@@ -32,8 +32,8 @@ describe('a free port', () => {
     const takenPort = (taken.address() as { port: number }).port;
     const other = await freePort();
     // The first draw lands on the taken port, the next one anywhere else.
-    const span = ephemeralFloor - 20_000;
-    const draws = [(takenPort - 20_000 + 0.5) / span, (other - 20_000 + 0.5) / span];
+    const span = ephemeralFloor - FREE_PORT_FLOOR;
+    const draws = [(takenPort - FREE_PORT_FLOOR + 0.5) / span, (other - FREE_PORT_FLOOR + 0.5) / span];
     vi.spyOn(Math, 'random').mockImplementation(() => draws.shift() ?? 0.5);
     try {
       expect(await freePort()).toBe(other);

@@ -108,7 +108,7 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
       firstUse ??= firstUses(redis);
       const first = await firstUse({ key: `${prefix}:altcha:${challenge.signature!}`, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
       // Unchecked, an answer could be used twice: refused for now, as an unreachable captcha provider is.
-      if (first instanceof Error) throw errors.unavailable('Captcha verification is unavailable. Please try again.');
+      if (first instanceof Error) throw errors.captchaUnavailable();
       if (!first) throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
     },
   };

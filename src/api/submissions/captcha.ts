@@ -21,7 +21,7 @@ const VERIFY_TIMEOUT_MS = 5_000;
  * (Turnstile's at most 2,048). A longer one is refused without asking, so that no client can make
  * the API post near a megabyte to the provider per submission.
  */
-export const PROVIDER_ANSWER_MAX_CHARS = 8_192;
+const PROVIDER_ANSWER_MAX_CHARS = 8_192;
 
 /** The key the submission came with, and its captcha. */
 type CaptchaKey = { id: string; captcha: CaptchaProvider };
@@ -35,7 +35,8 @@ export async function verifyCaptcha(key: CaptchaKey, fields: RawFields, clientIp
   if (typeof answer !== 'string' || answer.trim() === '') {
     throw errors.invalidFields({ [field]: ['Complete the captcha.'] }, 'Captcha required.');
   }
-  if (answer.length > PROVIDER_ANSWER_MAX_CHARS) throw errors.invalidFields({ [field]: ['Captcha verification failed.'] }, 'Captcha verification failed.');
+  const failed = () => errors.invalidFields({ [field]: ['Captcha verification failed.'] }, 'Captcha verification failed.');
+  if (answer.length > PROVIDER_ANSWER_MAX_CHARS) throw failed();
   const [secret, verifyUrl] =
     provider === 'hcaptcha' ? [config.HCAPTCHA_SECRET, config.HCAPTCHA_VERIFY_URL] : [config.TURNSTILE_SECRET, config.TURNSTILE_VERIFY_URL];
   if (!secret) throw new Error(`the key requires ${provider} but its secret is not configured`);
@@ -50,9 +51,7 @@ export async function verifyCaptcha(key: CaptchaKey, fields: RawFields, clientIp
     });
     verdict = (await response.json()) as { success?: unknown };
   } catch {
-    throw errors.unavailable('Captcha verification is unavailable. Please try again.');
+    throw errors.captchaUnavailable();
   }
-  if (verdict.success !== true) {
-    throw errors.invalidFields({ [field]: ['Captcha verification failed.'] }, 'Captcha verification failed.');
-  }
+  if (verdict.success !== true) throw failed();
 }
