@@ -84,9 +84,12 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       saved = true;
       if (!known && submission.emailStatus === 'held') consent.rememberHeld(key.mailbox);
 
-      if (submission.emailStatus === 'queued') await enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId));
-      if (submission.confirmEmailId) await enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId));
-      for (const id of submission.webhookDeliveryIds) await enqueueCommitted(ctx, deps, webhookJob(id, ctx.state.requestId));
+      // At once, not one after another: each joins its queue's next shared round trip.
+      await Promise.all([
+        submission.emailStatus === 'queued' ? enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId)) : undefined,
+        submission.confirmEmailId ? enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId)) : undefined,
+        ...submission.webhookDeliveryIds.map((id) => enqueueCommitted(ctx, deps, webhookJob(id, ctx.state.requestId))),
+      ]);
 
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
       const emailStatus =
