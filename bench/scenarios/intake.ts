@@ -9,7 +9,7 @@ import { solveChallenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { createAltcha } from '../../src/api/submissions/altcha.ts';
 import { BENCH_MESSAGE, BENCH_SENDER } from '../floor/message.ts';
-import { resetState, type Ctx } from '../support/context.ts';
+import { freshPhase, resetState, type Ctx } from '../support/context.ts';
 import { combine, jsonBody, loadPhase, prime, type Summary } from '../support/load-phase.ts';
 import { multipartRequest, type LoadResult, type RequestSpec } from '../support/load.ts';
 import { spawnApi, spawnFloor, stopReporting } from '../support/processes.ts';
@@ -153,10 +153,11 @@ async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summar
   const phases = sides.map((): LoadResult[] => []);
   try {
     for (const side of sides) await prime(ctx, target(side).url, side.request);
-    await resetState(ctx);
-    // Alternating repeats, so that a noisy neighbour hurts every side alike.
+    // Alternating repeats, so that a noisy neighbour hurts every side alike; each phase starts from
+    // empty tables, so that a side late in a repeat does not insert into a larger table.
     for (let repeat = 1; repeat <= ctx.S.repeats; repeat += 1) {
       for (const [index, side] of sides.entries()) {
+        await freshPhase(ctx);
         const name = `${scenario} ${side.on === 'api' ? 'service' : 'floor'}${side.label ? ` (${side.label})` : ''} #${repeat}`;
         phases[index]!.push(await loadPhase(ctx, name, target(side).child, target(side).url, side.request));
       }

@@ -245,3 +245,14 @@ export async function resetState(ctx: Ctx): Promise<void> {
   await ctx.sql.query(`truncate ${SUBMISSION_TABLES}, spam_campaign_votes, address_bounces, mailbox_complaints, ${FLOOR_PK_TABLE}`);
   await ctx.redis.flushall();
 }
+
+/**
+ * Empties the tables and Redis, then writes out what the last phase left in PostgreSQL's buffers
+ * (a checkpoint) now rather than inside the next measured window: every side of a comparison starts
+ * from the same state, whatever ran before it. No VACUUM or ANALYZE: statistics of an empty table
+ * would make a new connection plan its foreign-key checks as scans of the whole table.
+ */
+export async function freshPhase(ctx: Ctx): Promise<void> {
+  await resetState(ctx);
+  await ctx.sql.query('checkpoint');
+}
