@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { adminClient, submitJson } from '../support/client.ts';
 import { form, request } from '../support/http.ts';
+import { ago, buildKeyRecipient, buildRecipientCopy, buildSubmission } from '../support/factories.ts';
 
 const TOKEN = 'csv-export-admin-token-0123';
 let h: Harness;
@@ -81,6 +82,8 @@ describe('CSV export', () => {
       'spam_score',
       'spam_reasons',
       'spam_mark',
+      'autoresponse',
+      'recipient_copies',
       'company',
       'topic',
       'note',
@@ -88,9 +91,29 @@ describe('CSV export', () => {
     expect(rows).toHaveLength(2);
     const byId = Object.fromEntries(rows.map((row) => [row[0], row]));
     expect(byId[first.json.submission_id]!.slice(4, 5)).toEqual(['Hello, "world"\nline 2']);
-    expect(byId[first.json.submission_id]!.slice(7, 15)).toEqual(['', '', '', '', '', '', '', '']);
-    expect(byId[first.json.submission_id]!.slice(15)).toEqual(['Acme', 'sales', '']);
-    expect(byId[second.json.submission_id]!.slice(15)).toEqual(['', 'support\nbilling', `'=HYPERLINK("http://evil")`]);
+    expect(byId[first.json.submission_id]!.slice(7, 17)).toEqual(['', '', '', '', '', '', '', '', '', '']);
+    expect(byId[first.json.submission_id]!.slice(17)).toEqual(['Acme', 'sales', '']);
+    expect(byId[second.json.submission_id]!.slice(17)).toEqual(['', 'support\nbilling', `'=HYPERLINK("http://evil")`]);
+  });
+
+  it('says what became of the autoresponse and of each copy to an added recipient', async () => {
+    const key = await h.createKey();
+    const copied = await buildSubmission(h, { key, status: 'sent' });
+    await h.sql(`update submissions set autoresponse = 'limit_address' where id = $1`, [copied.id]);
+    // Copies are listed in the order their addresses were added.
+    const ana = await buildKeyRecipient(h, { key, email: 'ana@example.org', createdAt: ago({ minutes: 2 }) });
+    const ben = await buildKeyRecipient(h, { key, email: 'ben@example.org', createdAt: ago({ minutes: 1 }) });
+    await buildRecipientCopy(h, { submission: copied, recipient: ana, status: 'sent' });
+    await buildRecipientCopy(h, { submission: copied, recipient: ben, status: 'bounced' });
+    const alone = await buildSubmission(h, { key, status: 'sent' });
+
+    const [header, ...rows] = parseCsv((await admin('GET', `/admin/submissions.csv?key=${key.key}`)).text);
+    const column = (row: string[] | undefined, name: string) => row?.[header!.indexOf(name)];
+    const byId = new Map(rows.map((row) => [row[0], row]));
+    expect(column(byId.get(copied.id), 'autoresponse')).toBe('limit_address');
+    expect(column(byId.get(copied.id), 'recipient_copies')).toBe('ana@example.org sent, ben@example.org bounced');
+    expect(column(byId.get(alone.id), 'autoresponse')).toBe('');
+    expect(column(byId.get(alone.id), 'recipient_copies')).toBe('');
   });
 
   it('quotes a cell a spreadsheet splitting on ; would cut, and no piece of it is a formula', async () => {

@@ -136,7 +136,8 @@ export const adminPaths = {
   },
   '/admin/submissions.csv': {
     get: {
-      summary: "A key's submissions as CSV, custom fields as columns (streamed; formula-safe cells)",
+      summary:
+        "A key's submissions as CSV: delivery, bounce, spam, autoresponse and copies to added recipients, custom fields as columns (streamed; formula-safe cells)",
       security: adminSecurity,
       parameters: [{ name: 'key', in: 'query', required: true, schema: { type: 'string' } }],
       responses: { 200: { description: 'text/csv attachment' }, 400: formError('No key given'), 401: formError('No or wrong token') },

@@ -1,9 +1,11 @@
 // A key's submissions as CSV, streamed page by page, with one column per custom field name: the
 // download of GET /admin/submissions.csv?key=… and of the owner console, which adds its list's filters.
+// Each row also says what became of the autoresponse and of each copy to an added recipient.
 import { PassThrough } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/submissions/entities.ts';
 import { listSubmissions, type SubmissionPageQuery, customFieldNames } from '../../shared/submissions/submissions.ts';
+import { copiesOfSubmissions, type CopyRecord } from '../../shared/recipients/recipients.ts';
 
 /**
  * Rows read at a time. A message with its fields can be about 900 KB, so a page of 50 is at most
@@ -26,6 +28,8 @@ const FIXED = [
   'spam_score',
   'spam_reasons',
   'spam_mark',
+  'autoresponse',
+  'recipient_copies',
 ] as const;
 
 /**
@@ -64,7 +68,7 @@ export async function submissionsCsv(
   const out = new PassThrough();
   out.once('close', release);
   out.write(csvRow([...FIXED, ...names]));
-  const write = (submission: Submission) => {
+  const write = (submission: Submission, copies: CopyRecord[]) => {
     const values = new Map<string, string[]>();
     for (const [name, value] of submission.customFields) values.set(name, [...(values.get(name) ?? []), value]);
     return out.write(
@@ -84,6 +88,8 @@ export async function submissionsCsv(
         submission.spamScore === null || submission.spamScore === undefined ? '' : String(submission.spamScore),
         (submission.spamReasons ?? []).map((reason) => `${reason.symbol} ${reason.score}`).join('; '),
         submission.spamMark ?? '',
+        submission.autoresponse ?? '',
+        copies.map((copy) => `${copy.email} ${copy.email_status}`).join(', '),
         // A repeated field keeps all its values in its one column.
         ...names.map((name) => (values.get(name) ?? []).join('\n')),
       ]),
@@ -93,9 +99,13 @@ export async function submissionsCsv(
     let after: { createdAt: Date; id: string } | undefined;
     for (;;) {
       const { page } = await listSubmissions(em, { ...filters, keyHash, limit: PAGE }, after);
+      const copies = await copiesOfSubmissions(
+        em,
+        page.map((submission) => submission.id),
+      );
       for (const submission of page) {
         // A client that went away destroys the stream: no drain comes, and no page more is read.
-        if (!write(submission)) await new Promise((resolve) => (out.once('drain', resolve), out.once('close', resolve)));
+        if (!write(submission, copies.get(submission.id) ?? [])) await new Promise((resolve) => (out.once('drain', resolve), out.once('close', resolve)));
         if (out.destroyed) return;
       }
       em.clear(); // pages are written out; the identity map need not keep them
