@@ -89,8 +89,15 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     await rm(dir, { recursive: true, force: true });
   };
   try {
+    const taken = new Set<number>();
+    const distinctFreePort = async () => {
+      let port = await freePort();
+      while (taken.has(port)) port = await freePort();
+      taken.add(port);
+      return port;
+    };
     for (let i = 0; i < 6; i++) {
-      const port = await freePort();
+      const port = await distinctFreePort();
       const started = await startRedis({
         port,
         extraArgs: [
@@ -98,6 +105,10 @@ export async function startRedisCluster(): Promise<RedisCluster> {
           dir,
           '--cluster-enabled',
           'yes',
+          // A bus port of its own: the default, port + 10,000, may lie in the kernel's ephemeral range,
+          // where an outgoing connection may take it before Redis binds it.
+          '--cluster-port',
+          String(await distinctFreePort()),
           '--cluster-config-file',
           path.join(dir, `nodes-${port}.conf`),
           '--cluster-node-timeout',
