@@ -105,8 +105,8 @@ export async function startRedisCluster(): Promise<RedisCluster> {
           dir,
           '--cluster-enabled',
           'yes',
-          // A bus port of its own: the default, port + 10,000, may lie in the kernel's ephemeral range,
-          // where an outgoing connection may take it before Redis binds it.
+          // A bus port of its own: the default, port + 10,000, can fall in the kernel's ephemeral
+          // range, where an outgoing connection may take it before Redis binds it.
           '--cluster-port',
           String(await distinctFreePort()),
           '--cluster-config-file',
