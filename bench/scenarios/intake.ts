@@ -61,8 +61,8 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
       target: { kind: 'ratio>=', value: 0.9 },
     },
     { scenario: ALTCHA_INTAKE, metric: 'latency p99', service: altcha!.p99, baseline: (service!.p99 + again!.p99) / 2, unit: 'ms' },
-    // The extras are the workers' work; intake adds only the chat channel's delivery row, written by
-    // the group commit's statement, and its share of a webhook job carrying a burst's deliveries.
+    // The extras are the workers' work, the chat channel's delivery row among them; intake adds
+    // only its share of a webhook job carrying a burst's deliveries.
     // Their baseline is the confirmed key measured right before them.
     {
       scenario: EXTRAS_INTAKE,

@@ -10,7 +10,8 @@
 import type { Queue } from 'bullmq';
 import { startRspamd } from '../../src/local/rspamd.ts';
 import { createWebhookQueue } from '../../src/shared/infra/queues/queues.ts';
-import { submissionJob, webhookJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { createdEventJob, submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { BENCH_MESSAGE } from '../floor/message.ts';
 import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
 import { cpuProbes, cpuSnapshot, probe, recordCpu, roundTrips, type CpuProbe } from '../support/cpu.ts';
@@ -215,12 +216,9 @@ async function seedSubmissions(ctx: Ctx, webhookQueue: Queue<DeliveryJob>, keyId
     ],
   );
   const ids = seeded.map((row) => row.id);
-  const { rows: webhookRows } = await ctx.sql.query<{ id: string }>(
-    `insert into webhook_deliveries (id, endpoint_id, submission_id)
-     select gen_random_uuid(), e.id, s.id from unnest($1::uuid[]) as s(id) join webhook_endpoints e on e.key_id = $2 and e.enabled
-     returning id`,
-    [ids, keyId],
-  );
+  // As the API leaves them: no delivery rows, a job per enabled endpoint that writes its row (or the email's claim does).
+  const { rows: endpoints } = await ctx.sql.query<{ id: string }>('select id from webhook_endpoints where key_id = $1 and enabled', [keyId]);
+  const webhookJobs = ids.flatMap((id) => endpoints.map((endpoint) => createdEventJob(id, { id: createdEventId(id, endpoint.id), endpointId: endpoint.id })));
   for (let start = 0; start < ids.length; start += 1_000) {
     await ctx.queue.addBulk(
       ids.slice(start, start + 1_000).map((id) => {
@@ -229,13 +227,8 @@ async function seedSubmissions(ctx: Ctx, webhookQueue: Queue<DeliveryJob>, keyId
       }),
     );
   }
-  for (let start = 0; start < webhookRows.length; start += 1_000) {
-    await webhookQueue.addBulk(
-      webhookRows.slice(start, start + 1_000).map(({ id }) => {
-        const job = webhookJob(id);
-        return { name: job.name, data: job.data, opts: { jobId: id } };
-      }),
-    );
+  for (let start = 0; start < webhookJobs.length; start += 1_000) {
+    await webhookQueue.addBulk(webhookJobs.slice(start, start + 1_000).map((job) => ({ name: job.name, data: job.data, opts: { jobId: job.rowId } })));
   }
 }
 

@@ -1,9 +1,8 @@
-// Saving an accepted submission: the row, its attachments and its webhook deliveries in one statement (so one
+// Saving an accepted submission: the row, its attachments (and, when it gets no email job, its webhook deliveries) in one statement (so one
 // implicit transaction and one round trip: this runs on every submission, see npm run bench).
 // With files, the key's storage quota is charged in the same transaction.
 // An error answer means nothing was stored: when a write's answer is lost (a timeout, a broken
 // connection), its outcome is learnt from PostgreSQL before the request is answered (settle below).
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
@@ -23,6 +22,7 @@ import {
 } from '../../shared/submissions/submissions.ts';
 import { ApiError, errors } from '../api-errors.ts';
 import { API_PG_WAITS } from '../unavailable.ts';
+import { createdEventId } from '../../shared/webhooks/created-event-id.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
 
@@ -54,8 +54,13 @@ export type NewSubmission = {
   insertRow?: GroupCommit<SubmissionRow>;
 };
 
-/** `webhookDeliveryIds`: the delivery rows made for the key's webhooks, to enqueue after the commit. */
-export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveryIds: string[] };
+/**
+ * `webhookDeliveries`: the key's webhook deliveries, to enqueue after the commit. Written with the
+ * row only when the submission gets no email job (held, or not emailed); a queued submission's
+ * are left to the workers (its webhook job, or the email worker's claim, writes each), which keeps
+ * their rows off the path every submission waits for.
+ */
+export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveries: NewWebhookDelivery[] };
 
 /**
  * Admits and saves. For a confirmed mailbox this is one statement (with files, the quota charge
@@ -65,26 +70,26 @@ export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEma
  */
 /** `em`: the request's EntityManager, asked for only when the row does not join the group commit. */
 export async function saveSubmission(em: () => EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
-  const webhookDeliveries = submission.key.webhookEndpointIds.map((endpointId) => ({ id: randomUUID(), endpointId }));
-  const webhookDeliveryIds = webhookDeliveries.map((delivery) => delivery.id);
+  const webhookDeliveries = submission.key.webhookEndpointIds.map((endpointId) => ({ id: createdEventId(submission.id, endpointId), endpointId }));
+  const writtenWithRow = (emailStatus: EmailStatus) => (emailStatus === 'queued' ? [] : webhookDeliveries);
   const saved = (admission: Admission): SavedSubmission => ({
     id: submission.id,
     emailStatus: admission.emailStatus,
     confirmEmailId: admission.confirmEmailId,
-    webhookDeliveryIds,
+    webhookDeliveries,
   });
   const { admit } = submission;
   if ('run' in admit) {
     let admission: Admission | undefined;
     await settledTransaction(em(), submission.id, async (tx) => {
       admission = await admit.run(tx);
-      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, webhookDeliveries), submission);
+      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, writtenWithRow(admission.emailStatus)), submission);
     });
     // Committed, so the admission ran in it; and a refusal (quota, consent) would have rolled it back.
     return saved(admission!);
   }
   const admission = admit.known;
-  const row = submissionRow(submission, admission.emailStatus, webhookDeliveries);
+  const row = submissionRow(submission, admission.emailStatus, writtenWithRow(admission.emailStatus));
   if (submission.files.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
     await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, row, submission));

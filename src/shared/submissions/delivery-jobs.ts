@@ -12,7 +12,13 @@ export type DeliveryJobs = { [N in Exclude<DeliveryKindName, 'webhook'>]: JobDat
  * adds one job for a burst of submissions, and the worker that takes it adds the others' jobs first
  * (src/shared/webhooks/webhook-batches.ts).
  */
-export type WebhookJobData = JobData<'webhook'> & { batch?: Array<JobData<'webhook'>> };
+export type WebhookJobData = WebhookEventData & { batch?: WebhookEventData[] };
+/**
+ * One webhook delivery's job. From the API for a submission queued for email, it also names the
+ * submission and the endpoint: the row is not written yet, and the worker writes it (its id is
+ * their createdEventId, src/shared/webhooks/created-event-id.ts).
+ */
+export type WebhookEventData = JobData<'webhook'> & { submissionId?: string; endpointId?: string };
 export type DeliveryJobName = keyof DeliveryJobs;
 export type DeliveryJob = DeliveryJobs[DeliveryJobName];
 
@@ -30,3 +36,8 @@ export const keyEmailJob = (keyEmailId: string, requestId?: string) => deliveryJ
 export const autoresponseJob = (autoresponseId: string, requestId?: string) => deliveryJob('autoresponse', autoresponseId, requestId);
 export const recipientCopyJob = (copyId: string, requestId?: string) => deliveryJob('recipient-copy', copyId, requestId);
 export const webhookJob = (deliveryId: string, requestId?: string) => deliveryJob('webhook', deliveryId, requestId);
+/** The job of a `submission.created` delivery whose row its worker writes (`delivery`: its id and its endpoint's). */
+export function createdEventJob(submissionId: string, delivery: { id: string; endpointId: string }, requestId?: string): DeliveryRequest {
+  const data: WebhookEventData = { deliveryId: delivery.id, submissionId, endpointId: delivery.endpointId, ...(requestId ? { requestId } : {}) };
+  return { name: 'webhook', data, rowId: delivery.id };
+}

@@ -7,7 +7,7 @@
 import type { Job, Queue } from 'bullmq';
 import { enqueueDeliveries } from '../infra/queues/queues.ts';
 import type { Logger } from '../infra/log.ts';
-import { webhookJob, type DeliveryJob, type DeliveryJobs, type DeliveryRequest } from '../submissions/delivery-jobs.ts';
+import type { DeliveryJob, DeliveryJobs, DeliveryRequest } from '../submissions/delivery-jobs.ts';
 
 /** The webhook jobs to add for `requests`: the first carrying the rest. */
 export function batchWebhookJobs(requests: DeliveryRequest[]): DeliveryRequest[] {
@@ -25,7 +25,7 @@ export async function releaseWebhookBatch(queue: Queue<DeliveryJob>, job: Job<De
   try {
     await enqueueDeliveries(
       queue,
-      batch.map((data) => webhookJob(data.deliveryId, data.requestId)),
+      batch.map((data) => ({ name: 'webhook', data, rowId: data.deliveryId })),
     );
     await job.updateData(own);
   } catch (error) {

@@ -69,6 +69,7 @@ export function startDeliveryWorker(
     vault: createKeyVault(config.SECRET),
     consent: createConsentSigner(config.SECRET),
     queue,
+    webhookQueue: queues.webhook,
     send: {
       maxAttempts: config.EMAIL_MAX_ATTEMPTS,
       retryHorizonMs: config.EMAIL_RETRY_HORIZON_MS,

@@ -34,6 +34,8 @@ export type ProcessorDeps = {
   vault: KeyVault;
   consent: ConsentSigner;
   queue: Queue<DeliveryJob>;
+  /** The webhook queue: the webhook deliveries a submission's claim writes get their jobs there. */
+  webhookQueue: Queue<DeliveryJob>;
   /** What each part needs of the configuration, and nothing more. */
   send: SendSettings;
   submission: SubmissionSettings;

@@ -2,8 +2,8 @@
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
-import { recipientCopyJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
-import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
+import { recipientCopyJob, webhookJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { enqueueDeliveries, enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
 import { followWithAutoresponse } from './autoresponse-email.ts';
 import { outcomeFromKey, type AutoresponseOutcome } from '../../shared/autoresponses/autoresponses.ts';
@@ -21,7 +21,14 @@ import type { SpamChecker } from '../spam/spam-check.ts';
 export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
 
 export type SubmissionContext = SendContext &
-  SubmissionSettings & { storage: Storage; claimSubmission: SubmissionClaimer; spamCheck: SpamChecker; queue: Queue<DeliveryJob> };
+  SubmissionSettings & {
+    storage: Storage;
+    claimSubmission: SubmissionClaimer;
+    spamCheck: SpamChecker;
+    queue: Queue<DeliveryJob>;
+    /** Where the webhook deliveries the claim wrote get their jobs. */
+    webhookQueue: Queue<DeliveryJob>;
+  };
 
 /**
 /**
@@ -62,6 +69,14 @@ async function enqueueCopies(context: SubmissionContext, copyIds: string[], requ
   }
 }
 
+/** The jobs of the webhook deliveries the claim wrote; not added (Redis away), their rows wait for the reconciler. */
+async function enqueueWebhooks(context: SubmissionContext, deliveryIds: string[], requestId: string | undefined): Promise<void> {
+  await enqueueDeliveries(
+    context.webhookQueue,
+    deliveryIds.map((id) => webhookJob(id, requestId)),
+  ).catch((error: unknown) => context.log.warn({ err: error, deliveryIds }, 'the jobs of webhook deliveries could not be added; left for the reconciler'));
+}
+
 /**
  * The copies are made once the spam check let the message through, and before the owner's email
  * goes: a worker that dies once it is sent leaves the copies' rows behind it, for the reconciler.
@@ -71,6 +86,7 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
   const { submissionId } = job.data;
   const claim = async () => {
     const claimed = await context.claimSubmission(submissionId);
+    if (claimed?.newWebhookDeliveryIds.length) await enqueueWebhooks(context, claimed.newWebhookDeliveryIds, job.data.requestId);
     return claimed && { attempt: claimed.attempt, claim: claimed.claim, row: claimed.submission };
   };
   return sendTracked(context, 'submission', submissionId, job, claim, async (submission, claimToken) => {

@@ -8,7 +8,7 @@ import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../../shared/webhooks/address-guard.ts';
-import { recordEndpointOutcome, findDeliveryToSend } from '../../shared/webhooks/webhooks.ts';
+import { recordEndpointOutcome, findDeliveryToSend, writeCreatedEvent } from '../../shared/webhooks/webhooks.ts';
 import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
@@ -62,6 +62,9 @@ const label = { kind: deliveryKinds.webhook.metricLabel };
 export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJobs['webhook']>): Promise<SendOutcome> {
   const { em } = context;
   const id = job.data.deliveryId;
+  const { submissionId, endpointId } = job.data;
+  // A submission queued for email: its row is written here (or by its email's claim), not by the API.
+  if (submissionId && endpointId) await writeCreatedEvent(em, id, submissionId, endpointId);
   const since = claimClock();
   const claimed = await claimRow(em, 'webhook', id, context.claimLeaseMs);
   if (claimed === undefined) {

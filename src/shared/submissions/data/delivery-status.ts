@@ -195,7 +195,14 @@ export type ClaimedSubmission = {
 };
 
 /** A claimed submission: its attempt number, its claim, and what its email needs. */
-export type SubmissionClaim = RowClaim & { submission: ClaimedSubmission };
+export type SubmissionClaim = RowClaim & {
+  submission: ClaimedSubmission;
+  /**
+   * The `submission.created` webhook deliveries this claim wrote, for their jobs: those the API left
+   * to the workers and whose own job has not written them yet (it was lost, or has not run).
+   */
+  newWebhookDeliveryIds: string[];
+};
 
 /** What runs a parameterised statement: a pg pool or client. */
 export type Queryable = Pick<pg.Pool, 'query'>;
@@ -207,7 +214,17 @@ const CLAIM_SUBMISSIONS = {
        update submissions
           set email_status = ${statusAfter('submission', 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
         where id = any($1::uuid[])${andStatus('submission', 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => $2)' })}
-        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at, client_ip)
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at, client_ip),
+     -- Each enabled endpoint the key had when the submission came: its delivery, unless written
+     -- already (under its fixed id, createdEventId of src/shared/webhooks/created-event-id.ts, or
+     -- under another by a version that wrote them at intake).
+     webhooks as (
+       insert into webhook_deliveries (id, endpoint_id, submission_id)
+       select substr(encode(sha256(convert_to(c.id::text || '/' || e.id::text, 'UTF8')), 'hex'), 1, 32)::uuid, e.id, c.id
+         from claimed c join webhook_endpoints e on e.key_id = c.key_id and e.enabled and e.created_at <= c.created_at
+        where not exists (select 1 from webhook_deliveries d where d.submission_id = c.id and d.endpoint_id = e.id and d.event = 'submission.created')
+       on conflict (id) do nothing
+       returning id, submission_id)
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, ${claimTokenOf('c.claimed_at')} as claim, k.email as key_email,
             k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark, c.client_ip,
             case when k.subject_prefix then k.label end as subject_label, k.label as key_label,
@@ -219,6 +236,7 @@ const CLAIM_SUBMISSIONS = {
             mc.complained_at is not null as complained,
             exists (select 1 from key_recipients r where r.key_id = c.key_id) as has_recipients,
             coalesce(k.autoresponse_enabled and k.autoresponse_subject is not null and k.autoresponse_text is not null, false) as autoresponse_on,
+            array(select w.id from webhooks w where w.submission_id = c.id) as new_webhook_delivery_ids,
             coalesce((select m.spam >= $3 and m.ham >= $3 from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
        from claimed c left join verification_keys k on k.id = c.key_id
@@ -271,6 +289,7 @@ export async function claimSubmissions(
     owner_statistics: boolean;
     client_ip: string | null;
     autoresponse_on: boolean;
+    new_webhook_delivery_ids: string[];
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000, ownerMinLearns] });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => {
@@ -309,6 +328,7 @@ export async function claimSubmissions(
         clientIp: row.client_ip,
         autoresponseOn: row.autoresponse_on,
       },
+      newWebhookDeliveryIds: row.new_webhook_delivery_ids,
     };
   });
 }

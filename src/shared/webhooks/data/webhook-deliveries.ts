@@ -51,6 +51,22 @@ export async function listWebhookDeliveries(
   );
 }
 
+/**
+ * Writes the `submission.created` delivery of a webhook job whose row the API left to the workers
+ * (its submission was queued for email: the email worker's claim writes it too, whichever comes
+ * first). Nothing when it is there already, or when the endpoint is disabled or gone, or the
+ * submission is gone.
+ */
+export async function writeCreatedEvent(em: EntityManager, deliveryId: string, submissionId: string, endpointId: string): Promise<void> {
+  await em.execute(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id)
+     select ?, e.id, s.id from webhook_endpoints e join submissions s on s.key_id = e.key_id
+      where e.id = ? and s.id = ? and e.enabled
+     on conflict (id) do nothing`,
+    [deliveryId, endpointId, submissionId],
+  );
+}
+
 /** The delivery with what its POST needs: its endpoint, its submission and the submission's key. */
 export const findDeliveryToSend = (em: EntityManager, id: string) =>
   em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });

@@ -1,0 +1,83 @@
+// A submission queued for email has its webhook deliveries written by the workers, not by the API:
+// its webhook job writes each (its row's id is fixed by the submission and the endpoint), and so
+// does the claim of its email, which adds the job of any delivery whose own job was lost. Each
+// delivery is written once and sent once, whichever comes first.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSubmission, buildWebhookDelivery, buildWebhookEndpoint } from '../support/factories.ts';
+import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { queuedEndpointsOf } from '../support/queued-webhooks.ts';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+import { createdEventId } from '../../src/shared/webhooks/webhooks.ts';
+import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
+import { submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
+
+let h: Harness;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  h = await startHarness({ env: { WEBHOOK_ALLOW: '127.0.0.2' }, worker: false });
+  receiver = await startReceiver('127.0.0.2');
+});
+afterAll(async () => {
+  await receiver?.close();
+  await h?.stop();
+});
+
+const deliveryRows = (submissionId: string) =>
+  h.sql<{ id: string; endpoint_id: string; email_status: string }>('select id, endpoint_id, email_status from webhook_deliveries where submission_id = $1', [
+    submissionId,
+  ]);
+const postsOf = (submissionId: string) => receiver.received.filter((call) => JSON.parse(call.body).data.id === submissionId);
+
+describe('the webhook deliveries of a submission queued for email', () => {
+  it('are written by a worker, from the webhook job or from the claim when that job was lost, and sent once each', async () => {
+    const key = await h.createKey();
+    const endpoint = await buildWebhookEndpoint(h, { key, url: receiver.url });
+    const submit = async (message: string) => {
+      const answer = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message });
+      expect(answer.status).toBe(200);
+      expect(answer.json.email_status).toBe('queued');
+      return answer.json.submission_id as string;
+    };
+    const kept = await submit('its webhook job kept');
+    const lost = await submit('its webhook job lost');
+
+    // No worker runs yet: the API wrote no delivery, and queued a job naming each.
+    expect(await deliveryRows(kept)).toEqual([]);
+    expect(await deliveryRows(lost)).toEqual([]);
+    const queue = h.api.deps.webhookQueue;
+    expect(await queuedEndpointsOf(queue, kept)).toEqual([endpoint.id]);
+    expect(await queuedEndpointsOf(queue, lost)).toEqual([endpoint.id]);
+    await queue.remove(createdEventId(lost, endpoint.id));
+    expect(await queuedEndpointsOf(queue, lost)).toEqual([]);
+
+    await h.startWorker();
+    // The reconciler adds a missing job only for rows 30 s old: within 20 s, only the claim can have.
+    for (const id of [kept, lost]) {
+      await eventually(async () => ((await deliveryRows(id))[0]?.email_status === 'sent' ? true : undefined), 20_000, `the webhook of ${id} sent`);
+    }
+    await h.sink.waitFor(2);
+    for (const id of [kept, lost]) {
+      expect(await deliveryRows(id)).toEqual([{ id: createdEventId(id, endpoint.id), endpoint_id: endpoint.id, email_status: 'sent' }]);
+      expect(postsOf(id)).toHaveLength(1);
+    }
+  });
+
+  it('are not written again for a submission whose delivery was written at intake, under another id, by an earlier version', async () => {
+    if (h.workers.length === 0) await h.startWorker();
+    const key = await h.createKey();
+    const endpoint = await buildWebhookEndpoint(h, { key, url: receiver.url });
+    const submission = await buildSubmission(h, { key, status: 'queued' });
+    const earlier = await buildWebhookDelivery(h, { endpoint, submission, status: 'sent' });
+    const emails = h.sink.messages.length;
+    await enqueueDelivery(h.api.deps.queue, submissionJob(submission.id));
+    await h.sink.waitFor(emails + 1);
+    await eventually(async () =>
+      (await h.sql<{ email_status: string }>('select email_status from submissions where id = $1', [submission.id]))[0]?.email_status === 'sent'
+        ? true
+        : undefined,
+    );
+    expect(await deliveryRows(submission.id)).toEqual([{ id: earlier.id, endpoint_id: endpoint.id, email_status: 'sent' }]);
+    expect(postsOf(submission.id)).toHaveLength(0);
+  });
+});
