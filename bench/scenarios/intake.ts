@@ -19,7 +19,8 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
   const scenario = '1 Intake JSON';
   const request = (path: string, content: Buffer): RequestSpec => ({ path, contentType: 'application/json', body: content });
   // Solved before each of its phases, for that phase only: a pool for the whole run kept about 190,000
-  // bodies alive in the load generator, whose garbage collection then took CPU from the API beside it.
+  // bodies alive in the load generator, which shares the API's cores, and the side always followed
+  // straight after the PK-only floor, whose PostgreSQL statistics then arrived in its window.
   let altchaBodies: Buffer[] = [];
   const [service, floor, unconfirmed, pkOnlyFloor, altcha, again, extras, extrasWithoutChat] = await intake(ctx, scenario, [
     { on: 'api', request: request('/api/contact-api/', body) },
