@@ -14,8 +14,8 @@ export type DeliveryJobs = { [N in Exclude<DeliveryKindName, 'webhook'>]: JobDat
  */
 export type WebhookJobData = WebhookEventData & { batch?: WebhookEventData[] };
 /**
- * One webhook delivery's job. From the API for a submission queued for email, it also names the
- * submission and the endpoint: the row is not written yet, and the worker writes it (its id is
+ * One webhook delivery's job. From the API it also names the submission and the endpoint: for a
+ * submission queued for email the row is not written yet, and the worker writes it (its id is
  * their createdEventId, src/shared/webhooks/created-event-id.ts).
  */
 export type WebhookEventData = JobData<'webhook'> & { submissionId?: string; endpointId?: string };
