@@ -7,7 +7,7 @@ import { buildSubmission, buildWebhookDelivery, buildWebhookEndpoint } from '../
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { queuedEndpointsOf } from '../support/queued-webhooks.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
-import { createdEventId } from '../../src/shared/webhooks/webhooks.ts';
+import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
 import { submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
 

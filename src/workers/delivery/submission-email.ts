@@ -31,7 +31,6 @@ export type SubmissionContext = SendContext &
   };
 
 /**
-/**
  * What one attempt at the owner's email learned, for its caller: the ids of the queued copies to
  * the key's added recipients it made, and the autoresponse outcome the claim already tells (a key
  * without an autoresponse, the usual case: its `off` rides on the `sent` write).
