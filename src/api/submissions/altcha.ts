@@ -24,8 +24,6 @@ const ALGORITHM = 'PBKDF2/SHA-256';
 const ANSWER_MAX_CHARS = 4_096;
 /** A replay check Redis has not answered by then is given up (a submission waits at most twice this). */
 const REPLAY_CHECK_TIMEOUT_MS = 1_000;
-/** Replay checks sent to Redis at once. */
-const REPLAY_CHECKS_IN_FLIGHT = 4;
 /** Key tags remembered at most: each is an HMAC the API would otherwise compute per submission. */
 const KEY_TAGS_KEPT = 10_000;
 
@@ -127,9 +125,6 @@ const firstUses = (redis: RedisClient) =>
     call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.map((mark) => mark.ttlMs) }),
     answers: (reply) => reply.map((set) => set === 1),
     failFast: { timeoutMs: REPLAY_CHECK_TIMEOUT_MS, timeoutMessage: 'altcha replay check timed out' },
-    // A submission waits for its check before it is stored: it should not also wait for the call
-    // before its own. Each SET NX is atomic, so calls in flight together still accept an answer once.
-    maxInFlight: REPLAY_CHECKS_IN_FLIGHT,
   });
 
 const hmacHex = (secret: KeyObject, data: string | Buffer) => createHmac('sha256', secret).update(data).digest('hex');

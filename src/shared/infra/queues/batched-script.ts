@@ -1,6 +1,6 @@
 // A Redis script called once for a burst of concurrent callers (group commit, ../group-commit.ts):
 // one round trip instead of one per caller, each caller's item handled in its order inside the
-// script, by default one call in flight (the items that arrive meanwhile share the next). ioredis sends a
+// script, one call in flight (the items that arrive meanwhile share the next). ioredis sends a
 // defined script by its SHA-1 (EVALSHA), and its text only when Redis does not know it yet. A failed
 // call is every item's answer, never retried one by one: each caller decides what Redis away means.
 import { groupCommit } from '../group-commit.ts';
@@ -20,14 +20,12 @@ export type ScriptOptions<T, R> = {
   answers: (reply: number[], items: T[]) => R[];
   /** Refuse at once while the connection is not ready, and give up a call after this long. */
   failFast?: { timeoutMs: number; timeoutMessage: string };
-  /** Calls under way at once (default 1): more cost more round trips, and wait less behind each other. */
-  maxInFlight?: number;
 };
 
 type WithCommand = Record<string, (keyCount: number, ...args: Array<string | number>) => Promise<number[]>>;
 
 export function batchedScript<T, R>(redis: RedisClient, options: ScriptOptions<T, R>): BatchedScript<T, R> {
-  const { name, lua, call, answers, failFast, maxInFlight = 1 } = options;
+  const { name, lua, call, answers, failFast } = options;
   if (!(name in redis)) redis.defineCommand(name, { lua });
   const client = redis as unknown as WithCommand;
   return groupCommit<T, R | Error>(
@@ -41,6 +39,6 @@ export function batchedScript<T, R>(redis: RedisClient, options: ScriptOptions<T
         return items.map(() => (error instanceof Error ? error : new Error(String(error))));
       }
     },
-    { maxInFlight },
+    { maxInFlight: 1 },
   );
 }
