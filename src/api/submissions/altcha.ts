@@ -3,7 +3,7 @@
 // Protocol: altcha-lib 2 (PBKDF2/SHA-256). Each challenge names a secret counter; the browser tries
 // counters until its derived key matches the signed prefix. The challenge carries the answer's key
 // signature from the start, so checking an answer costs two HMACs and no key derivation.
-import { createHmac, createSecretKey, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, randomInt, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { createChallenge, type Challenge, type Payload } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { batchedScript } from '../../shared/infra/queues/batched-script.ts';
@@ -27,11 +27,23 @@ const REPLAY_CHECK_TIMEOUT_MS = 1_000;
 /** Key tags remembered at most: each is an HMAC the API would otherwise compute per submission. */
 const KEY_TAGS_KEPT = 10_000;
 
-/** Each answer's mark set once, until its challenge expires: 1 where set now, 0 where already set. The keys share the prefix's hash tag, so one Redis Cluster slot. */
+/**
+ * Each answer's mark set once, until its challenge expires, to the token of the submission that set
+ * it: 1 where set now, 0 where already set. The keys share the prefix's hash tag, so one Redis
+ * Cluster slot.
+ */
 const FIRST_USES = `
 local answer = {}
 for index, key in ipairs(KEYS) do
-  answer[index] = redis.call('SET', key, '1', 'PX', ARGV[index], 'NX') and 1 or 0
+  answer[index] = redis.call('SET', key, ARGV[index * 2 - 1], 'PX', ARGV[index * 2], 'NX') and 1 or 0
+end
+return answer`;
+
+/** Each mark removed where it still holds the given token (another submission's mark stays): 1 where removed. */
+const RELEASES = `
+local answer = {}
+for index, key in ipairs(KEYS) do
+  answer[index] = redis.call('GET', key) == ARGV[index] and redis.call('DEL', key) or 0
 end
 return answer`;
 
@@ -62,7 +74,7 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
     return tag;
   };
   // Made at the first answer: issuing challenges needs no Redis.
-  let firstUse: ReturnType<typeof firstUses> | undefined;
+  let marks: ReturnType<typeof replayMarks> | undefined;
 
   return {
     challenge: async (keyId) => {
@@ -105,27 +117,45 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
       // Accepted once: the challenge's signature (checked above: 64 hex digits this service wrote) is
       // remembered until the challenge expires.
       const expiresAtMs = (challenge.parameters.expiresAt ?? 0) * 1000;
-      firstUse ??= firstUses(redis);
-      const first = await firstUse({ key: `${prefix}:altcha:${challenge.signature!}`, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
-      // Unchecked, an answer could be used twice: refused for now, as an unreachable captcha provider is.
-      if (first instanceof Error) throw errors.captchaUnavailable();
+      marks ??= replayMarks(redis);
+      const mark = { key: `${prefix}:altcha:${challenge.signature!}`, token: randomUUID() };
+      const first = await marks.setFirst({ ...mark, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
+      if (first instanceof Error) {
+        // Unchecked, an answer could be used twice: refused for now, as an unreachable captcha
+        // provider is. A call that timed out may still set the mark once Redis answers: it is taken
+        // back after it (one connection runs its commands in order), so that the visitor's retry
+        // with the same answer is not refused as a replay. Where Redis cannot take it, it stays.
+        void marks.release(mark);
+        throw errors.captchaUnavailable();
+      }
       if (!first) throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
     },
   };
 }
 
+type ReplayMark = { key: string; token: string };
+
 /**
  * Marks answers as used, the answers of concurrent submissions in one script call: each in its
- * order, so of two equal answers in one call only the first is accepted.
+ * order, so of two equal answers in one call only the first is accepted. A mark is released only
+ * by the submission that set it.
  */
-const firstUses = (redis: RedisClient) =>
-  batchedScript<{ key: string; ttlMs: number }, boolean>(redis, {
+const replayMarks = (redis: RedisClient) => ({
+  setFirst: batchedScript<ReplayMark & { ttlMs: number }, boolean>(redis, {
     name: 'cfsAltchaFirstUses',
     lua: FIRST_USES,
-    call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.map((mark) => mark.ttlMs) }),
+    call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.flatMap((mark) => [mark.token, mark.ttlMs]) }),
     answers: (reply) => reply.map((set) => set === 1),
     failFast: { timeoutMs: REPLAY_CHECK_TIMEOUT_MS, timeoutMessage: 'altcha replay check timed out' },
-  });
+  }),
+  // No fail-fast: sent on the same connection as the mark, it waits behind it.
+  release: batchedScript<ReplayMark, boolean>(redis, {
+    name: 'cfsAltchaReleases',
+    lua: RELEASES,
+    call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.map((mark) => mark.token) }),
+    answers: (reply) => reply.map((removed) => removed === 1),
+  }),
+});
 
 const hmacHex = (secret: KeyObject, data: string | Buffer) => createHmac('sha256', secret).update(data).digest('hex');
 
