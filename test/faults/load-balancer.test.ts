@@ -148,7 +148,7 @@ it('counts each client across the three processes and records its own address, n
 it('restarts the three processes one at a time under a load: every answer normal, every 200 delivered', async () => {
   // 40 clients, each at its own address, each once every 3.5 s: within the rate limit, about 11 a second.
   const clients = Array.from({ length: 40 }, (_, n) => `127.0.1.${n + 1}`);
-  const answers: Array<{ from: string; status: number; retryAfter?: string; id?: string }> = [];
+  const answers: Array<{ from: string; status: number; retryAfter?: string; id?: string; at: number }> = [];
   const failures: string[] = [];
   let loading = true;
   const load = clients.map(async (from, n) => {
@@ -157,7 +157,7 @@ it('restarts the three processes one at a time under a load: every answer normal
       const started = Date.now();
       try {
         const answer = await submitThrough(from, `under load from ${from}`);
-        answers.push({ from, status: answer.status, retryAfter: answer.headers['retry-after'], id: answer.json?.submission_id });
+        answers.push({ from, status: answer.status, retryAfter: answer.headers['retry-after'], id: answer.json?.submission_id, at: Date.now() });
       } catch (error) {
         failures.push(`${from}: ${(error as Error).message}`);
       }
@@ -165,7 +165,9 @@ it('restarts the three processes one at a time under a load: every answer normal
     }
   });
 
+  const restarts: Array<{ from: number; to: number }> = [];
   for (const [index, api] of apis.entries()) {
+    const from = Date.now();
     // Drain: the balancer sends it nothing new; once its requests are answered it stops.
     await runtime(`set server api/api${index} state maint`);
     await eventually(async () => ((await serverState(index)).sessions === 0 ? true : undefined), 30_000, `api${index} drained`);
@@ -173,7 +175,10 @@ it('restarts the three processes one at a time under a load: every answer normal
     api.process = await spawnApi(apiEnv(api.port));
     await runtime(`set server api/api${index} state ready`);
     await eventually(async () => ((await serverState(index)).status === 'UP' ? true : undefined), 30_000, `api${index} back up`);
+    restarts.push({ from, to: Date.now() });
   }
+  // However quick the restarts were, the load goes on for a few rounds of every client.
+  await eventually(async () => (answers.length > clients.length * 3 ? true : undefined), 60_000, 'three rounds of the load');
   loading = false;
   await Promise.all(load);
 
@@ -181,7 +186,8 @@ it('restarts the three processes one at a time under a load: every answer normal
   const abnormal = answers.filter(({ status, retryAfter }) => !(status === 200 || ((status === 429 || status === 503) && retryAfter)));
   expect(abnormal).toEqual([]);
   const accepted = answers.filter((answer) => answer.status === 200);
-  // The load ran through all three restarts: at least a few rounds of every client.
+  // The load ran through each of the three restarts: submissions were accepted while each was under way.
+  for (const restart of restarts) expect(accepted.filter((answer) => answer.at >= restart.from && answer.at <= restart.to).length).toBeGreaterThan(0);
   expect(accepted.length).toBeGreaterThan(clients.length * 2);
   const ids = accepted.map((answer) => answer.id!);
   await eventually(
