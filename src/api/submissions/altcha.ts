@@ -148,12 +148,14 @@ const replayMarks = (redis: RedisClient) => ({
     answers: (reply) => reply.map((set) => set === 1),
     failFast: { timeoutMs: REPLAY_CHECK_TIMEOUT_MS, timeoutMessage: 'altcha replay check timed out' },
   }),
-  // No fail-fast: sent on the same connection as the mark, it waits behind it.
+  // Sent on the same connection as the mark, behind it. Fail-fast like the mark: while Redis is
+  // away the mark was not sent either, and no release waits in the client's offline queue.
   release: batchedScript<ReplayMark, boolean>(redis, {
     name: 'cfsAltchaReleases',
     lua: RELEASES,
     call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.map((mark) => mark.token) }),
     answers: (reply) => reply.map((removed) => removed === 1),
+    failFast: { timeoutMs: REPLAY_CHECK_TIMEOUT_MS, timeoutMessage: 'altcha replay mark release timed out' },
   }),
 });
 
