@@ -3,6 +3,7 @@
 // reconciler enqueues what was saved meanwhile, so everything is delivered.
 import { solveChallenge, type Challenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
@@ -62,25 +63,36 @@ describe('Redis outage', () => {
     for (const id of during) expect(delivered.has(`<submission-${id}@example.test>`)).toBe(true);
   });
 
-  it('refuses an ALTCHA answer with a 503 within seconds while Redis hangs, keeping nothing, and accepts the same answer once Redis is back', async () => {
+  /** An ALTCHA key, and answers to its challenges solved as the widget solves them. */
+  const altchaForm = async () => {
     const altchaKey = await h.createKey({ captcha: 'altcha' });
-    const answer = async () => {
+    const solved = async () => {
       const challenge = (await (await fetch(`${h.url}/api/contact-api/altcha-challenge?access_key=${encodeURIComponent(altchaKey.key)}`)).json()) as Challenge;
-      return Buffer.from(JSON.stringify({ challenge, solution: await solveChallenge({ challenge, deriveKey }) })).toString('base64');
+      const answer = Buffer.from(JSON.stringify({ challenge, solution: await solveChallenge({ challenge, deriveKey }) })).toString('base64');
+      return { signature: challenge.signature, fields: { access_key: altchaKey.key, email: 'a@example.org', message: 'with ALTCHA', altcha: answer } };
     };
-    const fields = async () => ({ access_key: altchaKey.key, email: 'a@example.org', message: 'with ALTCHA', altcha: await answer() });
     const rows = async () => Number((await h.sql<{ n: string }>('select count(*) as n from submissions where key_id = $1', [altchaKey.id]))[0]!.n);
+    return { solved, fields: async () => (await solved()).fields, rows };
+  };
 
-    const whileHung = await fields();
+  /** Submits while Redis hangs (resumed right after the answer, or after 20 s in any case). */
+  const submitWhileRedisHangs = async (fields: Record<string, string>) => {
     const resume = () => process.kill(redis.child.pid!, 'SIGCONT');
     process.kill(redis.child.pid!, 'SIGSTOP');
     // Resumed in any case after 20 s, so that a request that waits for Redis ends too.
     const resumeLater = setTimeout(resume, 20_000);
     const started = performance.now();
-    const refused = await submitJson(h, whileHung);
+    const refused = await submitJson(h, fields);
     const tookMs = performance.now() - started;
     clearTimeout(resumeLater);
     resume();
+    return { refused, tookMs };
+  };
+
+  it('refuses an ALTCHA answer with a 503 within seconds while Redis hangs, keeping nothing, and accepts the same answer once Redis is back', async () => {
+    const { fields, rows } = await altchaForm();
+    const whileHung = await fields();
+    const { refused, tookMs } = await submitWhileRedisHangs(whileHung);
     expect(refused.status).toBe(503);
     expect(refused.json).toMatchObject({ success: false, message: 'Captcha verification is unavailable. Please try again.' });
     // The rate limit gives up after 0.5 s and the replay check after 1 s, each at most twice: 3 s,
@@ -106,5 +118,28 @@ describe('Redis outage', () => {
     expect(replayed.status).toBe(400);
     expect(replayed.json).toMatchObject({ errors: { altcha: ['The captcha answer was already used. Please solve it again.'] } });
     expect(await rows()).toBe(1);
+  });
+
+  it('leaves the mark of an answer accepted by another API process when its own check timed out while Redis hung', async () => {
+    const { solved, fields, rows } = await altchaForm();
+    const { signature, fields: usedElsewhere } = await solved();
+    const markKey = `${h.env.QUEUE_PREFIX}:altcha:${signature}`;
+    const admin = new Redis(redis.url);
+    try {
+      // Another API process accepted this answer first: the mark holds its submission's token.
+      await admin.set(markKey, 'another-submission', 'PX', 600_000);
+      const { refused } = await submitWhileRedisHangs(usedElsewhere);
+      expect(refused.status).toBe(503);
+      // Once a later submission's check has run on the API's connection, the timed-out check and
+      // its release (sent before it, on the same connection) have run too.
+      expect((await submitJson(h, await fields())).status).toBe(200);
+      expect(await admin.get(markKey)).toBe('another-submission');
+      const replayed = await submitJson(h, usedElsewhere);
+      expect(replayed.status).toBe(400);
+      expect(replayed.json).toMatchObject({ errors: { altcha: ['The captcha answer was already used. Please solve it again.'] } });
+      expect(await rows()).toBe(1);
+    } finally {
+      admin.disconnect();
+    }
   });
 });
