@@ -47,6 +47,30 @@ describe('rate limit', () => {
     expect(await rateLimitedCount(limited)).toBe(countedBefore + 1);
   });
 
+  it('answers 429 over the limit whatever the body, before any complaint about it, and stores nothing', async () => {
+    const address = '127.0.0.12';
+    expect((await submit(limited, address)).status).toBe(200);
+    const fields = { access_key: key, email: 'a@example.org', message: 'over the limit' };
+    const bodies: Array<[string, string]> = [
+      ['application/json', JSON.stringify(fields)],
+      ['application/json', '{"broken'],
+      ['application/json', JSON.stringify({ ...fields, padding: 'x'.repeat(20_000) })],
+      ['application/x-www-form-urlencoded', new URLSearchParams(fields).toString()],
+      ['text/plain', 'hello'],
+    ];
+    for (const [type, body] of bodies) {
+      const refused = await request(`${limited.url}/api/contact-api/`, {
+        method: 'POST',
+        localAddress: address,
+        headers: { 'content-type': type, accept: 'application/json' },
+        body,
+      });
+      expect(refused.status, `${type} ${body.slice(0, 20)}`).toBe(429);
+      expect(refused.json.message).toBe(LIMIT_MESSAGE);
+    }
+    expect(await limited.sql(`select count(*)::int as n from submissions where message = 'over the limit'`)).toEqual([{ n: 0 }]);
+  });
+
   it('counts each client IP on its own', async () => {
     expect((await submit(limited, '127.0.0.3')).status).toBe(200);
     expect((await submit(limited, '127.0.0.4')).status).toBe(200);

@@ -7,6 +7,8 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { derivedSecret } from '../../src/shared/infra/secrets.ts';
 import { postJson, startHarness, TEST_SECRET, type Harness } from '../support/harness.ts';
+import { submitMultipart } from '../support/client.ts';
+import { postRaw } from '../support/multipart.ts';
 
 const TOKEN = 'altcha-test-admin-token-0123';
 let h: Harness;
@@ -107,6 +109,43 @@ describe('ALTCHA as a key captcha', () => {
     expect(statuses.slice(8)).toEqual([200, 200, 200]);
     const rows = await h.sql('select count(*)::int as count from submissions where key_id = $1', [key.id]);
     expect(rows).toEqual([{ count: 4 }]);
+  });
+
+  it('lets an answer whose submission was refused be sent again, in every body type, and then accepts it once', async () => {
+    const key = await h.createKey({ captcha: 'altcha' });
+    const other = await h.createKey({ captcha: 'altcha' });
+    type Fields = Record<string, string>;
+    const url = `${h.url}/api/contact-api/`;
+    // Small JSON and urlencoded bodies are read before the rate limit, whose call sets the mark; the others after it.
+    const senders: Record<string, (fields: Fields) => Promise<{ status: number; json: any }>> = {
+      'small JSON': (fields) => postJson(url, fields),
+      'JSON over 16 KiB': (fields) => postJson(url, { ...fields, padding: 'x'.repeat(20_000) }),
+      urlencoded: (fields) => postRaw(url, Buffer.from(new URLSearchParams(fields).toString()), { 'content-type': 'application/x-www-form-urlencoded' }),
+      multipart: (fields) =>
+        submitMultipart(
+          h,
+          Object.entries(fields).map(([name, value]) => ({ name, value })),
+        ),
+    };
+    for (const [kind, send] of Object.entries(senders)) {
+      const answer = await solve(await fetchChallenge(key.key));
+      const fields = { access_key: key.key, email: 'visitor@example.test', message: `Hello by ${kind}`, altcha: answer };
+
+      const invalid = await send({ ...fields, email: 'not an address' });
+      expect(invalid.status, kind).toBe(400);
+      expect(invalid.json.errors, kind).toEqual({ email: ['Enter a valid email address.'], __all__: [expect.any(String)] });
+      const otherKey = await send({ ...fields, access_key: other.key });
+      expect(otherKey.status, kind).toBe(400);
+      expect(otherKey.json.errors.altcha, kind).toEqual(['The captcha was solved for another access key.']);
+
+      expect((await send(fields)).status, kind).toBe(200);
+      const replay = await send(fields);
+      expect(replay.status, kind).toBe(400);
+      expect(replay.json.errors.altcha, kind).toEqual(['The captcha answer was already used. Please solve it again.']);
+    }
+    const stored = await h.sql('select message from submissions where key_id = $1 order by created_at', [key.id]);
+    expect(stored.map((row: any) => row.message)).toEqual(Object.keys(senders).map((kind) => `Hello by ${kind}`));
+    expect(await h.sql('select count(*)::int as n from submissions where key_id = $1', [other.id])).toEqual([{ n: 0 }]);
   });
 
   it('refuses a missing, malformed, tampered, unsolved, expired or other-key answer', async () => {

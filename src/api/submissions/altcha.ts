@@ -9,7 +9,8 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { batchedScript } from '../../shared/infra/queues/batched-script.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { derivedSecret } from '../../shared/infra/secrets.ts';
-import { errors } from '../api-errors.ts';
+import { errors, type ApiError } from '../api-errors.ts';
+import type { OnceKey } from '../middleware/rate-limit.ts';
 
 export const ALTCHA_FIELD = 'altcha';
 /** A challenge must be solved and sent within this; long enough to write a message after ticking the box. */
@@ -47,11 +48,21 @@ for index, key in ipairs(KEYS) do
 end
 return answer`;
 
+/** An answer after the checks that need neither its key nor Redis: its refusal, or its key's tag and its replay mark. */
+export type CheckedAnswer = { refusal: ApiError } | { keyTag: string; mark: OnceKey };
+
 export type Altcha = {
   /** A new challenge for the key with this id, as the widget fetches it. */
   challenge: (keyId: string) => Promise<Challenge>;
-  /** Throws the form-style 400 unless `answer` solves a live challenge of this key not used before. */
-  verify: (keyId: string, answer: unknown) => Promise<void>;
+  /** Checks what needs neither the key nor Redis: the answer's form, signatures and expiry. */
+  check: (answer: unknown) => CheckedAnswer;
+  /**
+   * Throws the form-style 400 unless the answer solves a live challenge of this key not used before,
+   * and sets its mark. `marked`: the mark was set already (by the rate limit's call), this is its outcome.
+   */
+  verify: (keyId: string, answer: CheckedAnswer, marked?: boolean | Error) => Promise<void>;
+  /** Removes the answer's mark, which this submission set: it was refused, and the visitor may send the answer again. */
+  release: (answer: CheckedAnswer) => void;
 };
 
 export function createAltcha(options: { secret: string; maxCounter: number; redis: RedisClient; prefix: string }): Altcha {
@@ -94,46 +105,57 @@ export function createAltcha(options: { secret: string; maxCounter: number; redi
       return { ...challenge, parameters: sortKeys(challenge.parameters) as Challenge['parameters'] };
     },
 
-    async verify(keyId, answer) {
-      if (typeof answer !== 'string' || answer.trim() === '') throw refusal('Complete the captcha.', 'Captcha required.');
+    check(answer) {
+      if (typeof answer !== 'string' || answer.trim() === '') return { refusal: refusal('Complete the captcha.', 'Captcha required.') };
       const payload = parsePayload(answer);
-      if (!payload) throw refusal('The captcha answer is malformed.', 'Captcha verification failed.');
+      if (!payload) return { refusal: refusal('The captcha answer is malformed.', 'Captcha verification failed.') };
       const { challenge, solution } = payload;
+      // Made only when needed: an error captures its stack.
+      const failed = () => ({ refusal: refusal('Captcha verification failed.', 'Captcha verification failed.') });
       // The checks of altcha-lib's verifySolution, on node:crypto: its WebCrypto HMACs cost the API
       // ten times the CPU per submission (npm run bench, 1).
-      if (!safeEqual(challenge.signature ?? '', hmacHex(signatureKey, canonicalJson(challenge.parameters)))) {
-        throw refusal('Captcha verification failed.', 'Captcha verification failed.');
-      }
+      if (!safeEqual(challenge.signature ?? '', hmacHex(signatureKey, canonicalJson(challenge.parameters)))) return failed();
       // Signed from here on: every parameter is as this service issued it.
-      if ((challenge.parameters.expiresAt ?? 0) * 1000 < Date.now()) throw refusal('The captcha expired. Please solve it again.', 'Captcha expired.');
+      const expiresAtMs = (challenge.parameters.expiresAt ?? 0) * 1000;
+      if (expiresAtMs < Date.now()) return { refusal: refusal('The captcha expired. Please solve it again.', 'Captcha expired.') };
       const solved =
         /^(?:[0-9a-f]{2})+$/.test(solution.derivedKey) &&
         safeEqual(challenge.parameters.keySignature ?? '', hmacHex(keySignatureKey, Buffer.from(solution.derivedKey, 'hex')));
-      if (!solved) throw refusal('Captcha verification failed.', 'Captcha verification failed.');
-      // Signed, so only this service could have written it.
-      if (challenge.parameters.data?.key !== keyTag(keyId)) {
-        throw refusal('The captcha was solved for another access key.', 'Captcha verification failed.');
-      }
+      if (!solved) return failed();
       // Accepted once: the challenge's signature (checked above: 64 hex digits this service wrote) is
       // remembered until the challenge expires.
-      const expiresAtMs = (challenge.parameters.expiresAt ?? 0) * 1000;
+      return {
+        keyTag: String(challenge.parameters.data?.key),
+        mark: { key: `${prefix}:altcha:${challenge.signature!}`, token: randomUUID(), ttlMs: Math.max(1, expiresAtMs - Date.now()) },
+      };
+    },
+
+    async verify(keyId, answer, marked) {
+      if ('refusal' in answer) throw answer.refusal;
+      // Signed, so only this service could have written it.
+      if (answer.keyTag !== keyTag(keyId)) throw refusal('The captcha was solved for another access key.', 'Captcha verification failed.');
       marks ??= replayMarks(redis);
-      const mark = { key: `${prefix}:altcha:${challenge.signature!}`, token: randomUUID() };
-      const first = await marks.setFirst({ ...mark, ttlMs: Math.max(1, expiresAtMs - Date.now()) });
+      const first = marked ?? (await marks.setFirst(answer.mark));
       if (first instanceof Error) {
         // Unchecked, an answer could be used twice: refused for now, as an unreachable captcha
         // provider is. A call that timed out may still set the mark once Redis answers: it is taken
         // back after it (one connection runs its commands in order), so that the visitor's retry
         // with the same answer is not refused as a replay. Where Redis cannot take it, it stays.
-        void marks.release(mark);
+        void marks.release(answer.mark);
         throw errors.captchaUnavailable();
       }
       if (!first) throw refusal('The captcha answer was already used. Please solve it again.', 'Captcha already used.');
     },
+
+    release(answer) {
+      if ('refusal' in answer) return;
+      marks ??= replayMarks(redis);
+      void marks.release(answer.mark);
+    },
   };
 }
 
-type ReplayMark = { key: string; token: string };
+type ReplayMark = Pick<OnceKey, 'key' | 'token'>;
 
 /**
  * Marks answers as used, the answers of concurrent submissions in one script call: each in its
@@ -141,7 +163,7 @@ type ReplayMark = { key: string; token: string };
  * by the submission that set it.
  */
 const replayMarks = (redis: RedisClient) => ({
-  setFirst: batchedScript<ReplayMark & { ttlMs: number }, boolean>(redis, {
+  setFirst: batchedScript<OnceKey, boolean>(redis, {
     name: 'cfsAltchaFirstUses',
     lua: FIRST_USES,
     call: (marks) => ({ keys: marks.map((mark) => mark.key), args: marks.flatMap((mark) => [mark.token, mark.ttlMs]) }),

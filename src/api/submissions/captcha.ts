@@ -4,7 +4,7 @@
 import type { Config } from '../../shared/infra/config.ts';
 import type { CaptchaProvider } from '../../shared/keys/entities.ts';
 import { errors } from '../api-errors.ts';
-import { ALTCHA_FIELD, type Altcha } from './altcha.ts';
+import { ALTCHA_FIELD, type Altcha, type CheckedAnswer } from './altcha.ts';
 import type { RawFields } from './input.ts';
 
 export const CAPTCHA_FIELDS: Record<CaptchaProvider, string> = {
@@ -26,12 +26,27 @@ const PROVIDER_ANSWER_MAX_CHARS = 8_192;
 /** The key the submission came with, and its captcha. */
 type CaptchaKey = { id: string; captcha: CaptchaProvider };
 
-/** Throws the form-style error when the captcha answer is missing or refused by the provider. */
-export async function verifyCaptcha(key: CaptchaKey, fields: RawFields, clientIp: string, config: CaptchaConfig, altcha: Altcha): Promise<void> {
+/**
+ * Throws the form-style error when the captcha answer is missing or refused by the provider.
+ * `checkedAltcha`: the ALTCHA answer checked already, and its mark's outcome where it was set with
+ * the rate limit. Answers the ALTCHA answer this submission now holds (its mark set).
+ */
+export async function verifyCaptcha(
+  key: CaptchaKey,
+  fields: RawFields,
+  clientIp: string,
+  config: CaptchaConfig,
+  altcha: Altcha,
+  checkedAltcha?: { answer: CheckedAnswer; marked: boolean | Error | undefined },
+): Promise<CheckedAnswer | undefined> {
   const provider = key.captcha;
   const field = CAPTCHA_FIELDS[provider];
   const answer = fields.find(([name]) => name === field)?.[1];
-  if (provider === 'altcha') return altcha.verify(key.id, answer);
+  if (provider === 'altcha') {
+    const checked = checkedAltcha?.answer ?? altcha.check(answer);
+    await altcha.verify(key.id, checked, checkedAltcha?.marked);
+    return checked;
+  }
   if (typeof answer !== 'string' || answer.trim() === '') {
     throw errors.invalidFields({ [field]: ['Complete the captcha.'] }, 'Captcha required.');
   }
@@ -54,4 +69,5 @@ export async function verifyCaptcha(key: CaptchaKey, fields: RawFields, clientIp
     throw errors.captchaUnavailable();
   }
   if (verdict.success !== true) throw failed();
+  return undefined;
 }

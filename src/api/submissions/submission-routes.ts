@@ -1,8 +1,8 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
-// rate limit → parse (files stream to storage) → honeypot → validate → authenticate (+ captcha)
-// → admit (recipient consent) → store (+ storage quota) → enqueue → (optionally wait) → respond.
+// rate limit (a small body read first: its ALTCHA mark is set with the limit) → parse (files
+// stream to storage) → honeypot → validate → authenticate (+ captcha) → admit (recipient consent)
+// → store (+ storage quota) → enqueue → (optionally wait) → respond.
 import type Router from '@koa/router';
-import type { Middleware } from 'koa';
 import { createRouter } from '../router.ts';
 import { newSubmissionId } from './submission-id.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
@@ -11,13 +11,14 @@ import { enqueueCommitted } from './enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../api-errors.ts';
 import { formCors, preflight } from '../middleware/form-cors.ts';
-import { rateLimit } from '../middleware/rate-limit.ts';
+import type { RateLimiter } from '../middleware/rate-limit.ts';
 import { submissionsAccepted, submissionsRejected } from '../../shared/infra/metrics.ts';
 import { admitSubmission, knownAdmission } from './admit.ts';
 import { createConsentMemory } from './consent-memory.ts';
 import { authenticateKey, vouchingKey } from './authenticate.ts';
 import { CAPTCHA_FIELDS, verifyCaptcha } from './captcha.ts';
-import type { Altcha } from './altcha.ts';
+import type { Altcha, CheckedAnswer } from './altcha.ts';
+import { limitSubmission } from './limit.ts';
 import { readSubmissionBody, type SubmissionBody } from './body.ts';
 import { requestDomain } from './domains.ts';
 import { parseSubmissionFields } from './input.ts';
@@ -28,7 +29,7 @@ import { insertSubmissionBatch, type SubmissionRow } from '../../shared/submissi
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
-export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateLimit>, altcha: Altcha): Router<AppState> {
+export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Altcha): Router<AppState> {
   const router = createRouter();
 
   router.options(SUBMISSION_PATH, formCors, preflight);
@@ -41,13 +42,16 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
   const consent = createConsentMemory();
 
-  router.post(SUBMISSION_PATH, formCors, countRefusals(limiter), async (ctx) => {
+  router.post(SUBMISSION_PATH, formCors, async (ctx) => {
     const submissionId = newSubmissionId();
+    const limited = await countingRefusal(limitSubmission(ctx, limiter, altcha, () => readSubmissionBody(ctx, deps.storage, submissionId)));
+    // The ALTCHA answer whose mark this submission set: a refusal takes the mark back.
+    let heldAnswer: CheckedAnswer | undefined = limited.altcha?.marked === true ? limited.altcha.answer : undefined;
     let body: SubmissionBody | undefined;
     let key: ActiveKey | undefined;
     let saved = false;
     try {
-      body = await readSubmissionBody(ctx, deps.storage, submissionId);
+      body = await limited.body();
       if (isHoneypotFilled(body.fields, HONEYPOT_FIELD)) {
         // A bot: answer as if accepted, so it learns nothing; keep nothing, send nothing.
         await removeFiles(
@@ -64,7 +68,10 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
       // Forked only when asked for: a cached key and a row of the group commit need none.
       const em = () => ctx.state.em;
       key = await authenticateKey(em, deps.keys, input.accessKey, domain);
-      if (key.captcha) await verifyCaptcha({ id: key.id, captcha: key.captcha }, body.fields, ctx.state.clientIp, deps.config, altcha);
+      if (key.captcha) {
+        const held = await verifyCaptcha({ id: key.id, captcha: key.captcha }, body.fields, ctx.state.clientIp, deps.config, altcha, limited.altcha);
+        heldAnswer = held ?? heldAnswer;
+      }
       const delivery = { notEmailSent: input.notEmailSent, fileCount: body.files.length };
       const activeKey = key;
       const known = knownAdmission(key, delivery, consent);
@@ -110,7 +117,9 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
         return;
       }
       submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
-      // A refused request leaves nothing behind: the files stored while reading it go too.
+      // A refused request leaves nothing behind: its answer can be sent again, and the files
+      // stored while reading it go too.
+      if (!saved && heldAnswer) altcha.release(heldAnswer);
       if (!saved && body?.files.length)
         await removeFiles(
           ctx,
@@ -132,22 +141,14 @@ export function submissionRoutes(deps: AppDeps, limiter: ReturnType<typeof rateL
   return router;
 }
 
-/** The shared limiter, its refusals of submissions counted with the other rejected submissions. */
-function countRefusals(limiter: Middleware<AppState>): Middleware<AppState> {
-  return async (ctx, next) => {
-    let admitted = false;
-    try {
-      await limiter(ctx, () => {
-        admitted = true;
-        return next();
-      });
-    } catch (error) {
-      // What the handler threw after the limiter let the request in is counted there.
-      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- the limiter's callback sets it; TypeScript does not follow assignments in callbacks
-      if (!admitted) submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
-      throw error;
-    }
-  };
+/** The rate limit's refusal, counted with the other rejected submissions. */
+async function countingRefusal<T>(limited: Promise<T>): Promise<T> {
+  try {
+    return await limited;
+  } catch (error) {
+    submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
+    throw error;
+  }
 }
 
 /** The success answer: JSON, or for a plain HTML form a 303 to its success page. */
