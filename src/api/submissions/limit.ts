@@ -6,9 +6,8 @@
 import type { AppContext } from '../context.ts';
 import { FORM_TYPE } from '../middleware/json-body.ts';
 import type { RateLimiter } from '../middleware/rate-limit.ts';
-import type { Altcha, CheckedAnswer } from './altcha.ts';
+import { ALTCHA_FIELD, type Altcha, type CheckedAnswer } from './altcha.ts';
 import type { SubmissionBody } from './body.ts';
-import { CAPTCHA_FIELDS } from './captcha.ts';
 
 /** The most a client over the limit can make the API read and parse before its 429. */
 export const SMALL_BODY_BYTES = 16 * 1024;
@@ -36,7 +35,7 @@ export async function limitSubmission(
     (body) => ({ body }),
     () => ({}),
   );
-  const answerField = 'body' in read ? read.body.fields.find(([name]) => name === CAPTCHA_FIELDS.altcha) : undefined;
+  const answerField = 'body' in read ? read.body.fields.find(([name]) => name === ALTCHA_FIELD) : undefined;
   const answer = answerField ? altcha.check(answerField[1]) : undefined;
   const marked = await limiter.hit(ctx, answer && 'mark' in answer ? answer.mark : undefined);
   return {
