@@ -10,8 +10,8 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { createAltcha } from '../../src/api/submissions/altcha.ts';
 import { BENCH_MESSAGE, BENCH_SENDER } from '../floor/message.ts';
 import { freshPhase, resetState, type Ctx } from '../support/context.ts';
-import { combine, jsonBody, loadPhase, prime, type Summary } from '../support/load-phase.ts';
-import { multipartRequest, type LoadResult, type RequestSpec } from '../support/load.ts';
+import { combine, jsonBody, loadPhase, prime, type PhaseResult, type Summary } from '../support/load-phase.ts';
+import { multipartRequest, type RequestSpec } from '../support/load.ts';
 import { spawnApi, spawnFloor, stopReporting } from '../support/processes.ts';
 
 export async function intakeJson(ctx: Ctx): Promise<void> {
@@ -22,25 +22,30 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
   // bodies alive in the load generator, which shares the API's cores, and the side always followed
   // straight after the PK-only floor, whose PostgreSQL statistics then arrived in its window.
   let altchaBodies: Buffer[] = [];
-  const [service, floor, unconfirmed, pkOnlyFloor, altcha, again, extras, extrasWithoutChat] = await intake(ctx, scenario, [
+  const altchaSide = (label: string, answersPerSecond: (baselineRps: number | undefined) => number): Side => ({
+    on: 'api',
+    label,
+    request: { ...request('/api/contact-api/', body), bodyFor: () => altchaBodies.pop() ?? Buffer.from('{}') },
+    prepare: async (baselineRps) => {
+      altchaBodies = await solvedAltchaBodies(ctx, answersPerSecond(baselineRps));
+      // The solving's garbage is collected now, not by the load generator during the side's window.
+      (globalThis as { gc?: () => void }).gc?.();
+    },
+  });
+  const [service, floor, unconfirmed, pkOnlyFloor, altcha, again, extras, extrasWithoutChat, paced, altchaPaced] = await intake(ctx, scenario, [
     { on: 'api', request: request('/api/contact-api/', body) },
     { on: 'floor', request: request('/json', body) },
     { on: 'api', label: 'unconfirmed', request: request('/api/contact-api/', jsonBody(ctx.unconfirmedKey)) },
     { on: 'floor', label: 'PK-only', request: request('/json-pk', body) },
-    {
-      on: 'api',
-      label: 'altcha',
-      request: { ...request('/api/contact-api/', body), bodyFor: () => altchaBodies.pop() ?? Buffer.from('{}') },
-      prepare: async (baselineRps) => {
-        altchaBodies = await solvedAltchaBodies(ctx, baselineRps);
-        // The solving's garbage is collected now, not by the load generator during the side's window.
-        (globalThis as { gc?: () => void }).gc?.();
-      },
-    },
+    altchaSide('altcha', (baselineRps) => Math.max(ALTCHA_RPS_FLOOR, (baselineRps ?? 0) * ALTCHA_RPS_MARGIN)),
     // The confirmed key again, right before the keys with extras: their baseline, measured beside them.
     { on: 'api', label: 'again', request: request('/api/contact-api/', body) },
     { on: 'api', label: 'extras', request: request('/api/contact-api/', jsonBody(ctx.extrasKey.value)) },
     { on: 'api', label: 'extras, no chat', request: request('/api/contact-api/', jsonBody(ctx.extrasWithoutChatKey.value)) },
+    // The same two keys at one fixed rate below saturation: the API's CPU per request, which a
+    // closed loop's throughput follows only where the API's thread sets the pace.
+    { on: 'api', label: 'paced', request: request('/api/contact-api/', body), pace: PACED_SHARE },
+    { ...altchaSide('altcha, paced', (baselineRps) => (baselineRps ?? 0) * PACED_SHARE * ALTCHA_RPS_MARGIN), pace: PACED_SHARE },
   ]);
   intakeRows(ctx, scenario, service!, floor!);
   ctx.rows.push(
@@ -73,6 +78,15 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
       target: { kind: 'ratio>=', value: 0.9 },
     },
     { scenario: ALTCHA_INTAKE, metric: 'latency p99', service: altcha!.p99, baseline: (service!.p99 + again!.p99) / 2, unit: 'ms' },
+    // The same goal as the API's CPU per request (at most 1 / 0.9 of it), at a rate both sides hold.
+    {
+      scenario: ALTCHA_PACED,
+      metric: 'API CPU per request',
+      service: altchaPaced!.apiCpuMs * 1000,
+      baseline: paced!.apiCpuMs * 1000,
+      unit: 'µs',
+      target: { kind: 'ratio<=', value: 1.11 },
+    },
     // The extras are the workers' work, the chat channel's delivery row among them; intake adds
     // only its share of a webhook job carrying a burst's deliveries.
     // Their baseline is the confirmed key measured right before them.
@@ -99,6 +113,9 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
 }
 
 const ALTCHA_INTAKE = '1 Intake JSON, ALTCHA on (against both confirmed-key sides)';
+const ALTCHA_PACED = '1 Intake JSON, ALTCHA on, both at 60 % of the confirmed key';
+/** The paced sides' rate: this share of the confirmed key's latest req/s. */
+const PACED_SHARE = 0.6;
 const EXTRAS_INTAKE = '1 Intake JSON, autoresponse + 5 recipients + chat channel';
 const EXTRAS_WITHOUT_CHAT_INTAKE = '1 Intake JSON, autoresponse + 5 recipients, no chat channel';
 
@@ -114,8 +131,7 @@ const ALTCHA_RPS_FLOOR = 4_000;
  * as a browser would, in advance: solving is the client's work, not the API's. The challenges are the
  * easiest the service could issue; checking an answer costs the same at any difficulty.
  */
-async function solvedAltchaBodies(ctx: Ctx, baselineRps: number | undefined): Promise<Buffer[]> {
-  const rps = Math.max(ALTCHA_RPS_FLOOR, (baselineRps ?? 0) * ALTCHA_RPS_MARGIN);
+async function solvedAltchaBodies(ctx: Ctx, rps: number): Promise<Buffer[]> {
   const count = Math.ceil((rps * (ctx.S.warmupMs + ctx.S.measureMs)) / 1000);
   ctx.log(`1 Intake JSON: solving ${count} ALTCHA challenges in advance`);
   const altcha = createAltcha({ secret: ctx.env.SECRET!, maxCounter: 1, redis: ctx.redis, prefix: 'unused' });
@@ -163,7 +179,14 @@ function intakeRows(ctx: Ctx, scenario: string, service: Summary, floor: Summary
  * `prepare`: run before each of the side's phases (its priming included), outside the measured window,
  * with the req/s of the first side's latest phase (none before the first is measured).
  */
-type Side = { on: 'api' | 'floor'; label?: string; request: RequestSpec; prepare?: (baselineRps: number | undefined) => Promise<void> };
+type Side = {
+  on: 'api' | 'floor';
+  label?: string;
+  request: RequestSpec;
+  prepare?: (baselineRps: number | undefined) => Promise<void>;
+  /** Paced to this share of the first side's latest req/s (open loop); unset: as fast as answered. */
+  pace?: number;
+};
 
 /** Measures every side in alternating repeats; returns their summaries in the order given. */
 async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summary[]> {
@@ -171,9 +194,10 @@ async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summar
   const api = await spawnApi(ctx);
   const floor = await spawnFloor(ctx);
   const target = (side: Side) => (side.on === 'api' ? api : floor);
-  const phases = sides.map((): LoadResult[] => []);
+  const phases = sides.map((): PhaseResult[] => []);
   try {
-    for (const side of sides) {
+    // A paced side runs the code of an unpaced one before it, primed already.
+    for (const side of sides.filter((side) => !side.pace)) {
       await side.prepare?.(undefined);
       await prime(ctx, target(side).url, side.request);
     }
@@ -181,10 +205,12 @@ async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summar
     // empty tables, so that a side late in a repeat does not insert into a larger table.
     for (let repeat = 1; repeat <= ctx.S.repeats; repeat += 1) {
       for (const [index, side] of sides.entries()) {
-        await side.prepare?.(phases[0]!.at(-1)?.rps);
+        const baselineRps = phases[0]!.at(-1)?.rps;
+        await side.prepare?.(baselineRps);
         await freshPhase(ctx);
         const name = `${scenario} ${side.on === 'api' ? 'service' : 'floor'}${side.label ? ` (${side.label})` : ''} #${repeat}`;
-        phases[index]!.push(await loadPhase(ctx, name, target(side).child, target(side).url, side.request));
+        const maxRps = side.pace && baselineRps ? side.pace * baselineRps : undefined;
+        phases[index]!.push(await loadPhase(ctx, name, target(side).child, target(side).url, side.request, undefined, [], maxRps));
       }
     }
   } finally {

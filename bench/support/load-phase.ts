@@ -15,7 +15,7 @@ export async function loadPhase(
   onMeasured?: (body: string, at: number) => void,
   extra: CpuProbe[] = [],
   maxRps?: number,
-): Promise<LoadResult> {
+): Promise<PhaseResult> {
   const { S } = ctx;
   const probes = cpuProbes(ctx, [probe(target.name === 'floor' ? 'floor' : 'api', [target]), ...extra]);
   const beforeMachine = machineCpu();
@@ -39,29 +39,36 @@ export async function loadPhase(
   });
   clearTimeout(switchTimer);
   const afterCpu = cpuSnapshot(probes);
+  let cpu: Map<string, number> | undefined;
   // Both are set by the timer above, which the type checker does not follow.
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   if (measuring && tripsBefore) {
     const trips = { before: await tripsBefore, after: await roundTrips(ctx) };
-    recordCpu(ctx, title, beforeCpu, afterCpu, result.completed, busyShare(beforeMachine, machineCpu()), trips);
+    cpu = recordCpu(ctx, title, beforeCpu, afterCpu, result.completed, busyShare(beforeMachine, machineCpu()), trips);
   }
   if (result.errors) ctx.notes.push(`${title}: ${result.errors} failed requests (first: ${result.firstError})`);
   ctx.log(`${title}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50.toFixed(1)} ms, p99 ${result.p99.toFixed(1)} ms, ${result.errors} errors`);
-  return result;
+  return { ...result, cpu };
 }
+
+/** A phase's load figures, and the CPU ms per request of each process in its measured window. */
+export type PhaseResult = LoadResult & { cpu: Map<string, number> | undefined };
 
 /** Unmeasured load right after a process starts, so that its code is compiled before it is measured. */
 export async function prime(ctx: Ctx, url: string, request: RequestSpec): Promise<void> {
   await runLoad({ url, clients: CLIENTS, warmupMs: ctx.S.warmupMs, durationMs: 0, maxRequests: MAX_REQUESTS, request });
 }
 
-export type Summary = { rps: number; p50: number; p99: number };
+/** `apiCpuMs`: the API's CPU ms per request, the mean of the phases that measured it. */
+export type Summary = { rps: number; p50: number; p99: number; apiCpuMs: number };
 
-export function combine(phases: LoadResult[]): Summary {
+export function combine(phases: PhaseResult[]): Summary {
   const ok = phases.reduce((sum, phase) => sum + phase.ok, 0);
   const seconds = phases.reduce((sum, phase) => sum + phase.seconds, 0);
   const latencies = phases.flatMap((phase) => phase.latencies).sort((a, b) => a - b);
-  return { rps: ok / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99) };
+  const apiCpu = phases.flatMap((phase) => phase.cpu?.get('api') ?? []);
+  const apiCpuMs = apiCpu.reduce((sum, ms) => sum + ms, 0) / apiCpu.length;
+  return { rps: ok / seconds, p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), apiCpuMs };
 }
 
 export const jsonBody = (accessKey: string) =>
