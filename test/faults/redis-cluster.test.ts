@@ -165,6 +165,42 @@ describe('a master of the Redis Cluster killed under a load', () => {
   }, 480_000);
 });
 
+describe('a cluster client connected again while a master is down', () => {
+  it('settles every connection attempt once its replica has taken over, as BullMQ waits on it to reset a blocking connection', async () => {
+    // Through a live node: the one the cluster's URL names may be the master killed above.
+    const client = createRedis(`redis://127.0.0.1:${await cluster.replicaPort()}`, 'worker', { cluster: true });
+    client.on('error', () => undefined);
+    try {
+      await withTimeout(client.ping(), 30_000, 'no answer from the cluster before the kill');
+      // A key on a master that still has a replica: the queues' master was killed above.
+      let down: { key: string; replicaPort: number } | undefined;
+      for (const key of ['{reconnect-a}', '{reconnect-b}', '{reconnect-c}', '{reconnect-d}', '{reconnect-e}', '{reconnect-f}']) {
+        const killed = await cluster.killMasterOf(key).catch(() => undefined);
+        if (killed) down = { key, replicaPort: killed.replicaPort };
+        if (down) break;
+      }
+      expect(down, 'a master with a replica to kill').toBeDefined();
+      let settled = false;
+      const promotion = cluster.waitForOwner(down!.replicaPort, await cluster.slotOf(down!.key), 120_000).finally(() => (settled = true));
+      // Connected again and again while the cluster says `fail`, as a worker's blocking connection is reset.
+      let attempts = 0;
+      while (!settled) {
+        attempts += 1;
+        const ended = new Promise((resolve) => client.once('end', resolve));
+        client.disconnect();
+        await withTimeout(ended, 30_000, `the client not closed 30 s after attempt ${attempts - 1}`);
+        await withTimeout(client.connect(), 30_000, `connection attempt ${attempts} not settled 30 s after it began`);
+      }
+      await promotion;
+      expect(attempts).toBeGreaterThan(0);
+      await client.set(down!.key, 'written');
+      expect(await client.get(down!.key)).toBe('written');
+    } finally {
+      client.disconnect();
+    }
+  }, 240_000);
+});
+
 // Last in the file: it kills a replica, which a later failover of its master would need.
 describe('a cluster client whose one named node died', () => {
   it('connects again through the nodes it found, and so do its copies (the connections BullMQ makes of it)', async () => {

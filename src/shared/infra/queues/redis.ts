@@ -92,6 +92,37 @@ class DiscoveringCluster extends Cluster {
     (this as unknown as { startupNodes: ClusterNode[] }).startupNodes = nodes;
   }
 
+  /**
+   * Settles once the client is ready, also when ioredis gets there by its own retry. ioredis leaves
+   * its promise pending when the ready check fails after the slots were read (CLUSTER INFO says
+   * `fail` between a master's death and its replica's promotion) and then connects on its own.
+   * BullMQ awaits this promise when it resets a blocking connection, so a worker that reset one in
+   * that window never took a job again.
+   */
+  override connect(): Promise<void> {
+    const attempt = super.connect();
+    return new Promise<void>((resolve, reject) => {
+      const stop = () => {
+        this.off('ready', ready);
+        this.off('end', ended);
+      };
+      const ready = () => {
+        stop();
+        resolve();
+      };
+      const ended = () => {
+        stop();
+        reject(new Error('Connection is closed.'));
+      };
+      this.once('ready', ready);
+      this.once('end', ended);
+      attempt.then(ready, (error: unknown) => {
+        stop();
+        reject(error instanceof Error ? error : new Error(String(error)));
+      });
+    });
+  }
+
   override duplicate(startupNodes: ClusterNode[] = [], options: ClusterOptions = {}): Cluster {
     const merged = { ...this.options, ...options };
     if (startupNodes.length > 0) return new DiscoveringCluster(startupNodes, merged);
