@@ -70,7 +70,7 @@ it('delivers what a failover lost: the replica had fallen behind, and the reconc
   const { key } = await h.createKey();
   // No worker takes the jobs meanwhile: they exist only on the primary.
   for (const worker of h.workers.splice(0)) await worker.shutdown.run();
-  setup.holdReplication();
+  await setup.holdReplication();
   const lost: string[] = [];
   for (let n = 0; n < 20; n += 1) {
     // A busy machine may answer 503 with Retry-After (PostgreSQL slow): the client sends again.

@@ -1,7 +1,9 @@
 // Redis with failover on loopback, for the Sentinel test: a primary, one replica and three
 // sentinels. The replica reads the primary's stream through a relay of the test's own, which can
 // hold that stream back: the replica then falls behind as a real one does, and a failover loses the
-// writes it never got.
+// writes it never got. Sentinel points a replica that reads another address than the primary's at
+// the primary itself (`+fix-slave-config`) once failover-timeout has passed since it saw that
+// setting: the hold first points the replica at the relay again, and the timeout outlasts a test.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -12,6 +14,8 @@ import { ensureRedisServer, freePort, startRedis, stopChild } from '../../src/lo
 import { spawnTracked, waitForOutput } from '../../src/local/processes.ts';
 
 export const SENTINEL_MASTER = 'cfs';
+/** Longer than a test runs before its kill; a failover that works takes a few seconds whatever it is. */
+const FAILOVER_TIMEOUT_MS = 60_000;
 
 export type SentinelSetup = {
   /** REDIS_SENTINELS for the processes. */
@@ -21,7 +25,7 @@ export type SentinelSetup = {
   primaryPort: number;
   replicaPort: number;
   /** Holds the primary's stream back from the replica (it falls behind), until the primary dies. */
-  holdReplication: () => void;
+  holdReplication: () => Promise<void>;
   /** SIGKILL to the primary. */
   killPrimary: () => Promise<void>;
   /** The port of the primary the sentinels name now. */
@@ -47,6 +51,28 @@ function replicationRelay(primaryPort: number): { server: Server; hold: () => vo
   return { server, hold: () => (held = true), port: () => (server.address() as { port: number }).port };
 }
 
+/** Points the replica at the relay, if Sentinel had pointed it at the primary, and waits until it reads through it. */
+async function readThroughRelay(replicaPort: number, relayPort: number): Promise<void> {
+  const client = new Redis({ port: replicaPort, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  try {
+    const deadline = Date.now() + 30_000;
+    let pointed = false;
+    for (;;) {
+      const info = await client.info('replication');
+      const port = Number(/^master_port:(\d+)/m.exec(info)?.[1]);
+      if (port === relayPort && /^master_link_status:up/m.test(info)) return;
+      if (port !== relayPort && !pointed) {
+        await client.call('REPLICAOF', '127.0.0.1', String(relayPort));
+        pointed = true;
+      }
+      if (Date.now() > deadline) throw new Error(`the replica does not read through the relay: ${info}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
 export async function startSentinelSetup(): Promise<SentinelSetup> {
   const dir = await mkdtemp(path.join(tmpdir(), 'cfs-sentinel-'));
   const binary = ensureRedisServer();
@@ -70,7 +96,8 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
         `dir ${dir}`,
         `sentinel monitor ${SENTINEL_MASTER} 127.0.0.1 ${primary.port} 2`,
         `sentinel down-after-milliseconds ${SENTINEL_MASTER} 1000`,
-        `sentinel failover-timeout ${SENTINEL_MASTER} 5000`,
+        // Also how long Sentinel leaves the replica reading through the relay (above).
+        `sentinel failover-timeout ${SENTINEL_MASTER} ${FAILOVER_TIMEOUT_MS}`,
         '',
       ].join('\n'),
     );
@@ -118,7 +145,10 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
     url: primary.url,
     primaryPort: primary.port,
     replicaPort: replica.port,
-    holdReplication: relay.hold,
+    holdReplication: async () => {
+      await readThroughRelay(replica.port, relay.port());
+      relay.hold();
+    },
     killPrimary: () => stopChild(primary.child, 'SIGKILL'),
     currentPrimaryPort,
     stop,
