@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { ensureRedisServer, freePort, startRedis, stopChild } from '../../src/local/services.ts';
 import { spawnTracked, waitForOutput } from '../../src/local/processes.ts';
+import { eventually } from './harness.ts';
 
 export const SENTINEL_MASTER = 'cfs';
 /** Longer than a test runs before its kill; a failover that works takes a few seconds whatever it is. */
@@ -54,20 +55,19 @@ function replicationRelay(primaryPort: number): { server: Server; hold: () => vo
 /** Points the replica at the relay, if Sentinel had pointed it at the primary, and waits until it reads through it. */
 async function readThroughRelay(replicaPort: number, relayPort: number): Promise<void> {
   const client = new Redis({ port: replicaPort, host: '127.0.0.1', maxRetriesPerRequest: 1 });
+  let pointed = false;
   try {
-    const deadline = Date.now() + 30_000;
-    let pointed = false;
-    for (;;) {
-      const info = await client.info('replication');
-      const port = Number(/^master_port:(\d+)/m.exec(info)?.[1]);
-      if (port === relayPort && /^master_link_status:up/m.test(info)) return;
-      if (port !== relayPort && !pointed) {
-        await client.call('REPLICAOF', '127.0.0.1', String(relayPort));
+    await eventually(
+      async () => {
+        const info = await client.info('replication');
+        if (Number(/^master_port:(\d+)/m.exec(info)?.[1]) === relayPort) return /^master_link_status:up/m.test(info) || undefined;
+        if (!pointed) await client.call('REPLICAOF', '127.0.0.1', String(relayPort));
         pointed = true;
-      }
-      if (Date.now() > deadline) throw new Error(`the replica does not read through the relay: ${info}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+        return undefined;
+      },
+      30_000,
+      'the replica reading through the relay',
+    );
   } finally {
     client.disconnect();
   }
