@@ -14,6 +14,7 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { chromium } from 'playwright-core';
 import { ALTCHA_COST, createAltcha } from '../src/api/submissions/altcha.ts';
 import { loadConfigSubset } from '../src/shared/infra/config.ts';
+import { requireSystemTool } from '../src/local/system-tools.ts';
 import type { RedisClient } from '../src/shared/infra/queues/redis.ts';
 
 const args = process.argv.slice(2);
@@ -55,8 +56,10 @@ server.listen(0, '127.0.0.1');
 await once(server, 'listening');
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
 
+// Found, or installed as the test suite installs it (apt-get, as root on Debian or Ubuntu).
+const chromiumPath = requireSystemTool({ binary: 'chromium', package: 'chromium', neededFor: 'npm run bench:altcha', pathVariable: 'CHROMIUM_PATH' });
 const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  executablePath: chromiumPath,
   headless: true,
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
 });

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort, stopChild } from '../src/local/services.ts';
+import { requireSystemTool } from '../src/local/system-tools.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const IMAGES = path.join(ROOT, 'docs', 'images');
@@ -178,7 +179,7 @@ try {
   receiver = await startReceiver();
   stack = await startStack(dataDir);
   browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium',
+    executablePath: requireSystemTool({ binary: 'chromium', package: 'chromium', neededFor: 'the screenshots', pathVariable: 'CHROMIUM_PATH' }),
     headless: true,
     timeout: 30_000,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
