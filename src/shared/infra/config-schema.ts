@@ -47,8 +47,8 @@ const url = (protocols: string[]) =>
     kind(`URL (${protocols.map((p) => `${p}//`).join(', ')})`),
   );
 
-/** Chosen by measurement: a median solve of about half a second in headless Chromium (docs/spam.md). */
-const ALTCHA_MAX_COUNTER_DEFAULT = 2_000;
+/** Chosen by measurement: a median solve of 0.3–1 s in headless Chromium, quiet machine or busy (docs/spam.md). */
+const ALTCHA_MAX_COUNTER_DEFAULT = 3_500;
 
 /** The longest socket path Linux takes (sun_path holds 108 bytes with the final NUL). */
 /** An optional comma-separated list, its entries trimmed and each one passing `valid`. */
