@@ -66,19 +66,14 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
       unit: 'ms',
       target: { kind: 'ratio<=', value: 2 },
     },
-    // What checking an ALTCHA answer costs the API: two HMACs per request, and its SET NX
-    // in a script call shared by the concurrent requests. Its baseline is the confirmed key's two
-    // sides, the first and the one right after it: one of them alone moves by a fifth (the noise row).
-    {
-      scenario: ALTCHA_INTAKE,
-      metric: 'throughput',
-      service: altcha!.rps,
-      baseline: (service!.rps + again!.rps) / 2,
-      unit: 'req/s',
-      target: { kind: 'ratio>=', value: 0.9 },
-    },
+    // ALTCHA at saturation: two HMACs per request, and its SET NX in the rate limit's script call.
+    // Its baseline is the confirmed key's two sides, the first and the one right after it. Context,
+    // not a goal: identical sides move by more than a tenth here (the noise row), so a 0.9 target
+    // would read met or missed by chance.
+    { scenario: ALTCHA_INTAKE, metric: 'throughput', service: altcha!.rps, baseline: (service!.rps + again!.rps) / 2, unit: 'req/s' },
     { scenario: ALTCHA_INTAKE, metric: 'latency p99', service: altcha!.p99, baseline: (service!.p99 + again!.p99) / 2, unit: 'ms' },
-    // The same goal as the API's CPU per request (at most 1 / 0.9 of it), at a rate both sides hold.
+    // ALTCHA's goal, "at least 0.9 of intake without it", as the API's CPU per request (at most
+    // 1 / 0.9 of it) at a rate both sides hold: what the check costs, without the closed loop's feedback.
     {
       scenario: ALTCHA_PACED,
       metric: 'API CPU per request',
