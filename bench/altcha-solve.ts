@@ -14,7 +14,7 @@ import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { chromium } from 'playwright-core';
 import { ALTCHA_COST, createAltcha } from '../src/api/submissions/altcha.ts';
 import { loadConfigSubset } from '../src/shared/infra/config.ts';
-import { requireSystemTool } from '../src/local/system-tools.ts';
+import { chromiumTool, requireSystemTool } from '../src/local/system-tools.ts';
 import type { RedisClient } from '../src/shared/infra/queues/redis.ts';
 
 const args = process.argv.slice(2);
@@ -23,6 +23,8 @@ const defaultMax = loadConfigSubset(['ALTCHA_MAX_COUNTER'], {}).ALTCHA_MAX_COUNT
 const maxCounters = option('max')?.split(',').map(Number) ?? [defaultMax];
 const runs = Number(option('runs') ?? 30);
 
+// Found, or installed as the test suite installs it (apt-get, as root on Debian or Ubuntu), before anything starts.
+const chromiumPath = requireSystemTool(chromiumTool('npm run bench:altcha'));
 const script = readFileSync(new URL('./altcha.min.js', import.meta.resolve('altcha')));
 let maxCounter = maxCounters[0]!;
 // Challenges only: nothing is verified here, so no Redis.
@@ -56,8 +58,6 @@ server.listen(0, '127.0.0.1');
 await once(server, 'listening');
 const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
 
-// Found, or installed as the test suite installs it (apt-get, as root on Debian or Ubuntu).
-const chromiumPath = requireSystemTool({ binary: 'chromium', package: 'chromium', neededFor: 'npm run bench:altcha', pathVariable: 'CHROMIUM_PATH' });
 const browser = await chromium.launch({
   executablePath: chromiumPath,
   headless: true,

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort, stopChild } from '../src/local/services.ts';
-import { requireSystemTool } from '../src/local/system-tools.ts';
+import { chromiumTool, requireSystemTool } from '../src/local/system-tools.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const IMAGES = path.join(ROOT, 'docs', 'images');
@@ -169,6 +169,8 @@ async function removeData(dataDir: string): Promise<void> {
   await rm(dataDir, { recursive: true, force: true });
 }
 
+// Before the stack starts: a missing browser is said at once, with nothing to stop.
+const chromiumPath = requireSystemTool(chromiumTool('npm run docs:screenshots'));
 const dataDir = await mkdtemp(path.join(tmpdir(), 'cfs-screenshots-'));
 await mkdir(IMAGES, { recursive: true });
 let stack: Stack | undefined;
@@ -179,7 +181,7 @@ try {
   receiver = await startReceiver();
   stack = await startStack(dataDir);
   browser = await chromium.launch({
-    executablePath: requireSystemTool({ binary: 'chromium', package: 'chromium', neededFor: 'the screenshots', pathVariable: 'CHROMIUM_PATH' }),
+    executablePath: chromiumPath,
     headless: true,
     timeout: 30_000,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],

@@ -24,6 +24,9 @@ export type SystemTool = {
   systemService?: string;
 };
 
+/** Chromium, for what runs a headless browser (the browser tests, a benchmark, the screenshots). */
+export const chromiumTool = (neededFor: string): SystemTool => ({ binary: 'chromium', package: 'chromium', neededFor, pathVariable: 'CHROMIUM_PATH' });
+
 export type ToolLookup = { path: string; problem?: undefined } | { path?: undefined; problem: string };
 
 /** A program that is missing: what and why (`reason`), and the command that installs it (`remedy`). */

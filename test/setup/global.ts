@@ -10,7 +10,7 @@ import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
 import { entities } from '../../src/shared/schema.ts';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalService } from '../../src/local/services.ts';
-import { ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
+import { chromiumTool, ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
 
 declare module 'vitest' {
   // An interface: this declaration merges into vitest's own.
@@ -30,7 +30,7 @@ declare module 'vitest' {
 
 /** System programs that npm cannot provide, and the tests that need them. */
 export const TEST_TOOLS: SystemTool[] = [
-  { binary: 'chromium', package: 'chromium', neededFor: 'the browser tests (test/e2e/browser.test.ts)', pathVariable: 'CHROMIUM_PATH' },
+  chromiumTool('the browser tests (test/e2e/browser.test.ts)'),
   { binary: 'docker-compose', package: 'docker-compose', neededFor: 'the compose file check (test/compose.test.ts)', pathVariable: 'DOCKER_COMPOSE' },
   { binary: 'postfix', package: 'postfix', neededFor: 'the bounce tests against a real relay (test/bounces/postfix.test.ts)', pathVariable: 'POSTFIX_PATH' },
   { binary: 'rspamd', package: 'rspamd', neededFor: 'the spam filter tests (test/spam)', pathVariable: 'RSPAMD_PATH' },
