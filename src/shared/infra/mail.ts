@@ -16,10 +16,6 @@ export function createMailTransport(smtpUrl: string, maxConnections: number, dki
     secure: url.protocol === 'smtps:',
     maxConnections,
     maxMessages: Infinity,
-    // A connection that closes mid-send fails the send instead of nodemailer sending it again on
-    // another connection: the relay may have taken it already, and the worker's retry is then the
-    // second copy the delivery history shows, not one it hides.
-    maxRequeues: 0,
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 30_000,
