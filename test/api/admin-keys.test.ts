@@ -40,7 +40,7 @@ describe('PATCH /admin/keys/:key', () => {
       key: key.key,
       label: null,
       subject_prefix: false,
-      autoresponse: { enabled: false, subject: null, text: null },
+      autoresponse: { enabled: false, subject: null, text: null, review: null },
       email_subject: null,
       email_field_order: [],
       email_hidden_fields: [],

@@ -71,15 +71,16 @@ describe('named keys', () => {
     expect((await client.api('GET', '/keys')).json.keys).toEqual([expect.objectContaining({ id: owner.id, label: LABEL, subject_prefix: false })]);
     const twoLines = await client.api('PATCH', `/keys/${owner.id}`, { label: 'Shop\r\nBcc: someone@example.net' });
     expect(twoLines.status).toBe(400);
-    expect(twoLines.json).toMatchObject({ success: false, errors: { label: ['A label is one line: no line breaks or control characters.'] } });
-    // The C1 controls too (U+0080–U+009F): U+0085 is a line break to some readers, U+009B a terminal's escape.
-    for (const label of ['Shop\u0085Bcc: someone@example.net', 'Shop \u009b31m', 'Shop\u0080']) {
+    expect(twoLines.json).toMatchObject({ success: false, errors: { label: ['A label is one line: no line breaks, control or text-direction characters.'] } });
+    // The C1 controls too (U+0080–U+009F): U+0085 is a line break to some readers, U+009B a terminal's
+    // escape; and the bidi controls, which make a visitor's mail reader show the name reordered.
+    for (const label of ['Shop\u0085Bcc: someone@example.net', 'Shop \u009b31m', 'Shop\u0080', 'Shop \u202egnp.exe', 'Shop \u2067x\u2069', 'Shop\u200f']) {
       const refused = await client.api('PATCH', `/keys/${owner.id}`, { label });
       expect(refused.status).toBe(400);
-      expect(refused.json).toMatchObject({ success: false, errors: { label: ['A label is one line: no line breaks or control characters.'] } });
+      expect(refused.json).toMatchObject({ success: false, errors: { label: ['A label is one line: no line breaks, control or text-direction characters.'] } });
       const byAdmin = await admin('PATCH', `/admin/keys/${owner.key}`, { label });
       expect(byAdmin.status).toBe(400);
-      expect(byAdmin.json.errors.label).toEqual(['A label is one line: no line breaks or control characters.']);
+      expect(byAdmin.json.errors.label).toEqual(['A label is one line: no line breaks, control or text-direction characters.']);
     }
     expect((await client.api('GET', '/keys')).json.keys[0].label).toBe(LABEL);
     const long = await client.api('PATCH', `/keys/${owner.id}`, { label: 'x'.repeat(101) });

@@ -235,8 +235,40 @@ export function telegramProblems(body: Json, consoleUrl?: string): string[] {
     }
   }
   mentions(problems, 'text', body.text);
-  if (/(^|\s)\/(?!\u2060)[A-Za-z0-9_]/.test(body.text)) problems.push('text: a /command');
+  for (const command of telegramBotCommands(body.text)) problems.push(`text: a bot command ${command}`);
   return problems;
+}
+
+/** Letters, digits and `_`: what tdlib counts as part of a word around a command. */
+const isWordCharacter = (char: string | undefined) => char !== undefined && /^[\p{L}\p{N}_]$/u.test(char);
+const isCommandCharacter = (char: string | undefined) => char !== undefined && /^[A-Za-z0-9_]$/.test(char);
+
+/**
+ * The bot commands Telegram's clients find in a text, by tdlib's rule (match_bot_commands): a `/`
+ * not after a word character, `/`, `<` or `>`; 1–64 letters, digits or `_`; an optional `@` and a
+ * bot name of 3–32 such; and no word character, `/`, `<` or `>` right after.
+ */
+export function telegramBotCommands(text: string): string[] {
+  const chars = Array.from(text);
+  const commands: string[] = [];
+  for (let at = 0; at < chars.length; at += 1) {
+    if (chars[at] !== '/') continue;
+    const before = chars[at - 1];
+    if (isWordCharacter(before) || before === '/' || before === '<' || before === '>') continue;
+    let end = at + 1;
+    while (isCommandCharacter(chars[end])) end += 1;
+    if (end === at + 1 || end - at - 1 > 64) continue;
+    if (chars[end] === '@') {
+      let name = end + 1;
+      while (isCommandCharacter(chars[name])) name += 1;
+      if (name - end - 1 < 3 || name - end - 1 > 32) continue;
+      end = name;
+    }
+    const after = chars[end];
+    if (isWordCharacter(after) || after === '/' || after === '<' || after === '>') continue;
+    commands.push(chars.slice(at, end).join(''));
+  }
+  return commands;
 }
 
 export const withoutWordJoiners = (text: string) => text.replaceAll(WJ, '');

@@ -56,6 +56,8 @@ const HOSTILE = {
     '@everyone @here <!channel> <!here> <@U024BE7LH> <@&987654321> <#C024BE7LH>',
     '[click](http://evil.example) <http://evil.example|click> **bold** `code` ||spoiler|| # Heading',
     '<b>bold</b> <at>Ada</at> <script>alert(1)</script> /start /ban@somebot @ada_lovelace',
+    // Commands to Telegram after punctuation, not only after a space: (/start) "/kick@group_admin_bot" ,/ban
+    '(/start) "/kick@group_admin_bot" ,/ban',
   ].join('\n'),
   name: 'Mallory @here',
   company: '<!channel> [a](http://evil.example)',
@@ -150,6 +152,7 @@ describe('chat channels', () => {
         '<http://evil.example|click>',
         '<b>bold</b>',
         '/start',
+        '(/start) "/kick@group_admin_bot" ,/ban',
         'Mallory @here',
         'mallory@example.com',
       ]) {

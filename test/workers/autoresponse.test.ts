@@ -1,6 +1,10 @@
 // The autoresponse (the confirmation email to the visitor), through the real API, worker, spam
 // filter (rspamd), bounce receiver and SMTP sink: what the visitor receives, when nothing is sent
-// and why, the 24-hour bounds counted per mailbox, and that the owner's own email never depends on it.
+// and why, the 24-hour bounds counted per visitor mailbox, per key and per owner, the owner's
+// words checked as mail, and that the owner's own email never depends on it. A stand-in for
+// hCaptcha's verify endpoint answers the captcha the autoresponse needs.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BounceProcess } from '../../src/bounces/process.ts';
@@ -19,35 +23,73 @@ const TOKEN = 'autoresponse-test-admin-token-0123456789';
 const DOMAIN = 'bounces.test';
 const SUBJECT = 'We have your message';
 const OWNER_TEXT = 'Thank you for writing to us.\nWe answer within two working days.\n\nOpening hours: https://shop.example/hours.';
+/** The key's own site: the only one its autoresponse may link to. */
+const OWNER_DOMAIN = 'shop.example';
+const CAPTCHA_FIELD = 'h-captcha-response';
 /** What a visitor writes: it must never reach the autoresponse. */
 const VISITOR_TEXT = 'zebra quartz lantern 7731';
 
 let filter: RspamdService;
 let h: Harness;
 let receiver: BounceProcess;
+let verifier: Server;
 
 beforeAll(async () => {
   filter = await startSpamFilter();
-  h = await startHarness({ env: { ...spamFilterEnv(filter), ADMIN_TOKEN: TOKEN, BOUNCE_DOMAIN: DOMAIN, SUPPRESS_AFTER_HARD_BOUNCES: '1' } });
+  // hCaptcha's verify endpoint: the answer 'solved' passes.
+  verifier = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ success: new URLSearchParams(body).get('response') === 'solved' }));
+    });
+  });
+  await new Promise<void>((resolve) => verifier.listen(0, '127.0.0.1', resolve));
+  h = await startHarness({
+    env: {
+      ...spamFilterEnv(filter),
+      ADMIN_TOKEN: TOKEN,
+      BOUNCE_DOMAIN: DOMAIN,
+      SUPPRESS_AFTER_HARD_BOUNCES: '1',
+      HCAPTCHA_SECRET: 'verify-secret',
+      HCAPTCHA_VERIFY_URL: `http://127.0.0.1:${(verifier.address() as AddressInfo).port}/siteverify`,
+    },
+  });
   receiver = await h.startBounces();
 }, 90_000);
 afterAll(async () => {
   await h?.stop();
   await filter?.stop();
+  await new Promise((resolve) => verifier?.close(resolve));
 });
 
 const admin = (method: string, path: string, body?: unknown) => adminRequest(h, TOKEN, method, path, body);
 
-/** A key whose owner turned the autoresponse on; its mailbox confirmed unless told otherwise. */
-async function autorespondingKey(options: { confirmed?: boolean; spamFilter?: 'off' | 'normal'; enabled?: boolean } = {}): Promise<KeyRow> {
-  const key = await h.createKey();
+type KeyOptions = {
+  confirmed?: boolean;
+  spamFilter?: 'off' | 'normal';
+  enabled?: boolean;
+  /** Whether the key asks a captcha (hCaptcha), and since when: `long` (an hour ago), `now`, or none. */
+  captcha?: 'long' | 'now' | 'none';
+  email?: string;
+};
+
+/** A key whose owner turned the autoresponse on; its mailbox confirmed and its captcha asked for an hour, unless told otherwise. */
+async function autorespondingKey(options: KeyOptions = {}): Promise<KeyRow> {
+  const key = await h.createKey(options.email ? { email: options.email } : {});
   if (options.confirmed !== false) await buildRecipient(h, { mailbox: key.mailbox });
+  const captcha = options.captcha ?? 'long';
   const changed = await admin('PATCH', `/admin/keys/${key.key}`, {
     label: 'Contact page',
     spam_filter: options.spamFilter ?? 'normal',
+    domains: [OWNER_DOMAIN],
+    use_domain: false,
+    captcha: captcha === 'none' ? null : 'hcaptcha',
     autoresponse: { enabled: options.enabled ?? true, subject: SUBJECT, text: OWNER_TEXT },
   });
   expect(changed.status).toBe(200);
+  if (captcha === 'long') await h.sql(`update verification_keys set captcha_required_since = now() - interval '1 hour' where id = $1`, [key.id]);
   return key;
 }
 
@@ -62,6 +104,7 @@ async function submit(key: KeyRow, email: string): Promise<string> {
     subject: `${ham.subject} ${VISITOR_TEXT}`,
     message: `${ham.message} ${VISITOR_TEXT}`,
     company: VISITOR_TEXT,
+    [CAPTCHA_FIELD]: 'solved',
   });
   expect(response.status).toBe(200);
   return response.json.submission_id as string;
@@ -104,7 +147,8 @@ describe('the autoresponse', () => {
     const html = String(mail!.parsed.html);
     expect(html).toContain('<p>Thank you for writing to us.<br>\nWe answer within two working days.</p>');
     expect(html).toContain('<a href="https://shop.example/hours">https://shop.example/hours</a>.');
-    // Nothing the visitor wrote, in any part or header.
+    // Nothing the visitor wrote, in any part or header: To is the plain address alone.
+    expect(mail!.parsed.headers.get('to')).toEqual({ value: [{ address: visitor, name: '' }], html: expect.any(String), text: visitor });
     expect(mail!.raw.toString('utf8')).not.toContain(VISITOR_TEXT);
     expect(mail!.raw.toString('utf8')).not.toContain('zebra');
     // The owner's own email carries it, as before.
@@ -139,6 +183,20 @@ describe('the autoresponse', () => {
     { why: 'off', setup: () => autorespondingKey({ enabled: false }), visitor: 'off@visitors.example' },
     { why: 'not_confirmed', setup: () => autorespondingKey({ confirmed: false }), visitor: 'unconfirmed@visitors.example' },
     { why: 'filter_off', setup: () => autorespondingKey({ spamFilter: 'off' }), visitor: 'unfiltered@visitors.example' },
+    { why: 'no_captcha', setup: () => autorespondingKey({ captcha: 'none' }), visitor: 'nocaptcha@visitors.example' },
+    // Asked only from now on: a submission of the last minute may have been taken by an API that had not heard yet.
+    { why: 'no_captcha', setup: () => autorespondingKey({ captcha: 'now' }), visitor: 'justnow@visitors.example' },
+    {
+      why: 'operator_off',
+      setup: async () => {
+        const key = await autorespondingKey();
+        expect((await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse_review: 'blocked' })).status).toBe(200);
+        return key;
+      },
+      visitor: 'blocked@visitors.example',
+    },
+    { why: 'unusual_address', setup: () => autorespondingKey(), visitor: 'x+Account.suspended.call.0800-555-0100.now.to.unlock.it@victims.test' },
+    { why: 'unusual_address', setup: () => autorespondingKey(), visitor: 'call.0800.555.0100.to.unlock@victims.test' },
     { why: 'role_address', setup: () => autorespondingKey(), visitor: 'postmaster@visitors.example' },
     { why: 'role_address', setup: () => autorespondingKey(), visitor: 'No-Reply+forms@visitors.example' },
     { why: 'role_address', setup: () => autorespondingKey(), visitor: 'MAILER-DAEMON@visitors.example' },
@@ -158,7 +216,7 @@ describe('the autoresponse', () => {
         await h.sql('insert into mailbox_complaints (mailbox, complained_at) values ($1, now())', ['complainer@visitors.example']);
         return autorespondingKey();
       },
-      visitor: 'Complainer+x@visitors.example',
+      visitor: 'COMPLAINER@Visitors.example',
     },
   ])('sends none when $why ($visitor), and says so on the submission', async ({ why, setup, visitor }) => {
     const key = await setup();
@@ -197,34 +255,133 @@ describe('the bounds', () => {
     const outcomes: Array<[string, string]> = [];
     for (const [key, visitor] of [
       [first, 'Jane.Doe@gmail.com'],
-      [first, 'janedoe+again@GMAIL.com'],
-      [second, 'jane.doe+b@googlemail.com'],
-      [third, 'J.a.n.e.Doe@gmail.com'],
+      [first, 'JaneDoe@GMAIL.com'],
+      [second, 'jane.doe@googlemail.com'],
+      [third, 'J.a.neDoe@gmail.com'],
       [fourth, 'janedoe@gmail.com'],
     ] as const) {
       outcomes.push([visitor, (await decided(await submit(key, visitor))).autoresponse]);
     }
     expect(outcomes).toEqual([
       ['Jane.Doe@gmail.com', 'sent'],
-      ['janedoe+again@GMAIL.com', 'limit_key'],
-      ['jane.doe+b@googlemail.com', 'sent'],
-      ['J.a.n.e.Doe@gmail.com', 'sent'],
+      ['JaneDoe@GMAIL.com', 'limit_key'],
+      ['jane.doe@googlemail.com', 'sent'],
+      ['J.a.neDoe@gmail.com', 'sent'],
       ['janedoe@gmail.com', 'limit_address'],
     ]);
     const sent = h.sink.messages.filter(
       (mail) => mail.parsed.headers.get('auto-submitted') === 'auto-replied' && mail.envelope.to.some((to) => /doe/i.test(to)),
     );
-    expect(sent.map((mail) => mail.envelope.to[0])).toEqual(['Jane.Doe@gmail.com', 'jane.doe+b@googlemail.com', 'J.a.n.e.Doe@gmail.com']);
+    expect(sent.map((mail) => mail.envelope.to[0])).toEqual(['Jane.Doe@gmail.com', 'jane.doe@googlemail.com', 'J.a.neDoe@gmail.com']);
   });
 
   it('two submissions decided at once by concurrent jobs: one autoresponse', async () => {
     const key = await autorespondingKey();
-    const ids = await Promise.all(['twin@visitors.example', 'Twin+2@visitors.example', 'twin+3@visitors.example'].map((visitor) => submit(key, visitor)));
+    const ids = await Promise.all(['twin@visitors.example', 'Twin@visitors.example', 'TWIN@Visitors.example'].map((visitor) => submit(key, visitor)));
     const outcomes = await Promise.all(ids.map(async (id) => (await decided(id)).autoresponse));
     expect(outcomes.toSorted()).toEqual(['limit_key', 'limit_key', 'sent']);
     expect(h.sink.messages.filter((mail) => mail.parsed.headers.get('auto-submitted') === 'auto-replied' && /twin/i.test(mail.envelope.to[0]!))).toHaveLength(
       1,
     );
+  });
+});
+
+describe('the bounds of a key and of its owner', () => {
+  /** Autoresponses the key already sent today, as rows (they count like any other). */
+  const sentToday = (key: KeyRow, count: number) =>
+    h.sql(
+      `insert into autoresponses (id, key_id, email, mailbox, email_status, sent_at)
+       select gen_random_uuid(), $1, 'earlier' || n || '@visitors.example', 'earlier' || n || '@visitors.example', 'sent', now() from generate_series(1, $2) n`,
+      [key.id, count],
+    );
+
+  it('a new key answers 20 strangers a day, however many write, and says why for the rest', async () => {
+    const key = await autorespondingKey();
+    const strangers = Array.from({ length: 25 }, (_, n) => `stranger${n}@victims${n % 5}.test`);
+    const ids = await Promise.all(strangers.map((visitor) => submit(key, visitor)));
+    const outcomes = await Promise.all(ids.map(async (id) => (await decided(id)).autoresponse as string));
+    expect(outcomes.filter((outcome) => outcome === 'sent')).toHaveLength(20);
+    expect(outcomes.filter((outcome) => outcome === 'limit_key_day')).toHaveLength(5);
+    expect(
+      h.sink.messages.filter((mail) => mail.parsed.headers.get('auto-submitted') === 'auto-replied' && /@victims\d\.test$/.test(mail.envelope.to[0]!)),
+    ).toHaveLength(20);
+    const limited = ids[outcomes.indexOf('limit_key_day')]!;
+    const owner = await signIn(h, key.email);
+    const page = await owner.get(`/owner/submissions/${limited}`);
+    expect(page.text).toContain('<dd data-field="autoresponse">none: this key sent as many autoresponses as it may in 24 hours</dd>');
+    expect((await admin('GET', '/metrics')).text).toMatch(/^cfs_autoresponses_total\{outcome="limit_key_day"\} [5-9]/m);
+  });
+
+  it("an owner's keys together send twice a new key's bound", async () => {
+    const email = `many-keys-${Date.now()}@owners.example`;
+    const [first, second] = [await autorespondingKey({ email }), await autorespondingKey({ email })];
+    // 39 of the owner's 40 today, the second key at 9 of its own 20.
+    await sentToday(first, 30);
+    await sentToday(second, 9);
+    const outcomes = [];
+    for (const visitor of ['one@visitors.example', 'two@visitors.example']) outcomes.push((await decided(await submit(second, visitor))).autoresponse);
+    expect(outcomes).toEqual(['sent', 'limit_owner_day']);
+  });
+
+  it('an approved key has the most from its first day; a change of its text takes the approval back', async () => {
+    const key = await autorespondingKey();
+    await sentToday(key, 20);
+    expect((await decided(await submit(key, 'before-approval@visitors.example'))).autoresponse).toBe('limit_key_day');
+    const approved = await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse_review: 'approved' });
+    expect(approved.json.autoresponse).toMatchObject({ enabled: true, review: 'approved' });
+    expect((await decided(await submit(key, 'after-approval@visitors.example'))).autoresponse).toBe('sent');
+
+    const owner = await signIn(h, key.email);
+    const changed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { text: 'New words, not yet approved.' } });
+    expect(changed.json.autoresponse).toMatchObject({ review: null });
+    expect((await decided(await submit(key, 'after-change@visitors.example'))).autoresponse).toBe('limit_key_day');
+    // Only the operator reviews: the owner API refuses the field.
+    expect((await owner.api('PATCH', `/keys/${key.id}`, { autoresponse_review: 'approved' })).status).toBe(400);
+  });
+});
+
+describe("the owner's words, checked as mail", () => {
+  it("links only to the key's domains, refused before they are saved, in both APIs", async () => {
+    const key = await autorespondingKey();
+    const owner = await signIn(h, key.email);
+    for (const text of ['Claim it now: https://prize.example.net/now', 'Visit www.prize-site.test', 'Write to winner@prize-site.com']) {
+      const refused = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { text } });
+      expect(refused.status, text).toBe(400);
+      expect(refused.json.errors['autoresponse.text'][0]).toMatch(/^An autoresponse links only to this key's domains \(shop\.example\); it links to /);
+      expect((await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse: { text } })).status).toBe(400);
+    }
+    const noDomains = await h.createKey();
+    const none = await admin('PATCH', `/admin/keys/${noDomains.key}`, { autoresponse: { subject: 'Thanks', text: 'See https://shop.example/' } });
+    expect(none.json.errors['autoresponse.text']).toEqual(['An autoresponse links none for a key without domains; it links to shop.example.']);
+    expect((await owner.api('GET', '/keys')).json.keys[0].autoresponse.text).toBe(OWNER_TEXT);
+  });
+
+  it('refuses a text the spam filter reads as spam before it is saved', async () => {
+    const key = await autorespondingKey();
+    const gtube = 'XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X';
+    const refused = await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse: { text: `Your prize is waiting. ${gtube}` } });
+    expect(refused.status).toBe(400);
+    expect(refused.json.errors['autoresponse.text']).toEqual([
+      'The spam filter reads this autoresponse as spam: write it as a plain note to the person who wrote.',
+    ]);
+  });
+
+  it('checks them again before each one goes: a domain removed since makes it text_refused', async () => {
+    const key = await autorespondingKey();
+    expect((await admin('PATCH', `/admin/keys/${key.key}`, { domains: ['other.example'], use_domain: false })).status).toBe(200);
+    const visitor = 'recheck@visitors.example';
+    expect((await decided(await submit(key, visitor))).autoresponse).toBe('text_refused');
+    expect(autoresponsesTo(visitor)).toHaveLength(0);
+  });
+
+  it.each([
+    ['autoresponse.subject', { subject: 'Thanks \u202egnp.exe' }],
+    ['autoresponse.text', { text: 'Thanks \u2067for\u2069 writing' }],
+  ])('refuses a bidi control in %s', async (field, autoresponse) => {
+    const key = await h.createKey();
+    const refused = await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse });
+    expect(refused.status).toBe(400);
+    expect(refused.json.errors[field]).toHaveLength(1);
   });
 });
 
@@ -259,25 +416,31 @@ describe('the settings', () => {
     expect(response.status).toBe(400);
     expect(response.json.errors[field]).toHaveLength(1);
     const listed = await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`);
-    expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null}');
+    expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null,"review":null}');
   });
 
   it('are off by default and shown in the key record', async () => {
     const key = await h.createKey();
     const listed = await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`);
-    expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null}');
+    expect(JSON.stringify(listed.json)).toContain('"autoresponse":{"enabled":false,"subject":null,"text":null,"review":null}');
   });
 
   it("are the owner's to set through the owner API, and the submission's outcome shows there and on its console page", async () => {
     const key = await h.createKey();
     await buildRecipient(h, { mailbox: key.mailbox });
     const owner = await signIn(h, key.email);
-    const changed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { enabled: true, subject: SUBJECT, text: OWNER_TEXT } });
+    const changed = await owner.api('PATCH', `/keys/${key.id}`, {
+      domains: [OWNER_DOMAIN],
+      use_domain: false,
+      captcha: 'hcaptcha',
+      autoresponse: { enabled: true, subject: SUBJECT, text: OWNER_TEXT },
+    });
     expect(changed.status).toBe(200);
-    expect(changed.json.autoresponse).toEqual({ enabled: true, subject: SUBJECT, text: OWNER_TEXT });
+    await h.sql(`update verification_keys set captcha_required_since = now() - interval '1 hour' where id = $1`, [key.id]);
+    expect(changed.json.autoresponse).toEqual({ enabled: true, subject: SUBJECT, text: OWNER_TEXT, review: null });
     // Each part left out is kept.
     const renamed = await owner.api('PATCH', `/keys/${key.id}`, { autoresponse: { subject: 'Got it' } });
-    expect(renamed.json.autoresponse).toEqual({ enabled: true, subject: 'Got it', text: OWNER_TEXT });
+    expect(renamed.json.autoresponse).toEqual({ enabled: true, subject: 'Got it', text: OWNER_TEXT, review: null });
 
     const id = await submit(key, 'owner-api@visitors.example');
     await decided(id);

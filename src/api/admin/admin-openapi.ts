@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { adminSecurity, formError, idParam, json, keyParam, Submission } from '../site/openapi-parts.ts';
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
 import { FlushRequestSchema } from './admin-routes.ts';
-import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
+import { AdminKeyPatchSchema } from '../../shared/keys/key-patch.ts';
 
 // The operator's record: the owner's, with the key's value and the email's address and Message-ID.
 const { key_id: _keyId, attachments: _files, ...submissionEntries } = Submission.entries;
@@ -43,10 +43,10 @@ export const adminPaths = {
   },
   '/admin/keys/{key}': {
     patch: {
-      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, autoresponse, email layout, added recipients',
+      summary: 'Change a key: state (active ↔ disabled, → deleted), domains, captcha, spam filter, autoresponse and its review, email layout, added recipients',
       security: adminSecurity,
       parameters: [keyParam],
-      requestBody: { required: true, content: json(KeyPatchSchema) },
+      requestBody: { required: true, content: json(AdminKeyPatchSchema) },
       responses: {
         200: { description: 'The key record, with its added recipients' },
         400: formError('Invalid change'),

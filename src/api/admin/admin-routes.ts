@@ -16,7 +16,7 @@ import {
   submissionRecords,
 } from '../../shared/submissions/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
-import { keyChangesOf, KeyPatchSchema } from '../../shared/keys/key-patch.ts';
+import { AdminKeyPatchSchema, keyChangesOf } from '../../shared/keys/key-patch.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
 import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
 import { changeKey } from '../keys/key-changes.ts';
@@ -142,7 +142,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     '/keys/:key',
     jsonObjectBody(() => errors.unsupportedMediaType(['application/json'])),
     async (ctx) => {
-      const patch = validate(KeyPatchSchema, ctx.request.body);
+      const patch = validate(AdminKeyPatchSchema, ctx.request.body);
       const key = await changeKey(
         ctx,
         deps,

@@ -7,7 +7,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { confirmMailbox } from '../../shared/keys/consent.ts';
 import type { VerificationKey } from '../../shared/keys/entities.ts';
-import { updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
+import { KeyRuleError, updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
+import { spamRefusal } from '../../shared/autoresponses/text-check.ts';
 import { setRecipients, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
 import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { AddressPolicy } from '../../shared/webhooks/address-guard.ts';
@@ -35,7 +36,7 @@ async function forgetting<T>(deps: Deps, change: Promise<T>): Promise<T> {
  */
 export async function changeKey(
   ctx: AppContext,
-  deps: Deps & Pick<AppDeps, 'config' | 'queue' | 'webhookQueue' | 'redis'>,
+  deps: Deps & Pick<AppDeps, 'config' | 'queue' | 'webhookQueue' | 'redis' | 'spamFilter'>,
   keyHash: string,
   changes: KeyChanges,
   recipients?: RecipientsEdit,
@@ -44,6 +45,7 @@ export async function changeKey(
     deps,
     inTransaction(ctx.state.em, async (tx) => {
       const changed = await updateKey(tx, keyHash, changes);
+      if (changes.autoresponse?.subject !== undefined || changes.autoresponse?.text !== undefined) await checkAutoresponseAsMail(deps, changed);
       if (recipients === undefined) return { key: changed, confirmEmailIds: [] };
       const change = await setRecipients(tx, changed, recipients, { emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR });
       return { key: changed, confirmEmailIds: change.confirmEmailIds };
@@ -51,6 +53,19 @@ export async function changeKey(
   );
   for (const id of confirmEmailIds) await enqueueCommitted(ctx, deps, keyEmailJob(id, ctx.state.requestId));
   return key;
+}
+
+/**
+ * The owner's new autoresponse words, read by the spam filter before they are saved (the refusal
+ * rolls the change back). A filter that does not answer costs nothing here: each autoresponse is
+ * checked again before it is sent.
+ */
+async function checkAutoresponseAsMail(deps: Pick<AppDeps, 'config' | 'spamFilter'>, key: VerificationKey): Promise<void> {
+  if (!deps.spamFilter || !key.autoresponseSubject || !key.autoresponseText) return;
+  const text = { subject: key.autoresponseSubject, text: key.autoresponseText, ownerEmail: key.email, ownerMailbox: key.mailbox };
+  const settings = { mailFrom: deps.config.MAIL_FROM, threshold: deps.config.SPAM_SCORE_NORMAL, timeoutMs: deps.config.SPAM_CHECK_TIMEOUT_MS };
+  const refused = await spamRefusal(deps.spamFilter, text, settings).catch(() => undefined);
+  if (refused) throw new KeyRuleError('invalid', refused.field, refused.message);
 }
 
 export const addWebhook = (deps: Deps, em: EntityManager, keyId: string, url: string) => forgetting(deps, createEndpoint(em, deps.vault, keyId, url));

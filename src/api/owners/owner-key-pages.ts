@@ -42,7 +42,16 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
     renderPage(
       ctx,
       'owner-keys',
-      { ...page, keys, ...(await ownerConsent(em, deps, page.email)), ...KEYS_PAGE, held_ttl_days: deps.config.HELD_TTL_DAYS, error: refused?.message ?? '' },
+      {
+        ...page,
+        keys,
+        ...(await ownerConsent(em, deps, page.email)),
+        ...KEYS_PAGE,
+        held_ttl_days: deps.config.HELD_TTL_DAYS,
+        autoresponse_new_key_per_day: deps.config.AUTORESPONSES_NEW_KEY_PER_DAY,
+        autoresponse_key_per_day: deps.config.AUTORESPONSES_KEY_PER_DAY,
+        error: refused?.message ?? '',
+      },
       { headers: SCRIPTED_PAGE_HEADERS, ...(refused ? { status: fromKeyRule(refused).status } : {}) },
     );
   };

@@ -1,19 +1,28 @@
 // The autoresponse: a confirmation email to the visitor who sent a submission, per key, off by
 // default. Decided once per submission, after the owner's own email was sent or settled, and sent by
 // a delivery job of its own (kind `autoresponse`), so it never delays or risks the owner's email.
-// It goes only when every rule holds: the key's mailbox confirmed it wants this service's mail, the
-// spam check said `ham` (a key whose filter is off gets none), the visitor's address is neither
-// suppressed nor a role address, and within the bounds (per visitor mailbox: one per key and
-// AUTORESPONSES_PER_MAILBOX across keys per 24 hours). It carries the owner's words only.
+// Anyone can ask for a key, so the owner is a stranger too, and the visitor's address is whatever
+// was typed: it goes only when every rule holds. The operator allows it (AUTORESPONSES, the key's
+// review); the key's mailbox confirmed it wants this service's mail; the submission passed the
+// key's captcha (a stranger cannot make it fire for free) and the spam check said `ham`; the
+// visitor's address is plain (no tag, no long local part: ./visitor-address.ts), neither suppressed
+// nor a role address; and within the bounds, per visitor mailbox (one per key and
+// AUTORESPONSES_PER_MAILBOX across keys per 24 hours) and per key and owner (./daily-bounds.ts).
+// It carries the owner's words only, checked as mail before they are saved and before they are
+// sent (./text-links.ts, the spam filter).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { mailboxOf } from '../keys/consent.ts';
-import type { AutoresponseOutcome } from './autoresponse-kinds.ts';
+import type { AutoresponseMode, AutoresponseOutcome } from './autoresponse-kinds.ts';
+import { keyDailyBound, ownerDailyBound, type DailyBoundSettings } from './daily-bounds.ts';
+import { isPlainAddress } from './visitor-address.ts';
 import {
+  countDaily,
   countRecent,
   insertAutoresponse,
   lockAutoresponseFacts,
   lockMailboxBounds,
+  lockOwnerBounds,
   setSubmissionOutcome,
   type AutoresponseFacts,
 } from './data/autoresponses.ts';
@@ -60,14 +69,21 @@ export function isRoleAddress(email: string): boolean {
   return ROLE_LOCAL_PARTS.has(local) || local.endsWith('-request');
 }
 
+/** The operator's settings: AUTORESPONSES and the daily bounds. */
+export type AutoresponsePolicy = DailyBoundSettings & { mode: AutoresponseMode };
+
 /** Why no autoresponse goes out for these facts, the bounds aside; undefined when it may. */
-export function refusal(facts: Omit<AutoresponseFacts, 'id' | 'key_id' | 'autoresponse'>): AutoresponseOutcome | undefined {
+export function refusal(facts: Omit<AutoresponseFacts, 'id' | 'key_id' | 'autoresponse'>, mode: AutoresponseMode): AutoresponseOutcome | undefined {
   if (!facts.autoresponse_enabled || !facts.has_content) return 'off';
+  if (mode === 'off' || facts.review === 'blocked') return 'operator_off';
+  if (mode === 'approval' && facts.review !== 'approved') return 'not_approved';
   if (!facts.confirmed) return 'not_confirmed';
+  if (!facts.captcha_passed) return 'no_captcha';
   if (facts.spam_filter === 'off') return 'filter_off';
   if (facts.spam_verdict === 'spam') return 'spam';
   if (facts.spam_verdict !== 'ham') return 'unchecked';
   if (!facts.email.includes('@') || isRoleAddress(facts.email)) return 'role_address';
+  if (!isPlainAddress(facts.email)) return 'unusual_address';
   if (facts.suppressed) return 'suppressed';
   return undefined;
 }
@@ -91,25 +107,31 @@ export type AutoresponseDecision = { outcome: AutoresponseOutcome; autoresponseI
  * mailbox's lock so that the bounds are counted and taken in one step. Undefined when the submission
  * is gone or was decided before.
  */
-export async function decideAutoresponse(em: EntityManager, submissionId: string): Promise<AutoresponseDecision | undefined> {
+export async function decideAutoresponse(em: EntityManager, submissionId: string, policy: AutoresponsePolicy): Promise<AutoresponseDecision | undefined> {
   return inTransaction(em, async (tx) => {
     const facts = await lockAutoresponseFacts(tx, submissionId, mailboxOf);
     // Gone, or decided by an earlier run of the job.
     if (facts?.autoresponse !== null) return undefined;
-    const decision = await decide(tx, facts);
+    const decision = await decide(tx, facts, policy);
     await setSubmissionOutcome(tx, submissionId, decision.outcome);
     return decision;
   });
 }
 
-async function decide(tx: EntityManager, facts: AutoresponseFacts): Promise<AutoresponseDecision> {
-  const refused = refusal(facts);
+async function decide(tx: EntityManager, facts: AutoresponseFacts, policy: AutoresponsePolicy): Promise<AutoresponseDecision> {
+  const refused = refusal(facts, policy.mode);
   if (refused) return { outcome: refused };
   const mailbox = mailboxOf(facts.email);
+  // Always the owner's lock first, then the visitor's: two deciders never wait for each other in turn.
+  await lockOwnerBounds(tx, facts.owner_mailbox);
   await lockMailboxBounds(tx, mailbox);
   const recent = await countRecent(tx, mailbox, facts.key_id);
   if (recent.forKey >= AUTORESPONSES_PER_KEY) return { outcome: 'limit_key' };
   if (recent.forMailbox >= AUTORESPONSES_PER_MAILBOX) return { outcome: 'limit_address' };
+  const daily = await countDaily(tx, facts.key_id, facts.owner_mailbox);
+  const now = new Date();
+  if (daily.forKey >= keyDailyBound(facts.key_created_at, now, facts.review === 'approved', policy)) return { outcome: 'limit_key_day' };
+  if (daily.forOwner >= ownerDailyBound(facts.owner_since, now, policy)) return { outcome: 'limit_owner_day' };
   const autoresponseId = await insertAutoresponse(tx, { submissionId: facts.id, keyId: facts.key_id, email: facts.email, mailbox });
   return { outcome: 'pending', autoresponseId };
 }
@@ -117,3 +139,4 @@ async function decide(tx: EntityManager, facts: AutoresponseFacts): Promise<Auto
 export { renderAutoresponse, type RenderedAutoresponse } from './render.ts';
 export { deleteOldAutoresponses, findAutoresponseToSend, setOutcomeOfAutoresponse, type AutoresponseToSend } from './data/autoresponses.ts';
 export { AUTORESPONSE_OUTCOMES, type AutoresponseOutcome } from './autoresponse-kinds.ts';
+export { linksOutside } from './text-links.ts';

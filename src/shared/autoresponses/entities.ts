@@ -31,6 +31,8 @@ export const AutoresponseSchema = defineEntity({
   indexes: [
     // The bounds: the mailbox's autoresponses of the last 24 hours.
     { properties: ['mailbox', 'createdAt'], name: 'autoresponses_mailbox_created_idx' },
+    // The key's and its owner's daily bounds.
+    { properties: ['key', 'createdAt'], name: 'autoresponses_key_created_idx' },
     // The reconciler and retention.
     { properties: ['emailStatus', 'createdAt'], name: 'autoresponses_email_status_created_idx' },
   ],

@@ -2,6 +2,7 @@
 // key's name and the date. Nothing a visitor wrote goes in: an autoresponse that echoed a
 // submission would let anyone send any text to any address under this service's name. The HTML part
 // is the text escaped, its paragraphs as <p>, bare https links made links; no HTML of the owner's.
+import { withoutBidiControls } from '../keys/owner-text.ts';
 
 export type AutoresponseContent = { subject: string; text: string; label: string | null; receivedAt: Date };
 /** A piece of a line: text, or a bare https link. */
@@ -34,7 +35,8 @@ const day = (date: Date) => date.toISOString().slice(0, 10);
 
 /** The closing line: which form, and when (UTC day). */
 function closing(content: AutoresponseContent): string {
-  const form = content.label ? ` through "${content.label}"` : '';
+  // A label saved before bidi controls were refused: none of them reaches a visitor.
+  const form = content.label ? ` through "${withoutBidiControls(content.label)}"` : '';
   return `This is an automatic reply to the message you sent${form} on ${day(content.receivedAt)} (UTC).`;
 }
 

@@ -400,6 +400,21 @@ const abuse = {
     integer(2_000, 0),
     'Each API process keeps the active keys it used in memory; every change is notified at commit, and an entry is read again after this long at the latest (`0`: no cache).',
   ),
+  AUTORESPONSES: about(
+    v.optional(
+      v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(['on', 'approval', 'off'], 'must be on, approval or off'), kind('on, approval or off')),
+      'on',
+    ),
+    'Owners\' autoresponses (the confirmation email to each visitor). `on`: every key may send them, within their bounds. `approval`: only keys whose autoresponse the operator approved (`PATCH /admin/keys/:key {"autoresponse_review": "approved"}`). `off`: none.',
+  ),
+  AUTORESPONSES_NEW_KEY_PER_DAY: about(
+    integer(20, 1),
+    "Autoresponses a key sends in 24 hours during its first week. The bound doubles each week of the key's age up to `AUTORESPONSES_KEY_PER_DAY`; an owner's keys together send at most twice their oldest key's bound.",
+  ),
+  AUTORESPONSES_KEY_PER_DAY: about(
+    integer(200, 1),
+    'The most autoresponses one key sends in 24 hours, however old; a key whose autoresponse the operator approved has it from its first day.',
+  ),
   HONEYPOT_FIELD: about(
     v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a plain field name'), kind('field name')), 'botcheck'),
     'A filled field of this name marks a bot: answered as accepted, nothing kept.',

@@ -6,6 +6,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { bounceColumns } from '../bounces/bounce-columns.ts';
 import { createdAt } from '../infra/db/columns.ts';
 import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
+import { AUTORESPONSE_REVIEWS } from '../autoresponses/autoresponse-kinds.ts';
 import { deliveryColumns } from '../submissions/delivery-columns.ts';
 
 export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
@@ -35,6 +36,12 @@ export const VerificationKeySchema = defineEntity({
     domains: p.json<string[]>().default('[]'),
     /** Captcha required on submissions with this key: none, hCaptcha, Cloudflare Turnstile or ALTCHA (issued and checked here). */
     captcha: p.enum(CAPTCHA_PROVIDERS).nullable(),
+    /**
+     * Since when the key's current captcha has been asked of its forms; null without one. Set by a
+     * trigger on every change of `captcha`, whoever makes it, so that a submission taken before can
+     * be told apart (the autoresponse needs one that passed a captcha).
+     */
+    captchaRequiredSince: p.datetime().nullable(),
     spamFilter: p.enum(SPAM_FILTER_LEVELS).default('normal'),
     /** Whether the key's webhooks also get the submissions marked spam (always with the verdict). */
     spamToWebhooks: p.boolean().default(false),
@@ -46,6 +53,8 @@ export const VerificationKeySchema = defineEntity({
     autoresponseEnabled: p.boolean().default(false),
     autoresponseSubject: p.string().length(150).nullable(),
     autoresponseText: p.text().nullable(),
+    /** The operator's review of the autoresponse (admin API): `approved` lifts the new key's bound, `blocked` stops it; reset to null when its text changes. */
+    autoresponseReview: p.enum(AUTORESPONSE_REVIEWS).nullable(),
     /** The owner's email layout (src/shared/keys/email-layout.ts): a subject pattern, fields first or left out, files attached or linked. */
     emailSubject: p.string().length(200).nullable(),
     emailFieldOrder: p.json<string[]>().default('[]'),

@@ -5,6 +5,7 @@ import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
 import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
 import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_FILES_MODES, EMAIL_SUBJECT_MAX } from './email-layout.ts';
 import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX, type KeyChanges } from './keys.ts';
+import { AUTORESPONSE_REVIEWS } from '../autoresponses/autoresponse-kinds.ts';
 import { CONFIRM_REQUESTS_PER_KEY, CONFIRM_REQUESTS_PER_MAILBOX, MAX_ADDED_RECIPIENTS } from '../recipients/recipients.ts';
 
 export const KeyPatchSchema = v.strictObject(
@@ -86,9 +87,28 @@ export const KeyPatchSchema = v.strictObject(
 
 export type KeyPatch = v.InferOutput<typeof KeyPatchSchema>;
 
+/** The operator's change of a key (admin API): the owner's settings, and the review of the key's autoresponse. */
+export const AdminKeyPatchSchema = v.strictObject(
+  {
+    ...KeyPatchSchema.entries,
+    autoresponse_review: v.optional(
+      v.pipe(
+        v.nullable(v.picklist(AUTORESPONSE_REVIEWS, `Must be null or one of ${AUTORESPONSE_REVIEWS.join(', ')}.`)),
+        v.description(
+          "The operator's review of the key's autoresponse: approved (it goes under AUTORESPONSES=approval, and the key has AUTORESPONSES_KEY_PER_DAY from its first day), blocked (none goes), or null. A change of its subject or text sets approved back to null.",
+        ),
+      ),
+    ),
+  },
+  'Only status, use_domain, domains, captcha, spam_filter, spam_to_webhooks, label, subject_prefix, autoresponse, autoresponse_review, email_subject, email_field_order, email_hidden_fields, email_files and recipients can be changed.',
+);
+
+export type AdminKeyPatch = v.InferOutput<typeof AdminKeyPatchSchema>;
+
 /** The settings a PATCH body changes, in the keys feature's terms; its domains and recipients are read by each route's own rules. */
-export function keyChangesOf(patch: KeyPatch): Omit<KeyChanges, 'domains'> {
+export function keyChangesOf(patch: KeyPatch | AdminKeyPatch): Omit<KeyChanges, 'domains'> {
   return {
+    autoresponseReview: 'autoresponse_review' in patch ? patch.autoresponse_review : undefined,
     status: patch.status,
     useDomain: patch.use_domain,
     captcha: patch.captcha,

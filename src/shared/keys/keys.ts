@@ -8,6 +8,9 @@ import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
 import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_SUBJECT_MAX, PLACEHOLDER, SIMPLE_PLACEHOLDERS, type EmailFilesMode } from './email-layout.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
+import { hasForbiddenInLine, hasForbiddenInText } from './owner-text.ts';
+import type { AutoresponseReview } from '../autoresponses/autoresponse-kinds.ts';
+import { linkRefusal } from '../autoresponses/text-check.ts';
 import {
   countActiveKeys,
   countUndeletedKeys,
@@ -161,6 +164,8 @@ export type KeyChanges = {
   subjectPrefix?: boolean;
   /** The confirmation email to the visitor: each part left out is kept. */
   autoresponse?: AutoresponseChanges;
+  /** The operator's review of the autoresponse (admin API only). */
+  autoresponseReview?: AutoresponseReview | null;
   /** The email's layout: a subject pattern (null or blank: the default), fields first or left out, files attached or linked. */
   emailSubject?: string | null;
   emailFieldOrder?: string[];
@@ -178,8 +183,8 @@ export const AUTORESPONSE_TEXT_MAX = 2000;
 export function parseAutoresponseSubject(subject: string | null): string | null {
   const trimmed = (subject ?? '').trim();
   if (trimmed === '') return null;
-  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
-    throw new KeyRuleError('invalid', 'autoresponse.subject', 'A subject is one line: no line breaks or control characters.');
+  if (hasForbiddenInLine(trimmed))
+    throw new KeyRuleError('invalid', 'autoresponse.subject', 'A subject is one line: no line breaks, control or text-direction characters.');
   if (Array.from(trimmed).length > AUTORESPONSE_SUBJECT_MAX)
     throw new KeyRuleError('invalid', 'autoresponse.subject', `A subject has at most ${AUTORESPONSE_SUBJECT_MAX} characters.`);
   return trimmed;
@@ -190,19 +195,26 @@ export function parseAutoresponseText(text: string | null): string | null {
   const normalised = (text ?? '').replace(/\r\n?/g, '\n').trim();
   if (normalised === '') return null;
   // Tabs and line breaks are the text's own; other controls have no place in an email's text.
-  if (/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(normalised))
-    throw new KeyRuleError('invalid', 'autoresponse.text', 'The text is plain text: no control characters.');
+  if (hasForbiddenInText(normalised))
+    throw new KeyRuleError('invalid', 'autoresponse.text', 'The text is plain text: no control or text-direction characters.');
   if (Array.from(normalised).length > AUTORESPONSE_TEXT_MAX)
     throw new KeyRuleError('invalid', 'autoresponse.text', `The text has at most ${AUTORESPONSE_TEXT_MAX} characters.`);
   return normalised;
 }
 
 function applyAutoresponse(key: VerificationKey, changes: AutoresponseChanges): void {
+  const [subject, text] = [key.autoresponseSubject, key.autoresponseText];
   if (changes.subject !== undefined) key.autoresponseSubject = parseAutoresponseSubject(changes.subject);
   if (changes.text !== undefined) key.autoresponseText = parseAutoresponseText(changes.text);
   if (changes.enabled !== undefined) key.autoresponseEnabled = changes.enabled;
   if (key.autoresponseEnabled && (!key.autoresponseSubject || !key.autoresponseText)) {
     throw new KeyRuleError('invalid', 'autoresponse', 'An autoresponse needs a subject and a text before it is turned on.');
+  }
+  // The operator approved these words, not the next ones.
+  if (key.autoresponseReview === 'approved' && (subject !== key.autoresponseSubject || text !== key.autoresponseText)) key.autoresponseReview = null;
+  if (key.autoresponseSubject && key.autoresponseText) {
+    const refused = linkRefusal({ subject: key.autoresponseSubject, text: key.autoresponseText }, key.domains);
+    if (refused) throw new KeyRuleError('invalid', refused.field, refused.message);
   }
 }
 
@@ -210,8 +222,8 @@ function applyAutoresponse(key: VerificationKey, changes: AutoresponseChanges): 
 export function parseEmailSubject(pattern: string | null): string | null {
   const trimmed = (pattern ?? '').trim();
   if (trimmed === '') return null;
-  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
-    throw new KeyRuleError('invalid', 'email_subject', 'A subject pattern is one line: no line breaks or control characters.');
+  if (hasForbiddenInLine(trimmed))
+    throw new KeyRuleError('invalid', 'email_subject', 'A subject pattern is one line: no line breaks, control or text-direction characters.');
   if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
     throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
   const unknown = [...trimmed.matchAll(PLACEHOLDER)]
@@ -232,8 +244,8 @@ export function parseFieldNames(names: string[], field: string): string[] {
   const parsed: string[] = [];
   for (const raw of names) {
     const name = raw.trim();
-    if (name === '' || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name))
-      throw new KeyRuleError('invalid', field, 'A field name is one line, not blank, without control characters.');
+    if (name === '' || hasForbiddenInLine(name))
+      throw new KeyRuleError('invalid', field, 'A field name is one line, not blank, without control or text-direction characters.');
     if (Array.from(name).length > EMAIL_FIELD_NAME_MAX)
       throw new KeyRuleError('invalid', field, `A field name has at most ${EMAIL_FIELD_NAME_MAX} characters.`);
     if (!parsed.includes(name)) parsed.push(name);
@@ -249,9 +261,9 @@ export function parseLabel(label: string | null): string | null {
   const trimmed = (label ?? '').trim();
   if (trimmed === '') return null;
   // One line: it goes into page titles and, if the owner asks, into email subjects (a header). The C1
-  // controls too: U+0085 is a line break to some readers, U+009B a terminal's escape.
-  if (/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(trimmed))
-    throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks or control characters.');
+  // controls too: U+0085 is a line break to some readers, U+009B a terminal's escape. Visitors see
+  // it in the autoresponse, so no bidi control may reorder what they read.
+  if (hasForbiddenInLine(trimmed)) throw new KeyRuleError('invalid', 'label', 'A label is one line: no line breaks, control or text-direction characters.');
   if (Array.from(trimmed).length > KEY_LABEL_MAX) throw new KeyRuleError('invalid', 'label', `A label has at most ${KEY_LABEL_MAX} characters.`);
   return trimmed;
 }
@@ -277,6 +289,7 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
         changes.label !== undefined ||
         changes.subjectPrefix !== undefined ||
         changes.autoresponse !== undefined ||
+        changes.autoresponseReview !== undefined ||
         changes.emailSubject !== undefined ||
         changes.emailFieldOrder !== undefined ||
         changes.emailHiddenFields !== undefined ||
@@ -287,14 +300,16 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
     if (changes.captcha !== undefined) key.captcha = changes.captcha;
     if (changes.label !== undefined) key.label = parseLabel(changes.label);
     if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
+    // Domains first: the autoresponse's links are checked against the key's new domains.
+    if (changes.domains !== undefined) key.domains = changes.domains;
     if (changes.autoresponse !== undefined) applyAutoresponse(key, changes.autoresponse);
+    if (changes.autoresponseReview !== undefined) key.autoresponseReview = changes.autoresponseReview;
     if (changes.emailSubject !== undefined) key.emailSubject = parseEmailSubject(changes.emailSubject);
     if (changes.emailFieldOrder !== undefined) key.emailFieldOrder = parseFieldNames(changes.emailFieldOrder, 'email_field_order');
     if (changes.emailHiddenFields !== undefined) key.emailHiddenFields = parseFieldNames(changes.emailHiddenFields, 'email_hidden_fields');
     if (changes.emailFiles !== undefined) key.emailFiles = changes.emailFiles;
     if (changes.spamFilter !== undefined) key.spamFilter = changes.spamFilter;
     if (changes.spamToWebhooks !== undefined) key.spamToWebhooks = changes.spamToWebhooks;
-    if (changes.domains !== undefined) key.domains = changes.domains;
     if (changes.useDomain !== undefined) key.useDomain = changes.useDomain;
     else if (changes.domains !== undefined) key.useDomain = changes.domains.length > 0;
     if (key.useDomain && key.domains.length === 0) {
@@ -316,6 +331,7 @@ export const autoresponseRecord = (key: VerificationKey) => ({
   enabled: key.autoresponseEnabled,
   subject: key.autoresponseSubject ?? null,
   text: key.autoresponseText ?? null,
+  review: key.autoresponseReview ?? null,
 });
 
 /** The key record as operators see it (API and CLI); `key` is null, and `key_unavailable` says why, when it cannot be read. */

@@ -15,6 +15,7 @@ import { retryDelay } from '../../shared/submissions/retry-policy.ts';
 import type { JobCounter } from '../in-flight.ts';
 import { createSpamChecker } from '../spam/spam-check.ts';
 import type { WorkerConnections } from '../worker-connections.ts';
+import { createAutoresponseTextVerdicts } from './autoresponse-text-verdicts.ts';
 import { createDeliveryProcessor } from './email-processor.ts';
 import { SmtpBreaker } from './smtp-breaker.ts';
 
@@ -80,6 +81,14 @@ export function startDeliveryWorker(
     },
     submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },
     keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
+    autoresponse: {
+      policy: { mode: config.AUTORESPONSES, newKeyPerDay: config.AUTORESPONSES_NEW_KEY_PER_DAY, keyPerDay: config.AUTORESPONSES_KEY_PER_DAY },
+      textVerdicts: createAutoresponseTextVerdicts(filter, {
+        mailFrom: config.MAIL_FROM,
+        threshold: config.SPAM_SCORE_NORMAL,
+        timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
+      }),
+    },
     log,
   });
   const worker = createDeliveryWorker(

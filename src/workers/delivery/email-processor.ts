@@ -14,7 +14,7 @@ import type { Storage } from '../../shared/infra/storage.ts';
 import type { SmtpBreaker } from './smtp-breaker.ts';
 import { deliverSubmission, type SubmissionSettings } from './submission-email.ts';
 import { deliverKeyEmail, type KeyMailSettings } from './key-email.ts';
-import { deliverAutoresponse } from './autoresponse-email.ts';
+import { deliverAutoresponse, type AutoresponseSettings } from './autoresponse-email.ts';
 import { deliverRecipientCopy } from './recipient-copy-email.ts';
 import { TemporaryDeliveryError, type SendOutcome, type SendSettings } from './send.ts';
 import type { SentRecorder } from './sent-recorder.ts';
@@ -40,6 +40,7 @@ export type ProcessorDeps = {
   send: SendSettings;
   submission: SubmissionSettings;
   keyMail: KeyMailSettings;
+  autoresponse: AutoresponseSettings;
   log: Logger;
 };
 

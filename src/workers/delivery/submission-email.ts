@@ -5,7 +5,7 @@ import { findAttachments } from '../../shared/submissions/submissions.ts';
 import { recipientCopyJob, webhookJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueDeliveries, enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
-import { followWithAutoresponse } from './autoresponse-email.ts';
+import { followWithAutoresponse, type AutoresponseSettings } from './autoresponse-email.ts';
 import { outcomeFromKey, type AutoresponseOutcome } from '../../shared/autoresponses/autoresponses.ts';
 import { autoresponses } from '../../shared/infra/metrics.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
@@ -28,6 +28,7 @@ export type SubmissionContext = SendContext &
     queue: Queue<DeliveryJob>;
     /** Where the webhook deliveries the claim wrote get their jobs. */
     webhookQueue: Queue<DeliveryJob>;
+    autoresponse: Pick<AutoresponseSettings, 'policy'>;
   };
 
 /**

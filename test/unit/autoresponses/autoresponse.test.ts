@@ -48,17 +48,33 @@ describe('the rules before the bounds', () => {
     spam_filter: 'normal',
     confirmed: true,
     suppressed: false,
+    captcha_passed: true,
+    review: null,
+    key_created_at: new Date('2026-01-01T00:00:00Z'),
+    owner_mailbox: 'owner@example.org',
+    owner_since: new Date('2026-01-01T00:00:00Z'),
   } as const;
   it.each([
     [{}, undefined],
     [{ autoresponse_enabled: false }, 'off'],
     [{ has_content: false }, 'off'],
+    [{ review: 'blocked' }, 'operator_off'],
     [{ confirmed: false }, 'not_confirmed'],
+    [{ captcha_passed: false }, 'no_captcha'],
     [{ spam_filter: 'off' }, 'filter_off'],
     [{ spam_verdict: 'spam' }, 'spam'],
     [{ spam_verdict: 'unchecked' }, 'unchecked'],
     [{ spam_verdict: null }, 'unchecked'],
     [{ email: 'abuse@example.org' }, 'role_address'],
+    [{ email: 'ana+prize@example.org' }, 'unusual_address'],
     [{ suppressed: true }, 'suppressed'],
-  ] as const)('%j: %s', (change, expected) => expect(refusal({ ...facts, ...change })).toBe(expected));
+  ] as const)('%j: %s', (change, expected) => expect(refusal({ ...facts, ...change }, 'on')).toBe(expected));
+
+  it("follows the operator's AUTORESPONSES: off sends none, approval only for an approved key", () => {
+    expect(refusal(facts, 'off')).toBe('operator_off');
+    expect(refusal({ ...facts, review: 'approved' }, 'off')).toBe('operator_off');
+    expect(refusal(facts, 'approval')).toBe('not_approved');
+    expect(refusal({ ...facts, review: 'approved' }, 'approval')).toBeUndefined();
+    expect(refusal({ ...facts, review: 'blocked' }, 'approval')).toBe('operator_off');
+  });
 });

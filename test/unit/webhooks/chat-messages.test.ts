@@ -13,6 +13,7 @@ import {
   slackProblems,
   slackUnescape,
   teamsProblems,
+  telegramBotCommands,
   telegramProblems,
   withoutWordJoiners,
 } from '../../support/chat-schemas.ts';
@@ -113,6 +114,16 @@ describe('chat messages of a hostile submission', () => {
 
   it('discord: asks Discord to parse no mention at all', () => {
     expect(bodyOf('discord', notice).allowed_mentions).toEqual({ parse: [] });
+  });
+
+  it("telegram: leaves no bot command by Telegram's own rule, also after punctuation, and keeps URLs whole", () => {
+    const spellings = '(/start) "/kick@group_admin_bot" ,/ban /start@x_y_z_bot. x/notacommand https://shop.example/start';
+    // The rule finds them in the raw text: the check can fail.
+    expect(telegramBotCommands(spellings)).toEqual(['/start', '/kick@group_admin_bot', '/ban', '/start@x_y_z_bot']);
+    const body = bodyOf('telegram', { ...notice, message: spellings, subject: '(/subject)', fields: [{ name: '[/field', value: '-/value' }] });
+    expect(telegramBotCommands(body.text)).toEqual([]);
+    expect(withoutWordJoiners(body.text)).toContain(spellings);
+    expect(body.text).toContain('https://shop.example/start');
   });
 
   it('telegram: sends no parse_mode, only its own entities, and no link preview', () => {

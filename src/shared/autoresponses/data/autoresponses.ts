@@ -2,7 +2,7 @@
 // the visitor's address. The bounds are counted and the row they allow inserted under one lock per
 // mailbox, in one transaction: two workers cannot both pass a bound.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AutoresponseOutcome } from '../autoresponse-kinds.ts';
+import type { AutoresponseOutcome, AutoresponseReview } from '../autoresponse-kinds.ts';
 import type { SpamFilterLevel, SpamVerdict } from '../../spam/spam-kinds.ts';
 
 /** What the decision needs of a submission, its key and the visitor's address; the submission row locked. */
@@ -17,6 +17,13 @@ export type AutoresponseFacts = {
   spam_filter: SpamFilterLevel;
   confirmed: boolean;
   suppressed: boolean;
+  /** Whether the submission came after the key's current captcha was asked for a minute already (an API's cached key lags a change by less). */
+  captcha_passed: boolean;
+  review: AutoresponseReview | null;
+  key_created_at: Date;
+  /** The key's owner, and when their oldest key was made: the owner's daily bound. */
+  owner_mailbox: string;
+  owner_since: Date;
 };
 
 /** The submission, locked until the transaction ends, with the facts about its key and its visitor's address; undefined when it is gone. */
@@ -28,7 +35,10 @@ export async function lockAutoresponseFacts(
   const [row] = await tx.execute<Array<Omit<AutoresponseFacts, 'suppressed'>>>(
     `select s.id, s.key_id, s.email, s.spam_verdict, s.autoresponse, k.autoresponse_enabled,
             (k.autoresponse_subject is not null and k.autoresponse_text is not null) as has_content, k.spam_filter,
-            exists (select 1 from recipients r where r.mailbox = k.mailbox and r.confirmed_at is not null) as confirmed
+            exists (select 1 from recipients r where r.mailbox = k.mailbox and r.confirmed_at is not null) as confirmed,
+            coalesce(k.captcha is not null and k.captcha_required_since <= s.created_at - interval '1 minute', false) as captcha_passed,
+            k.autoresponse_review as review, k.created_at as key_created_at, k.mailbox as owner_mailbox,
+            (select min(o.created_at) from verification_keys o where o.mailbox = k.mailbox) as owner_since
        from submissions s join verification_keys k on k.id = s.key_id
       where s.id = ?
         for update of s`,
@@ -40,12 +50,33 @@ export async function lockAutoresponseFacts(
          or exists (select 1 from mailbox_complaints c where c.mailbox = ?) as suppressed`,
     [row.email, visitorMailbox(row.email)],
   );
-  return { ...row, suppressed: suppression?.suppressed === true };
+  return {
+    ...row,
+    key_created_at: new Date(row.key_created_at),
+    owner_since: new Date(row.owner_since),
+    suppressed: suppression?.suppressed === true,
+  };
 }
 
 /** Waits for the mailbox's lock (held until the transaction ends): its bounds are counted by one transaction at a time. */
 export async function lockMailboxBounds(tx: EntityManager, mailbox: string): Promise<void> {
   await tx.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`autoresponse ${mailbox}`]);
+}
+
+/** Waits for the key owner's lock (held until the transaction ends): the owner's daily bound is counted by one transaction at a time. */
+export async function lockOwnerBounds(tx: EntityManager, ownerMailbox: string): Promise<void> {
+  await tx.execute(`select pg_advisory_xact_lock(hashtextextended(?, 0))`, [`autoresponse owner ${ownerMailbox}`]);
+}
+
+/** The autoresponses of the last 24 hours of this key, and of all keys of its owner's mailbox. */
+export async function countDaily(tx: EntityManager, keyId: string, ownerMailbox: string): Promise<{ forKey: number; forOwner: number }> {
+  const [row] = await tx.execute<Array<{ for_key: number; for_owner: number }>>(
+    `select count(*) filter (where a.key_id = ?)::int as for_key, count(*)::int as for_owner
+       from autoresponses a
+      where a.key_id in (select k.id from verification_keys k where k.mailbox = ?) and a.created_at > now() - interval '24 hours'`,
+    [keyId, ownerMailbox],
+  );
+  return { forKey: row?.for_key ?? 0, forOwner: row?.for_owner ?? 0 };
 }
 
 /** The mailbox's autoresponses of the last 24 hours: for this key, and across all keys. */
@@ -82,10 +113,14 @@ export type AutoresponseToSend = {
   email: string;
   mailbox: string;
   owner_email: string;
+  owner_mailbox: string;
   label: string | null;
   enabled: boolean;
   subject: string | null;
   text: string | null;
+  review: AutoresponseReview | null;
+  /** The key's domains: the only hosts its text may link to. */
+  domains: string[];
   received_at: Date;
   complained: boolean;
   suppressed_until: Date | null;
@@ -93,7 +128,8 @@ export type AutoresponseToSend = {
 
 export async function findAutoresponseToSend(em: EntityManager, id: string): Promise<AutoresponseToSend | undefined> {
   const [row] = await em.execute<AutoresponseToSend[]>(
-    `select a.email, a.mailbox, k.email as owner_email, k.label, k.autoresponse_enabled as enabled, k.autoresponse_subject as subject, k.autoresponse_text as text,
+    `select a.email, a.mailbox, k.email as owner_email, k.mailbox as owner_mailbox, k.label, k.autoresponse_enabled as enabled, k.autoresponse_subject as subject, k.autoresponse_text as text,
+            k.autoresponse_review as review, k.domains,
             coalesce(s.created_at, a.created_at) as received_at,
             exists (select 1 from mailbox_complaints c where c.mailbox = a.mailbox) as complained,
             (select b.suppressed_until from address_bounces b where b.address = a.email and b.suppressed_until > now()) as suppressed_until

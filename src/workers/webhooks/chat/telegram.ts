@@ -13,8 +13,13 @@ const SHOWN = { line: 300, fields: 10, fieldName: 100, fieldValue: 300, allField
 
 type Entity = { type: 'bold' | 'italic' | 'text_link'; offset: number; length: number; url?: string };
 
-/** A `/` that starts a word and a command name after it, as Telegram's clients would make a command of. */
-const defuseCommands = (value: string) => value.replace(/(^|\s)\/(?=[A-Za-z0-9_])/gu, `$1/${WORD_JOINER}`);
+/**
+ * Every `/` Telegram would read as the start of a bot command, by its own rule (tdlib's
+ * match_bot_commands): followed by a letter, digit or `_`, and not after a letter, a digit, `_`, `/`,
+ * `<` or `>`. So `(/start)`, `"/kick@bot"` and `,/ban` count, while a URL's path does not. The word
+ * joiner after it leaves no command name.
+ */
+const defuseCommands = (value: string) => value.replace(/(?<![\p{L}\p{N}_/<>])\/(?=[A-Za-z0-9_])/gu, `/${WORD_JOINER}`);
 
 /** Text put together piece by piece, with the entities of the pieces that have one. */
 class Composer {
