@@ -194,7 +194,8 @@ describe('the owner console in a browser, without JavaScript', () => {
   });
 
   it('sets the autoresponse with its subject and text, shows its preview, and refuses to turn it on empty', async () => {
-    const owner = await h.createKey();
+    // The site the autoresponse links to is the key's own.
+    const owner = await h.createKey({ domains: ['shop.example'], useDomain: false });
     const { page, problems } = await openPage();
     await signIn(page, owner.email);
     const card = page.getByRole('region', { name: owner.key });
