@@ -8,7 +8,7 @@ import { KeyEmailSchema, MailboxAllowanceSchema, RecipientSchema, VerificationKe
 import { OwnerSessionSchema, OwnerSignInSchema } from './owners/entities.ts';
 import { KeyRecipientSchema, RecipientCopySchema } from './recipients/entities.ts';
 import { OwnerSpamMarksSchema, SpamCampaignVoteSchema, SpamTeachingSchema } from './spam/entities.ts';
-import { AttachmentSchema, DeliveryAttemptSchema, SubmissionSchema } from './submissions/entities.ts';
+import { AttachmentSchema, DeliveryAttemptSchema, IdempotencyKeySchema, SubmissionSchema } from './submissions/entities.ts';
 import { WebhookDeliverySchema, WebhookEndpointSchema } from './webhooks/entities.ts';
 
 export const entities = [
@@ -31,5 +31,6 @@ export const entities = [
   AutoresponseSchema,
   KeyRecipientSchema,
   RecipientCopySchema,
+  IdempotencyKeySchema,
   SecretCheckSchema,
 ];

@@ -17,6 +17,7 @@ import {
   settledSubmission,
   submissionExists,
   submissionRow as newRow,
+  takeIdempotencyKey,
   type NewWebhookDelivery,
   type SubmissionRow,
 } from '../../shared/submissions/submissions.ts';
@@ -25,6 +26,7 @@ import { API_PG_WAITS } from '../unavailable.ts';
 import { createdEventId } from '../../shared/webhooks/created-event-id.ts';
 import type { Admission } from './admit.ts';
 import type { SubmissionInput } from './input.ts';
+import { IdempotencyKeyTaken } from './idempotency.ts';
 
 export type StoredFile = {
   fieldName: string;
@@ -52,6 +54,8 @@ export type NewSubmission = {
    * inserted alone.
    */
   insertRow?: GroupCommit<SubmissionRow>;
+  /** The client's Idempotency-Key and its request's fingerprint: taken in the transaction that stores the row, or IdempotencyKeyTaken. */
+  idempotency?: { key: string; fingerprint: string } | undefined;
 };
 
 /**
@@ -78,7 +82,23 @@ export async function saveSubmission(em: () => EntityManager, submission: NewSub
     confirmEmailId: admission.confirmEmailId,
     webhookDeliveries,
   });
-  const { admit } = submission;
+  const { admit, idempotency } = submission;
+  if (idempotency) {
+    // One transaction: the row, then the key, whose conflict with an earlier request's rolls the row back.
+    let admission: Admission | undefined;
+    await settledTransaction(em(), submission.id, async (tx) => {
+      admission = 'run' in admit ? await admit.run(tx) : admit.known;
+      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, writtenWithRow(admission.emailStatus)), submission);
+      const earlier = await takeIdempotencyKey(tx, {
+        keyId: submission.key.id,
+        idempotencyKey: idempotency.key,
+        fingerprint: idempotency.fingerprint,
+        submissionId: submission.id,
+      });
+      if (earlier) throw new IdempotencyKeyTaken(earlier);
+    });
+    return saved(admission!);
+  }
   if ('run' in admit) {
     let admission: Admission | undefined;
     await settledTransaction(em(), submission.id, async (tx) => {

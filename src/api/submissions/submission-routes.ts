@@ -1,7 +1,8 @@
 // POST /api/contact-api/ — what happens to a submission, in order:
 // rate limit (a small body read first: its ALTCHA mark is set with the limit) → parse (files
 // stream to storage) → honeypot → validate → authenticate (+ captcha) → admit (recipient consent)
-// → store (+ storage quota) → enqueue → (optionally wait) → respond.
+// → store (+ storage quota) → enqueue → (optionally wait) → respond. A request whose
+// Idempotency-Key an earlier one stored is answered as that one was, from its key's check on.
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import { newSubmissionId } from './submission-id.ts';
@@ -25,7 +26,9 @@ import { parseSubmissionFields } from './input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { saveSubmission, waitForDelivery, WriteOutcomeUnknown, writeSubmissionRows } from './store.ts';
-import { insertSubmissionBatch, type SubmissionRow } from '../../shared/submissions/submissions.ts';
+import { findIdempotencyKey, findIdempotentAnswer, insertSubmissionBatch, type SubmissionRow } from '../../shared/submissions/submissions.ts';
+import { IDEMPOTENCY_HEADER, IdempotencyKeyTaken, idempotencyKeyOf, idempotencyKeyReused, requestFingerprint } from './idempotency.ts';
+import type { SubmissionInput } from './input.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
 
@@ -49,9 +52,13 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
     let heldAnswer: CheckedAnswer | undefined = limited.altcha?.marked === true ? limited.altcha.answer : undefined;
     let body: SubmissionBody | undefined;
     let key: ActiveKey | undefined;
+    let input: SubmissionInput | undefined;
+    let idempotency: { key: string; fingerprint: string } | undefined;
     let saved = false;
     try {
+      const idempotencyKey = idempotencyKeyOf(ctx.get(IDEMPOTENCY_HEADER));
       body = await limited.body();
+      if (idempotencyKey) idempotency = { key: idempotencyKey, fingerprint: requestFingerprint(body) };
       if (isHoneypotFilled(body.fields, HONEYPOT_FIELD)) {
         // A bot: answer as if accepted, so it learns nothing; keep nothing, send nothing.
         await removeFiles(
@@ -63,11 +70,14 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
         respondAccepted(ctx, { id: submissionId, attachments: body.files.length, emailStatus: 'queued' }, undefined);
         return;
       }
-      const input = parseSubmissionFields(body.fields, ignoredFields);
+      input = parseSubmissionFields(body.fields, ignoredFields);
       const domain = requestDomain(ctx.get('Origin'), ctx.get('Referer'));
       // Forked only when asked for: a cached key and a row of the group commit need none.
       const em = () => ctx.state.em;
       key = await authenticateKey(em, deps.keys, input.accessKey, domain);
+      // A retry: its captcha answer was spent by the first request, which is the answer.
+      const earlier = idempotency && (await findIdempotencyKey(em(), key.id, idempotency.key));
+      if (earlier) throw new IdempotencyKeyTaken(earlier);
       if (key.captcha) {
         const held = await verifyCaptcha({ id: key.id, captcha: key.captcha }, body.fields, ctx.state.clientIp, deps.config, altcha, limited.altcha);
         heldAnswer = held ?? heldAnswer;
@@ -87,6 +97,7 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
         storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
         admit: known ? { known } : { run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR) },
         insertRow,
+        idempotency,
       });
       saved = true;
       if (!known && submission.emailStatus === 'held') consent.rememberHeld(key.mailbox);
@@ -106,19 +117,18 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
 
       submissionsAccepted.inc();
       respondAccepted(ctx, { id: submission.id, attachments: body.files.length, emailStatus }, { successUrl: input.successUrl, key });
-    } catch (error) {
-      if (error instanceof WriteOutcomeUnknown) {
+    } catch (thrown) {
+      if (thrown instanceof WriteOutcomeUnknown) {
         // Neither answer would be true: close the connection without one. The files stay, as the
         // row may hold them; a committed row is delivered (the reconciler enqueues it).
-        ctx.state.log.error({ err: error, submissionId }, 'submission write outcome unknown: connection closed without an answer');
+        ctx.state.log.error({ err: thrown, submissionId }, 'submission write outcome unknown: connection closed without an answer');
         submissionsRejected.inc({ reason: 'outcome_unknown' });
         ctx.respond = false;
         ctx.req.socket.destroy();
         return;
       }
-      submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
-      // A refused request leaves nothing behind: its answer can be sent again, and the files
-      // stored while reading it go too.
+      // A refused or repeated request leaves nothing behind: its answer can be sent again, and the
+      // files stored while reading it go too.
       if (!saved && heldAnswer) altcha.release(heldAnswer);
       if (!saved && body?.files.length)
         await removeFiles(
@@ -126,6 +136,15 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
           deps,
           body.files.map((file) => file.storageKey),
         );
+      if (thrown instanceof IdempotencyKeyTaken && thrown.fingerprint === idempotency?.fingerprint) {
+        const first = await findIdempotentAnswer(ctx.state.em, thrown.submissionId);
+        if (first && key) {
+          respondAccepted(ctx, { id: thrown.submissionId, ...first }, { successUrl: input?.successUrl, key });
+          return;
+        }
+      }
+      const error = thrown instanceof IdempotencyKeyTaken ? idempotencyKeyReused() : thrown;
+      submissionsRejected.inc({ reason: error instanceof ApiError ? error.id : 'internal' });
       if (error instanceof ApiError && isBrowserFormPost(ctx)) {
         const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
         // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.

@@ -124,3 +124,24 @@ export const DeliveryAttemptSchema = defineEntity({
   indexes: [{ properties: ['submission', 'id'], name: 'delivery_attempts_submission_idx' }],
 });
 export type DeliveryAttempt = InferEntity<typeof DeliveryAttemptSchema>;
+
+/**
+ * A client's Idempotency-Key on a submission (a JSON client's safe retry): the submission it made
+ * and the fingerprint of the request that made it. Written in the transaction that stores the
+ * submission, so a key names a stored submission or nothing; kept IDEMPOTENCY_KEPT_HOURS.
+ */
+export const IdempotencyKeySchema = defineEntity({
+  name: 'IdempotencyKey',
+  tableName: 'idempotency_keys',
+  properties: {
+    key: () => p.manyToOne(VerificationKeySchema).primary().deleteRule('cascade'),
+    /** The header's value, as the client sent it. */
+    idempotencyKey: p.string().length(255).primary(),
+    /** SHA-256 of the request's fields and files, base64url: a retry must match it. */
+    fingerprint: p.string().length(43),
+    submission: () => p.manyToOne(SubmissionSchema).deleteRule('cascade').index(),
+    createdAt: createdAt(),
+  },
+  indexes: [{ properties: ['createdAt'], name: 'idempotency_keys_created_idx' }],
+});
+export type IdempotencyKey = InferEntity<typeof IdempotencyKeySchema>;

@@ -18,6 +18,7 @@ import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
 import { deleteOldAllowances } from '../../shared/keys/keys.ts';
 import { AUTORESPONSE_ROWS_KEPT_DAYS, deleteOldAutoresponses } from '../../shared/autoresponses/autoresponses.ts';
 import { deleteOldHeldCopies } from '../../shared/recipients/recipients.ts';
+import { deleteOldIdempotencyKeys, IDEMPOTENCY_KEPT_HOURS } from '../../shared/submissions/submissions.ts';
 import { deleteSubmissions, findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/submissions.ts';
 
 const BATCH = 500;
@@ -44,6 +45,7 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   await deleteOldCampaignVotes(em);
   await deleteExpiredOwnerTokens(em);
   await deleteOldAutoresponses(em, AUTORESPONSE_ROWS_KEPT_DAYS);
+  await deleteOldIdempotencyKeys(em, IDEMPOTENCY_KEPT_HOURS);
   const copies = await deleteOldHeldCopies(em, policy.heldTtlDays);
   if (copies) log.info({ deleted: copies, days: policy.heldTtlDays }, 'deleted copies held for added recipients that never confirmed');
   return deleted;
