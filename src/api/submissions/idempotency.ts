@@ -6,7 +6,6 @@
 // request's fields and files, not its bytes: a multipart retry has another boundary.
 import { createHash } from 'node:crypto';
 import { ApiError, errors } from '../api-errors.ts';
-import type { SubmissionBody } from './body.ts';
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 /** Its longest value: a UUID or a ULID fits many times over. */
@@ -22,7 +21,10 @@ export function idempotencyKeyOf(header: string): string | undefined {
 }
 
 /** The request's fields in their order and its files by content: what a retry must repeat. */
-export function requestFingerprint(body: Pick<SubmissionBody, 'fields' | 'files'>): string {
+export function requestFingerprint(body: {
+  fields: ReadonlyArray<readonly [string, unknown]>;
+  files: ReadonlyArray<{ fieldName: string; filename: string; size: number; sha256: string }>;
+}): string {
   const files = body.files.map((file) => [file.fieldName, file.filename, file.size, file.sha256]);
   return createHash('sha256')
     .update(JSON.stringify([body.fields, files]))
