@@ -398,7 +398,7 @@ const abuse = {
   // notification be lost.
   KEY_CACHE_TTL_MS: about(
     integer(2_000, 0),
-    'Each API process keeps the active keys it used in memory; every change is notified at commit, and an entry is read again after this long at the latest (`0`: no cache).',
+    'Each API process keeps the active keys it used in memory; every change is notified at commit, and an entry is read again after this long at the latest (`0`: no cache). A value that matched no key is remembered as unknown for this long too, at most 5 s.',
   ),
   HONEYPOT_FIELD: about(
     v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a plain field name'), kind('field name')), 'botcheck'),
