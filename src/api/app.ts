@@ -62,6 +62,16 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     max: deps.config.SIGN_IN_LINK_USES_PER_MINUTE,
     ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
   });
+  // The ALTCHA challenges a form's page fetches count apart, with the same figures: a widget
+  // fetches one per submission, so its visitor never needs more, and a challenge fetched just
+  // before its form is sent does not spend that submission's turn (one per 3 s by default).
+  const challengeLimiter = rateLimit({
+    redis: deps.redis,
+    prefix: `${deps.config.QUEUE_PREFIX}:altcha-challenge`,
+    windowMs: deps.config.RATE_LIMIT_WINDOW_MS,
+    max: deps.config.RATE_LIMIT_MAX,
+    ipv6Prefix: deps.config.RATE_LIMIT_IPV6_PREFIX,
+  });
   const altcha = createAltcha({
     secret: deps.config.SECRET,
     maxCounter: deps.config.ALTCHA_MAX_COUNTER,
@@ -77,7 +87,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     pageRoutes(deps),
     keyRoutes(deps, limiter),
     submissions,
-    altchaRoutes(deps, altcha),
+    altchaRoutes(deps, altcha, challengeLimiter),
     confirmRoutes(deps, limiter),
     ownerSessionPages(deps, { mail: limiter, signIn: signInLimiter }),
     ownerKeyPages(deps),

@@ -7,6 +7,7 @@ import type Router from '@koa/router';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { challengeCors, challengePreflight } from '../middleware/form-cors.ts';
+import type { RateLimiter } from '../middleware/rate-limit.ts';
 import { createRouter } from '../router.ts';
 import { loadAsset, sendAsset } from '../view.ts';
 import type { Altcha } from './altcha.ts';
@@ -46,7 +47,8 @@ const ownPageAssets = [
   ),
 ];
 
-export function altchaRoutes(deps: AppDeps, altcha: Altcha): Router<AppState> {
+/** `limiter`: each client's challenges, limited as its submissions are (app.ts). */
+export function altchaRoutes(deps: AppDeps, altcha: Altcha, limiter: RateLimiter): Router<AppState> {
   const router = createRouter();
 
   router.get(ALTCHA_SCRIPT_PATH, (ctx) => sendAsset(ctx, script));
@@ -54,7 +56,10 @@ export function altchaRoutes(deps: AppDeps, altcha: Altcha): Router<AppState> {
 
   router.options(ALTCHA_CHALLENGE_PATH, challengeCors, challengePreflight);
 
-  router.get(ALTCHA_CHALLENGE_PATH, challengeCors, async (ctx) => {
+  // CORS first, so that the widget can read a 429 too; the limit before the key, so that a flood
+  // costs a Redis call per request and not a PostgreSQL one. An unknown key is remembered
+  // (key-cache.ts).
+  router.get(ALTCHA_CHALLENGE_PATH, challengeCors, limiter, async (ctx) => {
     // Only an active key gets challenges: each costs this process one key derivation.
     const accessKey = ctx.query.access_key;
     const key = typeof accessKey === 'string' && accessKey ? await deps.keys.find(() => ctx.state.em, accessKey) : null;

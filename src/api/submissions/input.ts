@@ -14,13 +14,16 @@ export const LIMITS = {
   messageLength: 100_000,
 } as const;
 
+/** The longest `access_key` a submission may carry (a key is a UUID: 36). */
+export const ACCESS_KEY_MAX_LENGTH = 64;
+
 const noLineBreaks = v.regex(/^[^\r\n]*$/, 'Must not contain line breaks.');
 
 const text = (maxLength: number) => v.pipe(v.string('Must be a string.'), v.trim(), v.maxLength(maxLength, `Must be at most ${maxLength} characters.`));
 
 /** The named parameters of POST /api/contact-api/ (spec 4.2). */
 export const SubmissionFieldsSchema = v.object({
-  access_key: v.pipe(text(64), v.description('Verification key')),
+  access_key: v.pipe(text(ACCESS_KEY_MAX_LENGTH), v.description('Verification key')),
   email: v.pipe(text(254), noLineBreaks, v.email('Enter a valid email address.'), v.description("Sender's email address")),
   message: v.pipe(text(LIMITS.messageLength), v.description('Message content')),
   subject: v.optional(v.pipe(text(998), noLineBreaks, v.description('Email subject line; generated when omitted'))),

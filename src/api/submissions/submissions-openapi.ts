@@ -74,6 +74,7 @@ export const submissionPaths = {
           },
         },
         403: formError('Unknown, disabled or deleted key'),
+        429: rateLimited,
         503: unavailable,
       },
     },

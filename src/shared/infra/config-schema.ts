@@ -356,7 +356,7 @@ const delivery = {
 const abuse = {
   RATE_LIMIT_WINDOW_MS: about(
     integer(3_000, 1),
-    'Rate-limit window per client IP. One count covers every public POST that can send mail or create something: POST / (keys), POST /api/contact-api/, POST /confirm and POST /owner/sign-in.',
+    'Rate-limit window per client IP. One count covers every public POST that can send mail or create something: POST / (keys), POST /api/contact-api/, POST /confirm and POST /owner/sign-in. GET /api/contact-api/altcha-challenge is counted apart, with the same window and `RATE_LIMIT_MAX`.',
   ),
   RATE_LIMIT_MAX: about(integer(1, 1), 'Requests allowed per window per client IP.'),
   // Using a sign-in link sends nothing: an owner who has just tried their own form, or who shares
@@ -398,7 +398,7 @@ const abuse = {
   // notification be lost.
   KEY_CACHE_TTL_MS: about(
     integer(2_000, 0),
-    'Each API process keeps the active keys it used in memory; every change is notified at commit, and an entry is read again after this long at the latest (`0`: no cache).',
+    'Each API process keeps the active keys it used in memory; every change is notified at commit, and an entry is read again after this long at the latest (`0`: no cache). A value that matched no key is remembered as unknown for this long too, at most 5 s.',
   ),
   AUTORESPONSES: about(
     v.optional(

@@ -14,11 +14,11 @@ import { linkRefusal } from '../autoresponses/text-check.ts';
 import {
   countActiveKeys,
   countUndeletedKeys,
-  findActiveKeyByHash,
   findKeyByHash,
   findKeysOfAddress,
   insertKeyWithEmail,
   lockMailbox,
+  lookUpKeyByHash,
   type ActiveKey,
 } from './data/verification-keys.ts';
 import { insertAllKeysEmail, keyEmailsLastHour, type EmailAllowance } from './data/key-emails.ts';
@@ -69,8 +69,8 @@ export function parseDomains(inputs: unknown[]): string[] {
 
 export { lockMailbox, type ActiveKey, type EmailAllowance };
 
-/** The key that may authenticate a submission: known and active (one indexed query, on every submission). */
-export const findActiveKey = (em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | null> => findActiveKeyByHash(em, vault.hash(key));
+/** The key with this value: active (it may authenticate a submission), `inactive`, or null where there is none (one indexed query). */
+export const lookUpKey = (em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | 'inactive' | null> => lookUpKeyByHash(em, vault.hash(key));
 
 /**
  * At most `perHour` emails of one allowance to one mailbox per hour, whatever spelling of the
