@@ -17,7 +17,7 @@ import { createSpamChecker } from '../spam/spam-check.ts';
 import type { WorkerConnections } from '../worker-connections.ts';
 import { createAutoresponseTextVerdicts } from './autoresponse-text-verdicts.ts';
 import { createDeliveryProcessor } from './email-processor.ts';
-import { SmtpBreaker } from './smtp-breaker.ts';
+import { HELD_WORKER_RECHECK_MS, SmtpBreaker } from './smtp-breaker.ts';
 
 export function startDeliveryWorker(
   connections: WorkerConnections,
@@ -100,6 +100,8 @@ export function startDeliveryWorker(
       // A job whose worker died is taken up again after this long.
       lockDuration: config.JOB_LOCK_MS,
       stalledInterval: config.JOB_LOCK_MS,
+      // Resumes within this long once the breaker closes, whoever closed it.
+      maximumRateLimitDelay: HELD_WORKER_RECHECK_MS,
     },
     (attemptsMade) => retryDelay(attemptsMade, config),
   );

@@ -2,9 +2,10 @@
 // every message's attempts on it only grows their backoff; instead the fleet stops taking delivery
 // jobs (BullMQ's manual rate limit on the delivery queue) and lets one job at a time try the server,
 // every SMTP_PROBE_INTERVAL_MS. The first success closes the breaker and lifts the limit, and the
-// backlog drains. Held jobs go back to the queue without an attempt, so they keep their place; the
-// jobs that failed during the outage and wait on a retry timer are flushed, paced (`onClose`,
-// src/shared/submissions/retry-flush.ts), rather than left to wait up to EMAIL_RETRY_MAX_BACKOFF_MS.
+// backlog drains, within HELD_WORKER_RECHECK_MS on every worker. Held jobs go back to the queue
+// without an attempt, so they keep their place; the jobs that failed during the outage and wait on
+// a retry timer are flushed, paced (`onClose`, src/shared/submissions/retry-flush.ts), rather than
+// left to wait up to EMAIL_RETRY_MAX_BACKOFF_MS.
 //
 // It opens after SMTP_BREAKER_THRESHOLD consecutive temporary SMTP failures in one worker process
 // (refused or dropped connections, timeouts, 4xx replies) of at least two messages: a single message
@@ -26,6 +27,14 @@ export type BreakerOptions = {
 };
 /** How a job was let through: normally, or as the one probe while the breaker is open. */
 export type Admission = 'closed' | 'probe';
+
+/**
+ * A worker held by the breaker's rate limit sleeps at most this long before it asks the queue again
+ * (BullMQ's `maximumRateLimitDelay`). Lifting the limit cannot wake a sleeping worker, in this or
+ * another process; without this cap it would sleep out the probe interval it was given. The cost
+ * while the breaker is open: one Redis script per worker and this interval, and no job taken.
+ */
+export const HELD_WORKER_RECHECK_MS = 1_000;
 
 export class SmtpBreaker {
   /** Temporary failures since the last success in this process, and of which messages. */
@@ -60,7 +69,14 @@ export class SmtpBreaker {
     if (token === 'OK') return 'probe';
     const wait = await this.redis.pttl(probeKey(this.options.prefix));
     await this.queue.rateLimit(wait > 0 ? wait : this.options.probeIntervalMs);
-    // Back to the waiting list without counting an attempt; the worker fetches nothing until the limit expires.
+    // The probe may have closed the breaker and lifted the limit since the first read: the limit
+    // just set would then hold the fleet for a probe interval with the breaker closed. Read after
+    // the limit was set, a close that this misses lifts the limit after it.
+    if (!(await this.redis.exists(breakerKey(this.options.prefix)))) {
+      await this.queue.removeRateLimitKey();
+      return 'closed';
+    }
+    // Back to the waiting list without counting an attempt; the worker fetches nothing until the limit ends.
     throw Worker.RateLimitError();
   }
 
