@@ -1,7 +1,8 @@
 // A submission queued for email has its webhook deliveries written by the workers, not by the API:
 // its webhook job writes each (its row's id is fixed by the submission and the endpoint), and so
 // does the claim of its email, which adds the job of any delivery whose own job was lost. Each
-// delivery is written once and sent once, whichever comes first.
+// delivery is written once and sent once, whichever comes first. When no job was queued for it at
+// all, the reconciler adds the webhook job itself, without waiting for the email.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSubmission, buildWebhookDelivery, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
@@ -9,13 +10,18 @@ import { queuedEndpointsOf } from '../support/queued-webhooks.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
-import { submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { createdEventJob, submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { createLogger } from '../../src/shared/infra/log.ts';
+import { RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
+import { enqueueUnwrittenWebhooks } from '../../src/workers/housekeeping/unwritten-webhooks.ts';
 
 let h: Harness;
 let receiver: Receiver;
 
 beforeAll(async () => {
-  h = await startHarness({ env: { WEBHOOK_ALLOW: '127.0.0.2' }, worker: false });
+  // The reconciler would write a lost delivery too (test/faults/webhooks-smtp-outage.test.ts): kept
+  // out here, so that only the webhook job or the email's claim can.
+  h = await startHarness({ env: { WEBHOOK_ALLOW: '127.0.0.2', RECONCILE_AFTER_MS: '600000' }, worker: false });
   receiver = await startReceiver('127.0.0.2');
 });
 afterAll(async () => {
@@ -52,7 +58,7 @@ describe('the webhook deliveries of a submission queued for email', () => {
     expect(await queuedEndpointsOf(queue, lost)).toEqual([]);
 
     await h.startWorker();
-    // The reconciler adds a missing job only for rows 30 s old: within 20 s, only the claim can have.
+    // The reconciler leaves rows younger than 10 minutes: only the claim can have written the lost one.
     for (const id of [kept, lost]) {
       await eventually(async () => ((await deliveryRows(id))[0]?.email_status === 'sent' ? true : undefined), 20_000, `the webhook of ${id} sent`);
     }
@@ -79,5 +85,45 @@ describe('the webhook deliveries of a submission queued for email', () => {
     );
     expect(await deliveryRows(submission.id)).toEqual([{ id: earlier.id, endpoint_id: endpoint.id, email_status: 'sent' }]);
     expect(postsOf(submission.id)).toHaveLength(0);
+  });
+
+  it('are written and sent by the reconciler when no job was queued for them: once each, and only where the claim would write them', async () => {
+    if (h.workers.length === 0) await h.startWorker();
+    const queue = h.api.deps.webhookQueue;
+    const key = await h.createKey();
+    const endpoint = await buildWebhookEndpoint(h, { key, url: receiver.url });
+    await buildWebhookEndpoint(h, { key, url: receiver.url, enabled: false });
+    // None of these has a job for its email or its webhooks.
+    const lost = await buildSubmission(h, { key, status: 'queued' });
+    const waiting = await buildSubmission(h, { key, status: 'queued' });
+    const claimed = await buildSubmission(h, { key, status: 'retrying', attempts: 1 });
+    const earlier = await buildSubmission(h, { key, status: 'queued' });
+    const written = await buildWebhookDelivery(h, { endpoint, submission: earlier, status: 'sent' });
+    // Added after them all: it gets none of them.
+    await buildWebhookEndpoint(h, { key, url: receiver.url });
+    const run = () => enqueueUnwrittenWebhooks(h.orm.em.fork(), queue, createLogger('test', 'silent'), 0, RECONCILE_BATCH);
+
+    // One has its webhook job waiting in the queue already: it is left to that job.
+    const waitingId = createdEventId(waiting.id, endpoint.id);
+    await queue.pause();
+    try {
+      await enqueueDelivery(queue, createdEventJob(waiting.id, { id: waitingId, endpointId: endpoint.id }));
+      const job = await queue.getJob(waitingId);
+      expect(await run()).toBe(1);
+      expect((await queue.getJob(waitingId))?.timestamp).toBe(job?.timestamp);
+    } finally {
+      await queue.resume();
+    }
+
+    for (const id of [lost.id, waiting.id]) {
+      await eventually(async () => ((await deliveryRows(id))[0]?.email_status === 'sent' ? true : undefined), 20_000, `the webhook of ${id} sent`);
+      expect(await deliveryRows(id)).toEqual([{ id: createdEventId(id, endpoint.id), endpoint_id: endpoint.id, email_status: 'sent' }]);
+      expect(postsOf(id)).toHaveLength(1);
+    }
+    // A claimed submission's deliveries were its claim's to write; one written under another id stays the only one.
+    expect(await deliveryRows(claimed.id)).toEqual([]);
+    expect(await deliveryRows(earlier.id)).toEqual([{ id: written.id, endpoint_id: endpoint.id, email_status: 'sent' }]);
+    expect(postsOf(earlier.id)).toHaveLength(0);
+    expect(await run()).toBe(0);
   });
 });

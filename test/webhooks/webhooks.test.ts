@@ -22,6 +22,8 @@ beforeAll(async () => {
       WEBHOOK_RETRY_BACKOFF_MS: '100',
       WEBHOOK_RETRY_MAX_BACKOFF_MS: '400',
       WEBHOOK_DISABLE_AFTER: '2',
+      // The reconciler adds a missing job after a minute: a delivery here is its own job's.
+      RECONCILE_AFTER_MS: '60000',
     },
   });
   receiver = await startReceiver('127.0.0.2');
@@ -295,7 +297,7 @@ describe('webhooks', () => {
     );
     expect(burst.map((response) => response.status)).toEqual(burst.map(() => 200));
     const ids = burst.map((response) => response.json.submission_id as string).sort();
-    // The reconciler looks every 30 s for rows 30 s old: a delivery whose job was never added waits that long.
+    // The reconciler looks for rows a minute old (RECONCILE_AFTER_MS above): a delivery whose job was never added waits that long.
     await eventually(
       async () => ((await deliveries(key)).filter((delivery) => delivery.status === 'sent').length === ids.length ? true : undefined),
       20_000,

@@ -347,8 +347,14 @@ const delivery = {
     'When the circuit breaker closes, or an operator flushes, the emails waiting on a retry timer are tried now, at most this many a second.',
   ),
   EMAIL_STATUS_WAIT_MS: about(integer(0, 0), 'When above 0, a submission waits up to this long for its delivery and answers its final status.'),
-  RECONCILE_INTERVAL_MS: about(integer(30_000, 100), 'How often the reconciler looks for accepted rows without a job.'),
-  RECONCILE_AFTER_MS: about(integer(30_000, 0), 'Age after which a `queued` or `retrying` row without a job is enqueued again.'),
+  // 5 s of age and a run every 10 s: a delivery whose job was lost (Redis down at intake) is enqueued
+  // within about 15 s of Redis's return, which keeps the webhooks' 20 s (docs/webhooks.md). The
+  // age is past the API's 2 s enqueue bound, so a job still being added is not raced for nothing.
+  RECONCILE_INTERVAL_MS: about(integer(10_000, 100), 'How often the reconciler looks for accepted rows without a job.'),
+  RECONCILE_AFTER_MS: about(
+    integer(5_000, 0),
+    "Age after which a `queued` or `retrying` row without a job is enqueued again, and a queued submission's webhook delivery that no worker wrote is.",
+  ),
   CLAIM_LEASE_MS: about(integer(5 * 60_000, 1_000), "Age after which a `sending` claim is taken to be a dead worker's and the row is delivered again."),
   JOB_LOCK_MS: about(integer(30_000, 1_000), "BullMQ job lock, for deliveries and housekeeping; a dead worker's jobs run again after about this long."),
 };

@@ -113,5 +113,12 @@ export async function keyIdByValue(em: EntityManager, vault: KeyVault, keyValue:
 
 // What the API, the workers, the CLI and the other features call of this feature's data modules
 // (they import no data module of another feature: test/unit/module-boundaries.test.ts).
-export { addBouncedEvents, findDeliveryToSend, listWebhookDeliveries, writeCreatedEvent } from './data/webhook-deliveries.ts';
+export {
+  addBouncedEvents,
+  findDeliveryToSend,
+  findUnwrittenCreatedEvents,
+  listWebhookDeliveries,
+  type UnwrittenCreatedEvents,
+  writeCreatedEvent,
+} from './data/webhook-deliveries.ts';
 export { deleteEndpoint, disabledEndpoints, type EndpointRecord, listEndpoints, setEndpointEnabled } from './data/webhook-endpoints.ts';

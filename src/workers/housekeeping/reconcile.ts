@@ -1,8 +1,10 @@
 // The reconciler: nothing accepted is lost between PostgreSQL and Redis. It finds rows that should
 // have a delivery job but have none (the enqueue after the commit failed, Redis lost data, a worker
-// died mid-send) and enqueues them again. It runs in the housekeeping queue (src/workers/housekeeping/housekeeping.ts),
+// died mid-send) and enqueues them again, and the webhook deliveries of queued submissions that no
+// worker wrote (./unwritten-webhooks.ts). It runs in the housekeeping queue (src/workers/housekeeping/housekeeping.ts),
 // one run at a time for the fleet, and walks every such row page by page, however long the backlog:
-// a row without a job behind thousands that have one is still found in the same run.
+// a row without a job behind thousands that have one is still found in the same run. Webhooks come
+// first, so that a backlog of emails held by the SMTP breaker does not delay them.
 import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
@@ -11,6 +13,8 @@ import { deliveryJob, type DeliveryJob } from '../../shared/submissions/delivery
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { AWAITING_JOB, IN_FLIGHT } from '../../shared/submissions/delivery-statuses.ts';
 import { findAwaitingJob, type AwaitingRow } from '../../shared/submissions/submissions.ts';
+import { jobFates } from './job-fates.ts';
+import { enqueueUnwrittenWebhooks } from './unwritten-webhooks.ts';
 
 /** Rows read, and their jobs looked up in Redis (pipelined), per step. */
 export const RECONCILE_BATCH = 500;
@@ -24,8 +28,9 @@ export async function reconcile(
   log: Logger,
   options: ReconcileOptions,
 ): Promise<number> {
-  let enqueued = 0;
-  for (const kind of Object.keys(deliveryKinds) as DeliveryKindName[]) {
+  let enqueued = await enqueueUnwrittenWebhooks(em, queues.webhook, log, options.staleAfterMs, RECONCILE_BATCH);
+  const kinds = ['webhook', ...Object.keys(deliveryKinds).filter((kind) => kind !== 'webhook')] as DeliveryKindName[];
+  for (const kind of kinds) {
     for (const status of [...AWAITING_JOB, IN_FLIGHT]) {
       let after: AwaitingRow | undefined;
       for (;;) {
@@ -40,25 +45,11 @@ export async function reconcile(
   return enqueued;
 }
 
-/** What became of a row's job: none (never added, or lost with Redis's data), finished, or still to run. */
-type JobFate = 'none' | 'finished' | 'pending';
-
-/**
- * Read from each job's hash, one HMGET per row: BullMQ writes a job's hash and its place in the
- * queue in one script, marks a finished job with `finishedOn` (a completed one is deleted at once)
- * and clears it when the job is retried. Queue.getJobState would scan the waiting list for each row,
- * so one run's cost would grow with the square of the backlog, every RECONCILE_INTERVAL_MS
- * (docs/benchmarks.md#scenarios-and-targets).
- */
-async function jobFates(queue: Queue<DeliveryJob>, rows: AwaitingRow[]): Promise<JobFate[]> {
-  const redis = await queue.backend.client;
-  // Concurrent commands on one connection are pipelined: a page costs about one round trip.
-  const hashes = await Promise.all(rows.map((row) => redis.hmget(queue.toKey(row.id), 'timestamp', 'finishedOn')));
-  return hashes.map(([added, finished]) => (added === null ? 'none' : finished === null ? 'pending' : 'finished'));
-}
-
 async function enqueueJobless(queue: Queue<DeliveryJob>, kind: DeliveryKindName, rows: AwaitingRow[], log: Logger): Promise<number> {
-  const fates = await jobFates(queue, rows);
+  const fates = await jobFates(
+    queue,
+    rows.map((row) => row.id),
+  );
   let enqueued = 0;
   for (const [index, row] of rows.entries()) {
     const fate = fates[index]!;

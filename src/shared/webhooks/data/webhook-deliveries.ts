@@ -67,6 +67,41 @@ export async function writeCreatedEvent(em: EntityManager, deliveryId: string, s
   );
 }
 
+/** A submission whose `submission.created` deliveries are not all written: the endpoints still without one. */
+export type UnwrittenCreatedEvents = { id: string; created_at: string; endpoint_ids: string[] };
+
+/**
+ * One page, in (created_at, id) order after `after`, of the submissions still `queued` for their
+ * email, older than `staleAfterMs`, that lack the `submission.created` delivery of an enabled
+ * endpoint their key had when they came: the rows their webhook jobs (or their emails' claims)
+ * would write. Those of a queued submission are written by the workers; when the API could not
+ * queue their jobs, the reconciler finds them here (src/workers/housekeeping/unwritten-webhooks.ts)
+ * rather than waiting for the email's claim, which waits for the SMTP relay. The same rule as the
+ * claim's (../../submissions/data/delivery-status.ts), so either writes the same rows.
+ */
+export async function findUnwrittenCreatedEvents(
+  em: EntityManager,
+  staleAfterMs: number,
+  limit: number,
+  after?: { id: string; created_at: string },
+): Promise<UnwrittenCreatedEvents[]> {
+  // The queued submissions first, through the index of the open ones: the rows the reconciler reads
+  // for their emails anyway. Materialized, so that the planner cannot start from an endpoint and
+  // walk its key's whole history instead.
+  return em.execute<UnwrittenCreatedEvents[]>(
+    `with queued as materialized (
+       select s.id, s.key_id, s.created_at from submissions s
+        where s.email_status = 'queued' and not s.settled and s.created_at < now() - make_interval(secs => ?)
+          ${after ? 'and (s.created_at, s.id) > (cast(? as timestamptz), cast(? as uuid))' : ''})
+     select q.id, q.created_at::text as created_at, array_agg(e.id::text order by e.id) as endpoint_ids
+       from queued q join webhook_endpoints e on e.key_id = q.key_id and e.enabled and e.created_at <= q.created_at
+      where not exists (select 1 from webhook_deliveries d where d.submission_id = q.id and d.endpoint_id = e.id and d.event = 'submission.created')
+      group by q.id, q.created_at
+      order by q.created_at, q.id limit ${Math.floor(limit)}`,
+    after ? [staleAfterMs / 1000, after.created_at, after.id] : [staleAfterMs / 1000],
+  );
+}
+
 /** The delivery with what its POST needs: its endpoint, its submission and the submission's key. */
 export const findDeliveryToSend = (em: EntityManager, id: string) =>
   em.findOneOrFail(WebhookDeliverySchema, id, { populate: ['endpoint', 'submission', 'submission.key'] });
