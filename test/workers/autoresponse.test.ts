@@ -325,7 +325,8 @@ describe('the bounds of a key and of its owner', () => {
 
   it('an approved key has the most from its first day; a change of its text takes the approval back', async () => {
     const key = await autorespondingKey();
-    await sentToday(key, 20);
+    // Past a new key's 20 and a new owner's 40: approval lifts both.
+    await sentToday(key, 45);
     expect((await decided(await submit(key, 'before-approval@visitors.example'))).autoresponse).toBe('limit_key_day');
     const approved = await admin('PATCH', `/admin/keys/${key.key}`, { autoresponse_review: 'approved' });
     expect(approved.json.autoresponse).toMatchObject({ enabled: true, review: 'approved' });

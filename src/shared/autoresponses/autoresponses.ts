@@ -121,6 +121,15 @@ export async function decideAutoresponse(em: EntityManager, submissionId: string
 async function decide(tx: EntityManager, facts: AutoresponseFacts, policy: AutoresponsePolicy): Promise<AutoresponseDecision> {
   const refused = refusal(facts, policy.mode);
   if (refused) return { outcome: refused };
+  const approved = facts.review === 'approved';
+  const now = new Date();
+  const bounds = { key: keyDailyBound(facts.key_created_at, now, approved, policy), owner: ownerDailyBound(facts.owner_since, now, approved, policy) };
+  const overDaily = (daily: { forKey: number; forOwner: number }): AutoresponseOutcome | undefined =>
+    daily.forKey >= bounds.key ? 'limit_key_day' : daily.forOwner >= bounds.owner ? 'limit_owner_day' : undefined;
+  // A key at its bound is refused before the locks, which only a send needs: a flood of its
+  // submissions does not make its owner's other decisions wait in turn.
+  const atBound = overDaily(await countDaily(tx, facts.key_id, facts.owner_mailbox));
+  if (atBound) return { outcome: atBound };
   const mailbox = mailboxOf(facts.email);
   // Always the owner's lock first, then the visitor's: two deciders never wait for each other in turn.
   await lockOwnerBounds(tx, facts.owner_mailbox);
@@ -128,10 +137,9 @@ async function decide(tx: EntityManager, facts: AutoresponseFacts, policy: Autor
   const recent = await countRecent(tx, mailbox, facts.key_id);
   if (recent.forKey >= AUTORESPONSES_PER_KEY) return { outcome: 'limit_key' };
   if (recent.forMailbox >= AUTORESPONSES_PER_MAILBOX) return { outcome: 'limit_address' };
-  const daily = await countDaily(tx, facts.key_id, facts.owner_mailbox);
-  const now = new Date();
-  if (daily.forKey >= keyDailyBound(facts.key_created_at, now, facts.review === 'approved', policy)) return { outcome: 'limit_key_day' };
-  if (daily.forOwner >= ownerDailyBound(facts.owner_since, now, policy)) return { outcome: 'limit_owner_day' };
+  // Counted again under the owner's lock: what the decision allows is taken in one step.
+  const overNow = overDaily(await countDaily(tx, facts.key_id, facts.owner_mailbox));
+  if (overNow) return { outcome: overNow };
   const autoresponseId = await insertAutoresponse(tx, { submissionId: facts.id, keyId: facts.key_id, email: facts.email, mailbox });
   return { outcome: 'pending', autoresponseId };
 }

@@ -22,7 +22,11 @@ export function keyDailyBound(createdAt: Date, now: Date, approved: boolean, set
   return Math.min(settings.keyPerDay, settings.newKeyPerDay * 2 ** Math.min(weeks, 30));
 }
 
-/** The bound of all keys of one owner mailbox together, from the age of its oldest key. */
-export function ownerDailyBound(oldestKeyCreatedAt: Date, now: Date, settings: DailyBoundSettings): number {
-  return OWNER_BOUND_FACTOR * keyDailyBound(oldestKeyCreatedAt, now, false, settings);
+/**
+ * The bound of all keys of one owner mailbox together, as one of them decides: from the age of its
+ * oldest key, or the most when the deciding key is one the operator approved (the operator vouched
+ * for that key, not for the owner's others).
+ */
+export function ownerDailyBound(oldestKeyCreatedAt: Date, now: Date, approvedKey: boolean, settings: DailyBoundSettings): number {
+  return OWNER_BOUND_FACTOR * keyDailyBound(oldestKeyCreatedAt, now, approvedKey, settings);
 }

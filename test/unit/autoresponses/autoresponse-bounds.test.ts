@@ -26,9 +26,10 @@ describe("a key's and an owner's daily bound", () => {
   it('a key the operator approved has the most from its first day', () => expect(keyDailyBound(daysAgo(0), now, true, settings)).toBe(200));
   it('a key made in the future (a clock step) counts as new', () => expect(keyDailyBound(daysAgo(-3), now, false, settings)).toBe(20));
   it("an owner's keys together send twice their oldest key's bound", () => {
-    expect(ownerDailyBound(daysAgo(0), now, settings)).toBe(40);
-    expect(ownerDailyBound(daysAgo(100), now, settings)).toBe(400);
+    expect(ownerDailyBound(daysAgo(0), now, false, settings)).toBe(40);
+    expect(ownerDailyBound(daysAgo(100), now, false, settings)).toBe(400);
   });
+  it("an approved key decides under twice the most, whatever the owner's age", () => expect(ownerDailyBound(daysAgo(0), now, true, settings)).toBe(400));
 });
 
 describe('the visitor addresses an autoresponse goes to', () => {
