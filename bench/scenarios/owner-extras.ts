@@ -130,7 +130,7 @@ export async function ownerExtras(ctx: Ctx): Promise<void> {
   ];
   // A key at its bound decides each submission's autoresponse (a transaction counting the key's
   // and its owner's autoresponses of the day) where a key with none writes `off` with the email's
-  // `sent`: one transaction of about 27 a submission makes, which the targets allow 5 % for.
+  // `sent`: one transaction of the 22 or so a submission makes here.
   const bound = `13 Owner's extras at the autoresponse bound: delivery, 1 worker, filter on (${count.toLocaleString('en-US')} submissions; at bound vs autoresponse off)`;
   const rowsAtBound: Row[] = [
     { scenario: bound, metric: 'emails at the sink per submission', ...atBound((drain) => emails(drain) / drain.submissions), unit: 'emails' },
@@ -161,9 +161,15 @@ export async function ownerExtras(ctx: Ctx): Promise<void> {
     notes.push(`owner's extras, delivery: not every expected email and post arrived within ${ctx.S.drainCapMs / 1000} s; the figures are over what did`);
 }
 
-/** The at-bound side against the same key with its autoresponse off: CPU per submission at most this ratio, the drain rate at least this one. */
-const AT_BOUND_CPU_TARGET = 1.05;
-const AT_BOUND_RATE_TARGET = 0.95;
+/**
+ * The at-bound side against the same key with its autoresponse off: CPU per submission (the
+ * worker's, and the five processes' together) at most this ratio, the drain rate at least this one.
+ * Its decision is a few per cent of a submission's work, and two drains of one side have differed
+ * by 10 to 30 % in CPU per submission on a shared machine: a tighter target would read met or
+ * missed by chance.
+ */
+const AT_BOUND_CPU_TARGET = 1.1;
+const AT_BOUND_RATE_TARGET = 0.9;
 
 /** Turns the high-volume key's autoresponse on or off, as its owner's switch does (the workers read it with each claim). */
 async function setAutoresponse(ctx: Ctx, enabled: boolean): Promise<void> {
