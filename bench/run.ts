@@ -7,7 +7,8 @@
 //                                 7 workers SIGKILLed mid-backlog, 8 bounces, 9 spam filter, 10 the reconciler behind a backlog,
 //                                 11 the owner console's search and overview at 100,000 messages a key,
 //                                 12 the whole pipeline: intake while 2 workers deliver, against its floor,
-//                                 13 delivery for a key with an autoresponse, 5 added recipients and a chat channel)
+//                                 13 delivery for a key with an autoresponse, 5 added recipients and a chat channel, and for
+//                                 the same key at its daily autoresponse bound against it with the autoresponse off)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each

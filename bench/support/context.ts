@@ -93,6 +93,8 @@ export type Ctx = Run & {
   extrasKey: { id: string; value: string };
   /** The same extras but the chat channel: what intake pays for the channel alone is the difference. */
   extrasWithoutChatKey: { id: string; value: string };
+  /** The extras key's extras on an operator's high-volume key, its autoresponse sent to every visitor (scenario 13; ./extras-key.ts). */
+  highVolumeKey: { id: string; value: string };
   /** Where the extras key's Slack channel posts. */
   chat: ChatStandIn;
   postgresPid: () => number;
@@ -132,6 +134,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
   let altchaKey: Ctx['altchaKey'];
   let extrasKey: Ctx['extrasKey'];
   let extrasWithoutChatKey: Ctx['extrasWithoutChatKey'];
+  let highVolumeKey: Ctx['highVolumeKey'];
   try {
     await migrate(orm);
     const created = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
@@ -140,8 +143,10 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     unconfirmedKey = (await generateKey(orm.em.fork(), createKeyVault(secret), { email: UNCONFIRMED_OWNER, emailsPerHour: 1_000 })).keyValue;
     const altcha = await generateKey(orm.em.fork(), createKeyVault(secret), { email: BENCH_OWNER, emailsPerHour: 1_000 });
     altchaKey = { id: altcha.key.id, value: altcha.keyValue };
-    extrasKey = await createExtrasKey(orm, createKeyVault(secret), 'team.example', chat.url);
+    extrasKey = await createExtrasKey(orm, createKeyVault(secret), 'team.example', { chatUrl: chat.url });
     extrasWithoutChatKey = await createExtrasKey(orm, createKeyVault(secret), 'other-team.example');
+    // Its captcha would refuse scenario 1's posts to the extras key, which carry no answer.
+    highVolumeKey = await createExtrasKey(orm, createKeyVault(secret), 'busy-team.example', { chatUrl: chat.url, highVolume: true });
   } finally {
     await orm.close();
   }
@@ -214,6 +219,7 @@ export async function startServices(run: Run, dir: string): Promise<Ctx> {
     altchaKey,
     extrasKey,
     extrasWithoutChatKey,
+    highVolumeKey,
     chat,
     postgresPid: () => postmasterPid,
     redisPid: redisService.child.pid!,
