@@ -241,7 +241,8 @@ export async function machineLine(ctx: Ctx): Promise<string> {
 }
 
 /** The tables that hold submissions and what hangs off them: emptied together, as their foreign keys require. */
-export const SUBMISSION_TABLES = 'submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, recipient_copies, spam_teachings, idempotency_keys';
+export const SUBMISSION_TABLES =
+  'submissions, attachments, webhook_deliveries, delivery_attempts, autoresponses, recipient_copies, spam_teachings, idempotency_keys';
 
 /** Empties the tables the scenarios fill and every Redis key (no worker may be running). */
 export async function resetState(ctx: Ctx): Promise<void> {
