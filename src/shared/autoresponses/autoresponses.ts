@@ -147,4 +147,3 @@ async function decide(tx: EntityManager, facts: AutoresponseFacts, policy: Autor
 export { renderAutoresponse, type RenderedAutoresponse } from './render.ts';
 export { deleteOldAutoresponses, findAutoresponseToSend, setOutcomeOfAutoresponse, type AutoresponseToSend } from './data/autoresponses.ts';
 export { AUTORESPONSE_OUTCOMES, type AutoresponseOutcome } from './autoresponse-kinds.ts';
-export { linksOutside } from './text-links.ts';

@@ -260,4 +260,4 @@ export {
 } from './data/submission-rows.ts';
 /** How long an Idempotency-Key answers the same: past the 24 hours a client may retry within, with a day to spare. */
 export const IDEMPOTENCY_KEPT_HOURS = 48;
-export { deleteOldIdempotencyKeys, findIdempotencyKey, findIdempotentAnswer, takeIdempotencyKey, type IdempotencyRecord } from './data/idempotency-keys.ts';
+export { deleteOldIdempotencyKeys, findIdempotencyKey, findIdempotentAnswer, takeIdempotencyKey } from './data/idempotency-keys.ts';
