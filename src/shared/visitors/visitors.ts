@@ -149,7 +149,7 @@ export type ErasureProgress = { step: string; done: number; total?: number };
  * the autoresponses and confirmation requests of the last 24 hours that the bounds count. Run
  * again, it finds what an interrupted run left.
  */
-export async function eraseVisitor(deps: VisitorDeps, input: string, progress: (step: ErasureProgress) => void = () => {}): Promise<ErasureSummary> {
+export async function eraseVisitor(deps: VisitorDeps, input: string, progress?: (step: ErasureProgress) => void): Promise<ErasureSummary> {
   const { em } = deps;
   const address = normaliseEmail(input);
   const mailbox = mailboxOf(address);
@@ -187,22 +187,22 @@ export async function eraseVisitor(deps: VisitorDeps, input: string, progress: (
     // After the rows: a job that starts in between finds nothing to send.
     await dropJobs(jobIdsOf([...batch, ...related.rowIds], related.endpoints));
     summary.submissions += batch.length;
-    progress({ step: 'submissions', done: summary.submissions, total: ids.length });
+    progress?.({ step: 'submissions', done: summary.submissions, total: ids.length });
   }
 
   summary.autoresponses_deleted = await inBatches((limit) => deleteAutoresponsesTo(em, who, limit), dropJobs);
   summary.autoresponses_kept_erased = await keepAutoresponsesErased(em, who);
-  progress({ step: 'autoresponses', done: summary.autoresponses_deleted + summary.autoresponses_kept_erased });
+  progress?.({ step: 'autoresponses', done: summary.autoresponses_deleted + summary.autoresponses_kept_erased });
 
   summary.copies_deleted = await inBatches((limit) => deleteCopiesTo(em, address, limit), dropJobs);
   summary.recipient_entries_deleted = await deleteRecipientEntriesOf(em, address);
-  progress({ step: 'added recipient', done: summary.copies_deleted + summary.recipient_entries_deleted });
+  progress?.({ step: 'added recipient', done: summary.copies_deleted + summary.recipient_entries_deleted });
 
   // An owner's own key emails (new key, sign-in links) belong to their account; the requests to confirm as an added recipient do not.
   const kinds = keysOwned ? ['recipient-confirm'] : KEY_EMAIL_KINDS;
   summary.key_emails_deleted = await inBatches((limit) => deleteKeyEmailsTo(em, address, kinds, limit), dropJobs);
   summary.key_emails_kept_erased = await keepKeyEmailsErased(em, who, kinds);
-  progress({ step: 'emails', done: summary.key_emails_deleted + summary.key_emails_kept_erased });
+  progress?.({ step: 'emails', done: summary.key_emails_deleted + summary.key_emails_kept_erased });
 
   // An owner's mail is suppressed and consented by the plain address: those stay with the account.
   if (!keysOwned) {
@@ -210,7 +210,7 @@ export async function eraseVisitor(deps: VisitorDeps, input: string, progress: (
     summary.bounces_kept_erased = suppression.bounces;
     summary.complaints_kept_erased = suppression.complaints;
     summary.consent_rows_deleted = await deleteMailboxConsent(em, mailbox);
-    progress({ step: 'suppression and consent', done: suppression.bounces + suppression.complaints + summary.consent_rows_deleted });
+    progress?.({ step: 'suppression and consent', done: suppression.bounces + suppression.complaints + summary.consent_rows_deleted });
   }
   return summary;
 }
