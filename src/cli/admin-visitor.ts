@@ -87,9 +87,7 @@ export async function visitor(command: string | undefined, args: string[], usage
     );
     process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     if (summary.keys_owned) {
-      process.stderr.write(
-        `The address owns ${summary.keys_owned} key(s): its account (keys, their emails, its suppression and consent) was left as it is.\n`,
-      );
+      process.stderr.write(`The address owns ${summary.keys_owned} key(s): its account (keys, their emails, its suppression and consent) was left as it is.\n`);
     }
     return 0;
   } finally {

@@ -63,7 +63,12 @@ async function run(args: string[]): Promise<number> {
       command,
       [target, ...rest].filter((arg) => arg !== undefined),
     );
-  if (group === 'visitor') return visitor(command, [target, ...rest].filter((arg) => arg !== undefined), USAGE);
+  if (group === 'visitor')
+    return visitor(
+      command,
+      [target, ...rest].filter((arg) => arg !== undefined),
+      USAGE,
+    );
   if (group === 'secret' && command === 'adopt' && (!target || target === '--yes') && !rest.length) return adopt(target === '--yes');
   if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {
     process.stderr.write(`${USAGE}\n`);

@@ -244,6 +244,31 @@ describe('npm run admin -- visitor erase', { timeout: TEST_LIMIT_MS }, () => {
   });
 });
 
+describe('an added recipient erased', { timeout: TEST_LIMIT_MS }, () => {
+  it('is taken off the form with its request to confirm, and is not asked again within the day', async () => {
+    const key = await h.createKey();
+    const added = await admin('PATCH', `/admin/keys/${key.key}`, { recipients: ['Colleague.Erased@example.org'] });
+    expect(added.status).toBe(200);
+    const [request] = await h.sql<{ id: string }>(`select id from key_emails where kind = 'recipient-confirm' and key_id = $1`, [key.id]);
+    expect(await jobsNaming([request!.id])).toHaveLength(1);
+    // Sent, as a worker would have: it reached the inbox, so the day's bound counts it.
+    await h.sql(`update key_emails set email_status = 'sent', sent_at = now(), message_id = $2 where id = $1`, [request!.id, '<colleague.erased@example.org>']);
+
+    const result = cli('visitor', 'erase', 'colleague.erased@example.org');
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ recipient_entries_deleted: 1, key_emails_kept_erased: 1 });
+    expect(await columnsHolding('colleague.erased')).toEqual([]);
+    expect(await jobsNaming([request!.id])).toEqual([]);
+    const listed = await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`);
+    expect(listed.json.keys[0].recipients).toEqual([]);
+
+    // Its request of today still counts: one a day per form, erased or not.
+    const again = await admin('PATCH', `/admin/keys/${key.key}`, { recipients: ['colleague.erased@example.org'] });
+    expect(again.status).toBe(429);
+    expect(again.json.errors.recipients[0]).toContain('was asked to confirm for this key in the last 24 hours');
+  });
+});
+
 describe('POST /admin/visitors/erase', { timeout: TEST_LIMIT_MS }, () => {
   it("streams the erasure's progress as JSON lines, the summary last", async () => {
     const key = await h.createKey();
@@ -251,7 +276,10 @@ describe('POST /admin/visitors/erase', { timeout: TEST_LIMIT_MS }, () => {
     const response = await admin('POST', '/admin/visitors/erase', { email: 'api.visitor@EXAMPLE.org' });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('application/x-ndjson');
-    const lines = response.text.trim().split('\n').map((line) => JSON.parse(line));
+    const lines = response.text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines[0]).toEqual({ step: 'submissions', done: 1, total: 1 });
     expect(lines.at(-1)).toMatchObject({ done: true, summary: { address: 'api.visitor@example.org', submissions: 1 } });
     expect(await h.sql('select id from submissions where id = $1', [submission.id])).toEqual([]);

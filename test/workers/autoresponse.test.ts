@@ -298,7 +298,9 @@ describe("after the visitor's address is erased (POST /admin/visitors/erase)", (
 
   it('a bounced address stays suppressed, though its record no longer holds it', async () => {
     const visitor = 'erased-bounced@visitors.example';
-    await h.sql(`insert into address_bounces (address, hard_bounces, last_bounced_at, suppressed_until) values ($1, 3, now(), now() + interval '1 day')`, [visitor]);
+    await h.sql(`insert into address_bounces (address, hard_bounces, last_bounced_at, suppressed_until) values ($1, 3, now(), now() + interval '1 day')`, [
+      visitor,
+    ]);
     expect((await erase(visitor)).bounces_kept_erased).toBe(1);
     expect(await h.sql('select 1 from address_bounces where address = $1', [visitor])).toEqual([]);
     expect((await decided(await submit(await autorespondingKey(), 'Erased-Bounced@visitors.example'))).autoresponse).toBe('suppressed');

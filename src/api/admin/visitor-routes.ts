@@ -5,7 +5,6 @@
 import { PassThrough } from 'node:stream';
 import type Router from '@koa/router';
 import * as v from 'valibot';
-import { createErasedForm } from '../../shared/infra/secrets.ts';
 import { eraseVisitor, exportVisitor, type VisitorDeps } from '../../shared/visitors/visitors.ts';
 import { errors } from '../api-errors.ts';
 import type { AppDeps, AppState } from '../context.ts';
@@ -16,15 +15,20 @@ import { validate } from '../validate.ts';
 
 const Address = v.pipe(v.string('Give the address.'), v.trim(), v.maxLength(254, 'At most 254 characters.'), v.email('Enter a valid email address.'));
 export const VisitorQuerySchema = v.object({ email: Address });
-export const VisitorEraseSchema = v.strictObject({ email: v.pipe(Address, v.description('The visitor\'s address')) }, 'Only email can be given.');
+export const VisitorEraseSchema = v.strictObject({ email: v.pipe(Address, v.description("The visitor's address")) }, 'Only email can be given.');
 
 export function visitorRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/admin/visitors');
-  const erasedForm = createErasedForm(deps.config.SECRET);
   // Each request reads and deletes on a unit of work of its own: the body streams after the handler returns.
-  const visitorDeps = (): VisitorDeps => ({ em: deps.orm.em.fork(), storage: deps.storage, queues: [deps.queue, deps.webhookQueue], erasedForm });
+  const visitorDeps = (): VisitorDeps => ({
+    em: deps.orm.em.fork(),
+    storage: deps.storage,
+    queues: [deps.queue, deps.webhookQueue],
+    erasedForm: deps.erasedForm,
+  });
   const needRedis = () => {
-    if (deps.redis.status !== 'ready') throw errors.unavailable('The queue (Redis) cannot be reached: its jobs could not be looked at. Try again once it is back.');
+    if (deps.redis.status !== 'ready')
+      throw errors.unavailable('The queue (Redis) cannot be reached: its jobs could not be looked at. Try again once it is back.');
   };
 
   router.get('/export', async (ctx) => {

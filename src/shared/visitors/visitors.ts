@@ -191,7 +191,10 @@ export async function eraseVisitor(deps: VisitorDeps, input: string, progress?: 
   }
 
   summary.autoresponses_deleted = await inBatches((limit) => deleteAutoresponsesTo(em, who, limit), dropJobs);
-  summary.autoresponses_kept_erased = await keepAutoresponsesErased(em, who);
+  // A settled row's job is normally gone already; one left over would name a row that no longer holds the address.
+  const keptAutoresponses = await keepAutoresponsesErased(em, who);
+  await dropJobs(keptAutoresponses);
+  summary.autoresponses_kept_erased = keptAutoresponses.length;
   progress?.({ step: 'autoresponses', done: summary.autoresponses_deleted + summary.autoresponses_kept_erased });
 
   summary.copies_deleted = await inBatches((limit) => deleteCopiesTo(em, address, limit), dropJobs);
@@ -201,7 +204,9 @@ export async function eraseVisitor(deps: VisitorDeps, input: string, progress?: 
   // An owner's own key emails (new key, sign-in links) belong to their account; the requests to confirm as an added recipient do not.
   const kinds = keysOwned ? ['recipient-confirm'] : KEY_EMAIL_KINDS;
   summary.key_emails_deleted = await inBatches((limit) => deleteKeyEmailsTo(em, address, kinds, limit), dropJobs);
-  summary.key_emails_kept_erased = await keepKeyEmailsErased(em, who, kinds);
+  const keptEmails = await keepKeyEmailsErased(em, who, kinds);
+  await dropJobs(keptEmails);
+  summary.key_emails_kept_erased = keptEmails.length;
   progress?.({ step: 'emails', done: summary.key_emails_deleted + summary.key_emails_kept_erased });
 
   // An owner's mail is suppressed and consented by the plain address: those stay with the account.

@@ -7,7 +7,10 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 /** The address and its mailbox as stored, and their erased forms. */
 export type ErasedAddress = { address: string; mailbox: string; erasedAddress: string; erasedMailbox: string };
 
-/** A row's email is still to go (a job may name it), or is past the bounds' 24 hours: deleted, not kept. */
+/**
+ * A row's email is still to go (a job may name it; it never reached the inbox, so the bounds need not
+ * count it), or is past the bounds' 24 hours: deleted, not kept.
+ */
 const GOES = `(email_status in ('queued', 'sending', 'retrying', 'held') or created_at <= now() - interval '24 hours')`;
 
 /** Deletes up to `limit` autoresponses to the address that are to go or past 24 hours; their ids (their jobs go too). */
@@ -19,15 +22,14 @@ export async function deleteAutoresponsesTo(em: EntityManager, who: ErasedAddres
   return rows.map((row) => row.id);
 }
 
-/** The autoresponses of the last 24 hours, still counted by the bounds, keep only their erased address; how many. */
-export async function keepAutoresponsesErased(em: EntityManager, who: ErasedAddress): Promise<number> {
-  const result = await em.execute<{ affectedRows: number }>(
+/** The autoresponses of the last 24 hours, still counted by the bounds, keep only their erased address; their ids. */
+export async function keepAutoresponsesErased(em: EntityManager, who: ErasedAddress): Promise<string[]> {
+  const rows = await em.execute<Array<{ id: string }>>(
     `update autoresponses set email = ?, mailbox = ?, submission_id = null, last_error = null, message_id = null, bounce_diagnostic = null, bounce_mta = null
-      where mailbox = ? and lower(email) = ?`,
+      where mailbox = ? and lower(email) = ? returning id`,
     [who.erasedAddress, who.erasedMailbox, who.mailbox, who.address],
-    'run',
   );
-  return result.affectedRows;
+  return rows.map((row) => row.id);
 }
 
 /** Deletes up to `limit` copies of other visitors' messages mailed to the address as an added recipient; their ids. */
@@ -54,15 +56,14 @@ export async function deleteKeyEmailsTo(em: EntityManager, address: string, kind
   return rows.map((row) => row.id);
 }
 
-/** Those emails of the last 24 hours, counted by the confirmation-request bounds, keep only their erased address; how many. */
-export async function keepKeyEmailsErased(em: EntityManager, who: ErasedAddress, kinds: readonly string[]): Promise<number> {
-  const result = await em.execute<{ affectedRows: number }>(
+/** Those emails of the last 24 hours, counted by the confirmation-request bounds, keep only their erased address; their ids. */
+export async function keepKeyEmailsErased(em: EntityManager, who: ErasedAddress, kinds: readonly string[]): Promise<string[]> {
+  const rows = await em.execute<Array<{ id: string }>>(
     `update key_emails set email = ?, mailbox = ?, last_error = null, message_id = null, bounce_diagnostic = null, bounce_mta = null
-      where email = ? and kind in (?)`,
+      where email = ? and kind in (?) returning id`,
     [who.erasedAddress, who.erasedMailbox, who.address, kinds],
-    'run',
   );
-  return result.affectedRows;
+  return rows.map((row) => row.id);
 }
 
 /**

@@ -78,7 +78,10 @@ async function related(em: EntityManager, sql: string, ids: string[]): Promise<R
  * their forms' added recipients, and the endpoints of their keys (a `submission.created` delivery
  * not written yet has a job under an id made of the submission's and the endpoint's).
  */
-export async function findJobRowsOf(em: EntityManager, ids: string[]): Promise<{ rowIds: string[]; endpoints: Array<{ submission_id: string; endpoint_id: string }> }> {
+export async function findJobRowsOf(
+  em: EntityManager,
+  ids: string[],
+): Promise<{ rowIds: string[]; endpoints: Array<{ submission_id: string; endpoint_id: string }> }> {
   if (!ids.length) return { rowIds: [], endpoints: [] };
   const rows = await em.execute<Array<{ id: string }>>(
     `select id from webhook_deliveries where submission_id in (?)
