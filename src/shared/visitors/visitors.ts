@@ -28,7 +28,7 @@ import {
 import {
   deleteCampaignVotesOf,
   findJobRowsOf,
-  findSubmissionIdsOf,
+  findSubmissionIdsOfPage,
   readAttachmentRecords,
   readAttemptRecords,
   readCampaignVoteRecords,
@@ -55,6 +55,20 @@ const SUBMISSION_BATCH = 500;
 const EXPORT_BATCH = 50;
 /** Other rows deleted at a time. */
 const ROW_BATCH = 500;
+/** Rows of the submissions table read at a time to find the address's (src/shared/visitors/data/visitor-submissions.ts). */
+const SCAN_PAGE = 10_000;
+
+/** Every submission id of the address, in id order, read page by page. */
+async function submissionIdsOf(em: EntityManager, address: string): Promise<string[]> {
+  const ids: string[] = [];
+  let after: string | undefined;
+  do {
+    const page = await findSubmissionIdsOfPage(em, address, after, SCAN_PAGE);
+    ids.push(...page.ids);
+    after = page.last;
+  } while (after !== undefined);
+  return ids;
+}
 
 /**
  * Writes the address's data to `out` as one JSON document (VISITOR_EXPORT_FORMAT): its submissions,
@@ -70,7 +84,7 @@ export async function exportVisitor(deps: VisitorDeps, input: string, out: Writa
   };
   const head = { format: VISITOR_EXPORT_FORMAT, address, exported_at: new Date().toISOString() };
   await write(`${JSON.stringify(head).slice(0, -1)},"submissions":[`);
-  const ids = await findSubmissionIdsOf(deps.em, address);
+  const ids = await submissionIdsOf(deps.em, address);
   const jobIds: string[] = [];
   let files = 0;
   for (let start = 0; start < ids.length; start += EXPORT_BATCH) {
@@ -177,7 +191,7 @@ export async function eraseVisitor(deps: VisitorDeps, input: string, progress?: 
     summary.jobs_busy += result.busy;
   };
 
-  const ids = await findSubmissionIdsOf(em, address);
+  const ids = await submissionIdsOf(em, address);
   for (let start = 0; start < ids.length; start += SUBMISSION_BATCH) {
     const batch = ids.slice(start, start + SUBMISSION_BATCH);
     const related = await findJobRowsOf(em, batch);

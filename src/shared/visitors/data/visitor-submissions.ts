@@ -3,10 +3,24 @@
 // campaign votes, and the ids of the rows whose jobs name them.
 import type { EntityManager } from '@mikro-orm/postgresql';
 
-/** Every submission id of the address, oldest first. One pass over the table (there is no index on the address): an erasure is rare. */
-export async function findSubmissionIdsOf(em: EntityManager, address: string): Promise<string[]> {
-  const rows = await em.execute<Array<{ id: string }>>('select id from submissions where lower(email) = ? order by created_at, id', [address]);
-  return rows.map((row) => row.id);
+/**
+ * One page of the table, `size` rows in id order after `after` (undefined: from the start): the ids
+ * among them whose submitter is the address, and the page's last id (undefined: the table ended).
+ * No index serves the address, so the table is read page by page, each page a short statement
+ * through the primary key, under the statement timeout however large the table.
+ */
+export async function findSubmissionIdsOfPage(
+  em: EntityManager,
+  address: string,
+  after: string | undefined,
+  size: number,
+): Promise<{ ids: string[]; last: string | undefined }> {
+  const [row] = await em.execute<Array<{ ids: string[]; last: string | null }>>(
+    `with page as (select id, email from submissions where id > ?::uuid order by id limit ?)
+     select array(select id::text from page where lower(email) = ?) as ids, (select id::text from page order by id desc limit 1) as last`,
+    [after ?? '00000000-0000-0000-0000-000000000000', size, address],
+  );
+  return { ids: row?.ids ?? [], last: row?.last ?? undefined };
 }
 
 type JsonRow = Record<string, unknown>;
