@@ -14,7 +14,7 @@ import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 
 const Address = v.pipe(v.string('Give the address.'), v.trim(), v.maxLength(254, 'At most 254 characters.'), v.email('Enter a valid email address.'));
-export const VisitorQuerySchema = v.object({ email: Address });
+const VisitorQuerySchema = v.object({ email: Address });
 export const VisitorEraseSchema = v.strictObject({ email: v.pipe(Address, v.description("The visitor's address")) }, 'Only email can be given.');
 
 export function visitorRoutes(deps: AppDeps): Router<AppState> {
