@@ -21,7 +21,7 @@ import { v7 as uuidv7 } from 'uuid';
 import { startPostgres } from '../src/local/services.ts';
 import { decideAutoresponse } from '../src/shared/autoresponses/autoresponses.ts';
 import { createOrm, migrate } from '../src/shared/infra/db/orm.ts';
-import { createKeyVault } from '../src/shared/infra/secrets.ts';
+import { createErasedForm, createKeyVault } from '../src/shared/infra/secrets.ts';
 import { generateKey } from '../src/shared/keys/keys.ts';
 import { entities } from '../src/shared/schema.ts';
 import { claimSubmissions, recordSent, type SubmissionClaim } from '../src/shared/submissions/data/delivery-status.ts';
@@ -157,7 +157,7 @@ try {
     await api.client.query('update submissions set autoresponse = null');
     const { rows: sentRows } = await api.client.query<{ id: string }>('select id from submissions');
     const em = orm.em.fork();
-    const policy = { mode: 'on', newKeyPerDay: 20, keyPerDay: 200 } as const;
+    const policy = { mode: 'on', newKeyPerDay: 20, keyPerDay: 200, erasedForm: createErasedForm('statement-costs') } as const;
     // The ORM's connections, opened before measuring.
     await Promise.all(sentRows.slice(0, 2).map((row) => decideAutoresponse(em.fork(), row.id, policy)));
     const { rows: ormPids } = await api.client.query<{ pid: number }>(

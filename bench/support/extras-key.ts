@@ -4,7 +4,7 @@
 // lets through only with WEBHOOK_ALLOW naming it); or the same without the channel. Scenario 13's
 // is an operator's high-volume key besides, whose autoresponses go to every visitor it drains.
 import type { MikroORM } from '../../src/shared/infra/db/orm.ts';
-import type { KeyVault } from '../../src/shared/infra/secrets.ts';
+import { createErasedForm, type KeyVault } from '../../src/shared/infra/secrets.ts';
 import { generateKey, updateKey } from '../../src/shared/keys/keys.ts';
 import { confirmRecipient, MAX_ADDED_RECIPIENTS, recipientsOfKeys, setRecipients } from '../../src/shared/recipients/recipients.ts';
 import { parseAllowList } from '../../src/shared/webhooks/address-guard.ts';
@@ -52,7 +52,10 @@ export async function createExtrasKey(orm: MikroORM, vault: KeyVault, team: stri
     await orm.em.fork().execute(backdate, [key.id]);
   }
   const addresses = Array.from({ length: MAX_ADDED_RECIPIENTS }, (_, index) => `colleague-${index + 1}@${team}`);
-  await setRecipients(orm.em.fork(), { id: key.id, mailbox: key.mailbox, status: key.status }, addresses, { emailsPerHour: 1_000 });
+  await setRecipients(orm.em.fork(), { id: key.id, mailbox: key.mailbox, status: key.status }, addresses, {
+    emailsPerHour: 1_000,
+    erasedForm: createErasedForm('extras-key'),
+  });
   for (const recipient of (await recipientsOfKeys(orm.em.fork(), [key.id])).get(key.id) ?? []) await confirmRecipient(orm.em.fork(), recipient.id);
   if (options.chatUrl) {
     await createChatChannel(

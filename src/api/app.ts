@@ -13,6 +13,7 @@ import { requestContext } from './middleware/request-context.ts';
 import { requestEm } from './middleware/request-em.ts';
 import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './admin/admin-routes.ts';
+import { visitorRoutes } from './admin/visitor-routes.ts';
 import { adminWebhookApiRoutes, ownerWebhookApiRoutes } from './webhooks/webhook-api-routes.ts';
 import { ownerWebhookRoutes } from './webhooks/owner-webhook-routes.ts';
 import { confirmRoutes } from './keys/confirm-routes.ts';
@@ -98,6 +99,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
     ownerApiSubmissionRoutes(deps),
     ownerWebhookApiRoutes(deps),
     adminRoutes(deps),
+    visitorRoutes(deps),
     adminWebhookApiRoutes(deps),
   );
   // The submissions' router first: the busiest path meets no other router's matching on its way.

@@ -25,6 +25,8 @@ export type AppDeps = {
   webhookQueue: Queue<DeliveryJob>;
   storage: Storage;
   vault: KeyVault;
+  /** An erased address's form (src/shared/infra/secrets.ts createErasedForm): what the bounds still count it by. */
+  erasedForm: (value: string) => string;
   /** The active keys, cached (src/api/submissions/key-cache.ts). */
   keys: KeyCache;
   /** Taught the owners' marks; undefined when SPAM_FILTER=off or no rspamd is named. */

@@ -13,7 +13,7 @@ import { registerQueueDepth } from '../shared/infra/metrics.ts';
 import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
-import { createKeyVault } from '../shared/infra/secrets.ts';
+import { createErasedForm, createKeyVault } from '../shared/infra/secrets.ts';
 import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { createStorage } from '../shared/infra/storage.ts';
 import { createApp } from './app.ts';
@@ -65,6 +65,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     webhookQueue,
     storage,
     vault,
+    erasedForm: createErasedForm(config.SECRET),
     keys,
     spamFilter: spamFilterFromConfig(config),
     log,

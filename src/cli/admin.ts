@@ -1,5 +1,6 @@
 // `npm run admin -- <command>`: operator commands over the same key rules as the API.
 // Needs DATABASE_URL and SECRET (and WEBHOOK_ALLOW, when adding a webhook, as the API reads it);
+// `visitor export|erase` needs DATABASE_URL, SECRET, the Redis and the S3 settings;
 // `deliveries flush` needs DATABASE_URL and REDIS_URL (and QUEUE_PREFIX, REDIS_CLUSTER or the REDIS_SENTINEL settings as set for the workers).
 import { parseAllowList, type AddressPolicy } from '../shared/webhooks/address-guard.ts';
 import { ConfigError, exitOnConfigError, loadConfigSubset } from '../shared/infra/config.ts';
@@ -25,6 +26,7 @@ import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/r
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
 import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import { visitor, VISITOR_USAGE } from './admin-visitor.ts';
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
@@ -43,7 +45,8 @@ const USAGE = `Usage: npm run admin -- <command>
                                     (default RETRY_FLUSH_PER_SECOND, 10)
   secret adopt [--yes]              only when the SECRET the data was written with is lost for good:
                                     the database takes this SECRET from now on (${LOST_SECRET_DOC});
-                                    without --yes, says what would become unreadable and changes nothing`;
+                                    without --yes, says what would become unreadable and changes nothing
+${VISITOR_USAGE}`;
 
 const describe = (key: VerificationKey, vault: KeyVault) =>
   [
@@ -59,6 +62,12 @@ async function run(args: string[]): Promise<number> {
     return deliveries(
       command,
       [target, ...rest].filter((arg) => arg !== undefined),
+    );
+  if (group === 'visitor')
+    return visitor(
+      command,
+      [target, ...rest].filter((arg) => arg !== undefined),
+      USAGE,
     );
   if (group === 'secret' && command === 'adopt' && (!target || target === '--yes') && !rest.length) return adopt(target === '--yes');
   if ((group !== 'keys' && group !== 'webhooks') || !command || !target) {

@@ -286,6 +286,44 @@ describe('the bounds', () => {
   });
 });
 
+describe("after the visitor's address is erased (POST /admin/visitors/erase)", () => {
+  /** Erases the address through the admin API; the summary of the stream's last line. */
+  async function erase(address: string) {
+    const response = await admin('POST', '/admin/visitors/erase', { email: address });
+    expect(response.status).toBe(200);
+    const last = JSON.parse(response.text.trim().split('\n').at(-1)!);
+    expect(last.done).toBe(true);
+    return last.summary;
+  }
+
+  it('a bounced address stays suppressed, though its record no longer holds it', async () => {
+    const visitor = 'erased-bounced@visitors.example';
+    await h.sql(`insert into address_bounces (address, hard_bounces, last_bounced_at, suppressed_until) values ($1, 3, now(), now() + interval '1 day')`, [
+      visitor,
+    ]);
+    expect((await erase(visitor)).bounces_kept_erased).toBe(1);
+    expect(await h.sql('select 1 from address_bounces where address = $1', [visitor])).toEqual([]);
+    expect((await decided(await submit(await autorespondingKey(), 'Erased-Bounced@visitors.example'))).autoresponse).toBe('suppressed');
+    expect(autoresponsesTo('Erased-Bounced@visitors.example')).toHaveLength(0);
+  });
+
+  it('a mailbox that complained stays suppressed', async () => {
+    await h.sql('insert into mailbox_complaints (mailbox, complained_at) values ($1, now())', ['erased-complainer@visitors.example']);
+    expect((await erase('erased-complainer@visitors.example')).complaints_kept_erased).toBe(1);
+    expect((await decided(await submit(await autorespondingKey(), 'erased-complainer@visitors.example'))).autoresponse).toBe('suppressed');
+  });
+
+  it("the day's autoresponse still counts: the same form sends no second one within 24 hours", async () => {
+    const key = await autorespondingKey();
+    const visitor = 'erased-counted@visitors.example';
+    expect((await decided(await submit(key, visitor))).autoresponse).toBe('sent');
+    expect((await erase(visitor)).autoresponses_kept_erased).toBe(1);
+    expect(await h.sql('select 1 from autoresponses where mailbox = $1', [visitor])).toEqual([]);
+    expect((await decided(await submit(key, visitor))).autoresponse).toBe('limit_key');
+    expect(autoresponsesTo(visitor)).toHaveLength(1);
+  });
+});
+
 describe('the bounds of a key and of its owner', () => {
   /** Autoresponses the key already sent today, as rows (they count like any other). */
   const sentToday = (key: KeyRow, count: number) =>

@@ -4,6 +4,7 @@ import * as v from 'valibot';
 import { adminSecurity, formError, idParam, json, keyParam, Submission } from '../site/openapi-parts.ts';
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
 import { FlushRequestSchema } from './admin-routes.ts';
+import { VisitorEraseSchema } from './visitor-routes.ts';
 import { AdminKeyPatchSchema } from '../../shared/keys/key-patch.ts';
 
 // The operator's record: the owner's, with the key's value and the email's address and Message-ID.
@@ -141,6 +142,33 @@ export const adminPaths = {
       security: adminSecurity,
       parameters: [{ name: 'key', in: 'query', required: true, schema: { type: 'string' } }],
       responses: { 200: { description: 'text/csv attachment' }, 400: formError('No key given'), 401: formError('No or wrong token') },
+    },
+  },
+  '/admin/visitors/export': {
+    get: {
+      summary: "A visitor's data (GDPR Art. 15): everything stored about the address, as one JSON document with the files in base64, streamed",
+      security: adminSecurity,
+      parameters: [{ name: 'email', in: 'query', required: true, schema: { type: 'string', format: 'email' } }],
+      responses: {
+        200: { description: 'application/json attachment (docs/operations.md, "A visitor\'s data on request")' },
+        400: formError('No valid address'),
+        401: formError('No or wrong token'),
+        429: formError('As many downloads as may run at once are running'),
+        503: formError('Redis cannot be reached'),
+      },
+    },
+  },
+  '/admin/visitors/erase': {
+    post: {
+      summary: "Erase a visitor's data (GDPR Art. 17), in batches; what must hold is kept as a hash of the address",
+      security: adminSecurity,
+      requestBody: { required: true, content: json(VisitorEraseSchema) },
+      responses: {
+        200: { description: 'application/x-ndjson: one line per step ({step, done, total}), then {done: true, summary} or {done: false, error}' },
+        400: formError('No valid address'),
+        401: formError('No or wrong token'),
+        503: formError('Redis cannot be reached'),
+      },
     },
   },
   '/admin/queues': {

@@ -36,7 +36,7 @@ async function forgetting<T>(deps: Deps, change: Promise<T>): Promise<T> {
  */
 export async function changeKey(
   ctx: AppContext,
-  deps: Deps & Pick<AppDeps, 'config' | 'queue' | 'webhookQueue' | 'redis' | 'spamFilter'>,
+  deps: Deps & Pick<AppDeps, 'config' | 'queue' | 'webhookQueue' | 'redis' | 'spamFilter' | 'erasedForm'>,
   keyHash: string,
   changes: KeyChanges,
   recipients?: RecipientsEdit,
@@ -47,7 +47,7 @@ export async function changeKey(
       const changed = await updateKey(tx, keyHash, changes);
       if (changes.autoresponse?.subject !== undefined || changes.autoresponse?.text !== undefined) await checkAutoresponseAsMail(deps, changed);
       if (recipients === undefined) return { key: changed, confirmEmailIds: [] };
-      const change = await setRecipients(tx, changed, recipients, { emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR });
+      const change = await setRecipients(tx, changed, recipients, { emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR, erasedForm: deps.erasedForm });
       return { key: changed, confirmEmailIds: change.confirmEmailIds };
     }),
   );

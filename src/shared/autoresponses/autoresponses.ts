@@ -70,7 +70,8 @@ export function isRoleAddress(email: string): boolean {
 }
 
 /** The operator's settings: AUTORESPONSES and the daily bounds. */
-export type AutoresponsePolicy = DailyBoundSettings & { mode: AutoresponseMode };
+/** `erasedForm`: the form an erased address's records are kept in (src/shared/infra/secrets.ts createErasedForm), which the suppression and the bounds also match. */
+export type AutoresponsePolicy = DailyBoundSettings & { mode: AutoresponseMode; erasedForm: (value: string) => string };
 
 /** Why no autoresponse goes out for these facts, the bounds aside; undefined when it may. */
 export function refusal(facts: Omit<AutoresponseFacts, 'id' | 'key_id' | 'autoresponse'>, mode: AutoresponseMode): AutoresponseOutcome | undefined {
@@ -109,7 +110,7 @@ export type AutoresponseDecision = { outcome: AutoresponseOutcome; autoresponseI
  */
 export async function decideAutoresponse(em: EntityManager, submissionId: string, policy: AutoresponsePolicy): Promise<AutoresponseDecision | undefined> {
   return inTransaction(em, async (tx) => {
-    const facts = await lockAutoresponseFacts(tx, submissionId, mailboxOf);
+    const facts = await lockAutoresponseFacts(tx, submissionId, mailboxOf, policy.erasedForm);
     // Gone, or decided by an earlier run of the job.
     if (facts?.autoresponse !== null) return undefined;
     const decision = await decide(tx, facts, policy);
@@ -134,7 +135,7 @@ async function decide(tx: EntityManager, facts: AutoresponseFacts, policy: Autor
   // Always the owner's lock first, then the visitor's: two deciders never wait for each other in turn.
   await lockOwnerBounds(tx, facts.owner_mailbox);
   await lockMailboxBounds(tx, mailbox);
-  const recent = await countRecent(tx, mailbox, facts.key_id);
+  const recent = await countRecent(tx, mailbox, policy.erasedForm(mailbox), facts.key_id);
   if (recent.forKey >= AUTORESPONSES_PER_KEY) return { outcome: 'limit_key' };
   if (recent.forMailbox >= AUTORESPONSES_PER_MAILBOX) return { outcome: 'limit_address' };
   // Counted again under the owner's lock: what the decision allows is taken in one step.

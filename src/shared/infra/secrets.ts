@@ -47,5 +47,16 @@ export function createKeyVault(secret: string): KeyVault {
 /** A secret of its own for one purpose (hex), derived from SECRET: no further setting to keep. */
 export const derivedSecret = (secret: string, purpose: string) => derive(secret, purpose).toString('hex');
 
+/**
+ * The form an erased address (or mailbox) is kept in (src/shared/visitors): `erased:` and the hex
+ * HMAC-SHA256 of the lower-cased value under a key derived from SECRET. The suppression and
+ * autoresponse-bound lookups still match it when the address comes back; the value cannot be read
+ * from it, nor guessed without SECRET.
+ */
+export function createErasedForm(secret: string): (value: string) => string {
+  const key = derive(secret, 'erased address');
+  return (value) => `erased:${createHmac('sha256', key).update(value.trim().toLowerCase()).digest('hex')}`;
+}
+
 /** A new random server secret, for `npm start` when SECRET is unset. */
 export const generateSecret = () => randomBytes(32).toString('base64url');

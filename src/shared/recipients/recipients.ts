@@ -59,6 +59,13 @@ export function parseRecipients(inputs: readonly string[], keyMailbox: string): 
   return parsed;
 }
 
+/**
+ * The key emails an hour per mailbox (KEY_EMAILS_PER_HOUR), and the erased form of an address
+ * (src/shared/infra/secrets.ts createErasedForm): the requests to confirm of an erased address's
+ * last 24 hours are kept under it, and still count.
+ */
+export type RecipientLimits = { emailsPerHour: number; erasedForm: (value: string) => string };
+
 /** What changed: the key emails that ask the added addresses to confirm, to enqueue once committed. */
 export type RecipientsChange = { confirmEmailIds: string[]; added: number; removed: number };
 
@@ -78,7 +85,7 @@ export async function setRecipients(
   em: EntityManager,
   key: { id: string; mailbox: string; status: KeyStatus },
   edit: RecipientsEdit,
-  limits: { emailsPerHour: number },
+  limits: RecipientLimits,
 ): Promise<RecipientsChange> {
   if (key.status === 'deleted') throw new KeyRuleError('invalid', 'status', 'A deleted key cannot be changed.');
   return inTransaction(em, async (tx) => {
@@ -98,9 +105,9 @@ export async function setRecipients(
 }
 
 /** Whether the address may be asked now, under its mailbox's lock (the one its key emails are counted under); an EmailCapError (429) when not. */
-async function askToConfirm(tx: EntityManager, keyId: string, address: { email: string; mailbox: string }, limits: { emailsPerHour: number }): Promise<void> {
+async function askToConfirm(tx: EntityManager, keyId: string, address: { email: string; mailbox: string }, limits: RecipientLimits): Promise<void> {
   await lockMailbox(tx, address.mailbox);
-  const asked = await recipientConfirmsLastDay(tx, address.mailbox, keyId);
+  const asked = await recipientConfirmsLastDay(tx, address.mailbox, limits.erasedForm(address.mailbox), keyId);
   if (asked.forKey >= CONFIRM_REQUESTS_PER_KEY) {
     throw new EmailCapError(
       Math.max(1, asked.keyRetryAfter ?? 86_400),

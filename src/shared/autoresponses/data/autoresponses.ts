@@ -31,6 +31,7 @@ export async function lockAutoresponseFacts(
   tx: EntityManager,
   submissionId: string,
   visitorMailbox: (email: string) => string,
+  erasedForm: (value: string) => string,
 ): Promise<AutoresponseFacts | undefined> {
   const [row] = await tx.execute<Array<Omit<AutoresponseFacts, 'suppressed'>>>(
     `select s.id, s.key_id, s.email, s.spam_verdict, s.autoresponse, k.autoresponse_enabled,
@@ -46,9 +47,10 @@ export async function lockAutoresponseFacts(
   );
   if (!row) return undefined;
   const [suppression] = await tx.execute<Array<{ suppressed: boolean }>>(
-    `select exists (select 1 from address_bounces b where b.address = ? and b.suppressed_until > now())
-         or exists (select 1 from mailbox_complaints c where c.mailbox = ?) as suppressed`,
-    [row.email, visitorMailbox(row.email)],
+    `select exists (select 1 from address_bounces b where b.address in (?, ?) and b.suppressed_until > now())
+         or exists (select 1 from mailbox_complaints c where c.mailbox in (?, ?)) as suppressed`,
+    // An erased address's records are kept in their erased form (src/shared/visitors): still suppressed.
+    [row.email.toLowerCase(), erasedForm(row.email), visitorMailbox(row.email), erasedForm(visitorMailbox(row.email))],
   );
   return {
     ...row,
@@ -79,12 +81,15 @@ export async function countDaily(tx: EntityManager, keyId: string, ownerMailbox:
   return { forKey: row?.for_key ?? 0, forOwner: row?.for_owner ?? 0 };
 }
 
-/** The mailbox's autoresponses of the last 24 hours: for this key, and across all keys. */
-export async function countRecent(tx: EntityManager, mailbox: string, keyId: string): Promise<{ forKey: number; forMailbox: number }> {
+/**
+ * The mailbox's autoresponses of the last 24 hours: for this key, and across all keys. Those of an
+ * erased address carry the mailbox's erased form (`erasedMailbox`, src/shared/visitors) and count too.
+ */
+export async function countRecent(tx: EntityManager, mailbox: string, erasedMailbox: string, keyId: string): Promise<{ forKey: number; forMailbox: number }> {
   const [row] = await tx.execute<Array<{ for_key: number; for_mailbox: number }>>(
     `select count(*) filter (where key_id = ?)::int as for_key, count(*)::int as for_mailbox
-       from autoresponses where mailbox = ? and created_at > now() - interval '24 hours'`,
-    [keyId, mailbox],
+       from autoresponses where mailbox in (?, ?) and created_at > now() - interval '24 hours'`,
+    [keyId, mailbox, erasedMailbox],
   );
   return { forKey: row?.for_key ?? 0, forMailbox: row?.for_mailbox ?? 0 };
 }

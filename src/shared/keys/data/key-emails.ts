@@ -61,14 +61,15 @@ export async function insertRecipientConfirmEmail(tx: EntityManager, request: { 
 export async function recipientConfirmsLastDay(
   tx: EntityManager,
   mailbox: string,
+  erasedMailbox: string,
   keyId: string,
 ): Promise<{ forKey: number; forMailbox: number; keyRetryAfter: number | null; mailboxRetryAfter: number | null }> {
   const [row] = await tx.execute<Array<{ for_key: number; for_mailbox: number; key_retry_after: number | null; mailbox_retry_after: number | null }>>(
     `select count(*) filter (where key_id = ?)::int as for_key, count(*)::int as for_mailbox,
             ceil(extract(epoch from (min(created_at) filter (where key_id = ?) + interval '24 hours' - now())))::int as key_retry_after,
             ceil(extract(epoch from (min(created_at) + interval '24 hours' - now())))::int as mailbox_retry_after
-       from key_emails where mailbox = ? and kind = 'recipient-confirm' and created_at > now() - interval '24 hours'`,
-    [keyId, keyId, mailbox],
+       from key_emails where mailbox in (?, ?) and kind = 'recipient-confirm' and created_at > now() - interval '24 hours'`,
+    [keyId, keyId, mailbox, erasedMailbox],
   );
   return {
     forKey: row?.for_key ?? 0,
