@@ -299,6 +299,19 @@ describe('the consent of an added address', () => {
     });
     expect(refused.status).toBe(400);
     expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(other.email)}`)).json.keys[0].recipients).toHaveLength(1);
+
+    // The RFC's preferred body, multipart/form-data, does the same.
+    const multipart = (value: string) =>
+      request(linkIn(request2).toString(), {
+        method: 'POST',
+        headers: { 'content-type': 'multipart/form-data; boundary=one-click' },
+        body: `--one-click\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\n${value}\r\n--one-click--\r\n`,
+      });
+    expect((await multipart('Something-Else')).status).toBe(400);
+    expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(other.email)}`)).json.keys[0].recipients).toHaveLength(1);
+    const removed = await multipart('One-Click');
+    expect(removed.status).toBe(200);
+    expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(other.email)}`)).json.keys[0].recipients).toEqual([]);
   });
 
   it('refuses a forged link: another recipient id under the token, or a changed token', async () => {
