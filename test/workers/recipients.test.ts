@@ -254,6 +254,66 @@ describe('the consent of an added address', () => {
     expect(mailsTo(unwilling)).toHaveLength(1);
   });
 
+  it("lets a mail client's one-click unsubscribe (RFC 8058) stop the copies: a POST to the copy's List-Unsubscribe link removes the address", async () => {
+    const key = await confirmedKey();
+    const reader = 'one-click@team.example';
+    expect((await admin('PATCH', `/admin/keys/${key.key}`, { recipients: [reader] })).status).toBe(200);
+    const asked = await eventually(async () => requestsTo(reader)[0], 20_000, 'the request');
+    expect((await answer(linkIn(asked), 'confirm')).status).toBe(200);
+    const first = await settled(await submit(key), 1);
+    expect(first.copies[0].email_status).toBe('sent');
+    const copy = await eventually(async () => copiesTo(reader)[0], 20_000, 'the copy');
+    // Unfolded: the composer folds a long header onto the next line.
+    const headers = copy.raw
+      .toString('utf8')
+      .split(/\r?\n\r?\n/)[0]!
+      .replace(/\r?\n[ \t]+/g, ' ');
+    expect(headers).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click$/m);
+    const listed = /^List-Unsubscribe: <(\S+)>$/m.exec(headers)?.[1];
+    expect(listed).toBeDefined();
+    const target = new URL(listed!);
+
+    // What a mail client sends: the link itself, the RFC's body, no cookie, no origin.
+    const oneClick = await request(new URL(`${target.pathname}${target.search}`, h.url).toString(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    expect(oneClick.status).toBe(200);
+    expect(oneClick.text).toContain('is no longer one of the recipients');
+    expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`)).json.keys[0].recipients).toEqual([]);
+    expect((await settled(await submit(key), 0)).email_status).toBe('sent');
+    await settle();
+    expect(copiesTo(reader)).toHaveLength(1);
+
+    // A forged token is refused and removes nothing.
+    const other = await confirmedKey();
+    expect((await admin('PATCH', `/admin/keys/${other.key}`, { recipients: [reader] })).status).toBe(200);
+    const request2 = await eventually(async () => (requestsTo(reader).length === 2 ? requestsTo(reader)[1] : undefined), 20_000, 'the second request');
+    const forged = linkIn(request2);
+    forged.searchParams.set('token', 'A'.repeat(43));
+    const refused = await request(forged.toString(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
+    expect(refused.status).toBe(400);
+    expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(other.email)}`)).json.keys[0].recipients).toHaveLength(1);
+
+    // The RFC's preferred body, multipart/form-data, does the same.
+    const multipart = (value: string) =>
+      request(linkIn(request2).toString(), {
+        method: 'POST',
+        headers: { 'content-type': 'multipart/form-data; boundary=one-click' },
+        body: `--one-click\r\nContent-Disposition: form-data; name="List-Unsubscribe"\r\n\r\n${value}\r\n--one-click--\r\n`,
+      });
+    expect((await multipart('Something-Else')).status).toBe(400);
+    expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(other.email)}`)).json.keys[0].recipients).toHaveLength(1);
+    const removed = await multipart('One-Click');
+    expect(removed.status).toBe(200);
+    expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(other.email)}`)).json.keys[0].recipients).toEqual([]);
+  });
+
   it('refuses a forged link: another recipient id under the token, or a changed token', async () => {
     const key = await confirmedKey();
     expect((await admin('PATCH', `/admin/keys/${key.key}`, { recipients: ['one@team.example', 'two@team.example'] })).status).toBe(200);

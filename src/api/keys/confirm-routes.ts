@@ -3,7 +3,8 @@
 // GET changes nothing; only the POST confirms, then the mailbox's held submissions are released.
 // An address added to a key (src/shared/recipients) has a link of its own (`recipient` and its
 // token): its page confirms that one key's copies, and releases the copies held for it, or removes
-// the address from the key; the same link, in each copy, is how it stops them.
+// the address from the key; the same link, in each copy, is how it stops them (its button, or a
+// mail client's one-click POST to the link).
 // What happens to the POST, in order: rate limit → parse → verify the link's token → confirm
 // (lasting) and release what was held, or remove the added address → enqueue → respond.
 import type Router from '@koa/router';
@@ -17,6 +18,7 @@ import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { FORM_TYPE, formBody, formField } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { renderPage } from '../view.ts';
+import { isMultipartOneClick } from './one-click.ts';
 
 export const CONFIRM_PATH = '/confirm';
 const ENQUEUE_IN_REQUEST = 200;
@@ -39,9 +41,17 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
   });
 
   router.post(CONFIRM_PATH, limiter, async (ctx) => {
+    if (ctx.is('multipart/form-data')) {
+      // Only a one-click unsubscribe comes as multipart; the pages' own buttons post urlencoded.
+      if (!(await isMultipartOneClick(ctx))) return invalidLink(ctx);
+      return oneClick(ctx, deps, signer);
+    }
     if (!ctx.is(FORM_TYPE)) return invalidLink(ctx);
     await formBody(ctx, async () => undefined);
     const body: unknown = ctx.request.body;
+    // RFC 8058 one-click: a mail client posts `List-Unsubscribe=One-Click` to the copy's
+    // List-Unsubscribe link itself; the link's query names the address and carries its token.
+    if (formField(body, 'List-Unsubscribe') === 'One-Click') return oneClick(ctx, deps, signer);
     if (formField(body, 'recipient')) {
       const link = { recipient: formField(body, 'recipient'), token: formField(body, 'token') };
       return recipientAnswer(ctx, deps, signer, link, formField(body, 'action'));
@@ -61,6 +71,12 @@ export function confirmRoutes(deps: AppDeps, limiter: Middleware<AppState>): Rou
   });
 
   return router;
+}
+
+/** RFC 8058 one-click, posted to the copy's link itself: its query names the address and carries the token. */
+function oneClick(ctx: AppContext, deps: AppDeps, signer: ConsentSigner): Promise<void> {
+  const params = new URLSearchParams(ctx.querystring);
+  return recipientAnswer(ctx, deps, signer, { recipient: params.get('recipient') ?? '', token: params.get('token') ?? '' }, 'remove');
 }
 
 /** The added address's page: who added it, and a button to confirm (or, once confirmed, to stop) and one to be removed. */

@@ -47,7 +47,9 @@ export function pageRoutes(deps: PageDeps): Router<AppState> {
 
   router.get('/contact/error/', (ctx) => {
     const message = typeof ctx.query.error === 'string' ? ctx.query.error.slice(0, 500) : 'Something went wrong.';
-    renderPage(ctx, 'error', { message });
+    // Each field the error names, and why, one a line.
+    const details = typeof ctx.query.detail === 'string' ? ctx.query.detail.slice(0, 1000).split('\n').filter(Boolean).slice(0, 20) : [];
+    renderPage(ctx, 'error', { message, details });
   });
 
   return router;

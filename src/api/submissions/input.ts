@@ -41,6 +41,35 @@ export const SubmissionFieldsSchema = v.object({
 const NAMED = new Set(Object.keys(SubmissionFieldsSchema.entries));
 const REQUIRED = ['access_key', 'email', 'message'] as const;
 
+type NamedField = keyof typeof SubmissionFieldsSchema.entries;
+
+/**
+ * The reserved fields of other form services (Formspree, Basin, Web3Forms, FormSubmit), read as
+ * this service's own parameter under the same rules, so that their forms work with only the action
+ * changed. The service's own name wins when a form carries both; the other is still checked.
+ */
+export const FIELD_ALIASES: Readonly<Record<string, NamedField>> = {
+  _replyto: 'email',
+  replyto: 'email',
+  _subject: 'subject',
+  _next: 'success_url',
+  _redirect: 'success_url',
+  redirect: 'success_url',
+};
+
+/** The honeypots those services name: a filled one is a bot. */
+export const HONEYPOT_FIELDS = ['_gotcha', '_honeypot', '_honey', 'botcheck'] as const;
+
+/**
+ * Their reserved fields that ask for what only a key's owner decides here (copies to more
+ * addresses, the email's layout, an autoresponse, their captcha): read and dropped.
+ */
+export const DROPPED_FIELDS: ReadonlySet<string> = new Set(['_cc', '_template', '_autoresponse', '_captcha']);
+
+/** Web3Forms' sender name: kept as the custom field `name` when the form has none. */
+const FROM_NAME = 'from_name';
+const FromNameSchema = v.pipe(text(200), noLineBreaks);
+
 export type SubmissionInput = {
   accessKey: string;
   email: string;
@@ -66,8 +95,12 @@ export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<st
   const customFields: CustomFields = [];
   const fieldErrors = Object.create(null) as FieldErrors;
 
+  // Values of the other services' reserved fields, in arrival order.
+  const aliased: RawFields = [];
+  const seenAliases = new Set<string>();
+
   for (const [name, value] of fields) {
-    if (ignored.has(name)) continue;
+    if (ignored.has(name) || DROPPED_FIELDS.has(name)) continue;
     // PostgreSQL stores neither NUL nor an unpaired surrogate (text and jsonb refuse both).
     const unstorable = unstorableText(name) ?? unstorableValue(value);
     if (unstorable) {
@@ -81,8 +114,35 @@ export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<st
       else named[name] = typeof value === 'number' ? String(value) : value;
       continue;
     }
+    if (Object.hasOwn(FIELD_ALIASES, name) || name === FROM_NAME) {
+      if (seenAliases.has(name)) fieldErrors[name] = ['Must be given once.'];
+      else aliased.push([name, typeof value === 'number' ? String(value) : value]);
+      seenAliases.add(name);
+      continue;
+    }
     collectCustomField(name, value, customFields, fieldErrors);
   }
+
+  // Which reserved field a named parameter's value came from: its errors name that field.
+  const source = Object.create(null) as Record<string, string>;
+  let fromName: string | undefined;
+  for (const [alias, value] of aliased) {
+    if (alias === FROM_NAME) {
+      const checked = v.safeParse(FromNameSchema, value);
+      if (checked.success) fromName = checked.output || undefined;
+      else fieldErrors[alias] ??= [checked.issues[0].message];
+      continue;
+    }
+    const target = FIELD_ALIASES[alias]!;
+    if (isBlank(named[target]) && !(target in source)) {
+      named[target] = value;
+      source[target] = alias;
+      continue;
+    }
+    const checked = v.safeParse(SubmissionFieldsSchema.entries[target], value);
+    if (!checked.success) fieldErrors[alias] ??= [checked.issues[0].message];
+  }
+  if (fromName && customFields.length < LIMITS.customFields && !customFields.some(([name]) => name === 'name')) customFields.unshift(['name', fromName]);
 
   const missing = REQUIRED.filter((name) => isBlank(named[name]));
   if (missing.length > 0) throw errors.missingFields(missing);
@@ -92,7 +152,7 @@ export function parseSubmissionFields(fields: RawFields, ignored: ReadonlySet<st
     for (const issue of result.issues) {
       // The object's issues are keyed by field name; one about the whole body has no path.
       const key = issue.path?.[0]?.key;
-      const field = typeof key === 'string' ? key : '__all__';
+      const field = typeof key === 'string' ? (source[key] ?? key) : '__all__';
       fieldErrors[field] ??= [issue.message];
     }
   }

@@ -1,4 +1,4 @@
-// POST /api/contact-api/ — what happens to a submission, in order:
+// POST /api/contact-api/ (and POST /f/<key>, the key in the path) — what happens to a submission, in order:
 // rate limit (a small body read first: its ALTCHA mark is set with the limit) → parse (files
 // stream to storage) → honeypot → validate → authenticate (+ captcha) → admit (recipient consent)
 // → store (+ storage quota) → enqueue → (optionally wait) → respond. A request whose
@@ -22,7 +22,7 @@ import type { Altcha, CheckedAnswer } from './altcha.ts';
 import { limitSubmission } from './limit.ts';
 import { readSubmissionBody, type SubmissionBody } from './body.ts';
 import { requestDomain } from './domains.ts';
-import { parseSubmissionFields } from './input.ts';
+import { HONEYPOT_FIELDS, parseSubmissionFields, type RawFields } from './input.ts';
 import { DEFAULT_ERROR_PATH, DEFAULT_SUCCESS_PATH, isBrowserFormPost, redirectTarget, withQuery } from './redirect.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { saveSubmission, waitForDelivery, WriteOutcomeUnknown, writeSubmissionRows } from './store.ts';
@@ -31,21 +31,30 @@ import { IDEMPOTENCY_HEADER, IdempotencyKeyTaken, idempotencyKeyOf, idempotencyK
 import type { SubmissionInput } from './input.ts';
 
 export const SUBMISSION_PATH = '/api/contact-api/';
+/**
+ * The same submission with the key in the path, as Formspree's and Basin's forms post: the path's
+ * key becomes the `access_key` field and is authenticated exactly as one in the body is.
+ */
+export const KEYED_SUBMISSION_PATH = '/f/:access_key';
 
 export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Altcha): Router<AppState> {
   const router = createRouter();
 
   router.options(SUBMISSION_PATH, formCors, preflight);
+  router.options(KEYED_SUBMISSION_PATH, formCors, preflight);
 
-  const { HONEYPOT_FIELD } = deps.config;
-  const ignoredFields = new Set([HONEYPOT_FIELD, ...Object.values(CAPTCHA_FIELDS)]);
+  const honeypots = new Set([deps.config.HONEYPOT_FIELD, ...HONEYPOT_FIELDS]);
+  const ignoredFields = new Set([...honeypots, ...Object.values(CAPTCHA_FIELDS)]);
   // Concurrent submissions share one INSERT, prepared on connections of their own (no one
   // request's); each is answered once its own has committed.
   const insertRow = groupCommit<SubmissionRow>(writeSubmissionRows((rows) => insertSubmissionBatch(deps.intakePool, rows)));
   // Unconfirmed mailboxes past their hourly allowance, known here: their held rows join the group commit.
   const consent = createConsentMemory();
 
-  router.post(SUBMISSION_PATH, formCors, async (ctx) => {
+  router.post(SUBMISSION_PATH, formCors, (ctx) => submit(ctx));
+  router.post(KEYED_SUBMISSION_PATH, formCors, (ctx) => submit(ctx, ctx.params.access_key ?? ''));
+
+  async function submit(ctx: AppContext, pathKey?: string): Promise<void> {
     const submissionId = newSubmissionId();
     const limited = await countingRefusal(limitSubmission(ctx, limiter, altcha, () => readSubmissionBody(ctx, deps.storage, submissionId)));
     // The ALTCHA answer whose mark this submission set: a refusal takes the mark back.
@@ -58,8 +67,9 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
     try {
       const idempotencyKey = idempotencyKeyOf(ctx.get(IDEMPOTENCY_HEADER));
       body = await limited.body();
+      if (pathKey !== undefined) body = { ...body, fields: withPathKey(body.fields, pathKey) };
       if (idempotencyKey) idempotency = { key: idempotencyKey, fingerprint: requestFingerprint(body) };
-      if (isHoneypotFilled(body.fields, HONEYPOT_FIELD)) {
+      if (isHoneypotFilled(body.fields, honeypots)) {
         // A bot: answer as if accepted, so it learns nothing; keep nothing, send nothing.
         await removeFiles(
           ctx,
@@ -148,14 +158,16 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
       if (error instanceof ApiError && isBrowserFormPost(ctx)) {
         const requested = body?.fields.find(([name]) => name === 'error_url')?.[1];
         // Only a valid key vouches for error_url: otherwise anyone could borrow the redirect.
-        const voucher = key ?? (await errorUrlVoucher(ctx, deps, body));
+        const voucher = key ?? (await errorUrlVoucher(ctx, deps, pathKey ?? body?.fields.find(([name]) => name === 'access_key')?.[1]));
         const target = voucher ? redirectTarget(typeof requested === 'string' ? requested : undefined, DEFAULT_ERROR_PATH, voucher) : DEFAULT_ERROR_PATH;
-        redirect(ctx, withQuery(target, 'error', error.message));
+        const detail = errorDetail(error);
+        const withError = withQuery(target, 'error', error.message);
+        redirect(ctx, detail ? withQuery(withError, 'detail', detail) : withError);
         return;
       }
       throw error;
     }
-  });
+  }
 
   return router;
 }
@@ -190,8 +202,25 @@ function respondAccepted(
   };
 }
 
-const isHoneypotFilled = (fields: SubmissionBody['fields'], name: string) =>
-  fields.some(([field, value]) => field === name && value !== undefined && value !== null && value !== '' && value !== false);
+const isHoneypotFilled = (fields: SubmissionBody['fields'], names: ReadonlySet<string>) =>
+  fields.some(([field, value]) => names.has(field) && value !== undefined && value !== null && value !== '' && value !== false);
+
+/**
+ * The path's key first, as the `access_key` field. The same key in the body too is one key; another
+ * stays, and is refused as a parameter given twice.
+ */
+function withPathKey(fields: RawFields, pathKey: string): RawFields {
+  return [['access_key', pathKey], ...fields.filter(([name, value]) => !(name === 'access_key' && value === pathKey))];
+}
+
+/** For a browser's error page: each field the error names, and why ("email: This field is required."). */
+function errorDetail(error: ApiError): string {
+  return Object.entries(error.errors)
+    .filter(([field]) => field !== '__all__')
+    .map(([field, reasons]) => `${field}: ${reasons.join(' ')}`)
+    .join('\n')
+    .slice(0, 1000);
+}
 
 /** 303 See Other: the browser follows with a GET. */
 function redirect(ctx: AppContext, location: string): void {
@@ -200,8 +229,7 @@ function redirect(ctx: AppContext, location: string): void {
 }
 
 /** The error came before the key was checked: check it now, for the redirect only. */
-async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, body: SubmissionBody | undefined): Promise<ActiveKey | undefined> {
-  const accessKey = body?.fields.find(([name]) => name === 'access_key')?.[1];
+async function errorUrlVoucher(ctx: AppContext, deps: AppDeps, accessKey: unknown): Promise<ActiveKey | undefined> {
   if (accessKey === undefined) return undefined;
   return vouchingKey(() => ctx.state.em, deps.keys, accessKey, requestDomain(ctx.get('Origin'), ctx.get('Referer'))).catch((error: unknown) => {
     ctx.state.log.warn({ err: error }, 'could not check the key for error_url; using the default error page');

@@ -16,39 +16,51 @@ const SubmissionResponse = v.object({
 
 const submissionBody = { ...jsonSchema(SubmissionFieldsSchema), additionalProperties: { description: 'Any other field is stored as a custom field' } };
 
-export const submissionPaths = {
-  '/api/contact-api/': {
-    post: {
-      summary: 'Submit a contact form',
-      description:
-        'Plain HTML form posts (urlencoded or multipart, Accept preferring text/html, no X-Requested-With) get 303 redirects to success_url / error_url instead of JSON.',
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': { schema: submissionBody },
-          'application/x-www-form-urlencoded': { schema: submissionBody },
-          'multipart/form-data': {
-            schema: {
-              ...submissionBody,
-              additionalProperties: {
-                description: 'Custom fields, and files (at most 10, 10 MB each) under any field name',
-                oneOf: [{ type: 'string' }, { type: 'string', contentMediaType: 'application/octet-stream' }],
-              },
+const submitForm = {
+  post: {
+    summary: 'Submit a contact form',
+    description:
+      'Plain HTML form posts (urlencoded or multipart, Accept preferring text/html, no X-Requested-With) get 303 redirects to success_url / error_url instead of JSON.',
+    requestBody: {
+      required: true,
+      content: {
+        'application/json': { schema: submissionBody },
+        'application/x-www-form-urlencoded': { schema: submissionBody },
+        'multipart/form-data': {
+          schema: {
+            ...submissionBody,
+            additionalProperties: {
+              description: 'Custom fields, and files (at most 10, 10 MB each) under any field name',
+              oneOf: [{ type: 'string' }, { type: 'string', contentMediaType: 'application/octet-stream' }],
             },
           },
         },
       },
-      responses: {
-        200: { description: 'Saved', content: json(SubmissionResponse) },
-        303: { description: 'Redirect for a plain HTML form post' },
-        400: formError('Missing or invalid fields, domain mismatch, too many files'),
-        403: formError('Unknown, disabled or deleted key'),
-        413: formError('Body or file too large'),
-        415: formError('Unsupported content type'),
-        429: rateLimited,
-        500: formError('Unexpected failure; the body carries request_id'),
-        503: unavailable,
-      },
+    },
+    responses: {
+      200: { description: 'Saved', content: json(SubmissionResponse) },
+      303: { description: 'Redirect for a plain HTML form post' },
+      400: formError('Missing or invalid fields, domain mismatch, too many files'),
+      403: formError('Unknown, disabled or deleted key'),
+      413: formError('Body or file too large'),
+      415: formError('Unsupported content type'),
+      429: rateLimited,
+      500: formError('Unexpected failure; the body carries request_id'),
+      503: unavailable,
+    },
+  },
+  options: CORS_PREFLIGHT,
+};
+
+export const submissionPaths = {
+  '/api/contact-api/': submitForm,
+  '/f/{access_key}': {
+    post: {
+      ...submitForm.post,
+      summary: 'Submit a contact form, the key in the path (as Formspree and Basin forms post)',
+      parameters: [
+        { name: 'access_key', in: 'path', required: true, schema: { type: 'string' }, description: 'Verification key, in place of the access_key field' },
+      ],
     },
     options: CORS_PREFLIGHT,
   },

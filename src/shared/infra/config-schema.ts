@@ -423,7 +423,7 @@ const abuse = {
   ),
   HONEYPOT_FIELD: about(
     v.optional(v.pipe(v.string(), v.trim(), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a plain field name'), kind('field name')), 'botcheck'),
-    'A filled field of this name marks a bot: answered as accepted, nothing kept.',
+    'A filled field of this name marks a bot: answered as accepted, nothing kept. So does a filled `_gotcha`, `_honeypot`, `_honey` or `botcheck`, the honeypots of the form services whose forms this one takes.',
   ),
   HCAPTCHA_SECRET: about(text(), 'hCaptcha secret, for keys with `captcha: "hcaptcha"`.'),
   HCAPTCHA_VERIFY_URL: about(v.optional(url(['http:', 'https:']), 'https://api.hcaptcha.com/siteverify'), 'hCaptcha verification endpoint.'),

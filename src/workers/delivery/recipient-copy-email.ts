@@ -47,8 +47,9 @@ export async function deliverRecipientCopy(context: CopyContext, job: Job<Delive
         html: email.html,
         attachments: files.attachments,
         messageId: messageIdFor('recipient-copy', copyId, context.mailFrom),
-        // The page where this address can stop the copies (a button there; opening it changes nothing).
-        headers: { 'List-Unsubscribe': `<${stopLink}>` },
+        // The page where this address can stop the copies (a button there; opening it changes nothing),
+        // and RFC 8058's one-click: a mail client's POST to that link removes the address at once.
+        headers: { 'List-Unsubscribe': `<${stopLink}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
       },
       release: files.release,
     };
