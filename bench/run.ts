@@ -8,7 +8,9 @@
 //                                 11 the owner console's search and overview at 100,000 messages a key,
 //                                 12 the whole pipeline: intake while 2 workers deliver, against its floor,
 //                                 13 delivery for a key with an autoresponse, 5 added recipients and a chat channel, and for
-//                                 the same key at its daily autoresponse bound against it with the autoresponse off)
+//                                 the same key at its daily autoresponse bound against it with the autoresponse off,
+//                                 14 the fan-out (owner, 2 copies, a webhook, Slack) through an SMTP and a Redis outage,
+//                                 and through workers, Redis and the API SIGKILLed: deliveries lost and duplicated)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each
@@ -29,6 +31,7 @@ import { delivery } from './scenarios/delivery.ts';
 import { endToEnd } from './scenarios/end-to-end.ts';
 import { growth } from './scenarios/growth.ts';
 import { intakeJson, intakeMultipart } from './scenarios/intake.ts';
+import { fanoutChaos } from './scenarios/fanout-chaos.ts';
 import { killMidBacklog } from './scenarios/kill-mid-backlog.ts';
 import { memory } from './scenarios/memory.ts';
 import { pipeline } from './scenarios/pipeline.ts';
@@ -129,6 +132,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [11, consoleQueries],
   [12, pipeline],
   [13, ownerExtras],
+  [14, fanoutChaos],
 ];
 
 // ---------------------------------------------------------------- lifecycle

@@ -17,6 +17,8 @@ export type ChatStandIn = {
   refused: () => number;
   /** When the last message was accepted: epoch ms with a fraction, as the SMTP sink's arrivals. */
   lastAt: () => number;
+  /** Each message accepted since the last reset: the submission it named, and when. */
+  arrivals: () => Array<{ submission: string; at: number }>;
   reset: () => void;
   /** Resolves when `count` messages have been accepted, or at the deadline (epoch ms) with what there is. */
   waitFor: (count: number, deadline: number) => Promise<boolean>;
@@ -31,6 +33,7 @@ export async function startChatStandIn(): Promise<ChatStandIn> {
   let refused = 0;
   let lastAt = 0;
   let named = new Set<string>();
+  let arrivals: Array<{ submission: string; at: number }> = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -45,6 +48,7 @@ export async function startChatStandIn(): Promise<ChatStandIn> {
       posts += 1;
       lastAt = performance.timeOrigin + performance.now();
       named.add(submission);
+      arrivals.push({ submission, at: lastAt });
       response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     });
   });
@@ -56,7 +60,9 @@ export async function startChatStandIn(): Promise<ChatStandIn> {
     submissions: () => named.size,
     refused: () => refused,
     lastAt: () => lastAt,
+    arrivals: () => arrivals,
     reset: () => {
+      arrivals = [];
       posts = 0;
       refused = 0;
       lastAt = 0;

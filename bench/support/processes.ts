@@ -11,18 +11,20 @@ export const flagsFor = (run: Run, name: string, deployed: string[] = []) => [
   ...(run.profileDir ? ['--cpu-prof', '--cpu-prof-dir', run.profileDir, '--cpu-prof-name', `${name}-${Date.now()}.cpuprofile`] : []),
 ];
 
-export async function spawnApi(ctx: Ctx, name = 'api'): Promise<{ child: Child; url: string }> {
+/** `timeoutMs`: how long it may take to listen (a restart on a loaded machine may take longer than the default). */
+export async function spawnApi(ctx: Ctx, name = 'api', timeoutMs?: number): Promise<{ child: Child; url: string }> {
   const child = await spawnNode({
     name,
     script: 'src/api/main.ts',
     env: ctx.env,
     readyPattern: /api listening/,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     nodeArgs: flagsFor(ctx, name, deployedNodeFlags('start:api')),
   });
   const port = /"port":(\d+)/.exec(child.output())?.[1];
   const url = `http://127.0.0.1:${port}`;
   // Listening comes before Redis is connected: wait until every dependency answers.
-  const until = Date.now() + 20_000;
+  const until = Date.now() + Math.max(20_000, timeoutMs ?? 0);
   while (
     !(await fetch(`${url}/readyz`).then(
       (response) => response.ok,
@@ -47,12 +49,13 @@ export async function spawnFloor(ctx: Ctx): Promise<{ child: Child; url: string 
   return { child, url: `http://127.0.0.1:${port}` };
 }
 
-export function spawnWorker(ctx: Ctx, index: number, env: Record<string, string> = {}): Promise<Child> {
+export function spawnWorker(ctx: Ctx, index: number, env: Record<string, string> = {}, timeoutMs?: number): Promise<Child> {
   return spawnNode({
     name: `worker-${index}`,
     script: 'src/workers/main.ts',
     env: { ...ctx.env, ...env },
     readyPattern: /worker ready/,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     nodeArgs: flagsFor(ctx, `worker-${index}`, deployedNodeFlags('start:worker')),
   });
 }

@@ -11,7 +11,23 @@ export type Row = {
   service: number;
   baseline: number;
   /** How to format the two figures. */
-  unit: 'req/s' | 'ms' | 'µs' | 'emails/s' | 'DSNs/s' | 'MB' | '%' | 'x' | 'rows' | 'emails' | 'posts' | 'submissions/s';
+  unit:
+    | 'req/s'
+    | 'ms'
+    | 's'
+    | 'µs'
+    | 'emails/s'
+    | 'DSNs/s'
+    | 'MB'
+    | '%'
+    | 'x'
+    | 'rows'
+    | 'emails'
+    | 'posts'
+    | 'submissions/s'
+    | 'submissions'
+    | 'requests'
+    | 'deliveries';
   /** The target on the ratio service/baseline (`ratio>=` or `ratio<=`), on the service figure alone (`<=`, `>=`), or none. */
   target?: { kind: 'ratio>=' | 'ratio<=' | '<=' | '>='; value: number };
   note?: string;
@@ -32,7 +48,7 @@ export function met(row: Row): boolean | undefined {
 
 const figure = (value: number, unit: Row['unit']) => {
   if (!Number.isFinite(value)) return 'n/a';
-  const digits = unit === 'ms' && value < 10 ? (value < 3 ? 2 : 1) : unit === 'x' || (unit === '%' && value < 1) ? 2 : 0;
+  const digits = unit === 's' ? 2 : unit === 'ms' && value < 10 ? (value < 3 ? 2 : 1) : unit === 'x' || (unit === '%' && value < 1) ? 2 : 0;
   const text = value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   return `${text} ${unit}`;
 };

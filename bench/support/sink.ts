@@ -14,6 +14,8 @@ export type Sink = {
   count: () => number;
   reset: () => void;
   setDelay: (ms: number) => void;
+  /** Refuses every message (451) from now until told otherwise: the relay down for everyone. */
+  setRefusing: (on: boolean) => void;
   /** Resolves when `count` messages have arrived, or at the deadline (epoch ms) with what there is. */
   waitFor: (count: number, deadline: number) => Promise<boolean>;
   stop: () => Promise<void>;
@@ -33,6 +35,7 @@ export async function startSink(delayMs: number): Promise<Sink> {
       sink.accepted = [];
     },
     setDelay: (ms) => child.child.send({ type: 'delay', ms }),
+    setRefusing: (on) => child.child.send({ type: 'refuse', on }),
     async waitFor(count, deadline) {
       while (sink.arrivals.length < count) {
         if (Date.now() > deadline) return false;

@@ -18,6 +18,7 @@ import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeepin
 import { createJobCounter, type JobCounter } from './in-flight.ts';
 import { createLiveness } from './liveness.ts';
 import { waitForSpamFilter } from './spam/filter-ready.ts';
+import { spamVerdictsFromConfig } from './spam/spam-check.ts';
 import { startWebhookWorker } from './webhooks/webhook-worker.ts';
 import { openWorkerConnections, type WorkerConnections } from './worker-connections.ts';
 
@@ -49,8 +50,10 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
 
   const jobs = createJobCounter();
   const housekeeping = startHousekeepingWorker(connections, config, jobs, log);
-  const worker = startDeliveryWorker(connections, config, filter, jobs, log);
-  const webhooks = startWebhookWorker(connections, config, filter !== undefined, jobs, log);
+  // One check for both: a webhook's worker checks a submission whose email is held up.
+  const spamVerdicts = spamVerdictsFromConfig(config, filter);
+  const worker = startDeliveryWorker(connections, config, filter, spamVerdicts, jobs, log);
+  const webhooks = startWebhookWorker(connections, config, filter !== undefined ? spamVerdicts : undefined, jobs, log);
   const liveness = createLiveness(config.WORKER_STALL_MS, [queues.email, queues.webhook]);
   for (const processor of [worker, webhooks]) for (const event of ['active', 'completed', 'failed'] as const) processor.on(event, liveness.touch);
   // loadConfig refuses METRICS_PORT without ADMIN_TOKEN; the second test only narrows the type.

@@ -23,6 +23,7 @@ import {
   recordSent,
   recordSkipped,
   recordSpamVerdict,
+  recordSpamVerdictAhead,
   recordSuppressed,
   releaseClaim,
   releaseHeld,
@@ -131,6 +132,7 @@ const apply: Record<DeliveryEvent, (kind: DeliveryKindName, row: Row, claim: str
   'give-up': async (kind, row, claim) => (await recordFailure(em(), kind, row.id, claim, failure(kind, true))) !== undefined,
   suppress: (kind, row, claim) => recordSuppressed(em(), kind as KindFor<'suppress'>, row.id, claim, 'suppressed for the test'),
   'spam-verdict': (_kind, row, claim) => recordSpamVerdict(em(), row.id, claim, 'spam', { score: 20, reasons: [] }),
+  'spam-verdict-ahead': (_kind, row) => recordSpamVerdictAhead(em(), row.id, 'spam', { score: 20, reasons: [] }),
   sent: async (kind, row, claim) =>
     (await recordSent(pool, kind as KindFor<'sent'>, [{ id: row.id, claim, messageId: `<${row.id}@example.test>` }], 'test')).some(
       (sent) => sent.id === row.id,

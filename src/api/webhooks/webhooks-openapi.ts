@@ -47,7 +47,7 @@ export const SubmissionCreatedSchema = v.object({
     ),
     spam: described(
       v.nullable(SpamDetail),
-      "The spam filter's verdict. The event waits up to 60 s for it; null: not checked (the key's filter is off, or the check had not run by then). Held spam reaches a key's webhooks only if the key asks for it (spam_to_webhooks), or once its owner marks it not spam.",
+      "The spam filter's verdict. The event waits for the email's check, or checks the submission itself when the email is held up; null: not checked (the key's filter is off, or the email is not to be sent). Held spam reaches a key's webhooks only if the key asks for it (spam_to_webhooks), or once its owner marks it not spam.",
     ),
   }),
 });

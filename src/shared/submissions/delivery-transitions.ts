@@ -7,7 +7,7 @@
 // against PostgreSQL, and test/unit/submissions/delivery-transitions.test.ts checks the page.
 import { EMAIL_STATUSES, type EmailStatus } from './delivery-columns.ts';
 import type { DeliveryKindName } from './delivery-kinds.ts';
-import { CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';
+import { AWAITING_JOB, CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';
 
 /** What happened to a row, in the words of the code that records it. */
 export const DELIVERY_EVENTS = [
@@ -16,6 +16,7 @@ export const DELIVERY_EVENTS = [
   'give-up',
   'suppress',
   'spam-verdict',
+  'spam-verdict-ahead',
   'sent',
   'delivered',
   'skip',
@@ -59,6 +60,8 @@ export const TRANSITION_LINES = [
   { kinds: ALL, from: EMAIL_STATUSES, event: 'give-up', to: 'failed', onlyIf: 'own-claim' },
   { kinds: EMAILS, from: [IN_FLIGHT], event: 'suppress', to: 'suppressed', onlyIf: 'own-claim' },
   { kinds: ['submission'], from: [IN_FLIGHT], event: 'spam-verdict', to: 'spam', onlyIf: 'own-claim' },
+  // A webhook's worker checked the submission while no worker held its email (src/workers/webhooks/webhook-spam-check.ts).
+  { kinds: ['submission'], from: AWAITING_JOB, event: 'spam-verdict-ahead', to: 'spam' },
   // A report that came back before `sent` was written keeps its status.
   { kinds: EMAILS, from: anyBut(...REPORTED), event: 'sent', to: 'sent', onlyIf: 'own-claim' },
   { kinds: EMAILS, from: REPORTED, event: 'sent', to: 'same', onlyIf: 'own-claim' },

@@ -1,13 +1,18 @@
 // What the receiver's answer means for a webhook delivery, when it is tried again, and whether a
-// `submission.created` event goes now, waits for its spam verdict, or is not sent: the rules of
+// `submission.created` event goes now, waits for its spam verdict, checks the submission itself, or
+// is not sent: the rules of
 // src/workers/webhooks/deliver-webhook.ts, without I/O.
 import type { Config } from '../infra/config.ts';
 import type { EmailStatus } from '../submissions/delivery-columns.ts';
 import type { SpamFilterLevel, SpamMark, SpamVerdict } from '../spam/spam-kinds.ts';
 import { retryDelay } from '../submissions/retry-policy.ts';
 
-/** How long a `submission.created` event waits for its submission's spam verdict before it goes without one. */
-export const SPAM_VERDICT_WAIT_MS = 60_000;
+/**
+ * How long a `submission.created` event waits for the verdict of its submission's email before its
+ * worker checks the submission itself: about what an email takes when its queue is short, so that
+ * a submission is usually checked once, by its email.
+ */
+export const EMAIL_VERDICT_WAIT_MS = 5_000;
 
 /** A failed delivery: why, whether waiting could change it, whether it counts against the endpoint, and the receiver's Retry-After. */
 export type WebhookFailure = { reason: string; permanent: boolean; counts: boolean; retryAfterMs?: number };
@@ -37,16 +42,29 @@ export type GatedSubmission = {
 };
 
 /**
- * Whether a `submission.created` event goes now: it carries the spam verdict, so it waits for the
- * worker's check (at most SPAM_VERDICT_WAIT_MS, and only while the email is still to be sent: a
- * submission whose email is skipped is never checked). Held spam goes only to the webhooks of a key
- * that asked for it, or once its owner marks it not spam. `filterOn`: the workers check for spam.
+ * Whether a `submission.created` event goes now: it carries the spam verdict, so it waits for one.
+ * The email's worker checks before it sends; while that worker holds the email (`sending`) the
+ * event waits for its verdict, and when the email is held up (an attempt failed, or it has waited
+ * in the queue EMAIL_VERDICT_WAIT_MS: the SMTP relay down, a backlog) the event's worker checks the
+ * submission itself (`check`): no event waits on the relay, and none goes unchecked. A submission
+ * whose email is not to be sent (held for consent, suppressed, skipped) is never checked. Held
+ * spam goes only to the webhooks of a key that asked for it, or once its owner marks it not spam.
+ * `filterOn`: the workers check for spam.
  */
-export function webhookSpamGate(filterOn: boolean, submission: GatedSubmission, now: number): 'send' | 'wait' | 'skip' {
+export function webhookSpamGate(filterOn: boolean, submission: GatedSubmission, now: number): 'send' | 'wait' | 'check' | 'skip' {
   if (!filterOn || submission.keyFilter === 'off' || submission.spamMark === 'ham') return 'send';
   if (submission.spamVerdict === 'spam') return submission.spamToWebhooks ? 'send' : 'skip';
-  const checkAhead = submission.spamVerdict === null && ['queued', 'sending', 'retrying'].includes(submission.emailStatus);
-  return checkAhead && now - submission.createdAt.getTime() < SPAM_VERDICT_WAIT_MS ? 'wait' : 'send';
+  if (submission.spamVerdict != null) return 'send';
+  switch (submission.emailStatus) {
+    case 'sending':
+      return 'wait';
+    case 'retrying':
+      return 'check';
+    case 'queued':
+      return now - submission.createdAt.getTime() < EMAIL_VERDICT_WAIT_MS ? 'wait' : 'check';
+    default:
+      return 'send';
+  }
 }
 
 /**

@@ -8,12 +8,11 @@ import { createDeliveryWorker } from '../../shared/infra/queues/workers.ts';
 import { createErasedForm, createKeyVault } from '../../shared/infra/secrets.ts';
 import { createConsentSigner } from '../../shared/keys/consent.ts';
 import type { SpamFilter } from '../../shared/spam/spam-filter.ts';
-import { createReputationCheck } from '../../shared/spam/reputation.ts';
 import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import { flushRetries } from '../../shared/submissions/retry-flush.ts';
 import { retryDelay } from '../../shared/submissions/retry-policy.ts';
 import type { JobCounter } from '../in-flight.ts';
-import { createSpamChecker } from '../spam/spam-check.ts';
+import { createSpamChecker, type SpamVerdicts } from '../spam/spam-check.ts';
 import type { WorkerConnections } from '../worker-connections.ts';
 import { createAutoresponseTextVerdicts } from './autoresponse-text-verdicts.ts';
 import { createDeliveryProcessor } from './email-processor.ts';
@@ -23,6 +22,7 @@ export function startDeliveryWorker(
   connections: WorkerConnections,
   config: Config,
   filter: SpamFilter | undefined,
+  spamVerdicts: SpamVerdicts,
   jobs: JobCounter,
   log: Logger,
 ): Worker<DeliveryJob> {
@@ -47,24 +47,7 @@ export function startDeliveryWorker(
     transport: connections.transport,
     recorder: connections.recorder,
     claimSubmission: connections.claims.claim,
-    spamCheck: createSpamChecker({
-      filter,
-      timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
-      inFlight: config.SPAM_CHECKS_IN_FLIGHT,
-      thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
-      mailFrom: config.MAIL_FROM,
-      // Part of the spam check: without a filter, nothing is checked (and the disposable list, about
-      // 17 MB, is not read).
-      reputation: filter
-        ? createReputationCheck({
-            ipZones: config.SPAM_DNSBL_ZONES,
-            domainZones: config.SPAM_URIBL_ZONES,
-            servers: config.SPAM_DNS_SERVERS,
-            timeoutMs: config.SPAM_DNS_TIMEOUT_MS,
-            disposable: config.SPAM_DISPOSABLE_EMAIL,
-          })
-        : undefined,
-    }),
+    spamCheck: createSpamChecker(spamVerdicts),
     breaker,
     storage: connections.storage,
     vault: createKeyVault(config.SECRET),

@@ -2,7 +2,8 @@
 // level decides whether the email is sent or the submission is held as `spam` (kept, shown in the
 // owner's Spam view, sent when the owner says it is not spam). A held one is written at once; any
 // other verdict rides on the `sent` write (recordSent), so an attempt that fails is checked again
-// on the next one.
+// on the next one. The same check runs in a webhook's worker when the email is held up
+// (src/workers/webhooks/webhook-spam-check.ts): one per worker process, its limits shared.
 // The filter never costs mail: down, slow (SPAM_CHECK_TIMEOUT_MS) or answering nonsense, the
 // email is sent and the submission marked `unchecked`. After FAILURES_TO_PAUSE failures in a row,
 // checks pause for PAUSE_MS, so that a filter that hangs does not add its timeout to every email.
@@ -15,7 +16,8 @@
 // but the campaign's verdict: the filter's stands.
 // Alongside too, the blocklist lookups and the disposable-address check (../../shared/spam/reputation.ts),
 // bounded by SPAM_DNS_TIMEOUT_MS: their reasons add to the filter's score; a lookup that fails or
-// does not answer in time adds nothing.
+// does not answer in time adds nothing. A check writes nothing but its verdict: no vote, no
+// learning, so a submission checked on both sides is counted nowhere twice.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../../shared/spam/campaign-fingerprint.ts';
@@ -26,8 +28,9 @@ import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../../shared/spam/spam-filter.ts';
 import { spamSampleOf } from '../../shared/spam/samples.ts';
-import { awaitsSpamCheck, decideSpam, withReputation } from '../../shared/spam/verdict.ts';
-import type { ReputationCheck } from '../../shared/spam/reputation.ts';
+import { awaitsSpamCheck, decideSpam, withReputation, type SpamDecision } from '../../shared/spam/verdict.ts';
+import { createReputationCheck, type ReputationCheck } from '../../shared/spam/reputation.ts';
+import type { Config } from '../../shared/infra/config.ts';
 import { logLostClaim } from '../delivery/claim-check.ts';
 
 const FAILURES_TO_PAUSE = 5;
@@ -51,6 +54,29 @@ export class HeldAsSpamError extends Error {
   override name = 'HeldAsSpamError';
 }
 
+/** What a check reads of a submission: its content, its key's level and owner, a verdict or mark already there. */
+export type CheckedSubmission = Pick<
+  ClaimedSubmission,
+  | 'id'
+  | 'email'
+  | 'message'
+  | 'subject'
+  | 'customFields'
+  | 'keyEmail'
+  | 'keyMailbox'
+  | 'spamFilter'
+  | 'ownerStatistics'
+  | 'spamVerdict'
+  | 'spamMark'
+  | 'clientIp'
+>;
+
+/**
+ * The verdict on a submission, written nowhere; undefined when it is not checked (no filter, its
+ * key's level off, a verdict already stored, or its owner's "not spam").
+ */
+export type SpamVerdicts = (em: EntityManager, submission: CheckedSubmission, filenames: string[], log: Logger) => Promise<SpamDecision | undefined>;
+
 /**
  * Throws HeldAsSpamError, or answers the verdict to record with `sent` (undefined: not checked, the
  * filter is off). `claim`: the worker's, under which a `spam` verdict is written.
@@ -63,7 +89,45 @@ export type SpamChecker = (
   log: Logger,
 ) => Promise<SpamResult | undefined>;
 
-export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
+/** The email's check: a `spam` verdict is written under the email's claim, and nothing is sent. */
+export function createSpamChecker(verdicts: SpamVerdicts): SpamChecker {
+  return async (em, submission, claim, filenames, log) => {
+    const decided = await verdicts(em, submission, filenames, log);
+    if (!decided) return undefined;
+    const { verdict, scan } = decided;
+    if (verdict === 'spam') {
+      // Not sent either way; another worker's claim has its own verdict to write.
+      if (!(await recordSpamVerdict(em, submission.id, claim, verdict, scan)))
+        logLostClaim(log, 'submission', submission.id, 'held as spam, its verdict not recorded');
+      throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${submission.spamFilter} level)`);
+    }
+    return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };
+  };
+}
+
+/** The check of a worker process, from its configuration: its email and webhook workers share it. */
+export function spamVerdictsFromConfig(config: Config, filter: SpamFilter | undefined): SpamVerdicts {
+  return createSpamVerdicts({
+    filter,
+    timeoutMs: config.SPAM_CHECK_TIMEOUT_MS,
+    inFlight: config.SPAM_CHECKS_IN_FLIGHT,
+    thresholds: { normal: config.SPAM_SCORE_NORMAL, strict: config.SPAM_SCORE_STRICT },
+    mailFrom: config.MAIL_FROM,
+    // Part of the spam check: without a filter, nothing is checked (and the disposable list, about
+    // 17 MB, is not read).
+    reputation: filter
+      ? createReputationCheck({
+          ipZones: config.SPAM_DNSBL_ZONES,
+          domainZones: config.SPAM_URIBL_ZONES,
+          servers: config.SPAM_DNS_SERVERS,
+          timeoutMs: config.SPAM_DNS_TIMEOUT_MS,
+          disposable: config.SPAM_DISPOSABLE_EMAIL,
+        })
+      : undefined,
+  });
+}
+
+export function createSpamVerdicts(settings: SpamCheckSettings): SpamVerdicts {
   let failuresInARow = 0;
   let pausedUntil = 0;
   const turn = pLimit(settings.inFlight);
@@ -86,7 +150,7 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     }
   }
 
-  return async (em, submission, claim, filenames, log) => {
+  return async (em, submission, filenames, log) => {
     const { filter } = settings;
     const level = submission.spamFilter;
     // A verdict already recorded (a re-send) stands; the owner's "not spam" is final.
@@ -111,22 +175,14 @@ export function createSpamChecker(settings: SpamCheckSettings): SpamChecker {
     const votes = await campaign;
     scan = withReputation(scan, await reputation);
     const decided = decideSpam(scan, votes !== undefined && isCampaign(votes) ? votes : undefined, settings.thresholds[level]);
-    const { verdict, campaign: held } = decided;
-    scan = decided.scan;
-    spamChecks.inc({ verdict });
-    if (verdict === 'spam') {
-      // Not sent either way; another worker's claim has its own verdict to write.
-      if (!(await recordSpamVerdict(em, submission.id, claim, verdict, scan)))
-        logLostClaim(log, 'submission', submission.id, 'held as spam, its verdict not recorded');
-      log.info({ submissionId: submission.id, score: scan?.score, level, campaign: held }, 'held as spam');
-      throw new HeldAsSpamError(`held as spam (score ${scan?.score}, ${level} level)`);
-    }
-    return { verdict, score: scan?.score ?? null, reasons: scan?.reasons ?? null };
+    spamChecks.inc({ verdict: decided.verdict });
+    if (decided.verdict === 'spam') log.info({ submissionId: submission.id, score: decided.scan?.score, level, campaign: decided.campaign }, 'held as spam');
+    return decided;
   };
 }
 
 /** The campaign votes on the submission's text; undefined when it is too short to tell, or the query failed. */
-async function campaignCheck(em: EntityManager, submission: ClaimedSubmission, log: Logger): Promise<CampaignVotes | undefined> {
+async function campaignCheck(em: EntityManager, submission: CheckedSubmission, log: Logger): Promise<CampaignVotes | undefined> {
   const fingerprint = campaignFingerprint(submission.message);
   if (!fingerprint || !submission.keyMailbox) return undefined;
   try {
@@ -138,7 +194,7 @@ async function campaignCheck(em: EntityManager, submission: ClaimedSubmission, l
 }
 
 /** The reputation's reasons; none when it is not configured or failed (its lookups time out on their own). */
-async function reputationCheck(check: ReputationCheck | undefined, submission: ClaimedSubmission, log: Logger): Promise<SpamReason[]> {
+async function reputationCheck(check: ReputationCheck | undefined, submission: CheckedSubmission, log: Logger): Promise<SpamReason[]> {
   if (!check) return [];
   try {
     const texts = [submission.subject, submission.message, ...submission.customFields.map(([, value]) => value)];

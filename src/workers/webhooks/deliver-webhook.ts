@@ -27,6 +27,8 @@ import { buildPayload, StaleEventError } from './webhook-payload.ts';
 import { isChatKind } from '../../shared/webhooks/chat-channels.ts';
 import { loadChatNotice } from './chat/chat-notice.ts';
 import { chatRequest, retryAfterInBody } from './chat/chat-request.ts';
+import type { SpamVerdicts } from '../spam/spam-check.ts';
+import { checkAheadOfEmail } from './webhook-spam-check.ts';
 
 /** What webhook delivery needs of the configuration. */
 export type WebhookSettings = {
@@ -36,7 +38,7 @@ export type WebhookSettings = {
   claimLeaseMs: number;
   linkTtlSeconds: number;
   policy: AddressPolicy;
-  /** Whether the workers check submissions for spam: a `submission.created` event then waits for the verdict it carries. */
+  /** Whether the workers check submissions for spam: a `submission.created` event then waits for the verdict it carries, or checks itself. */
   spamFilterOn: boolean;
   /** PUBLIC_URL, for a chat message's link to the console. */
   publicUrl: string;
@@ -55,6 +57,8 @@ export type WebhookContext = WebhookSettings & {
   log: Logger;
   /** The job's lock token: a job that waits for its submission's spam verdict is moved back to delayed with it. */
   token: string | undefined;
+  /** The worker process's spam check, with a filter configured: run here when the email is held up. */
+  spamVerdicts: SpamVerdicts | undefined;
 };
 
 const label = { kind: deliveryKinds.webhook.metricLabel };
@@ -77,27 +81,22 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     logLostClaim(context.log, 'webhook', id, what);
     return 'not-claimable';
   };
-  const delivery = await findDeliveryToSend(em, id);
+  let delivery = await findDeliveryToSend(em, id);
   const { endpoint } = delivery;
   let answer: WebhookAnswer | undefined;
   let failure: WebhookFailure;
   try {
     if (!endpoint.enabled) throw new DisabledEndpointError('the webhook is disabled; enable it and re-send');
     if (delivery.event === 'submission.created') {
-      const { submission } = delivery;
-      const spam = webhookSpamGate(
-        context.spamFilterOn,
-        {
-          keyFilter: submission.key.spamFilter,
-          spamToWebhooks: submission.key.spamToWebhooks,
-          spamVerdict: submission.spamVerdict,
-          spamMark: submission.spamMark,
-          emailStatus: submission.emailStatus,
-          createdAt: submission.createdAt,
-        },
-        Date.now(),
-      );
-      if (spam === 'wait' && context.token) {
+      let spam = spamGate(context, delivery.submission);
+      if (spam === 'check' && context.spamVerdicts) {
+        await checkAheadOfEmail(em, context.spamVerdicts, delivery.submission.id, context.log);
+        // The verdict stored, this check's or one written first: the one the email acts on too.
+        em.clear();
+        delivery = await findDeliveryToSend(em, id);
+        spam = spamGate(context, delivery.submission);
+      }
+      if ((spam === 'wait' || spam === 'check') && context.token) {
         // Not an attempt: the row goes back to `queued`, the job runs again shortly.
         if (!(await releaseClaim(em, 'webhook', id, claim))) return lost('not delivered');
         await job.moveToDelayed(Date.now() + SPAM_VERDICT_POLL_MS, context.token);
@@ -157,6 +156,21 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
 }
 
 class DisabledEndpointError extends Error {}
+
+function spamGate(context: WebhookContext, submission: DeliveryToSend['submission']): ReturnType<typeof webhookSpamGate> {
+  return webhookSpamGate(
+    context.spamFilterOn,
+    {
+      keyFilter: submission.key.spamFilter,
+      spamToWebhooks: submission.key.spamToWebhooks,
+      spamVerdict: submission.spamVerdict,
+      spamMark: submission.spamMark,
+      emailStatus: submission.emailStatus,
+      createdAt: submission.createdAt,
+    },
+    Date.now(),
+  );
+}
 
 type DeliveryToSend = Awaited<ReturnType<typeof findDeliveryToSend>>;
 

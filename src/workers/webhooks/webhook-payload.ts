@@ -19,7 +19,7 @@ export type SubmissionCreated = {
     message: string;
     fields: Array<{ name: string; value: string }>;
     files: Array<{ name: string; type: string; size: number; sha256: string; url: string; url_expires_at: string }>;
-    /** The spam filter's verdict and the owner's mark; null when not checked (filter off, or not yet: see SPAM_VERDICT_WAIT_MS). */
+    /** The spam filter's verdict and the owner's mark; null when not checked (the filter off, or the email not to be sent: see webhookSpamGate). */
     spam: ReturnType<typeof spamRecord>;
   };
 };

@@ -10,6 +10,7 @@ import type { Storage } from '../../shared/infra/storage.ts';
 import type { SendOutcome } from '../delivery/send.ts';
 import { releaseWebhookBatch } from '../../shared/webhooks/webhook-batches.ts';
 import { deliverWebhook, type WebhookContext, type WebhookSettings } from './deliver-webhook.ts';
+import type { SpamVerdicts } from '../spam/spam-check.ts';
 
 type WebhookJobName = KindsIn<'webhook'>;
 
@@ -21,6 +22,8 @@ export type WebhookProcessorDeps = {
   /** Where the jobs a webhook job carries are added. */
   webhookQueue: Queue<DeliveryJob>;
   settings: WebhookSettings;
+  /** The worker process's spam check, with a filter configured. */
+  spamVerdicts: SpamVerdicts | undefined;
   log: Logger;
 };
 
@@ -42,6 +45,7 @@ export function createWebhookProcessor(deps: WebhookProcessorDeps) {
       emailQueue: deps.emailQueue,
       log,
       token,
+      spamVerdicts: deps.spamVerdicts,
     };
     const typed = job as Job<DeliveryJobs[WebhookJobName]>;
     // The others of its burst first: their deliveries do not wait for this one's receiver.

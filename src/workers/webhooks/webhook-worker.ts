@@ -11,8 +11,16 @@ import { webhookRetryDelay } from '../../shared/webhooks/delivery-policy.ts';
 import type { JobCounter } from '../in-flight.ts';
 import type { WorkerConnections } from '../worker-connections.ts';
 import { createWebhookProcessor } from './webhook-processor.ts';
+import type { SpamVerdicts } from '../spam/spam-check.ts';
 
-export function startWebhookWorker(connections: WorkerConnections, config: Config, spamFilterOn: boolean, jobs: JobCounter, log: Logger): Worker<DeliveryJob> {
+/** `spamVerdicts`: the process's spam check, with a filter configured (undefined: none). */
+export function startWebhookWorker(
+  connections: WorkerConnections,
+  config: Config,
+  spamVerdicts: SpamVerdicts | undefined,
+  jobs: JobCounter,
+  log: Logger,
+): Worker<DeliveryJob> {
   const processor = createWebhookProcessor({
     orm: connections.orm,
     storage: connections.storage,
@@ -26,10 +34,11 @@ export function startWebhookWorker(connections: WorkerConnections, config: Confi
       claimLeaseMs: config.CLAIM_LEASE_MS,
       linkTtlSeconds: config.LINK_TTL_SECONDS,
       policy: parseAllowList(config.WEBHOOK_ALLOW),
-      spamFilterOn,
+      spamFilterOn: spamVerdicts !== undefined,
       publicUrl: config.PUBLIC_URL,
       telegramApiUrl: config.TELEGRAM_API_URL,
     },
+    spamVerdicts,
     log,
   });
   const webhooks = createWebhookWorker(connections.redis, config, jobs.counted(processor), (attemptsMade, error) =>

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   judgeWebhookAnswer,
-  SPAM_VERDICT_WAIT_MS,
+  EMAIL_VERDICT_WAIT_MS,
   webhookRetryDelay,
   webhookSpamGate,
   type GatedSubmission,
@@ -55,18 +55,24 @@ describe('a submission.created event, while the workers check for spam', () => {
     ...fields,
   });
 
-  it('waits for the verdict while the email is still to be sent', () => {
+  it("waits for the email's verdict while its worker holds it, or for a while in the queue", () => {
     expect(webhookSpamGate(true, submission(), NOW)).toBe('wait');
-    expect(webhookSpamGate(true, submission({ emailStatus: 'retrying' }), NOW)).toBe('wait');
+    expect(webhookSpamGate(true, submission({ emailStatus: 'sending', createdAt: new Date(NOW - 10 * 60_000) }), NOW)).toBe('wait');
   });
 
-  it(`goes without a verdict after ${SPAM_VERDICT_WAIT_MS / 1000} s, or when the email will not be checked`, () => {
-    expect(webhookSpamGate(true, submission({ createdAt: new Date(NOW - SPAM_VERDICT_WAIT_MS) }), NOW)).toBe('send');
+  it(`checks the submission itself once the email has waited ${EMAIL_VERDICT_WAIT_MS / 1000} s or an attempt failed`, () => {
+    expect(webhookSpamGate(true, submission({ createdAt: new Date(NOW - EMAIL_VERDICT_WAIT_MS) }), NOW)).toBe('check');
+    expect(webhookSpamGate(true, submission({ emailStatus: 'retrying' }), NOW)).toBe('check');
+  });
+
+  it('goes without a verdict when the email will not be sent, so never checked', () => {
     expect(webhookSpamGate(true, submission({ emailStatus: 'skipped' }), NOW)).toBe('send');
+    expect(webhookSpamGate(true, submission({ emailStatus: 'held' }), NOW)).toBe('send');
   });
 
   it('goes with a verdict of ham, and is not sent for held spam unless the key asked for it', () => {
     expect(webhookSpamGate(true, submission({ spamVerdict: 'ham', emailStatus: 'sent' }), NOW)).toBe('send');
+    expect(webhookSpamGate(true, submission({ spamVerdict: 'unchecked', emailStatus: 'retrying' }), NOW)).toBe('send');
     expect(webhookSpamGate(true, submission({ spamVerdict: 'spam', emailStatus: 'spam' }), NOW)).toBe('skip');
     expect(webhookSpamGate(true, submission({ spamVerdict: 'spam', emailStatus: 'spam', spamToWebhooks: true }), NOW)).toBe('send');
   });

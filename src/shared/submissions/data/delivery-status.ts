@@ -446,6 +446,30 @@ export async function recordSpamVerdict(
   return result.affectedRows > 0;
 }
 
+/**
+ * The spam verdict a webhook's worker found on a submission whose email no worker holds (it waits
+ * for its job: queued, or retrying), written only where none is stored and the owner has not said
+ * not spam: the first verdict stands, and the email and the webhooks act on that one. `spam` also
+ * ends its delivery (the `spam-verdict-ahead` event): kept, not emailed. False when a verdict was
+ * there first or a worker holds the email (its own check decides, and is what the webhook reads).
+ */
+export async function recordSpamVerdictAhead(
+  em: EntityManager,
+  id: string,
+  verdict: SpamVerdict,
+  scan: { score: number; reasons: SpamReason[] } | undefined,
+): Promise<boolean> {
+  const result = await em.execute<{ affectedRows: number }>(
+    `update submissions
+        set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
+            email_status = case when ? = 'spam' then ${statusAfter('submission', 'spam-verdict-ahead')} else email_status end
+      where id = ? and spam_verdict is null and spam_mark is distinct from 'ham'${andStatus('submission', 'spam-verdict-ahead')}`,
+    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, id],
+    'run',
+  );
+  return result.affectedRows > 0;
+}
+
 export type SentRow = { id: string; created_at: Date; sent_at: Date };
 
 /** A submission's spam verdict, written with its `sent` (src/workers/spam/spam-check.ts). */
