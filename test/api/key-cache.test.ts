@@ -120,7 +120,7 @@ describe('cached keys', () => {
           expect(response.status).toBe(200);
           const id = response.json.submission_id as string;
           // No worker runs here: the delivery is the job the API queued for it.
-          return (await queuedEndpointsOf(h.api.deps.webhookQueue, id)).includes(endpoint.id) ? true : undefined;
+          return (await queuedEndpointsOf(h, h.api.deps.webhookQueue, id)).includes(endpoint.id) ? true : undefined;
         },
         20_000,
         `a webhook delivery from ${url}`,

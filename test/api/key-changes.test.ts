@@ -44,7 +44,7 @@ async function cachedKey(): Promise<Key> {
   return key;
 }
 /** The webhook deliveries the API queued for the submission (no worker runs here to write them). */
-const webhooksQueuedFor = (submissionId: string) => queuedEndpointsOf(h.api.deps.webhookQueue, submissionId);
+const webhooksQueuedFor = (submissionId: string) => queuedEndpointsOf(h, h.api.deps.webhookQueue, submissionId);
 
 describe('a key change through a route reaches the next submission at once', () => {
   const disablers: Array<[string, (key: Key, owner: () => Promise<OwnerClient>) => Promise<number>]> = [

@@ -14,10 +14,19 @@ export type Launcher = (command: string, args: string[], options: SpawnOptions) 
 /** How long a start may take: far above a usual start, which on a busy machine can outlast half a minute. */
 export const SERVICE_START_WAIT_MS = 90_000;
 
+/** Another tree of the service to run (the previous release's) and the Node it runs on; this one's by default. */
+export type Tree = { cwd: string; node: string };
+
 /** Starts one of the service's entry points and waits for its ready line in the log. */
-export async function spawnService(entry: string, readyLine: string, env: Record<string, string>, launch: Launcher = spawn): Promise<WorkerChild> {
-  const child = launch(process.execPath, [entry], {
-    cwd: ROOT,
+export async function spawnService(
+  entry: string,
+  readyLine: string,
+  env: Record<string, string>,
+  launch: Launcher = spawn,
+  tree: Tree = { cwd: ROOT, node: process.execPath },
+): Promise<WorkerChild> {
+  const child = launch(tree.node, [entry], {
+    cwd: tree.cwd,
     env: { ...process.env, ...env, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

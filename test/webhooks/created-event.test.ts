@@ -1,12 +1,14 @@
-// A submission queued for email has its webhook deliveries written by the workers, not by the API:
-// its webhook job writes each (its row's id is fixed by the submission and the endpoint), and so
-// does the claim of its email, which adds the job of any delivery whose own job was lost. Each
-// delivery is written once and sent once, whichever comes first. When no job was queued for it at
-// all, the reconciler adds the webhook job itself, without waiting for the email.
+// The webhook deliveries of a submission queued for email. The API writes them with the submission
+// and queues a plain job for each (the previous release's workers deliver a webhook only from its
+// row: docs/upgrading.md). The workers can also write one themselves, from a job naming the
+// submission and the endpoint (the reconciler's, for a delivery not written), and so does the
+// claim of the email, which adds the job of any delivery whose own job was lost: the row's id is
+// fixed by the submission and the endpoint, so each delivery is written once and sent once,
+// whichever comes first. When no job was queued for it at all, the reconciler adds the webhook job
+// itself, without waiting for the email.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSubmission, buildWebhookDelivery, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
-import { queuedEndpointsOf } from '../support/queued-webhooks.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
@@ -36,33 +38,49 @@ const deliveryRows = (submissionId: string) =>
 const postsOf = (submissionId: string) => receiver.received.filter((call) => JSON.parse(call.body).data.id === submissionId);
 
 describe('the webhook deliveries of a submission queued for email', () => {
-  it('are written by a worker, from the webhook job or from the claim when that job was lost, and sent once each', async () => {
+  it('are written by the API with the submission, each with a plain job of its own, and sent once each', async () => {
     const key = await h.createKey();
     const endpoint = await buildWebhookEndpoint(h, { key, url: receiver.url });
-    const submit = async (message: string) => {
-      const answer = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message });
-      expect(answer.status).toBe(200);
-      expect(answer.json.email_status).toBe('queued');
-      return answer.json.submission_id as string;
-    };
-    const kept = await submit('its webhook job kept');
-    const lost = await submit('its webhook job lost');
-
-    // No worker runs yet: the API wrote no delivery, and queued a job naming each.
-    expect(await deliveryRows(kept)).toEqual([]);
-    expect(await deliveryRows(lost)).toEqual([]);
+    const ids = await Promise.all(
+      ['one', 'two', 'three'].map(async (message) => {
+        const answer = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'visitor@example.org', message });
+        expect(answer.status).toBe(200);
+        expect(answer.json.email_status).toBe('queued');
+        return answer.json.submission_id as string;
+      }),
+    );
+    // No worker runs yet: each delivery is there, under its fixed id, and its job names that row alone.
     const queue = h.api.deps.webhookQueue;
-    expect(await queuedEndpointsOf(queue, kept)).toEqual([endpoint.id]);
-    expect(await queuedEndpointsOf(queue, lost)).toEqual([endpoint.id]);
-    await queue.remove(createdEventId(lost, endpoint.id));
-    expect(await queuedEndpointsOf(queue, lost)).toEqual([]);
+    for (const id of ids) {
+      const deliveryId = createdEventId(id, endpoint.id);
+      expect(await deliveryRows(id)).toEqual([{ id: deliveryId, endpoint_id: endpoint.id, email_status: 'queued' }]);
+      expect((await queue.getJob(deliveryId))?.data).toEqual({ deliveryId, requestId: expect.any(String) });
+    }
 
     await h.startWorker();
+    for (const id of ids) {
+      await eventually(async () => ((await deliveryRows(id))[0]?.email_status === 'sent' ? true : undefined), 20_000, `the webhook of ${id} sent`);
+    }
+    await h.sink.waitFor(3);
+    for (const id of ids) expect(postsOf(id)).toHaveLength(1);
+  });
+
+  it('are written by a worker, from a job naming the submission and the endpoint or from the claim when that job was lost, and sent once each', async () => {
+    if (h.workers.length === 0) await h.startWorker();
+    const key = await h.createKey();
+    const endpoint = await buildWebhookEndpoint(h, { key, url: receiver.url });
+    // Saved without their deliveries, as an API that leaves them to the workers would.
+    const kept = (await buildSubmission(h, { key, status: 'queued' })).id;
+    const lost = (await buildSubmission(h, { key, status: 'queued' })).id;
+    const emails = h.sink.messages.length;
+    await enqueueDelivery(h.api.deps.webhookQueue, createdEventJob(kept, { id: createdEventId(kept, endpoint.id), endpointId: endpoint.id }));
+    for (const id of [kept, lost]) await enqueueDelivery(h.api.deps.queue, submissionJob(id));
+
     // The reconciler leaves rows younger than 10 minutes: only the claim can have written the lost one.
     for (const id of [kept, lost]) {
       await eventually(async () => ((await deliveryRows(id))[0]?.email_status === 'sent' ? true : undefined), 20_000, `the webhook of ${id} sent`);
     }
-    await h.sink.waitFor(2);
+    await h.sink.waitFor(emails + 2);
     for (const id of [kept, lost]) {
       expect(await deliveryRows(id)).toEqual([{ id: createdEventId(id, endpoint.id), endpoint_id: endpoint.id, email_status: 'sent' }]);
       expect(postsOf(id)).toHaveLength(1);

@@ -2,7 +2,8 @@
 // and never fails it either. A row left without a job is enqueued later by the reconciler.
 // Concurrent requests share one addBulk per queue (one pipelined round trip); each waits for its own.
 // One in flight per queue: the jobs of the requests answered meanwhile go together in the next.
-// The webhook queue's go as one job carrying the others (src/shared/webhooks/webhook-batches.ts).
+// One plain job per webhook delivery, never a job carrying others (`batch`): the previous
+// release's workers would deliver only the carrier (docs/upgrading.md#releases-side-by-side).
 import type { Queue } from 'bullmq';
 import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
 import { groupCommit, type GroupCommit } from '../../shared/infra/group-commit.ts';
@@ -10,7 +11,6 @@ import { enqueueDeliveries } from '../../shared/infra/queues/queues.ts';
 import { RedisUnavailableError } from '../../shared/infra/queues/redis.ts';
 import { type DeliveryJob, type DeliveryRequest } from '../../shared/submissions/delivery-jobs.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
-import { batchWebhookJobs } from '../../shared/webhooks/webhook-batches.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 
 const TIMEOUT_MS = 2_000;
@@ -18,14 +18,13 @@ const batchers = new WeakMap<Queue<DeliveryJob>, GroupCommit<DeliveryRequest>>()
 
 type EnqueueDeps = Pick<AppDeps, 'queue' | 'webhookQueue' | 'redis'>;
 
-function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis'], webhooks: boolean): GroupCommit<DeliveryRequest> {
+function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): GroupCommit<DeliveryRequest> {
   let batcher = batchers.get(queue);
   if (!batcher) {
     batcher = groupCommit<DeliveryRequest>(
       async (jobs) => {
         if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
-        const added = webhooks ? batchWebhookJobs(jobs) : jobs;
-        await withTimeout(enqueueDeliveries(queue, added), TIMEOUT_MS, `enqueue timed out after ${TIMEOUT_MS} ms`);
+        await withTimeout(enqueueDeliveries(queue, jobs), TIMEOUT_MS, `enqueue timed out after ${TIMEOUT_MS} ms`);
       },
       { maxInFlight: 1 },
     );
@@ -35,10 +34,9 @@ function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis'], webh
 }
 
 export async function enqueueCommitted(ctx: AppContext, deps: EnqueueDeps, job: DeliveryRequest): Promise<void> {
-  const webhooks = deliveryKinds[job.name].queue === 'webhook';
+  const queue = deliveryKinds[job.name].queue === 'webhook' ? deps.webhookQueue : deps.queue;
   await batcherFor(
-    webhooks ? deps.webhookQueue : deps.queue,
+    queue,
     deps.redis,
-    webhooks,
   )(job).catch((error: unknown) => ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'));
 }

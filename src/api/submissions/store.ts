@@ -1,4 +1,4 @@
-// Saving an accepted submission: the row, its attachments (and, when it gets no email job, its webhook deliveries) in one statement (so one
+// Saving an accepted submission: the row, its attachments and its webhook deliveries in one statement (so one
 // implicit transaction and one round trip: this runs on every submission, see npm run bench).
 // With files, the key's storage quota is charged in the same transaction.
 // An error answer means nothing was stored: when a write's answer is lost (a timeout, a broken
@@ -59,10 +59,12 @@ export type NewSubmission = {
 };
 
 /**
- * `webhookDeliveries`: the key's webhook deliveries, to enqueue after the commit. Written with the
- * row only when the submission gets no email job (held, or not emailed); a queued submission's
- * are left to the workers (its webhook job, or the email worker's claim, writes each), which keeps
- * their rows off the path every submission waits for.
+ * `webhookDeliveries`: the key's webhook deliveries, written with the row and enqueued after the
+ * commit as one plain job each. Always written here, whatever the email's fate: the previous
+ * release's workers deliver a webhook only from its row, and an API writes only what the workers
+ * of the release before it handle (docs/upgrading.md#releases-side-by-side). This release's
+ * workers also write a missing row themselves (its id is createdEventId), so that a later API may
+ * leave them the rows.
  */
 export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEmailId?: string; webhookDeliveries: NewWebhookDelivery[] };
 
@@ -75,7 +77,6 @@ export type SavedSubmission = { id: string; emailStatus: EmailStatus; confirmEma
 /** `em`: the request's EntityManager, asked for only when the row does not join the group commit. */
 export async function saveSubmission(em: () => EntityManager, submission: NewSubmission): Promise<SavedSubmission> {
   const webhookDeliveries = submission.key.webhookEndpointIds.map((endpointId) => ({ id: createdEventId(submission.id, endpointId), endpointId }));
-  const writtenWithRow = (emailStatus: EmailStatus) => (emailStatus === 'queued' ? [] : webhookDeliveries);
   const saved = (admission: Admission): SavedSubmission => ({
     id: submission.id,
     emailStatus: admission.emailStatus,
@@ -88,7 +89,7 @@ export async function saveSubmission(em: () => EntityManager, submission: NewSub
     let admission: Admission | undefined;
     await settledTransaction(em(), submission.id, async (tx) => {
       admission = 'run' in admit ? await admit.run(tx) : admit.known;
-      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, writtenWithRow(admission.emailStatus)), submission);
+      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, webhookDeliveries), submission);
       const earlier = await takeIdempotencyKey(tx, {
         keyId: submission.key.id,
         idempotencyKey: idempotency.key,
@@ -103,13 +104,13 @@ export async function saveSubmission(em: () => EntityManager, submission: NewSub
     let admission: Admission | undefined;
     await settledTransaction(em(), submission.id, async (tx) => {
       admission = await admit.run(tx);
-      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, writtenWithRow(admission.emailStatus)), submission);
+      await insertSubmission(tx, submissionRow(submission, admission.emailStatus, webhookDeliveries), submission);
     });
     // Committed, so the admission ran in it; and a refusal (quota, consent) would have rolled it back.
     return saved(admission!);
   }
   const admission = admit.known;
-  const row = submissionRow(submission, admission.emailStatus, writtenWithRow(admission.emailStatus));
+  const row = submissionRow(submission, admission.emailStatus, webhookDeliveries);
   if (submission.files.length > 0) {
     // One statement charges the quota and inserts: the key row's lock lasts only that statement.
     await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, row, submission));

@@ -7,7 +7,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import { newSubmissionId } from './submission-id.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
-import { createdEventJob, keyEmailJob, submissionJob } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob, submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
 import { enqueueCommitted } from './enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../api-errors.ts';
@@ -116,7 +116,7 @@ export function submissionRoutes(deps: AppDeps, limiter: RateLimiter, altcha: Al
       await Promise.all([
         submission.emailStatus === 'queued' ? enqueueCommitted(ctx, deps, submissionJob(submission.id, ctx.state.requestId)) : undefined,
         submission.confirmEmailId ? enqueueCommitted(ctx, deps, keyEmailJob(submission.confirmEmailId, ctx.state.requestId)) : undefined,
-        ...submission.webhookDeliveries.map((delivery) => enqueueCommitted(ctx, deps, createdEventJob(submission.id, delivery, ctx.state.requestId))),
+        ...submission.webhookDeliveries.map((delivery) => enqueueCommitted(ctx, deps, webhookJob(delivery.id, ctx.state.requestId))),
       ]);
 
       // With EMAIL_STATUS_WAIT_MS the answer can carry the delivery's outcome instead of `queued`.
