@@ -16,6 +16,14 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
 COPY tsconfig.json ./
 COPY src ./src
 
+# The version the processes report (docs/upgrading.md#which-version-runs). The build has no git, so
+# it is passed in: --build-arg VERSION="$(npm run -s build-info)" --build-arg COMMIT="$(npm run -s build-info -- commit)".
+# Without them the image reports package.json's version with "+unknown".
+ARG VERSION=""
+ARG COMMIT=""
+LABEL org.opencontainers.image.version="${VERSION}" org.opencontainers.image.revision="${COMMIT}"
+RUN if [ -n "$VERSION" ]; then node src/cli/build-info.ts write "$VERSION" "$COMMIT"; fi
+
 # Node's compile cache (src/shared/infra/compile-cache.mjs) keeps its entries per user id, so the user that runs
 # the processes fills it: each entry point loads every module it imports and stops at its configuration
 # check (exit 78, EX_CONFIG, as there is none at build time). No container then loads the TypeScript

@@ -1,7 +1,8 @@
 // `npm run release -- <major|minor|patch|x.y.z>`: bumps the version in package.json and
 // package-lock.json, turns CHANGELOG.md's "Unreleased" into the version's dated section (a new empty
 // "Unreleased" above it), sets the images' tag in deploy/ and docker-compose.yml to it, commits, and
-// tags the commit vX.Y.Z (annotated). docs/upgrading.md, "Releases".
+// tags the commit vX.Y.Z (annotated); the commit's message, "Release X.Y.Z", is what marks the release
+// when a clone has no tags (src/shared/infra/version.ts). docs/upgrading.md, "Releases".
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,7 +16,9 @@ export function nextVersion(current: string, bump: string): string {
   throw new Error(`not a version or major, minor, patch: ${bump}`);
 }
 
-const IMAGES = /\b(contact-form-(?:service|rspamd)):\d+\.\d+\.\d+\b/g;
+// `contact-form-service:0.3.0` in deploy/, and docker-compose.yml's default for a build that was
+// not given its version: `contact-form-service:${CFS_IMAGE_TAG:-0.3.0_unknown}`.
+const IMAGES = /\b(contact-form-(?:service|rspamd):(?:\$\{CFS_IMAGE_TAG:-)?)\d+\.\d+\.\d+(?![\d.])/g;
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -31,7 +34,9 @@ export function release(root: string, bump: string, today = new Date().toISOStri
   const packageFile = path.join(root, 'package.json');
   const pkg = JSON.parse(readFileSync(packageFile, 'utf8')) as { version: string };
   const version = nextVersion(pkg.version, bump);
-  if (git('tag', '--list', `v${version}`).trim() !== '') throw new Error(`v${version} exists already`);
+  // A clone may have no tags: the release commit's message is what marks a release.
+  if (git('tag', '--list', `v${version}`).trim() !== '' || git('log', '--format=%s', 'HEAD').split('\n').includes(`Release ${version}`))
+    throw new Error(`${version} was released already`);
   const changelogFile = path.join(root, 'CHANGELOG.md');
   const changelog = readFileSync(changelogFile, 'utf8');
   const unreleased = /^## Unreleased\n([^]*?)(?=^## )/m.exec(changelog);
@@ -46,7 +51,7 @@ export function release(root: string, bump: string, today = new Date().toISOStri
   writeFileSync(lockFile, `${JSON.stringify(lock, null, 2)}\n`);
   for (const file of [...filesUnder(path.join(root, 'deploy')), path.join(root, 'docker-compose.yml'), path.join(root, 'docs/deploying.md')]) {
     const text = readFileSync(file, 'utf8');
-    const tagged = text.replace(IMAGES, `$1:${version}`);
+    const tagged = text.replace(IMAGES, `$1${version}`);
     if (tagged !== text) writeFileSync(file, tagged);
   }
   git('commit', '-qam', `Release ${version}`);

@@ -18,6 +18,7 @@ import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { createStorage } from '../shared/infra/storage.ts';
 import { createApp } from './app.ts';
 import { watchBodyProgress } from './body-progress.ts';
+import { buildInfo } from '../shared/infra/version.ts';
 import { rateLimitSubject } from './client-ip.ts';
 import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
@@ -106,6 +107,6 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
   const url = config.PORT === port ? config.PUBLIC_URL : `http://127.0.0.1:${port}`;
-  log.info({ url, port, host: config.HOST }, 'api listening');
+  log.info({ url, port, host: config.HOST, version: buildInfo().version }, 'api listening');
   return { server, url, deps, shutdown };
 }

@@ -26,11 +26,13 @@ import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/r
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
 import { flushRetries } from '../shared/submissions/retry-flush.ts';
 import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import { buildInfo } from '../shared/infra/version.ts';
 import { visitor, VISITOR_USAGE } from './admin-visitor.ts';
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
 const USAGE = `Usage: npm run admin -- <command>
+  version                           this code's version and commit
   keys list <email>                 the address's keys and their states
   keys disable <key>                active → disabled
   keys enable <key>                 disabled → active
@@ -58,6 +60,11 @@ const describe = (key: VerificationKey, vault: KeyVault) =>
 
 async function run(args: string[]): Promise<number> {
   const [group, command, target, ...rest] = args;
+  if (group === 'version' && command === undefined) {
+    const { version, commit } = buildInfo();
+    process.stdout.write(`${version} (commit ${commit})\n`);
+    return 0;
+  }
   if (group === 'deliveries')
     return deliveries(
       command,

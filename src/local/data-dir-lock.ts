@@ -3,7 +3,7 @@
 // reaching PostgreSQL's own lock and an error that reads like damaged data. A lock left by a
 // start that crashed is taken over, as PostgreSQL does with its postmaster.pid: when its PID is no
 // longer running, or now belongs to a program that is neither an npm start nor PostgreSQL.
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmdirSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { isRunning, localPaths } from './data-dir.ts';
 
@@ -46,7 +46,9 @@ function liveHolder(file: string, holds: (pid: number) => boolean): number | und
  * DataDirInUseError when another start, or a PostgreSQL it left running, uses it.
  */
 export function lockDataDir(dataDir: string): void {
-  mkdirSync(dataDir, { recursive: true });
+  // The first directory this start created, if any: removed again at exit while still empty, so a
+  // start refused after this point leaves no empty DATA_DIR behind.
+  const created = mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, LOCK_FILE);
   for (let attempt = 0; ; attempt += 1) {
     try {
@@ -68,6 +70,7 @@ export function lockDataDir(dataDir: string): void {
     } catch {
       // already gone
     }
+    if (created) removeEmptyUpTo(dataDir, created);
   });
 
   // A PostgreSQL left running on this cluster by a start that was killed: PostgreSQL would refuse
@@ -83,4 +86,16 @@ export function lockDataDir(dataDir: string): void {
     );
   }
   if (liveHolder(postmaster, () => true)) rmSync(postmaster, { force: true });
+}
+
+/** Removes `dir` and its parents up to `top`, each only while empty. */
+function removeEmptyUpTo(dir: string, top: string): void {
+  for (let current = dir; ; current = path.dirname(current)) {
+    try {
+      rmdirSync(current);
+    } catch {
+      return; // not empty: the start wrote something there
+    }
+    if (current === top || path.dirname(current) === current) return;
+  }
 }

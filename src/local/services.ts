@@ -111,7 +111,16 @@ export async function startMailCatcher(options: MailCatcherOptions): Promise<Loc
       mailDirectory: path.resolve(options.dir),
       silent: true,
     });
-    await maildev.start();
+    // MailDev's API prints its address on the console whatever `silent` says; the banner names it.
+    const info = console.info;
+    console.info = (...args: unknown[]) => {
+      if (!String(args[0]).startsWith('MailDev API running at')) info(...args);
+    };
+    try {
+      await maildev.start();
+    } finally {
+      console.info = info;
+    }
     answerNonBrowsers(maildev.getServers()?.api, `http://${LOOPBACK}:${webPort}`);
     return {
       name: 'mail',

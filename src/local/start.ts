@@ -22,6 +22,7 @@ import { DataDirInUseError, lockDataDir } from './data-dir-lock.ts';
 import { busyPort } from '../shared/infra/preflight.ts';
 import { startServersInOwnProcessGroups } from './processes.ts';
 import { SECOND_PRESS_AFTER_MS } from '../shared/infra/shutdown.ts';
+import { buildInfo } from '../shared/infra/version.ts';
 
 // Every process's JSON log lines, made readable for a person at the terminal.
 // isTTY is undefined, not false, when stdout is not a terminal, whatever Node's types say.
@@ -259,7 +260,7 @@ async function main(): Promise<void> {
   ];
   const lines = [
     '',
-    'Contact form service is running:',
+    `Contact form service ${buildInfo().version} is running:`,
     ...labels.filter(([, value]) => value).map(([label, value]) => `  ${label.padEnd(13)}${value}`),
     'Press Ctrl+C to stop.',
     '',

@@ -4,6 +4,7 @@ import module from 'node:module';
 import { exitOnConfigErrorAsync, loadConfigOrExit } from '../shared/infra/config.ts';
 import { createLogger } from '../shared/infra/log.ts';
 import { exitOnBusyPorts, tellParentReady } from '../shared/infra/preflight.ts';
+import { buildInfo } from '../shared/infra/version.ts';
 
 const config = loadConfigOrExit();
 // Before a job is taken: a taken port is one line and exit 78, not a failure after emails went out.
@@ -15,7 +16,7 @@ const worker = await exitOnConfigErrorAsync(() => startWorker(config, log));
 worker.shutdown.onSignals(config.SHUTDOWN_TIMEOUT_MS);
 // Only now: whoever waits for this line (a supervisor, the tests) may stop the worker at once, and
 // a SIGTERM before the handlers were installed would kill it without its shutdown.
-log.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker ready');
+log.info({ concurrency: config.WORKER_CONCURRENCY, version: buildInfo().version }, 'worker ready');
 tellParentReady();
 // Every module is loaded by now: write the compile cache (src/shared/infra/compile-cache.mjs) at once,
 // not only at a clean exit, so that a process killed later still leaves it for the next start.

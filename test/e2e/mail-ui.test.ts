@@ -33,3 +33,12 @@ it('serves the UI to a browser, and the API as before', async () => {
   const list = await fetch(`${mail.webUrl}/api/email`);
   expect(await list.json()).toEqual([]);
 });
+
+it('prints nothing of its own at start: the npm start banner names its address', async () => {
+  const printed: unknown[][] = [];
+  const { info, log } = console;
+  console.info = console.log = (...args: unknown[]) => void printed.push(args);
+  const other = await startMailCatcher({ dir: path.join(dir, 'other') }).finally(() => Object.assign(console, { info, log }));
+  await other.stop();
+  expect(printed).toEqual([]);
+});

@@ -4,6 +4,7 @@ import { freePort } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { emailStatusOf } from '../support/rows.ts';
 import { submitJson } from '../support/client.ts';
+import { describeBuild } from '../../src/shared/infra/version.ts';
 
 const TOKEN = 'metrics-test-admin-token';
 let h: Harness;
@@ -41,6 +42,18 @@ describe('metrics', () => {
     expect(metricValue(worker, /cfs_delivery_latency_seconds_count\{kind="submissions"\} (\d+)/)).toBeGreaterThanOrEqual(1);
     expect(worker).toContain('cfs_delivery_retries_total');
     expect((await fetch(workerMetrics.replace('/metrics', '/other'))).status).toBe(404);
+  });
+
+  it('says which version each process runs: cfs_build_info on the API and the worker, and /readyz', async () => {
+    // This checkout's: a release's version, or the commits since it (X.Y.Z+N.gHASH).
+    const { version, commit } = describeBuild();
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    for (const url of [`${h.url}/metrics`, workerMetrics]) {
+      expect(await (await fetch(url, { headers })).text()).toContain(`cfs_build_info{version="${version}",commit="${commit}"} 1\n`);
+    }
+    const ready = await fetch(`${h.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', version });
   });
 
   it('keeps the API and worker metrics from anyone without the admin token', async () => {

@@ -133,6 +133,14 @@ describe('settings are checked before any service starts', () => {
     ]);
     expect(existsSync(path.join(dir, 'postgres'))).toBe(false);
   }, 30_000);
+
+  it('a refused start leaves no DATA_DIR behind that it created', async () => {
+    const dir = path.join(await dataDir(), 'new', '.data');
+    const run = npm(['start'], { DATA_DIR: dir, SPAM_FILTER: 'off', LOG_LEVEL: 'warn', PORT: String(takenPort), HOST: '127.0.0.1' });
+    expect(await run.exited).toBe(78);
+    expect(ownLines(run.output())).toEqual([expect.stringMatching(/^npm start: PORT: port .* is already in use/)]);
+    expect(existsSync(path.dirname(dir))).toBe(false);
+  }, 30_000);
 });
 
 describe('each process checks its ports before it starts anything', () => {

@@ -12,6 +12,7 @@ import { freePort } from '../../src/local/services.ts';
 import { startWorker, type WorkerProcess } from '../../src/workers/worker.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
+import { describeBuild } from '../../src/shared/infra/version.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const PASSWORD = 'relay-password-never-shown';
@@ -100,7 +101,7 @@ describe("the worker's start log", () => {
 });
 
 describe('the npm start banner', () => {
-  it('names the relay without its password, MAIL_FROM, bounces and the spam filter, and shows the relay warning', async () => {
+  it('names the version, the relay without its password, MAIL_FROM, bounces and the spam filter, and shows the relay warning', async () => {
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
@@ -125,6 +126,7 @@ describe('the npm start banner', () => {
     const relay = `smtp://forms:***@127.0.0.1:${refusing.port}`;
     expect(output).toContain(
       [
+        `Contact form service ${describeBuild().version} is running:`,
         `  API          http://127.0.0.1:${port}`,
         `  Mail relay   ${relay}`,
         '  Mail from    Contact Form <forms@example.test>',

@@ -10,6 +10,7 @@ import { eventually, startHarness, type Harness, type TestKey } from '../support
 import { postForm, signIn } from '../support/owner.ts';
 import { slackUnescape, withoutWordJoiners } from '../support/chat-schemas.ts';
 import { startChatStandIn, type ChatAnswer, type ChatPlatform, type ChatStandIn } from '../support/chat-stand-ins.ts';
+import { describeBuild } from '../../src/shared/infra/version.ts';
 
 const TOKEN = 'test-admin-token-0123456789';
 const HOST = '127.0.0.6';
@@ -141,6 +142,7 @@ describe('chat channels', () => {
       const calls = standIn.calls.slice(before);
       expect(calls).toHaveLength(2);
       expect(calls.map((call) => call.problems)).toEqual([[], []]);
+      expect(calls.map((call) => call.headers['user-agent'])).toEqual(Array(2).fill(`contact-form-service-webhooks/${describeBuild().version}`));
       // The retry came no sooner than the platform asked.
       expect(calls[1]!.at - calls[0]!.at).toBeGreaterThanOrEqual(waitsMs - 50);
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { updateWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+import { describeBuild } from '../../src/shared/infra/version.ts';
 
 const TOKEN = 'test-admin-token-0123456789';
 let h: Harness;
@@ -95,6 +96,8 @@ describe('webhooks', () => {
       'webhook-timestamp': String(last.headers['webhook-timestamp']),
       'webhook-signature': String(last.headers['webhook-signature']),
     };
+    // The receiver's logs say which code posted: the name, then the version (docs/upgrading.md).
+    expect(last.headers['user-agent']).toBe(`contact-form-service-webhooks/${describeBuild().version}`);
     // The same webhook-id on every attempt, so the receiver can drop duplicates.
     expect(new Set(calls.map((call) => call.headers['webhook-id']))).toEqual(new Set([headers['webhook-id']]));
     const payload = new Webhook(hook.secret).verify(last.body, headers) as any;

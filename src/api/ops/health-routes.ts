@@ -5,6 +5,7 @@ import { pingDatabase } from '../../shared/infra/db/ping.ts';
 import { readBreaker, type BreakerState } from '../../shared/submissions/smtp-breaker-state.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
 import type { AppDeps, AppState } from '../context.ts';
+import { buildInfo } from '../../shared/infra/version.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
@@ -41,7 +42,13 @@ export function healthRoutes(deps: AppDeps): Router<AppState> {
     const down = results.filter(([, state]) => state === 'down').map(([name]) => name);
     const smtp = await breaker;
     ctx.status = down.length === 0 ? 200 : 503;
-    ctx.body = { status: down.length === 0 ? 'ready' : 'unavailable', checks: Object.fromEntries(results), down, delivery: { smtp } };
+    ctx.body = {
+      status: down.length === 0 ? 'ready' : 'unavailable',
+      version: buildInfo().version,
+      checks: Object.fromEntries(results),
+      down,
+      delivery: { smtp },
+    };
   });
 
   return router;

@@ -2,9 +2,18 @@
 // GET /metrics, a worker on METRICS_PORT.
 import type { Queue } from 'bullmq';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { buildInfo } from './version.ts';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
+
+// Always 1: its labels say which code each process runs, so a rolling upgrade's mix shows.
+new Gauge({
+  name: 'cfs_build_info',
+  help: "The version this process runs (package.json's for a release, X.Y.Z+N.gHASH N commits after it) and its commit",
+  labelNames: ['version', 'commit'] as const,
+  registers: [registry],
+}).set(buildInfo(), 1);
 
 export const httpRequestDuration = new Histogram({
   name: 'cfs_http_request_duration_seconds',

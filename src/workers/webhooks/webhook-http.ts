@@ -3,9 +3,13 @@
 // its Retry-After), or throws for what never got an answer (refused address, network, timeout).
 import http from 'node:http';
 import https from 'node:https';
+import { buildInfo } from '../../shared/infra/version.ts';
 import { pinnedLookup, refuseLiteralHost, type AddressPolicy, type ResolveAll } from '../../shared/webhooks/address-guard.ts';
 
 export type WebhookAnswer = { status: number; retryAfterMs: number | undefined; body: string };
+
+/** Named as before, now with the version, so a receiver's logs say which code posted. */
+const USER_AGENT = `contact-form-service-webhooks/${buildInfo().version}`;
 
 /** Of the receiver's answer, only this much is kept (for last_error); the rest is read and dropped. */
 const KEPT_BODY_BYTES = 1024;
@@ -25,7 +29,7 @@ export async function postWebhook(
       url,
       {
         method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': 'contact-form-service-webhooks' },
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': USER_AGENT },
         // Names resolve through the guard, and the socket connects to the address it returned.
         lookup: pinnedLookup(options.policy, options.resolveAll),
         // One connection per delivery: a pooled socket could outlive the check of its address.

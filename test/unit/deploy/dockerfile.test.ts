@@ -30,6 +30,15 @@ describe('Dockerfile', () => {
     expect(fill).toBeGreaterThan(user);
   });
 
+  it('takes the version as build arguments (the build has no git) and writes it where the processes read it', async () => {
+    const dockerfile = await readFile(path.join(ROOT, 'Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/^ARG VERSION=""\s*$/m);
+    expect(dockerfile).toMatch(/^ARG COMMIT=""\s*$/m);
+    const write = dockerfile.search(/^RUN if \[ -n "\$VERSION" \]; then node src\/cli\/build-info\.ts write "\$VERSION" "\$COMMIT"; fi\s*$/m);
+    expect(write).toBeGreaterThan(dockerfile.search(/^COPY src \.\/src\s*$/m));
+    expect(write).toBeLessThan(dockerfile.search(/^USER node\s*$/m));
+  });
+
   it('keeps local state and dependencies out of the build context', async () => {
     const ignored = (await readFile(path.join(ROOT, '.dockerignore'), 'utf8')).split('\n').map((line) => line.trim());
     for (const entry of ['node_modules', '.data', '.git', 'test', 'coverage', '.env']) expect(ignored, entry).toContain(entry);

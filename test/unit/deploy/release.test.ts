@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { nextVersion, release } from '../../../tools/release.ts';
+import { describeBuild } from '../../../src/shared/infra/version.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const dirs: string[] = [];
@@ -35,9 +36,12 @@ const imageTags = (root: string) => {
   const files = (dir: string): string[] =>
     readdirSync(dir).flatMap((name) => (statSync(path.join(dir, name)).isDirectory() ? files(path.join(dir, name)) : [path.join(dir, name)]));
   return [...files(path.join(root, 'deploy')), path.join(root, 'docker-compose.yml')].flatMap((file) =>
-    [...readFileSync(file, 'utf8').matchAll(/\bcontact-form-(?:service|rspamd):([^\s"]+)/g)].map((match) => match[1]),
+    [...readFileSync(file, 'utf8').matchAll(/\bcontact-form-(?:service|rspamd):([^\s"]+)/g)].map((match) => match[1]!),
   );
 };
+/** docker-compose.yml's tag for a build not given its version: the release's, marked unknown. */
+const UNLABELLED = /^\$\{CFS_IMAGE_TAG:-(\d+\.\d+\.\d+)_unknown\}$/;
+const releaseOf = (tag: string) => UNLABELLED.exec(tag)?.[1] ?? tag;
 
 describe('npm run release', () => {
   it('bumps by semver', () => {
@@ -58,7 +62,7 @@ describe('npm run release', () => {
     expect([lock.version, lock.packages['']!.version]).toEqual([version, version]);
     const changelog = readFileSync(path.join(dir, 'CHANGELOG.md'), 'utf8');
     expect(changelog).toMatch(new RegExp(`## Unreleased\\n\\n## ${version.replaceAll('.', '\\.')} - 2026-12-01\\n`));
-    expect(new Set(imageTags(dir))).toEqual(new Set([version]));
+    expect(new Set(imageTags(dir).map(releaseOf))).toEqual(new Set([version]));
     const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
     expect(git('status', '--porcelain')).toBe('');
     expect(git('log', '-1', '--format=%s')).toBe(`Release ${version}`);
@@ -67,11 +71,33 @@ describe('npm run release', () => {
     // Nothing released since: a second release has nothing to say.
     expect(() => release(dir, 'patch')).toThrow(/nothing under "## Unreleased"/);
   });
+
+  it('works in a clone without tags: the release commit is found by its message, and not cut twice', () => {
+    const dir = clone();
+    const version = release(dir, 'minor', '2026-12-01');
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
+    git('tag', '-d', `v${version}`);
+    expect(describeBuild(dir)).toEqual({ version, commit: git('rev-parse', 'HEAD') });
+    const changelog = path.join(dir, 'CHANGELOG.md');
+    writeFileSync(changelog, readFileSync(changelog, 'utf8').replace(/^## Unreleased\n/m, '## Unreleased\n\n### Fixed\n- Another change.\n'));
+    git('commit', '-qam', 'Another change');
+    expect(describeBuild(dir).version).toBe(`${version}+1.g${git('rev-parse', '--short', 'HEAD')}`);
+    // The same version again, by number, is refused although its tag is gone.
+    expect(() => release(dir, version)).toThrow(`${version} was released already`);
+    expect(git('log', '-1', '--format=%s')).toBe('Another change');
+  });
 });
 
 describe('the images in deploy/ and docker-compose.yml', () => {
   it("are tagged with package.json's version", () => {
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    expect(new Set(imageTags(ROOT))).toEqual(new Set([version]));
+    expect(new Set(imageTags(ROOT).map(releaseOf))).toEqual(new Set([version]));
+  });
+
+  it('built by docker compose without the version, are not labelled as the release', () => {
+    const compose = readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8');
+    const tags = [...compose.matchAll(/\bcontact-form-(?:service|rspamd):([^\s"]+)/g)].map((match) => match[1]!);
+    expect(tags.length).toBe(2);
+    for (const tag of tags) expect(tag).toMatch(UNLABELLED);
   });
 });
