@@ -28,7 +28,7 @@ import path from 'node:path';
 import { startRspamd, type RspamdService } from '../../src/local/rspamd.ts';
 import { startRedis } from '../../src/local/services.ts';
 import { createOrm } from '../../src/shared/infra/db/orm.ts';
-import { createKeyVault } from '../../src/shared/infra/secrets.ts';
+import { createErasedForm, createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { generateKey } from '../../src/shared/keys/keys.ts';
 import { confirmRecipient, recipientsOfKeys, setRecipients } from '../../src/shared/recipients/recipients.ts';
 import { entities } from '../../src/shared/schema.ts';
@@ -95,7 +95,7 @@ async function createFanoutKey(ctx: Ctx, webhookUrl: string): Promise<{ id: stri
     const vault = createKeyVault(ctx.env.SECRET!);
     const created = await generateKey(orm.em.fork(), vault, { email: BENCH_OWNER, emailsPerHour: 1_000 });
     const { key } = created;
-    await setRecipients(orm.em.fork(), { id: key.id, mailbox: key.mailbox, status: key.status }, RECIPIENTS, { emailsPerHour: 1_000 });
+    await setRecipients(orm.em.fork(), { id: key.id, mailbox: key.mailbox, status: key.status }, RECIPIENTS, { emailsPerHour: 1_000, erasedForm: createErasedForm(ctx.env.SECRET!) });
     for (const recipient of (await recipientsOfKeys(orm.em.fork(), [key.id])).get(key.id) ?? []) await confirmRecipient(orm.em.fork(), recipient.id);
     await createEndpoint(orm.em.fork(), vault, key.id, webhookUrl);
     await createChatChannel(
