@@ -136,6 +136,62 @@ describe('a database slower than the API waits for', () => {
   }, 120_000);
 });
 
+/**
+ * Makes the COMMIT of every submission whose message starts with `prefix` wait for a lock the test
+ * holds: a deferred trigger runs at COMMIT, where PostgreSQL's statement limit no longer counts, as a
+ * stalled server or a slow disk would keep a write that PostgreSQL has begun.
+ */
+async function holdCommits(prefix: string): Promise<{ release: () => Promise<void> }> {
+  const lock = 7_340_033;
+  await h.sql(`create or replace function hold_submission_commit() returns trigger language plpgsql as $$
+                 begin perform pg_advisory_xact_lock_shared(${lock}); return null; end $$`);
+  await h.sql(`create constraint trigger hold_submission_commit after insert on submissions deferrable initially deferred
+                 for each row when (starts_with(new.message, '${prefix}')) execute function hold_submission_commit()`);
+  const client = new pg.Client({ connectionString: h.config.DATABASE_URL });
+  await client.connect();
+  await client.query('select pg_advisory_lock($1)', [lock]);
+  return {
+    release: async () => {
+      await client.query('select pg_advisory_unlock($1)', [lock]);
+      await client.end();
+      await h.sql('drop trigger hold_submission_commit on submissions');
+    },
+  };
+}
+
+describe("a write that outlasts both PostgreSQL's statement limit and the API's wait", () => {
+  it('concurrent submissions whose shared INSERT is still committing: no answer until its fate is known, then 200 with one row each', async () => {
+    const key = await h.createKey();
+    await buildRecipient(h, { mailbox: key.mailbox });
+    const prefix = `held at commit ${uuidv7()}`;
+    const hold = await holdCommits(prefix);
+    const messages = Array.from({ length: 5 }, (_, i) => `${prefix} #${i}`);
+    let answered = 0;
+    const answers = messages.map((message) =>
+      postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'sender@example.org', message }).finally(() => answered++),
+    );
+    try {
+      // The first INSERT waits at its COMMIT past the API's wait, the group commit's retry of each row
+      // and a repeat of it, each ended at its statement limit while waiting for the first on the
+      // primary key. An answer before then is a guess: the first write may still commit.
+      await writeWaitingLongerThan(4 * API_PG_WAITS.queryMs, () => answered > 0);
+    } finally {
+      await hold.release();
+    }
+    const settled = await Promise.all(answers);
+    await writesEnded();
+
+    const rows = await h.sql<{ id: string; message: string }>('select id, message from submissions where starts_with(message, $1)', [prefix]);
+    messages.forEach((message, i) => {
+      const answer = settled[i]!;
+      const stored = rows.filter((row) => row.message === message).map((row) => row.id);
+      // A 200 has its row, once; an error answer has none, not even one committed after it.
+      if (answer.status === 200) expect(stored, message).toEqual([answer.json.submission_id]);
+      else expect({ status: answer.status, stored }, message).toEqual({ status: answer.status, stored: [] });
+    });
+  }, 180_000);
+});
+
 /** A new row of the group commit, `queued`, for the key with this id. */
 const queuedRow = (id: string, keyId: string, n: number, webhookDeliveries: NewWebhookDelivery[] = []): SubmissionRow =>
   submissionRow({
