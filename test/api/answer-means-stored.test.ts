@@ -38,8 +38,8 @@ async function blockInserts(): Promise<{ release: () => Promise<void> }> {
 }
 
 /**
- * Waits until a write of submissions has waited on the lock for longer than `ms`, or until `answered`
- * says the request was answered before that.
+ * Waits until a write of submissions (or the COMMIT of a transaction that wrote one) has waited on a
+ * lock for longer than `ms`, or until `answered` says the request was answered before that.
  */
 async function writeWaitingLongerThan(ms: number, answered: () => boolean = () => false): Promise<void> {
   await eventually(
@@ -47,7 +47,7 @@ async function writeWaitingLongerThan(ms: number, answered: () => boolean = () =
       if (answered()) return true;
       const [row] = await h.sql<{ n: number }>(
         `select count(*)::int as n from pg_stat_activity
-          where (query ilike '%insert into submissions%' or query ilike '%cfs_insert_submission%')
+          where (query ilike '%insert into submissions%' or query ilike '%cfs_insert_submission%' or query ilike 'commit%')
             and wait_event_type = 'Lock' and query_start < now() - make_interval(secs => $1)`,
         [ms / 1000],
       );
@@ -189,6 +189,26 @@ describe("a write that outlasts both PostgreSQL's statement limit and the API's 
       if (answer.status === 200) expect(stored, message).toEqual([answer.json.submission_id]);
       else expect({ status: answer.status, stored }, message).toEqual({ status: answer.status, stored: [] });
     });
+  }, 180_000);
+
+  it("an unconfirmed mailbox's submission (a transaction with the admission's writes) whose COMMIT is still under way: 200 with its row once it commits", async () => {
+    const key = await h.createKey();
+    await buildRecipient(h, { mailbox: key.mailbox, confirmedAt: null });
+    const message = `held at commit ${uuidv7()}`;
+    const hold = await holdCommits(message);
+    let answered = false;
+    const answer = postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'sender@example.org', message }).finally(() => (answered = true));
+    try {
+      // The COMMIT waits past the API's wait and a settling read's wait for the submission's write lock.
+      await writeWaitingLongerThan(3 * API_PG_WAITS.queryMs, () => answered);
+    } finally {
+      await hold.release();
+    }
+    const settled = await answer;
+    await writesEnded();
+
+    const rows = await h.sql<{ id: string }>('select id from submissions where message = $1', [message]);
+    expect({ status: settled.status, stored: rows.map((row) => row.id) }).toEqual({ status: 200, stored: [settled.json.submission_id] });
   }, 180_000);
 });
 
