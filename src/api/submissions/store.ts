@@ -15,7 +15,6 @@ import {
   insertSubmissionWithFiles,
   readEmailStatus,
   settledSubmission,
-  submissionExists,
   submissionRow as newRow,
   takeIdempotencyKey,
   type NewWebhookDelivery,
@@ -120,19 +119,16 @@ export async function saveSubmission(em: () => EntityManager, submission: NewSub
     await (submission.insertRow ? submission.insertRow(row) : writeSubmissionRows((rows) => insertSubmissionRows(em(), rows))([row]));
   } catch (error) {
     if (!mayBeWritten.has(row) && !outcomeUnknown(error)) throw error;
-    // The INSERT is idempotent: repeated, it either finds the row or writes it.
-    const stored = await settle(submission.id, error, async () => {
-      try {
-        await insertSubmissionRows(em(), [row]);
-        return true;
-      } catch (repeatError) {
-        // PostgreSQL ended the repeat at its statement limit. The first write was sent earlier under
-        // the same limit, so it has ended too: whether the row is there is the outcome.
-        if (sqlState(repeatError) !== '57014') throw repeatError;
-        return submissionExists(em().fork(), submission.id);
-      }
+    // The INSERT is idempotent: repeated, it either finds the row or writes it, waiting on the primary
+    // key for a first write still under way. Only its success settles the outcome. A repeat that
+    // fails, at PostgreSQL's statement limit (57014) above all, tells nothing of the first write:
+    // that limit counts from when PostgreSQL began a statement, not from when it was sent (a stalled
+    // or busy server begins it late), and not through its COMMIT; so the first may commit after a
+    // repeat gave up, and a missing row is no answer. settle tries again.
+    await settle(submission.id, error, async () => {
+      await insertSubmissionRows(em(), [row]);
+      return true;
     });
-    if (!stored) throw errors.serviceUnavailable();
   }
   return saved(admission);
 }

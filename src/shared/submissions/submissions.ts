@@ -255,7 +255,6 @@ export {
   readEmailStatus,
   reloadSubmission,
   settledSubmission,
-  submissionExists,
   type TextPreview,
 } from './data/submission-rows.ts';
 /** How long an Idempotency-Key answers the same: past the 24 hours a client may retry within, with a day to spare. */

@@ -199,9 +199,4 @@ export async function settledSubmission(em: EntityManager, id: string, lockTimeo
   });
 }
 
-export async function submissionExists(em: EntityManager, id: string): Promise<boolean> {
-  const rows = await em.execute<Array<{ id: string }>>('select id from submissions where id = ?', [id]);
-  return rows.length > 0;
-}
-
 const writeLock = (id: string) => `submission-write:${id}`;
