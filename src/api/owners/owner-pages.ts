@@ -19,7 +19,7 @@ export function pageGuards(deps: AppDeps): { sameSite: Middleware<AppState>; sig
 }
 
 /** Fixed texts for ?notice= after a redirect: nothing from the query string is shown as given. */
-const NOTICES: Record<string, string> = {
+export const NOTICES: Record<string, string> = {
   'signed-out': 'You are signed out.',
   saved: 'Key settings saved.',
   disabled: 'Key disabled: submissions with it are refused until you enable it again.',

@@ -1,0 +1,205 @@
+// A key's settings page in Chromium, as an owner sets a key up: reached from the key list and from
+// the key's messages, in sections; a refused save comes back with everything typed and names the
+// field; adding a recipient keeps what was typed above it. axe-core finds nothing on the page, and
+// nothing scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../support/browser.ts';
+import { eventually, startHarness, type Harness } from '../support/harness.ts';
+import { submitJson } from '../support/client.ts';
+import { linkIn, signInMailsTo } from '../support/owner.ts';
+
+const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const WCAG = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+const AXE_RUN = `axe.run(document, { runOnly: { type: 'tag', values: ${JSON.stringify(WCAG)} } })
+  .then((result) => result.violations.map((v) => v.id + ' (' + v.help + ') at ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`;
+const OVERFLOW = 'document.documentElement.scrollWidth - document.documentElement.clientWidth';
+
+let h: Harness;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  h = await startHarness();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  for (const context of contexts) await context.close().catch(() => undefined);
+  await browser?.close().catch(() => undefined);
+  await h?.stop();
+});
+
+async function openPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
+  // The checker is injected as a script of its own: the pages' CSP would refuse it.
+  const context = await browser.newContext({ bypassCSP: true, viewport });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  return page;
+}
+
+async function signIn(page: Page, email: string): Promise<void> {
+  await page.goto(`${h.url}/owner`);
+  await page.getByLabel('The address that holds your keys').fill(email);
+  await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+  const mail = await eventually(async () => signInMailsTo(h, email)[0], 20_000, 'sign-in email');
+  await page.goto(linkIn(h, mail).toString());
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${h.url}/owner/keys`);
+}
+
+/** axe-core's findings on the page as it is, and how far it scrolls sideways at 360 px. */
+async function checked(page: Page): Promise<{ violations: string[]; overflow: number }> {
+  await page.addScriptTag({ path: AXE });
+  const wide = await page.evaluate<string[]>(AXE_RUN);
+  const size = page.viewportSize()!;
+  await page.setViewportSize({ width: 360, height: 740 });
+  const narrow = await page.evaluate<string[]>(AXE_RUN);
+  const overflow = await page.evaluate<number>(OVERFLOW);
+  await page.setViewportSize(size);
+  return { violations: [...wide, ...narrow], overflow };
+}
+
+/** With BROWSER_SCREENSHOT_DIR set, keeps a picture of the page (the owner guide's pictures). */
+const screenshot = async (page: Page, name: string) => {
+  const dir = process.env.BROWSER_SCREENSHOT_DIR;
+  if (dir) await page.screenshot({ path: path.join(dir, name), fullPage: true });
+};
+
+describe("a key's settings page", () => {
+  it('is reached from the key list and the messages, sets the key up in sections, and passes axe at 1280 and 360 px', async () => {
+    const owner = await h.createKey();
+    const page = await openPage();
+    await signIn(page, owner.email);
+
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/settings`);
+    for (const name of ['Email', 'Autoresponse', 'Spam', 'Captcha and sites', 'More recipients', 'Chat and webhooks']) {
+      expect(await page.getByRole('region', { name, exact: true }).count(), name).toBe(1);
+    }
+    // The name is seen by visitors too, in the autoresponse: the page says so where it is typed.
+    expect(await page.getByLabel(/^Name/).getAttribute('aria-describedby')).toBe('label-rules');
+    expect(await page.locator('#label-rules').textContent()).toContain('and to your visitors: the autoresponse says');
+    // Nothing of the settings is left on the key list.
+    await page.goto(`${h.url}/owner/keys`);
+    expect(await page.getByRole('button', { name: 'Save settings' }).count()).toBe(0);
+    await page.goto(`${h.url}/owner/keys/${owner.id}/submissions`);
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/settings`);
+
+    await page.getByLabel(/^Name/).fill('Contact page, shop.example');
+    await page.getByLabel('Send an autoresponse to each visitor').check();
+    await page.getByLabel('Subject (one line').fill('We have your message');
+    await page.getByLabel('Text (plain text').fill('Thank you: we answer within a day.');
+    await page.getByLabel(/^Spam filter/).selectOption('strict');
+    await page.getByLabel('Captcha', { exact: true }).selectOption('altcha');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/settings?notice=saved`);
+    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('Key settings saved.');
+    expect(await h.sql('select label, autoresponse_enabled, spam_filter, captcha from verification_keys where id = $1', [owner.id])).toEqual([
+      { label: 'Contact page, shop.example', autoresponse_enabled: true, spam_filter: 'strict', captcha: 'altcha' },
+    ]);
+    await screenshot(page, 'owner-key-settings.png');
+    expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
+  }, 120_000);
+
+  it('answers a refused save with every typed value kept, the field named and marked, and nothing stored', async () => {
+    const owner = await h.createKey();
+    const page = await openPage();
+    await signIn(page, owner.email);
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+
+    await page.getByLabel(/^Name/).fill('Shop contact form');
+    await page.getByLabel('Put the name before the subject').check();
+    await page.getByLabel('Fields shown first').fill('topic\norder_number');
+    await page.getByLabel('Send an autoresponse to each visitor').check();
+    await page.getByLabel('Subject (one line').fill('We have your message');
+    await page.getByLabel(/^Spam filter/).selectOption('off');
+    await page.getByLabel('Send held spam to the webhooks too').check();
+    await page.getByLabel('Captcha', { exact: true }).selectOption('turnstile');
+    await page.getByLabel('Accept submissions only from these sites').fill('shop.example');
+    const [answer] = await Promise.all([
+      page.waitForResponse((response) => response.request().method() === 'POST'),
+      page.getByRole('button', { name: 'Save settings' }).click(),
+    ]);
+    expect(answer.status()).toBe(400);
+    await page.waitForLoadState();
+
+    // Every value as typed, the ticks included.
+    expect(await page.getByLabel(/^Name/).inputValue()).toBe('Shop contact form');
+    expect(await page.getByLabel('Put the name before the subject').isChecked()).toBe(true);
+    expect(await page.getByLabel('Fields shown first').inputValue()).toBe('topic\norder_number');
+    expect(await page.getByLabel('Send an autoresponse to each visitor').isChecked()).toBe(true);
+    expect(await page.getByLabel('Subject (one line').inputValue()).toBe('We have your message');
+    expect(await page.getByLabel(/^Spam filter/).inputValue()).toBe('off');
+    expect(await page.getByLabel('Send held spam to the webhooks too').isChecked()).toBe(true);
+    expect(await page.getByLabel('Captcha', { exact: true }).inputValue()).toBe('turnstile');
+    expect(await page.getByLabel('Accept submissions only from these sites').inputValue()).toBe('shop.example');
+    // The field in error: marked, its reason next to it and read with it.
+    const text = page.getByLabel('Text (plain text');
+    expect(await text.getAttribute('aria-invalid')).toBe('true');
+    const reason = page.locator(`#${(await text.getAttribute('aria-describedby'))!.split(' ')[0]}`);
+    expect(await reason.textContent()).toBe('An autoresponse needs a subject and a text before it is turned on.');
+    expect(await page.locator('[aria-invalid=true]').count()).toBe(1);
+    // Nothing of it was stored.
+    expect(await h.sql('select label, autoresponse_enabled, spam_filter, captcha from verification_keys where id = $1', [owner.id])).toEqual([
+      { label: null, autoresponse_enabled: false, spam_filter: 'normal', captcha: null },
+    ]);
+    expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
+
+    // Written in, the same form saves.
+    await text.fill('Thank you.');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/settings?notice=saved`);
+    expect(await h.sql('select label, autoresponse_enabled, spam_filter, captcha from verification_keys where id = $1', [owner.id])).toEqual([
+      { label: 'Shop contact form', autoresponse_enabled: true, spam_filter: 'off', captcha: 'turnstile' },
+    ]);
+  }, 120_000);
+
+  it('adds a recipient without losing the settings typed above it, and names the address field when it refuses one', async () => {
+    const owner = await h.createKey();
+    const page = await openPage();
+    await signIn(page, owner.email);
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+
+    await page.getByLabel(/^Name/).fill('Typed, not saved');
+    await page.getByLabel('Subject (one line').fill('Typed subject');
+    await page.getByLabel('Add an address').fill('colleague@team.example');
+    await page.getByRole('button', { name: 'Add and ask it to confirm' }).click();
+    await expect.poll(() => page.getByText('Address added: it receives copies once it confirms', { exact: false }).count()).toBe(1);
+    expect(await page.getByRole('region', { name: 'More recipients' }).getByText('colleague@team.example').count()).toBe(1);
+    expect(await page.getByLabel(/^Name/).inputValue()).toBe('Typed, not saved');
+    expect(await page.getByLabel('Subject (one line').inputValue()).toBe('Typed subject');
+    expect(await page.getByLabel('Add an address').inputValue()).toBe('');
+
+    await page.getByLabel('Add an address').fill(owner.email);
+    await page.getByRole('button', { name: 'Add and ask it to confirm' }).click();
+    await expect.poll(() => page.getByLabel('Add an address').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#error-email').textContent()).toBe(`${owner.email} is the key's own address: it receives every message already.`);
+    expect(await page.getByLabel('Add an address').inputValue()).toBe(owner.email);
+    expect(await page.getByLabel(/^Name/).inputValue()).toBe('Typed, not saved');
+    // Only Save stores them.
+    expect(await h.sql('select label from verification_keys where id = $1', [owner.id])).toEqual([{ label: null }]);
+  }, 120_000);
+});
+
+describe('the list of messages', () => {
+  it('shows at least 10 messages in the first 900 px at 1280 px wide', async () => {
+    const owner = await h.createKey();
+    for (let i = 0; i < 14; i++) {
+      // No subject: the list shows the message's first 90 characters, as for most forms.
+      const message = `Message number ${i}: a question about an order that is long enough to wrap onto a second line of the list if nothing stops it.`;
+      expect((await submitJson(h, { access_key: owner.key, email: `visitor.number.${i}@example.org`, message })).status).toBe(200);
+    }
+    const page = await openPage();
+    await signIn(page, owner.email);
+    await page.goto(`${h.url}/owner/keys/${owner.id}/submissions`);
+    const visible = await page.evaluate<number>(
+      `Array.from(document.querySelectorAll('.inbox tbody tr')).filter((row) => row.getBoundingClientRect().bottom <= 900).length`,
+    );
+    expect(visible).toBeGreaterThanOrEqual(10);
+    await screenshot(page, 'owner-messages.png');
+  }, 120_000);
+});
