@@ -255,11 +255,12 @@ describe('the owner console in a browser, without JavaScript', () => {
 
     await recipients().getByLabel('Add an address').fill('Colleague@Team.example');
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count()).toBe(1);
+    // Said above the page and next to the address field.
+    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count()).toBe(2);
 
     await recipients().getByLabel('Add an address').fill(owner.email);
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count()).toBe(1);
+    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count()).toBe(2);
 
     await recipients()
       .getByRole('button', { name: `Remove ${colleague}` })

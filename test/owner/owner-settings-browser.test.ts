@@ -1,7 +1,9 @@
 // A key's settings page in Chromium, as an owner sets a key up: reached from the key list and from
 // the key's messages, in sections; a refused save comes back with everything typed and names the
-// field; adding a recipient keeps what was typed above it. axe-core finds nothing on the page, and
-// nothing scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
+// field; adding a recipient keeps what was typed above it. A test message goes through the whole
+// pipeline (the owner's email, a copy, a chat channel, a webhook), marked as a test everywhere and
+// counted nowhere, at most 10 a key an hour. axe-core finds nothing on the pages, and nothing
+// scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -9,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../support/browser.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
-import { linkIn, signInMailsTo } from '../support/owner.ts';
+import { linkIn, signIn as signInHttp, signInMailsTo } from '../support/owner.ts';
+import { buildKeyRecipient } from '../support/factories.ts';
+import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
+import { startChatStandIn, type ChatStandIn } from '../support/chat-stand-ins.ts';
 
 const AXE = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const WCAG = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
@@ -20,15 +25,23 @@ const OVERFLOW = 'document.documentElement.scrollWidth - document.documentElemen
 let h: Harness;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
+const HOOK_HOST = '127.0.0.9';
+let receiver: Receiver;
+let slack: ChatStandIn;
 
 beforeAll(async () => {
-  h = await startHarness();
+  receiver = await startReceiver(HOOK_HOST);
+  slack = await startChatStandIn('slack', HOOK_HOST);
+  h = await startHarness({ env: { WEBHOOK_ALLOW: HOOK_HOST } });
+  slack.publicUrl = h.config.PUBLIC_URL;
   browser = await launchChromium();
 });
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => undefined);
   await browser?.close().catch(() => undefined);
   await h?.stop();
+  await receiver?.close();
+  await slack?.close();
 });
 
 async function openPage(viewport = { width: 1280, height: 900 }): Promise<Page> {
@@ -41,10 +54,12 @@ async function openPage(viewport = { width: 1280, height: 900 }): Promise<Page> 
 }
 
 async function signIn(page: Page, email: string): Promise<void> {
+  // The address may have signed in before (through HTTP): the link is the newest email's.
+  const before = signInMailsTo(h, email).length;
   await page.goto(`${h.url}/owner`);
   await page.getByLabel('The address that holds your keys').fill(email);
   await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-  const mail = await eventually(async () => signInMailsTo(h, email)[0], 20_000, 'sign-in email');
+  const mail = await eventually(async () => signInMailsTo(h, email)[before], 20_000, 'sign-in email');
   await page.goto(linkIn(h, mail).toString());
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL(`${h.url}/owner/keys`);
@@ -182,6 +197,84 @@ describe("a key's settings page", () => {
     expect(await page.getByLabel(/^Name/).inputValue()).toBe('Typed, not saved');
     // Only Save stores them.
     expect(await h.sql('select label from verification_keys where id = $1', [owner.id])).toEqual([{ label: null }]);
+  }, 120_000);
+});
+
+describe('a test message', () => {
+  it('goes to the owner, a copy, a chat channel and a webhook, marked as a test, counted nowhere; the page keeps what was typed and links to its outcome', async () => {
+    const owner = await h.createKey();
+    const colleague = `colleague-${owner.id.slice(0, 8)}@example.test`;
+    await buildKeyRecipient(h, { key: owner, email: colleague, confirmed: true });
+    // An autoresponse is on and the spam filter normal: a test message gets neither.
+    await h.sql(
+      `update verification_keys set autoresponse_enabled = true, autoresponse_subject = 'Thanks', autoresponse_text = 'We read every message.' where id = $1`,
+      [owner.id],
+    );
+    const http = await signInHttp(h, owner.email);
+    expect((await http.post(`/owner/keys/${owner.id}/webhooks`, { url: `${receiver.url}/hook-${owner.id}` })).status).toBe(200);
+    expect((await http.post(`/owner/keys/${owner.id}/webhooks`, { kind: 'slack', url: slack.url })).status).toBe(200);
+
+    const page = await openPage();
+    await signIn(page, owner.email);
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+    await page.getByLabel(/^Name/).fill('Typed, not saved');
+    await page.getByRole('button', { name: 'Send a test message' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toContain('Test message sent');
+    expect(await page.getByLabel(/^Name/).inputValue()).toBe('Typed, not saved');
+    expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
+
+    // Its outcome, on its page: marked as a test, its email sent.
+    await page.getByRole('link', { name: 'Follow the test message on its page' }).click();
+    await page.waitForURL(/\/owner\/submissions\//);
+    const id = page.url().split('/').pop()!;
+    await eventually(
+      async () => {
+        await page.reload();
+        return (await page.locator('[data-field="status"]').first().textContent()) === 'sent' ? true : undefined;
+      },
+      30_000,
+      'the test message sent',
+    );
+    expect(await page.locator('.badge-test').textContent()).toBe('test');
+    expect(await page.getByRole('button', { name: 'Spam', exact: true }).count()).toBe(0);
+    await screenshot(page, 'owner-test-message.png');
+    expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
+
+    // At the SMTP sink: the owner's email and the copy, each subject marked.
+    const mailTo = (address: string) => h.sink.messages.find((mail) => mail.envelope.to.includes(address) && mail.parsed.text?.includes(id));
+    const ownerMail = await eventually(async () => mailTo(owner.email), 30_000, "the owner's email");
+    expect(ownerMail.parsed.subject).toBe('[Test] Test message from your contact form');
+    const copy = await eventually(async () => mailTo(colleague), 30_000, 'the copy');
+    expect(copy.parsed.subject).toBe('[Test] Test message from your contact form');
+    // The webhook says `test: true`; the chat post says it is a test message.
+    const hook = await eventually(async () => receiver.received.find((request) => request.path.endsWith(`/hook-${owner.id}`)), 30_000, 'the webhook');
+    expect(JSON.parse(hook.body)).toMatchObject({ type: 'submission.created', data: { id, test: true } });
+    const post = await eventually(async () => slack.calls.find((call) => JSON.stringify(call.body).includes(id)), 30_000, 'the chat post');
+    expect(JSON.stringify(post.body)).toContain('Test message');
+
+    // Counted nowhere: no spam check, no autoresponse, not in the overview, not markable.
+    expect(await h.sql('select spam_verdict, autoresponse, test from submissions where id = $1', [id])).toEqual([
+      { spam_verdict: null, autoresponse: 'off', test: true },
+    ]);
+    expect(await h.sql('select count(*)::int as n from autoresponses where submission_id = $1', [id])).toEqual([{ n: 0 }]);
+    const overview = (await http.get(`/owner/keys/${owner.id}/overview`)).text;
+    expect(overview).toContain('<dd data-total="all">0</dd>');
+    expect(overview).toContain('<dd data-total="stored">0</dd>');
+    expect((await http.post(`/owner/submissions/${id}/spam-mark`, { mark: 'spam', view: 'submission' })).status).toBe(400);
+  }, 180_000);
+
+  it('goes at most 10 times a key an hour; the 11th is refused and says when the next can go', async () => {
+    const owner = await h.createKey();
+    const http = await signInHttp(h, owner.email);
+    for (let i = 0; i < 10; i++) {
+      const sent = await http.post(`/owner/keys/${owner.id}/test-message`);
+      expect(sent.status).toBe(303);
+      expect(sent.headers.location).toMatch(/^\/owner\/submissions\/[0-9a-f-]{36}\?notice=test-sent$/);
+    }
+    const refused = await http.post(`/owner/keys/${owner.id}/test-message`);
+    expect(refused.status).toBe(429);
+    expect(refused.text).toContain('A key sends at most 10 test messages an hour: the next can go in 60 minutes.');
+    expect(await h.sql('select count(*)::int as n from submissions where key_id = $1', [owner.id])).toEqual([{ n: 10 }]);
   }, 120_000);
 });
 

@@ -12,6 +12,7 @@ import { changeOwnerKey, type OwnerKeyChanges } from './operations.ts';
 import { chrome, NOTICES, notFoundPage, see } from './owner-pages.ts';
 import { ownerState } from './session.ts';
 import { isSettingsForm, settingsOf } from './settings-form.ts';
+import { sendTestMessage } from './test-message.ts';
 
 const KEY_ACTIONS = {
   save: 'saved',
@@ -106,5 +107,23 @@ export function removeRecipientHandler(deps: AppDeps) {
       (current) => current.filter((recipient) => recipient.id !== removed).map((recipient) => recipient.email),
       'recipient-removed',
     );
+  };
+}
+
+/** POST /owner/keys/:keyId/test-message: from the settings form, its page as typed, with the way to the message; else the message's page. */
+export function testMessageHandler(deps: AppDeps) {
+  return async function testMessage(ctx: RouteContext) {
+    const keyId = ctx.params.keyId ?? '';
+    const form = ownerState(ctx).form!;
+    let id: string | undefined;
+    try {
+      id = await sendTestMessage(ctx, deps, chrome(ctx).email, keyId);
+    } catch (error) {
+      if (!(error instanceof KeyRuleError)) throw error;
+      return keySettingsPage(ctx, deps, keyId, { refused: error, form, typed: isSettingsForm(form) });
+    }
+    if (!id) return notFoundPage(ctx);
+    if (!isSettingsForm(form)) return see(ctx, `/owner/submissions/${id}?notice=test-sent`);
+    await keySettingsPage(ctx, deps, keyId, { form, typed: true, notice: `${NOTICES['test-sent']} ${TYPED_KEPT}`, testMessage: id });
   };
 }

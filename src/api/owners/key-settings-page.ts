@@ -1,5 +1,5 @@
 // /owner/keys/:keyId/settings — one key's settings on a page of its own, in sections (email,
-// autoresponse, spam, captcha and sites, recipients, chat and webhooks, the key's state). Shown
+// autoresponse, spam, captcha and sites, recipients, chat and webhooks, a test message, the key's state). Shown
 // as stored, or, after a refusal or another button of its form, with what the owner typed.
 import { renderAutoresponse } from '../../shared/autoresponses/autoresponses.ts';
 import { arrangeFields, renderSubjectPattern } from '../../shared/keys/email-layout.ts';
@@ -13,6 +13,7 @@ import { ownedKey } from './access.ts';
 import { ownerKeyRecord, withRecipients } from './operations.ts';
 import { chrome, KEYS_PAGE, notFoundPage } from './owner-pages.ts';
 import { refusedField, typedSettings } from './settings-form.ts';
+import { TEST_MESSAGES_PER_HOUR } from './test-message.ts';
 
 export type SettingsShown = {
   /** The form as posted: with `typed` (the settings form's), its fields are shown as typed, not as stored. */
@@ -21,6 +22,8 @@ export type SettingsShown = {
   /** A change refused: said at the top and next to the field it names. */
   refused?: KeyRuleError;
   notice?: string;
+  /** The test message just sent: the page links to it. */
+  testMessage?: string;
 };
 
 export async function keySettingsPage(ctx: AppContext, deps: AppDeps, keyId: string, shown: SettingsShown = {}): Promise<void> {
@@ -53,6 +56,8 @@ export async function keySettingsPage(ctx: AppContext, deps: AppDeps, keyId: str
       notice: shown.notice ?? page.notice,
       error: shown.refused?.message ?? '',
       field_error: field ? { field, message: shown.refused!.message } : {},
+      test_message: shown.testMessage ?? '',
+      test_messages_per_hour: TEST_MESSAGES_PER_HOUR,
     },
     { headers: SCRIPTED_PAGE_HEADERS, ...(shown.refused ? { status: fromKeyRule(shown.refused).status } : {}) },
   );

@@ -1,6 +1,6 @@
 // /owner/keys, /owner/confirm, /owner/keys/:keyId/settings, /owner/overview — the keys of the
 // signed-in address: their list with the mailbox's consent, each key's settings page (save,
-// disable, enable, delete, its added recipients), and the overview of messages per day, of one
+// disable, enable, delete, its added recipients, a test message), and the overview of messages per day, of one
 // key or of all.
 import type Router from '@koa/router';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
@@ -10,7 +10,7 @@ import { createRouter } from '../router.ts';
 import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';
 import { barChart, OUTCOME_WORDS } from './chart.ts';
 import { keySettingsPage } from './key-settings-page.ts';
-import { addRecipientHandler, keyActionHandler, removeRecipientHandler } from './key-settings-actions.ts';
+import { addRecipientHandler, keyActionHandler, removeRecipientHandler, testMessageHandler } from './key-settings-actions.ts';
 import { confirmOwnerMailbox, listOwnerKeys, ownerConsent, ownerOverview } from './operations.ts';
 import { chrome, KEYS_PAGE, notFoundPage, pageGuards, see, TIMES } from './owner-pages.ts';
 import { ownerState } from './session.ts';
@@ -29,6 +29,7 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
   router.post('/owner/keys/:keyId', ...write, keyActionHandler(deps));
   router.post('/owner/keys/:keyId/recipients', ...write, addRecipientHandler(deps));
   router.post('/owner/keys/:keyId/recipients/:recipientId/remove', ...write, removeRecipientHandler(deps));
+  router.post('/owner/keys/:keyId/test-message', ...write, testMessageHandler(deps));
   router.get('/owner/overview', signedIn, (ctx) => overviewPage(ctx, deps));
   router.get('/owner/keys/:keyId/overview', signedIn, (ctx) => overviewPage(ctx, deps, ctx.params.keyId ?? ''));
 

@@ -29,6 +29,7 @@ export const NOTICES: Record<string, string> = {
   'copy-resent': 'The copy is queued to be sent again to that recipient; its status below follows.',
   'recipient-added': 'Address added: it receives copies once it confirms through the link just emailed to it.',
   'recipient-removed': 'Address removed: it receives no more copies.',
+  'test-sent': 'Test message sent: it goes to you, your added recipients, your chat channels and your webhooks, each marked as a test.',
   confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
   removed: 'Message deleted with its files.',
   'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',

@@ -90,6 +90,7 @@ export function refusedField(error: KeyRuleError, form: URLSearchParams): string
     case 'email_field_order':
     case 'email_hidden_fields':
     case 'confirm_delete':
+    case 'test_message':
       return error.field;
     case 'autoresponse.subject':
       return 'autoresponse_subject';
