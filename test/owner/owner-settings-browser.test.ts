@@ -116,7 +116,7 @@ describe("a key's settings page", () => {
     expect(await h.sql('select label, autoresponse_enabled, spam_filter, captcha from verification_keys where id = $1', [owner.id])).toEqual([
       { label: 'Contact page, shop.example', autoresponse_enabled: true, spam_filter: 'strict', captcha: 'altcha' },
     ]);
-    await screenshot(page, 'owner-key-settings.png');
+    await screenshot(page, 'console-settings.png');
     expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
   }, 120_000);
 
@@ -237,7 +237,7 @@ describe('a test message', () => {
     );
     expect(await page.locator('.badge-test').textContent()).toBe('test');
     expect(await page.getByRole('button', { name: 'Spam', exact: true }).count()).toBe(0);
-    await screenshot(page, 'owner-test-message.png');
+    await screenshot(page, 'console-test-message.png');
     expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
 
     // At the SMTP sink: the owner's email and the copy, each subject marked.
@@ -293,6 +293,5 @@ describe('the list of messages', () => {
       `Array.from(document.querySelectorAll('.inbox tbody tr')).filter((row) => row.getBoundingClientRect().bottom <= 900).length`,
     );
     expect(visible).toBeGreaterThanOrEqual(10);
-    await screenshot(page, 'owner-messages.png');
   }, 120_000);
 });
