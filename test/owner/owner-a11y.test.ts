@@ -84,6 +84,7 @@ beforeAll(async () => {
   await page.waitForURL(`${h.url}/owner/keys`);
   Object.assign(paths, {
     keys: '/owner/keys',
+    settings: `/owner/keys/${owner.id}/settings`,
     list: `/owner/keys/${owner.id}/submissions`,
     filtered: `/owner/keys/${owner.id}/submissions?q=nothing&status=failed`,
     spam: `/owner/keys/${owner.id}/spam`,

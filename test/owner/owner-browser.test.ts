@@ -198,23 +198,24 @@ describe('the owner console in a browser, without JavaScript', () => {
     const owner = await h.createKey({ domains: ['shop.example'], useDomain: false });
     const { page, problems } = await openPage();
     await signIn(page, owner.email);
-    const card = page.getByRole('region', { name: owner.key });
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+    const card = page.getByRole('region', { name: 'Autoresponse' });
     await expect.poll(() => card.getByText('It carries no text a visitor wrote').count()).toBe(1);
 
     // On without a text: refused, and nothing is changed.
     await card.getByLabel('Send an autoresponse to each visitor').check();
     await card.getByLabel('Subject (one line').fill('We have your message');
-    await card.getByRole('button', { name: 'Save settings' }).click();
-    await expect.poll(() => page.getByText('An autoresponse needs a subject and a text before it is turned on.').count()).toBe(1);
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => page.getByText('An autoresponse needs a subject and a text before it is turned on.').count()).toBe(2);
     const [before] = await h.sql('select autoresponse_enabled, autoresponse_subject from verification_keys where id = $1', [owner.id]);
     expect(before).toEqual({ autoresponse_enabled: false, autoresponse_subject: null });
 
-    const saved = page.getByRole('region', { name: owner.key });
+    const saved = page.getByRole('region', { name: 'Autoresponse' });
     await saved.getByLabel('Send an autoresponse to each visitor').check();
     await saved.getByLabel('Subject (one line').fill('We have your message');
     await saved.getByLabel('Text (plain text').fill('Thank you.\n\nOur hours: https://shop.example/hours <b>soon</b>');
-    await saved.getByRole('button', { name: 'Save settings' }).click();
-    await page.waitForURL(`${h.url}/owner/keys?notice=saved`);
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/settings?notice=saved`);
     const preview = page.getByRole('region', { name: 'Preview, as saved' });
     await expect.poll(() => preview.getByText('Subject: We have your message').count()).toBe(1);
     expect(await preview.getByRole('link', { name: 'https://shop.example/hours' }).getAttribute('href')).toBe('https://shop.example/hours');
@@ -231,12 +232,13 @@ describe('the owner console in a browser, without JavaScript', () => {
     expect(problems).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
   });
 
-  it('adds a recipient on the key page, shows it waiting for its confirmation, refuses the key’s own address, and removes it', async () => {
+  it('adds a recipient on the key’s settings page, shows it waiting for its confirmation, refuses the key’s own address, and removes it', async () => {
     const owner = await h.createKey();
     const colleague = 'colleague@team.example';
     const { page, problems } = await openPage();
     await signIn(page, owner.email);
-    const recipients = () => page.getByRole('region', { name: owner.key }).getByRole('region', { name: 'More recipients' });
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+    const recipients = () => page.getByRole('region', { name: 'More recipients' });
     await expect
       .poll(() =>
         recipients()
@@ -247,22 +249,23 @@ describe('the owner console in a browser, without JavaScript', () => {
 
     await recipients().getByLabel('Add an address').fill(colleague);
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await page.waitForURL(`${h.url}/owner/keys?notice=recipient-added`);
+    await expect.poll(() => page.getByText('Address added: it receives copies once it confirms', { exact: false }).count()).toBe(1);
     await expect.poll(() => recipients().getByText('waiting for its confirmation').count()).toBe(1);
     await eventually(async () => h.sink.messages.find((mail) => mail.envelope.to.includes(colleague)), 20_000, 'the request to confirm');
 
     await recipients().getByLabel('Add an address').fill('Colleague@Team.example');
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count()).toBe(1);
+    // Said above the page and next to the address field.
+    await expect.poll(() => page.getByText("Colleague@Team.example is one of this key's recipients already.").count()).toBe(2);
 
     await recipients().getByLabel('Add an address').fill(owner.email);
     await recipients().getByRole('button', { name: 'Add and ask it to confirm' }).click();
-    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count()).toBe(1);
+    await expect.poll(() => page.getByText(`${owner.email} is the key's own address: it receives every message already.`).count()).toBe(2);
 
     await recipients()
       .getByRole('button', { name: `Remove ${colleague}` })
       .click();
-    await page.waitForURL(`${h.url}/owner/keys?notice=recipient-removed`);
+    await expect.poll(() => page.getByText('Address removed: it receives no more copies.', { exact: false }).count()).toBe(1);
     expect(await recipients().getByRole('listitem').count()).toBe(0);
     expect(await h.sql('select email from key_recipients where key_id = $1', [owner.id])).toEqual([]);
     // The refused additions were answered 400, as they should be; nothing else went wrong.
@@ -275,13 +278,14 @@ describe('the owner console in a browser, without JavaScript', () => {
     const owner = await h.createKey();
     const { page, problems } = await openPage();
     await signIn(page, owner.email);
-    const card = page.getByRole('region', { name: owner.key });
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+    const card = page.getByRole('region', { name: 'Email', exact: true });
     await card.getByLabel('Subject pattern').fill('[{field:topic}] {subject}');
     await card.getByLabel('Fields shown first').fill('topic');
     await card.getByLabel('Fields left out of the email').fill('internal_ref');
     await card.getByLabel('Files', { exact: true }).selectOption('link');
-    await card.getByRole('button', { name: 'Save settings' }).click();
-    await page.waitForURL(`${h.url}/owner/keys?notice=saved`);
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.waitForURL(`${h.url}/owner/keys/${owner.id}/settings?notice=saved`);
     const preview = page.getByRole('region', { name: 'Preview with a sample message, as saved' });
     await expect.poll(() => preview.getByText('Subject: [(topic)] Question about an order').count()).toBe(1);
     expect((await preview.locator('pre').textContent())?.split('\n')[0]).toBe('topic: (topic)');

@@ -349,7 +349,8 @@ describe('the whole journey', () => {
       email_files: 'link',
     });
     expect(saved.status).toBe(303);
-    const text = (await client.get('/owner/keys')).text;
+    expect(saved.headers.location).toBe(`/owner/keys/${owner.id}/settings?notice=saved`);
+    const text = (await client.get(`/owner/keys/${owner.id}/settings`)).text;
     expect(text).toContain('<strong>Subject:</strong> &lt;b&gt;Ada Lovelace&lt;/b&gt;: Question about an order');
     expect(text).toContain('company: Example Ltd');
     expect(text).not.toContain('name: Ada Lovelace');
@@ -377,7 +378,7 @@ describe('the whole journey', () => {
     // ALTCHA, which this service serves itself, is one of the choices; the page shows it chosen.
     expect((await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'example.com', captcha: 'altcha' })).status).toBe(303);
     expect(await h.sql('select captcha from verification_keys where id = $1', [owner.id])).toEqual([{ captcha: 'altcha' }]);
-    expect((await client.get('/owner/keys')).text).toContain('<option value="altcha" selected>ALTCHA (served by this service)</option>');
+    expect((await client.get(`/owner/keys/${owner.id}/settings`)).text).toContain('<option value="altcha" selected>ALTCHA (served by this service)</option>');
     const bad = await client.post(`/owner/keys/${owner.id}`, { action: 'save', domains: 'http://x/y', captcha: '' });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain('Not a host name');

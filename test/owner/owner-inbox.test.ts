@@ -47,7 +47,7 @@ describe('named keys', () => {
     expect(keys).toContain(
       `<p class="key-detail">Key <code id="key-value-${owner.id}">${owner.key}</code> <button type="button" class="secondary small" data-copy="key-value-${owner.id}" hidden>Copy key</button></p>`,
     );
-    expect(keys).toMatch(/name="subject_prefix" value="yes" checked/);
+    expect((await client.get(`/owner/keys/${owner.id}/settings`)).text).toMatch(/name="subject_prefix" value="yes" checked/);
 
     const list = (await client.get(`/owner/keys/${owner.id}/submissions`)).text;
     expect(titleOf(list)).toBe(`Messages · ${LABEL}`);

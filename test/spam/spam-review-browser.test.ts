@@ -88,9 +88,11 @@ describe('reviewing spam in the owner console', () => {
     expect(await statusIn(heldId)).toBe('sent');
 
     await page.goto(`${h.url}/owner/keys`);
+    await page.getByRole('link', { name: 'Settings' }).click();
     await page.getByLabel(/^Spam filter/).selectOption('strict');
     await page.getByRole('button', { name: 'Save settings' }).click();
-    await page.waitForURL(`${h.url}/owner/keys?notice=saved`);
+    await page.waitForURL(`${h.url}/owner/keys/${key.id}/settings?notice=saved`);
+    await page.goto(`${h.url}/owner/keys`);
     expect(await page.locator('dd', { hasText: /^strict/ }).count()).toBe(1);
   });
 });

@@ -76,6 +76,8 @@ export async function ownerSubmissionRecord(
     ...ownerDeliveryFields(submissionFields(submission, history, page?.preview)),
     copies: copies.map((copy) => ({ ...copy, last_error: ownerReply(copy.last_error) })),
     truncated: page?.preview?.truncated ?? false,
+    /** A test message the owner sent from the console (./test-message.ts). */
+    test: submission.test,
     key_id: submission.key.id,
     attachments: files.map((file) => ({
       id: file.id,

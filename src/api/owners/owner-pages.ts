@@ -19,7 +19,7 @@ export function pageGuards(deps: AppDeps): { sameSite: Middleware<AppState>; sig
 }
 
 /** Fixed texts for ?notice= after a redirect: nothing from the query string is shown as given. */
-const NOTICES: Record<string, string> = {
+export const NOTICES: Record<string, string> = {
   'signed-out': 'You are signed out.',
   saved: 'Key settings saved.',
   disabled: 'Key disabled: submissions with it are refused until you enable it again.',
@@ -29,6 +29,7 @@ const NOTICES: Record<string, string> = {
   'copy-resent': 'The copy is queued to be sent again to that recipient; its status below follows.',
   'recipient-added': 'Address added: it receives copies once it confirms through the link just emailed to it.',
   'recipient-removed': 'Address removed: it receives no more copies.',
+  'test-sent': 'Test message sent: it goes to you, your added recipients, your chat channels and your webhooks, each marked as a test.',
   confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
   removed: 'Message deleted with its files.',
   'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',

@@ -13,6 +13,7 @@ import { allowanceLeft, takePlace, teachMark } from '../../shared/spam/spam-teac
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/data/delivery-status.ts';
 import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/submissions.ts';
+import { errors } from '../api-errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { ownedSubmission } from './access.ts';
@@ -35,6 +36,8 @@ export async function markSubmission(ctx: AppContext, deps: AppDeps, email: stri
   const em = ctx.state.em;
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
+  // The owner's own test teaches the filter nothing about visitors.
+  if (submission.test) throw errors.invalidFields({ mark: ['A test message cannot be marked: it teaches the spam filter nothing.'] });
   await loadSubmissionKey(em, submission);
 
   // The same mark again: taught already, or waiting its turn.

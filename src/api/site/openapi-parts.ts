@@ -180,5 +180,6 @@ export const Submission = v.object({
     v.description("In the order the form sent them; in a list, each value's first 500 characters"),
   ),
   truncated: v.pipe(v.boolean(), v.description('Whether this list cut the message or a field; always false for one submission')),
+  test: v.pipe(v.boolean(), v.description('A test message the owner sent from the console: counted in no bound or figure')),
   attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
 });

@@ -49,6 +49,7 @@ export const SubmissionCreatedSchema = v.object({
       v.nullable(SpamDetail),
       "The spam filter's verdict. The event waits for the email's check, or checks the submission itself when the email is held up; null: not checked (the key's filter is off, or the email is not to be sent). Held spam reaches a key's webhooks only if the key asks for it (spam_to_webhooks), or once its owner marks it not spam.",
     ),
+    test: described(v.boolean(), 'true: a test message its key\'s owner sent from the console ("Send a test message"), not a visitor\'s'),
   }),
 });
 

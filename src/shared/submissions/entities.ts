@@ -49,6 +49,11 @@ export const SubmissionSchema = defineEntity({
      * a flush that brings it forward). Left as it was once the row moves on: read it only while `retrying`.
      */
     nextAttemptAt: p.datetime().nullable(),
+    /**
+     * A test message the owner sent from the console (src/api/owners/test-message.ts): delivered like any
+     * other, marked as a test in every email, chat post and webhook, and counted in no bound or figure.
+     */
+    test: p.boolean().default(false),
     /** What became of the confirmation email to the visitor (src/shared/autoresponses); null until the owner's email is decided. */
     autoresponse: p.enum(AUTORESPONSE_OUTCOMES).nullable(),
     /** The words the owner console's search finds, over a bounded prefix of the texts; written by a trigger (src/shared/infra/db/search.ts), never read into the entity. */
@@ -69,6 +74,8 @@ export const SubmissionSchema = defineEntity({
     { properties: ['key', 'spamMarkedAt'], name: 'submissions_untaught_marks_idx', where: '"spam_mark" is not null and "spam_taught_at" is null' },
     // The reservations the filter has not answered yet: a stale one is put back (src/shared/spam/spam-teaching.ts).
     { properties: ['spamTaughtAt'], name: 'submissions_teach_pending_idx', where: '"spam_teach_pending"' },
+    // A key's test messages of the last hour: their bound (src/api/owners/test-message.ts).
+    { properties: ['key', 'createdAt'], name: 'submissions_key_test_idx', where: '"test"' },
     // The owner console's full-text search, the key first: a search reads only its key's entries (src/shared/infra/db/search.ts).
     { name: 'submissions_key_search_idx', expression: `create index "submissions_key_search_idx" on "submissions" using gin ("key_id", "search_document")` },
   ],

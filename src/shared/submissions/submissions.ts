@@ -239,6 +239,7 @@ export {
   insertSubmissionBatch,
   insertSubmissionRows,
   insertSubmissionWithFiles,
+  insertTestMessage,
   type NewWebhookDelivery,
   type SubmissionRow,
   submissionRow,
@@ -260,3 +261,4 @@ export {
 /** How long an Idempotency-Key answers the same: past the 24 hours a client may retry within, with a day to spare. */
 export const IDEMPOTENCY_KEPT_HOURS = 48;
 export { deleteOldIdempotencyKeys, findIdempotencyKey, findIdempotentAnswer, takeIdempotencyKey } from './data/idempotency-keys.ts';
+export { lockTestMessages, testMessagesSince } from './data/test-messages.ts';

@@ -14,16 +14,21 @@ export type { RenderedEmail } from './email-templates.ts';
 /** What the email shows of a submission. */
 export type SubmissionForEmail = Pick<Submission, 'id' | 'email' | 'message' | 'subject' | 'customFields' | 'createdAt'>;
 
+/** What starts the subject of a test message's emails (the owner's and the copies), whatever the key's pattern. */
+export const TEST_SUBJECT_PREFIX = '[Test] ';
+
 /**
  * The subject of a key's email: the owner's pattern when there is one; else the message's own, after
  * the key's label when its owner asked for it (one inbox, several forms told apart at a glance).
+ * A test message's starts with TEST_SUBJECT_PREFIX.
  */
 export function submissionSubject(
-  submission: Pick<Submission, 'subject' | 'email' | 'customFields'>,
+  submission: Pick<Submission, 'subject' | 'email' | 'customFields' | 'test'>,
   key: { pattern: string | null; label: string | null; subjectLabel: string | null },
 ): string {
-  if (key.pattern) return renderSubjectPattern(key.pattern, { ...submission, key: key.label });
-  return key.subjectLabel ? `[${key.subjectLabel}] ${submission.subject}` : submission.subject;
+  const test = submission.test ? TEST_SUBJECT_PREFIX : '';
+  if (key.pattern) return `${test}${renderSubjectPattern(key.pattern, { ...submission, key: key.label })}`;
+  return `${test}${key.subjectLabel ? `[${key.subjectLabel}] ${submission.subject}` : submission.subject}`;
 }
 
 /**

@@ -21,6 +21,8 @@ export type SubmissionCreated = {
     files: Array<{ name: string; type: string; size: number; sha256: string; url: string; url_expires_at: string }>;
     /** The spam filter's verdict and the owner's mark; null when not checked (the filter off, or the email not to be sent: see webhookSpamGate). */
     spam: ReturnType<typeof spamRecord>;
+    /** A test message the owner sent from the console, not a visitor's. */
+    test: boolean;
   };
 };
 
@@ -80,6 +82,7 @@ async function createdPayload(em: EntityManager, storage: Storage, submission: S
       fields: submission.customFields.map(([name, value]) => ({ name, value })),
       files,
       spam: spamRecord(submission),
+      test: submission.test,
     },
   };
 }

@@ -8,6 +8,7 @@ import { defaultSubject } from '../../../src/shared/submissions/submissions.ts';
 
 const claimed: ClaimedSubmission = {
   id: '0f8fad5b-d9cb-469f-a165-70867728950e',
+  test: false,
   email: 'visitor@example.org',
   message: 'What does the yearly plan cost? Call me on 0171 946 0958 before 5.',
   subject: 'Pricing for 2026',

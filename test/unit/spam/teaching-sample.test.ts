@@ -30,6 +30,7 @@ const claimed = (changes: Partial<typeof content> = {}, ownerStatistics = false)
   ...content,
   ...changes,
   id: '0f8fad5b-d9cb-469f-a165-70867728950e',
+  test: false,
   createdAt: new Date('2026-11-27T10:00:00Z'),
   keyEmail: owner.email,
   keyMailbox: owner.mailbox,

@@ -52,6 +52,7 @@ function submission(overrides: Partial<Parameters<typeof chatNotice>[0]> = {}): 
     spamVerdict: null,
     spamScore: null,
     spamMark: null,
+    test: false,
     createdAt: new Date('2026-11-28T10:00:00Z'),
     key: { label: 'Shop *form*' },
     ...overrides,

@@ -34,7 +34,8 @@ export async function lockAutoresponseFacts(
   erasedForm: (value: string) => string,
 ): Promise<AutoresponseFacts | undefined> {
   const [row] = await tx.execute<Array<Omit<AutoresponseFacts, 'suppressed'>>>(
-    `select s.id, s.key_id, s.email, s.spam_verdict, s.autoresponse, k.autoresponse_enabled,
+    // A test message from the owner console gets none: as if the autoresponse were off.
+    `select s.id, s.key_id, s.email, s.spam_verdict, s.autoresponse, (k.autoresponse_enabled and not s.test) as autoresponse_enabled,
             (k.autoresponse_subject is not null and k.autoresponse_text is not null) as has_content, k.spam_filter,
             exists (select 1 from recipients r where r.mailbox = k.mailbox and r.confirmed_at is not null) as confirmed,
             coalesce(k.captcha is not null and k.captcha_required_since <= s.created_at - interval '1 minute', false) as captcha_passed,

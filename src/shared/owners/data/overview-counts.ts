@@ -1,6 +1,6 @@
 // The owner console overview's counts of the submissions table: per key and UTC day, by what became
 // of each message's email. Each is one query on the (key_id, created_at) index; none reads a
-// message's text.
+// message's text. A test message from the console is in none of them.
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** What became of a message, as the overview counts it (src/shared/owners/overview.ts). */
@@ -27,7 +27,7 @@ export async function countsByKeyAndDay(
     // The day as a number of days since the first: cheaper per row than formatting a date.
     `select key_id, ((created_at at time zone 'UTC')::date - ?::date) as day,
             ${outcomes.map((outcome) => `count(*) filter (where ${OUTCOME_SQL[outcome]})::int as ${outcome}`).join(', ')}
-       from submissions where key_id in (?) and created_at >= ? group by 1, 2`,
+       from submissions where key_id in (?) and created_at >= ? and not test group by 1, 2`,
     [since.toISOString().slice(0, 10), keyIds, since],
   );
 }
@@ -36,8 +36,8 @@ export async function countsByKeyAndDay(
 export async function storedAndLast(em: EntityManager, keyIds: string[]): Promise<{ stored: number; last_at: Date | null } | undefined> {
   if (!keyIds.length) return { stored: 0, last_at: null };
   const [summary] = await em.execute<Array<{ stored: number; last_at: Date | null }>>(
-    `select (select count(*)::int from submissions where key_id in (?)) as stored,
-            (select max(created_at) from submissions where key_id in (?)) as last_at`,
+    `select (select count(*)::int from submissions where key_id in (?) and not test) as stored,
+            (select max(created_at) from submissions where key_id in (?) and not test) as last_at`,
     [keyIds, keyIds],
   );
   return summary;
@@ -47,7 +47,7 @@ export async function storedAndLast(em: EntityManager, keyIds: string[]): Promis
 export async function lastMessageAt(em: EntityManager, keyIds: string[]): Promise<Array<{ key_id: string; last_at: Date | null }>> {
   if (!keyIds.length) return [];
   return em.execute<Array<{ key_id: string; last_at: Date | null }>>(
-    `select k.id as key_id, (select max(s.created_at) from submissions s where s.key_id = k.id) as last_at from verification_keys k where k.id in (?)`,
+    `select k.id as key_id, (select max(s.created_at) from submissions s where s.key_id = k.id and not s.test) as last_at from verification_keys k where k.id in (?)`,
     [keyIds],
   );
 }

@@ -64,7 +64,17 @@ export type CopyToSend = {
   recipientId: string | null;
   confirmed: boolean;
   ownerEmail: string;
-  submission: { id: string; email: string; message: string; subject: string; customFields: CustomFields; createdAt: Date; attachmentCount: number };
+  /** `test`: a test message from the owner console, marked as one. */
+  submission: {
+    id: string;
+    email: string;
+    message: string;
+    subject: string;
+    customFields: CustomFields;
+    createdAt: Date;
+    attachmentCount: number;
+    test: boolean;
+  };
   keyLabel: string | null;
   subjectLabel: string | null;
   layout: { subject: string | null; fieldOrder: string[]; hiddenFields: string[]; files: 'attach' | 'link' };
@@ -84,6 +94,7 @@ export async function findCopyToSend(em: EntityManager, id: string): Promise<Cop
       message: string;
       subject: string;
       custom_fields: CustomFields;
+      test: boolean;
       created_ms: number;
       attachment_count: number;
       key_label: string | null;
@@ -97,7 +108,7 @@ export async function findCopyToSend(em: EntityManager, id: string): Promise<Cop
     }>
   >(
     `select c.email, r.id as recipient_id, r.confirmed_at is not null as confirmed, k.email as owner_email,
-            s.id as submission_id, s.email as visitor_email, s.message, s.subject, s.custom_fields,
+            s.id as submission_id, s.email as visitor_email, s.message, s.subject, s.custom_fields, s.test,
             (extract(epoch from s.created_at) * 1000)::float8 as created_ms,
             (select count(*)::int from attachments a where a.submission_id = s.id) as attachment_count,
             k.label as key_label, case when k.subject_prefix then k.label end as subject_label,
@@ -124,6 +135,7 @@ export async function findCopyToSend(em: EntityManager, id: string): Promise<Cop
       customFields: row.custom_fields,
       createdAt: new Date(row.created_ms),
       attachmentCount: row.attachment_count,
+      test: row.test,
     },
     keyLabel: row.key_label,
     subjectLabel: row.subject_label,

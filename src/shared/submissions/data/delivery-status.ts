@@ -190,6 +190,8 @@ export type ClaimedSubmission = {
   spamMark: SpamMark | null;
   /** The visitor's address as the API saw it (TRUST_PROXY): what the spam check looks up on blocklists. */
   clientIp: string | null;
+  /** A test message from the owner console: marked as a test; no spam check (spamFilter off) and no autoresponse (autoresponseOn false). */
+  test: boolean;
   /** Whether the key sends an autoresponse: turned on, with a subject and a text. */
   autoresponseOn: boolean;
 };
@@ -214,7 +216,7 @@ const CLAIM_SUBMISSIONS = {
        update submissions
           set email_status = ${statusAfter('submission', 'claim')}, claimed_at = now(), ${COUNT_ATTEMPT}
         where id = any($1::uuid[])${andStatus('submission', 'claim', { claimExpired: 'claimed_at < now() - make_interval(secs => $2)' })}
-        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at, client_ip),
+        returning id, key_id, email, message, subject, custom_fields, created_at, email_attempts, spam_verdict, spam_mark, claimed_at, client_ip, test),
      -- Each enabled endpoint the key had when the submission came: its delivery, unless written
      -- already (under its fixed id, createdEventId of src/shared/webhooks/created-event-id.ts, or
      -- under another by a version that wrote them at intake).
@@ -226,7 +228,8 @@ const CLAIM_SUBMISSIONS = {
        on conflict (id) do nothing
        returning id, submission_id)
      select c.id, c.email, c.message, c.subject, c.custom_fields, c.email_attempts, ${claimTokenOf('c.claimed_at')} as claim, k.email as key_email,
-            k.mailbox as key_mailbox, k.spam_filter, c.spam_verdict, c.spam_mark, c.client_ip,
+            -- A test message is not checked for spam, so it teaches the filter nothing, and gets no autoresponse.
+            k.mailbox as key_mailbox, case when c.test then 'off' else k.spam_filter end as spam_filter, c.spam_verdict, c.spam_mark, c.client_ip, c.test,
             case when k.subject_prefix then k.label end as subject_label, k.label as key_label,
             k.email_subject, k.email_field_order, k.email_hidden_fields, k.email_files,
             -- Milliseconds since the epoch: unambiguous, whatever text form the driver gives a timestamptz.
@@ -235,7 +238,7 @@ const CLAIM_SUBMISSIONS = {
             case when b.suppressed_until > now() then (extract(epoch from b.suppressed_until) * 1000)::float8 end as suppressed_ms,
             mc.complained_at is not null as complained,
             exists (select 1 from key_recipients r where r.key_id = c.key_id) as has_recipients,
-            coalesce(k.autoresponse_enabled and k.autoresponse_subject is not null and k.autoresponse_text is not null, false) as autoresponse_on,
+            coalesce(not c.test and k.autoresponse_enabled and k.autoresponse_subject is not null and k.autoresponse_text is not null, false) as autoresponse_on,
             array(select w.id from webhooks w where w.submission_id = c.id) as new_webhook_delivery_ids,
             coalesce((select m.spam >= $3 and m.ham >= $3 from owner_spam_marks m
               where m.mailbox = k.mailbox), false) as owner_statistics
@@ -288,6 +291,7 @@ export async function claimSubmissions(
     spam_mark: SpamMark | null;
     owner_statistics: boolean;
     client_ip: string | null;
+    test: boolean;
     autoresponse_on: boolean;
     new_webhook_delivery_ids: string[];
   }>({ ...CLAIM_SUBMISSIONS, values: [ids, claimLeaseMs / 1000, ownerMinLearns] });
@@ -326,6 +330,7 @@ export async function claimSubmissions(
         spamVerdict: row.spam_verdict,
         spamMark: row.spam_mark,
         clientIp: row.client_ip,
+        test: row.test,
         autoresponseOn: row.autoresponse_on,
       },
       newWebhookDeliveryIds: row.new_webhook_delivery_ids,

@@ -143,3 +143,17 @@ export async function insertSubmissionWithFiles(
   );
   return result?.ok === true;
 }
+
+/**
+ * A test message from the owner console (src/api/owners/test-message.ts): queued for its email
+ * like any other, marked `test`; the worker's claim writes its webhook deliveries.
+ */
+export async function insertTestMessage(
+  tx: EntityManager,
+  row: { id: string; keyId: string; email: string; subject: string; message: string; customFields: CustomFields },
+): Promise<void> {
+  await tx.execute(
+    `insert into submissions (id, key_id, email, message, subject, custom_fields, email_status, test) values (?, ?, ?, ?, ?, ?::jsonb, ?, true)`,
+    [row.id, row.keyId, row.email, row.message, row.subject, JSON.stringify(row.customFields), 'queued' satisfies EmailStatus],
+  );
+}

@@ -9,7 +9,7 @@ import { findAttachments } from '../../../shared/submissions/submissions.ts';
 import { cleanLine, cleanText, defuseMentions } from './chat-text.ts';
 
 export type ChatNotice = {
-  /** The service's own first line: "New message", with the key's label when it has one. */
+  /** The service's own first line: "New message" ("Test message" for the owner's test), with the key's label when it has one. */
   headline: string;
   /** The sender's name (a field called `name`), defused; null when the form sent none. */
   senderName: string | null;
@@ -25,7 +25,10 @@ export type ChatNotice = {
   createdAt: Date;
 };
 
-type NoticeSource = Pick<Submission, 'id' | 'email' | 'subject' | 'message' | 'customFields' | 'spamVerdict' | 'spamScore' | 'spamMark' | 'createdAt'> & {
+type NoticeSource = Pick<
+  Submission,
+  'id' | 'email' | 'subject' | 'message' | 'customFields' | 'spamVerdict' | 'spamScore' | 'spamMark' | 'createdAt' | 'test'
+> & {
   key: Pick<VerificationKey, 'label'>;
 };
 
@@ -40,8 +43,10 @@ export function chatNotice(submission: NoticeSource, files: Array<{ name: string
   const name = submission.customFields.find(([field]) => field.trim().toLowerCase() === 'name')?.[1];
   const label = submission.key.label ? cleanLine(submission.key.label) : '';
   const held = submission.spamVerdict === 'spam' && submission.spamMark !== 'ham';
+  // A test message from the owner console says so first, on every platform.
+  const kind = submission.test ? 'Test message' : 'New message';
   return {
-    headline: label ? `New message to ${defuseMentions(label)}` : 'New message',
+    headline: label ? `${kind} to ${defuseMentions(label)}` : kind,
     senderName: name && cleanLine(name) ? line(name) : null,
     senderEmail: cleanLine(submission.email),
     subject: line(submission.subject) || '(no subject)',
