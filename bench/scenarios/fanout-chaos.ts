@@ -95,7 +95,10 @@ async function createFanoutKey(ctx: Ctx, webhookUrl: string): Promise<{ id: stri
     const vault = createKeyVault(ctx.env.SECRET!);
     const created = await generateKey(orm.em.fork(), vault, { email: BENCH_OWNER, emailsPerHour: 1_000 });
     const { key } = created;
-    await setRecipients(orm.em.fork(), { id: key.id, mailbox: key.mailbox, status: key.status }, RECIPIENTS, { emailsPerHour: 1_000, erasedForm: createErasedForm(ctx.env.SECRET!) });
+    await setRecipients(orm.em.fork(), { id: key.id, mailbox: key.mailbox, status: key.status }, RECIPIENTS, {
+      emailsPerHour: 1_000,
+      erasedForm: createErasedForm(ctx.env.SECRET!),
+    });
     for (const recipient of (await recipientsOfKeys(orm.em.fork(), [key.id])).get(key.id) ?? []) await confirmRecipient(orm.em.fork(), recipient.id);
     await createEndpoint(orm.em.fork(), vault, key.id, webhookUrl);
     await createChatChannel(
