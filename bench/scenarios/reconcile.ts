@@ -13,6 +13,10 @@ import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
 import { seedBacklog } from '../support/drains.ts';
 import { cpuMs } from '../support/proc.ts';
 import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import type { AutoresponsePolicy } from '../../src/shared/autoresponses/autoresponses.ts';
+
+/** The backlog's rows are not sent: no autoresponse is decided, the policy only completes the options. */
+const NO_AUTORESPONSES: AutoresponsePolicy = { mode: 'off', newKeyPerDay: 0, keyPerDay: 0, erasedForm: (value) => value };
 
 export async function reconcileBacklog(ctx: Ctx): Promise<void> {
   const { rows, log, quick } = ctx;
@@ -33,7 +37,11 @@ export async function reconcileBacklog(ctx: Ctx): Promise<void> {
         return { redisMs: cpuMs(ctx.redisPid) - redisBefore, seconds: (performance.now() - t0) / 1000 };
       };
       const service = await measure(() =>
-        reconcile(orm.em.fork(), { email: ctx.queue, webhook: webhookQueue }, createLogger('bench', 'silent'), { staleAfterMs: 30_000, claimLeaseMs: 300_000 }),
+        reconcile(orm.em.fork(), { email: ctx.queue, webhook: webhookQueue }, createLogger('bench', 'silent'), {
+          staleAfterMs: 30_000,
+          claimLeaseMs: 300_000,
+          autoresponse: NO_AUTORESPONSES,
+        }),
       );
       const { rows: ids } = await ctx.sql.query<{ id: string }>('select id from submissions order by created_at, id');
       const baseline = await measure(async () => {

@@ -2,13 +2,12 @@
 // version's workers, and this version's API beside its workers, on the schema this version
 // migrated (docs/upgrading.md, step 3). The previous release is taken from git history by its
 // "Release X.Y.Z" commit and installed once under node_modules/.cache/ (test/support/previous-release.ts).
-// A key with a webhook, a Slack channel (and, with the previous API, a confirmed added recipient)
-// gets bursts of submissions; each answered 200 must reach the owner's mailbox, the webhook
-// receiver, the channel (and the added recipient) exactly once. The previous workers cannot post to
-// a chat channel: they retry it, and this version's workers post it once they replace them, as an
-// upgrade ends. They make no copies to added recipients and no autoresponses either, which this
-// version's workers make when they take the owner's email: those of a submission whose owner's
-// email a previous worker sent are not made (docs/upgrading.md, step 3), so that mix has none.
+// A key with a webhook, a Slack channel and a confirmed added recipient gets bursts of submissions;
+// each answered 200 must reach the owner's mailbox, the webhook receiver, the channel and the added
+// recipient exactly once. The previous workers cannot post to a chat channel: they retry it, and
+// this version's workers post it once they replace them, as an upgrade ends. They make no copies to
+// added recipients either: this version's reconciler makes those of the submissions whose owner's
+// email a previous worker sent, once its workers run.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerProcess } from '../../src/workers/worker.ts';
 import { startChatStandIn, type ChatStandIn } from '../support/chat-stand-ins.ts';
@@ -60,14 +59,14 @@ afterAll(async () => {
 
 type Mix = { key: { key: string; email: string }; colleague: string; markers: Map<string, string> };
 
-/** A key with a webhook and a Slack channel, and with `copies` a confirmed added recipient. */
-async function keyWith(copies: boolean): Promise<Mix> {
+/** A key with a webhook, a Slack channel and a confirmed added recipient. */
+async function keyWith(): Promise<Mix> {
   const key = await h.createKey();
   const webhook = await adminRequest(h, TOKEN, 'POST', `/admin/keys/${key.key}/webhooks`, { url: receiver.url });
   expect(webhook.status, webhook.text).toBe(201);
   const channel = await adminRequest(h, TOKEN, 'POST', `/admin/keys/${key.key}/webhooks`, { kind: 'slack', url: slack.url });
   expect(channel.status, channel.text).toBe(201);
-  const colleague = copies ? (await buildKeyRecipient(h, { key: key.id })).email : 'nobody@example.test';
+  const colleague = (await buildKeyRecipient(h, { key: key.id })).email;
   return { key, colleague, markers: new Map() };
 }
 
@@ -126,7 +125,7 @@ describe(`beside the previous release`, () => {
   it(
     'its API with this version’s workers: every submission answered 200 reaches the owner, the added recipient, the webhook and the chat channel once',
     async () => {
-      const mix = await keyWith(true);
+      const mix = await keyWith();
       const api = await spawnPreviousApi(release, h.env);
       spawned.push(api);
       await startWorkerHere();
@@ -139,9 +138,9 @@ describe(`beside the previous release`, () => {
   );
 
   it(
-    'this version’s API with its workers: the owner’s email and the webhook of each are delivered once by them, the chat message once this version’s workers take over',
+    'this version’s API with its workers: the owner’s email and the webhook of each are delivered once by them, the chat message and the copy to the added recipient once this version’s workers take over',
     async () => {
-      const mix = await keyWith(false);
+      const mix = await keyWith();
       const worker = await spawnPreviousWorker(release, h.env);
       spawned.push(worker);
       const ids = await submitAll(h.url, mix, 'new-api');
@@ -149,7 +148,7 @@ describe(`beside the previous release`, () => {
       // The upgrade ends: this version's worker replaces the previous one.
       await worker.stop();
       await startWorkerHere();
-      await expectDeliveredOnce(mix, ids, ['owner', 'webhook', 'chat']);
+      await expectDeliveredOnce(mix, ids, ['owner', 'webhook', 'chat', 'copy']);
     },
     MIX_MS,
   );

@@ -1,7 +1,8 @@
 // The autoresponse (the confirmation email to the visitor), through the real API, worker, spam
 // filter (rspamd), bounce receiver and SMTP sink: what the visitor receives, when nothing is sent
 // and why, the 24-hour bounds counted per visitor mailbox, per key and per owner, the owner's
-// words checked as mail, and that the owner's own email never depends on it. A stand-in for
+// words checked as mail, that the owner's own email never depends on it, and that the reconciler
+// makes the copies and the autoresponse of a submission a worker of the previous release sent. A stand-in for
 // hCaptcha's verify endpoint answers the captcha the autoresponse needs.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,7 +14,7 @@ import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
 import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 import { dsn } from '../../tools/sample-reports.ts';
 import { adminRequest, submitJson } from '../support/client.ts';
-import { buildRecipient, buildSubmission, type KeyRow } from '../support/factories.ts';
+import { ago, buildKeyRecipient, buildRecipient, buildSubmission, type KeyRow } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { sendRaw } from '../support/smtp-client.ts';
@@ -440,6 +441,42 @@ describe("the owner's email", () => {
       h.sink.behave(undefined);
     }
   });
+});
+
+describe('a submission whose owner’s email a worker of the previous release sent (during a rolling upgrade)', () => {
+  it('gets its copy to the added recipient and its autoresponse from the reconciler, each once', async () => {
+    const key = await autorespondingKey({ email: 'upgrading-owner@example.test' });
+    const colleague = await buildKeyRecipient(h, { key: key.id, createdAt: ago({ minutes: 10 }) });
+    const visitor = 'upgrade@visitors.example';
+    // As that worker leaves it: sent, the spam check's ham on it, no copy made, no autoresponse outcome.
+    const submission = await buildSubmission(h, {
+      key,
+      email: visitor,
+      message: `Where is my order? ${VISITOR_TEXT}`,
+      status: 'sent',
+      createdAt: ago({ minutes: 2 }),
+      sentAt: ago({ minutes: 1 }),
+    });
+    await h.sql(`update submissions set spam_verdict = 'ham', spam_checked_at = now() where id = $1`, [submission.id]);
+
+    const record = await eventually(
+      async () => {
+        const found = (await admin('GET', `/admin/submissions/${submission.id}`)).json;
+        return found.autoresponse === 'sent' && mailsTo(colleague.email).length > 0 ? found : undefined;
+      },
+      90_000,
+      'the copy and the autoresponse sent',
+    );
+    expect(record.email_status).toBe('sent');
+    // Another reconciler run or two (RECONCILE_INTERVAL_MS) finds nothing left to do.
+    await new Promise((resolve) => setTimeout(resolve, 25_000));
+    const copies = mailsTo(colleague.email);
+    expect(copies).toHaveLength(1);
+    expect(copies[0]!.parsed.text).toContain(VISITOR_TEXT);
+    expect(autoresponsesTo(visitor)).toHaveLength(1);
+    // The owner's email is not sent again.
+    expect(mailsTo(key.email)).toHaveLength(0);
+  }, 150_000);
 });
 
 describe('the settings', () => {

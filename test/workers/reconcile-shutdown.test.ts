@@ -14,6 +14,7 @@ import { closeRedis, createRedis } from '../../src/shared/infra/queues/redis.ts'
 import { type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
 import { createHousekeepingQueue } from '../../src/shared/infra/queues/queues.ts';
 import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
+import { autoresponsePolicyOf } from '../../src/shared/autoresponses/autoresponses.ts';
 
 let h: Harness;
 let keyId: string;
@@ -102,6 +103,7 @@ describe('reconciler', () => {
       const enqueued = await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), {
         staleAfterMs: -7_200_000,
         claimLeaseMs: 60_000,
+        autoresponse: autoresponsePolicyOf(h.config),
       });
       expect(enqueued).toBe(1);
       expect(await queue.getJobState(gone!)).toBe('waiting');
@@ -132,6 +134,7 @@ describe('reconciler', () => {
       await reconcile(orm.em.fork(), { email: queue, webhook: webhookQueue }, createLogger('test', 'silent'), {
         staleAfterMs: -7_200_000,
         claimLeaseMs: 60_000,
+        autoresponse: autoresponsePolicyOf(h.config),
       });
       expect(await queue.getJobState(id)).toBe('waiting');
       expect((await queue.getJob(id))?.failedReason).toBeFalsy();

@@ -11,7 +11,9 @@
 // It carries the owner's words only, checked as mail before they are saved and before they are
 // sent (./text-links.ts, the spam filter).
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../infra/config.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
+import { createErasedForm } from '../infra/secrets.ts';
 import { mailboxOf } from '../keys/consent.ts';
 import type { AutoresponseMode, AutoresponseOutcome } from './autoresponse-kinds.ts';
 import { keyDailyBound, ownerDailyBound, type DailyBoundSettings } from './daily-bounds.ts';
@@ -72,6 +74,18 @@ export function isRoleAddress(email: string): boolean {
 /** The operator's settings: AUTORESPONSES and the daily bounds. */
 /** `erasedForm`: the form an erased address's records are kept in (src/shared/infra/secrets.ts createErasedForm), which the suppression and the bounds also match. */
 export type AutoresponsePolicy = DailyBoundSettings & { mode: AutoresponseMode; erasedForm: (value: string) => string };
+
+/** The policy as the configuration sets it, for every process that decides or sends an autoresponse. */
+export function autoresponsePolicyOf(
+  config: Pick<Config, 'AUTORESPONSES' | 'AUTORESPONSES_NEW_KEY_PER_DAY' | 'AUTORESPONSES_KEY_PER_DAY' | 'SECRET'>,
+): AutoresponsePolicy {
+  return {
+    mode: config.AUTORESPONSES,
+    newKeyPerDay: config.AUTORESPONSES_NEW_KEY_PER_DAY,
+    keyPerDay: config.AUTORESPONSES_KEY_PER_DAY,
+    erasedForm: createErasedForm(config.SECRET),
+  };
+}
 
 /** Why no autoresponse goes out for these facts, the bounds aside; undefined when it may. */
 export function refusal(facts: Omit<AutoresponseFacts, 'id' | 'key_id' | 'autoresponse'>, mode: AutoresponseMode): AutoresponseOutcome | undefined {

@@ -353,7 +353,7 @@ const delivery = {
   RECONCILE_INTERVAL_MS: about(integer(10_000, 100), 'How often the reconciler looks for accepted rows without a job.'),
   RECONCILE_AFTER_MS: about(
     integer(5_000, 0),
-    "Age after which a `queued` or `retrying` row without a job is enqueued again, and a queued submission's webhook delivery that no worker wrote is.",
+    "Age after which a `queued` or `retrying` row without a job is enqueued again, and a queued submission's webhook delivery that no worker wrote is; also how long after its owner's email was sent a submission without its copies and autoresponse (a previous release's worker sent it) gets them.",
   ),
   CLAIM_LEASE_MS: about(integer(5 * 60_000, 1_000), "Age after which a `sending` claim is taken to be a dead worker's and the row is delivered again."),
   JOB_LOCK_MS: about(integer(30_000, 1_000), "BullMQ job lock, for deliveries and housekeeping; a dead worker's jobs run again after about this long."),

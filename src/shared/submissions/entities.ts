@@ -69,6 +69,12 @@ export const SubmissionSchema = defineEntity({
     { properties: ['createdAt', 'id'], name: 'submissions_open_created_idx', where: 'not "settled"' },
     // The settled rows: retention.
     { properties: ['createdAt'], name: 'submissions_settled_created_idx', where: '"settled"' },
+    // The submissions sent without an autoresponse outcome: the reconciler makes their copies and autoresponse (src/workers/housekeeping/unfinished-fan-outs.ts).
+    {
+      properties: ['createdAt', 'id'],
+      name: 'submissions_unfinished_fan_out_idx',
+      where: '"settled" and "autoresponse" is null and "sent_at" is not null',
+    },
     { properties: ['key', 'createdAt'], name: 'submissions_key_created_idx' },
     // The marks not taught yet, taught later within the allowance (src/shared/spam/spam-teaching.ts).
     { properties: ['key', 'spamMarkedAt'], name: 'submissions_untaught_marks_idx', where: '"spam_mark" is not null and "spam_taught_at" is null' },

@@ -94,7 +94,8 @@ async function settle(context: { em: EntityManager }, autoresponseId: string, ou
 /**
  * After the owner's email was sent or settled: decides the submission's autoresponse and enqueues
  * it. Its failure is logged and passed over, never the owner email's: a submission left undecided
- * gets no autoresponse.
+ * whose email was sent is decided by the reconciler (src/workers/housekeeping/unfinished-fan-outs.ts),
+ * any other gets no autoresponse.
  */
 export async function followWithAutoresponse(
   context: { em: EntityManager; queue: Queue<DeliveryJob>; log: Logger; autoresponse: Pick<AutoresponseSettings, 'policy'> },

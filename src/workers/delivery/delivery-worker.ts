@@ -5,7 +5,8 @@ import { createReturnPaths } from '../../shared/bounces/return-path.ts';
 import type { Config } from '../../shared/infra/config.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { createDeliveryWorker } from '../../shared/infra/queues/workers.ts';
-import { createErasedForm, createKeyVault } from '../../shared/infra/secrets.ts';
+import { createKeyVault } from '../../shared/infra/secrets.ts';
+import { autoresponsePolicyOf } from '../../shared/autoresponses/autoresponses.ts';
 import { createConsentSigner } from '../../shared/keys/consent.ts';
 import type { SpamFilter } from '../../shared/spam/spam-filter.ts';
 import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
@@ -65,12 +66,7 @@ export function startDeliveryWorker(
     submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },
     keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     autoresponse: {
-      policy: {
-        mode: config.AUTORESPONSES,
-        newKeyPerDay: config.AUTORESPONSES_NEW_KEY_PER_DAY,
-        keyPerDay: config.AUTORESPONSES_KEY_PER_DAY,
-        erasedForm: createErasedForm(config.SECRET),
-      },
+      policy: autoresponsePolicyOf(config),
       textVerdicts: createAutoresponseTextVerdicts(filter, {
         mailFrom: config.MAIL_FROM,
         threshold: config.SPAM_SCORE_NORMAL,

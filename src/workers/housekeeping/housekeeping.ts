@@ -11,6 +11,7 @@ import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { spamFilterFromConfig } from '../../shared/spam/spam-filter.ts';
 import { teachUntaughtMarks } from '../../shared/spam/spam-teaching.ts';
+import { autoresponsePolicyOf } from '../../shared/autoresponses/autoresponses.ts';
 import { reconcile } from './reconcile.ts';
 import { applyRetention } from './retention.ts';
 
@@ -31,6 +32,10 @@ export type HousekeepingConfig = Pick<
   | 'SPAM_FILTER_PASSWORD'
   | 'SPAM_TEACH_PER_KEY_PER_HOUR'
   | 'SPAM_TEACH_LATER_INTERVAL_MS'
+  | 'AUTORESPONSES'
+  | 'AUTORESPONSES_NEW_KEY_PER_DAY'
+  | 'AUTORESPONSES_KEY_PER_DAY'
+  | 'SECRET'
 >;
 
 /** The queue of each kind of delivery, for the reconciler. */
@@ -53,7 +58,11 @@ export const periodicJobs: PeriodicJob[] = [
     name: 'reconcile',
     every: (config) => config.RECONCILE_INTERVAL_MS,
     run: ({ orm, queues, config, log }) =>
-      reconcile(orm.em.fork(), queues, log, { staleAfterMs: config.RECONCILE_AFTER_MS, claimLeaseMs: config.CLAIM_LEASE_MS }),
+      reconcile(orm.em.fork(), queues, log, {
+        staleAfterMs: config.RECONCILE_AFTER_MS,
+        claimLeaseMs: config.CLAIM_LEASE_MS,
+        autoresponse: autoresponsePolicyOf(config),
+      }),
   },
   {
     name: 'retention',

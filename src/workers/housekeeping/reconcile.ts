@@ -1,8 +1,10 @@
 // The reconciler: nothing accepted is lost between PostgreSQL and Redis. It finds rows that should
 // have a delivery job but have none (the enqueue after the commit failed, Redis lost data, a worker
 // died mid-send) and enqueues them again, and the webhook deliveries of queued submissions that no
-// worker wrote (./unwritten-webhooks.ts). It runs in the housekeeping queue (src/workers/housekeeping/housekeeping.ts),
-// one run at a time for the fleet, and walks every such row page by page, however long the backlog:
+// worker wrote (./unwritten-webhooks.ts), and makes the copies and the autoresponse of submissions
+// whose owner's email a worker of the previous release sent without them (./unfinished-fan-outs.ts).
+// It runs in the housekeeping queue (src/workers/housekeeping/housekeeping.ts), one run at a time
+// for the fleet, and walks every such row page by page, however long the backlog:
 // a row without a job behind thousands that have one is still found in the same run. Webhooks come
 // first, so that a backlog of emails held by the SMTP breaker does not delay them.
 import type { Queue } from 'bullmq';
@@ -15,11 +17,14 @@ import { AWAITING_JOB, IN_FLIGHT } from '../../shared/submissions/delivery-statu
 import { findAwaitingJob, type AwaitingRow } from '../../shared/submissions/submissions.ts';
 import { jobFates } from './job-fates.ts';
 import { enqueueUnwrittenWebhooks } from './unwritten-webhooks.ts';
+import { finishFanOuts } from './unfinished-fan-outs.ts';
+import type { AutoresponsePolicy } from '../../shared/autoresponses/autoresponses.ts';
 
 /** Rows read, and their jobs looked up in Redis (pipelined), per step. */
 export const RECONCILE_BATCH = 500;
 
-export type ReconcileOptions = { staleAfterMs: number; claimLeaseMs: number };
+/** `autoresponse`: the operator's policy, for the autoresponses of the submissions sent without them. */
+export type ReconcileOptions = { staleAfterMs: number; claimLeaseMs: number; autoresponse: AutoresponsePolicy };
 
 /** Returns how many rows were enqueued again. */
 export async function reconcile(
@@ -29,6 +34,8 @@ export async function reconcile(
   options: ReconcileOptions,
 ): Promise<number> {
   let enqueued = await enqueueUnwrittenWebhooks(em, queues.webhook, log, options.staleAfterMs, RECONCILE_BATCH);
+  const finished = await finishFanOuts(em, queues.email, log, { settledAfterMs: options.staleAfterMs, policy: options.autoresponse }, RECONCILE_BATCH);
+  if (finished) log.warn({ finished }, 'reconciler made the copies and the autoresponse of submissions sent without them');
   const kinds = ['webhook', ...Object.keys(deliveryKinds).filter((kind) => kind !== 'webhook')] as DeliveryKindName[];
   for (const kind of kinds) {
     for (const status of [...AWAITING_JOB, IN_FLIGHT]) {

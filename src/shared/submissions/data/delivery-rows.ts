@@ -1,13 +1,16 @@
-// The delivery rows' reads, for every kind (../delivery-kinds.ts): the rows that await a job (the
-// reconciler), whether a mailbox complained, and when a retrying submission is tried next. Every
-// write of a status is in ./delivery-status.ts, built from the table of
-// ../delivery-transitions.ts.
+// The delivery rows' reads, for every kind (../delivery-kinds.ts): the rows that await a job and
+// the submissions sent without their copies and autoresponse (the reconciler), whether a mailbox
+// complained, and when a retrying submission is tried next. Every write of a status is in
+// ./delivery-status.ts, built from the table of ../delivery-transitions.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
 import type { EmailStatus } from '../delivery-columns.ts';
-import { IN_FLIGHT } from '../delivery-statuses.ts';
+import { IN_FLIGHT, REPORTED, sqlList } from '../delivery-statuses.ts';
 
 const tableOf = (kind: DeliveryKindName) => deliveryKinds[kind].table;
+
+/** The statuses of a settled row whose email the relay took: sent, and what a report made of it. */
+const EMAIL_WENT: readonly EmailStatus[] = ['sent', ...REPORTED];
 
 /** Whether `mailbox` reported an email of this service as spam since its owner last signed in. */
 export async function hasComplained(em: EntityManager, mailbox: string): Promise<boolean> {
@@ -65,5 +68,23 @@ export async function setNextAttempts(em: EntityManager, rows: Array<{ id: strin
        from jsonb_to_recordset(?::jsonb) as v(id uuid, at timestamptz)
       where s.id = v.id and s.email_status = 'retrying'`,
     [JSON.stringify(rows)],
+  );
+}
+
+/**
+ * Submissions whose owner's email went out (sent, or reported on after it was sent) `settledAfterMs`
+ * ago or more, within the last `withinHours`, with no autoresponse outcome: a worker of the previous
+ * release sent it, which makes no copies to added recipients and decides no autoresponse (a worker
+ * of this one writes the outcome with `sent`, or decides it right after). At most `limit`, oldest
+ * first, from the index of the settled rows without an outcome.
+ */
+export async function findUnfinishedFanOuts(em: EntityManager, settledAfterMs: number, withinHours: number, limit: number): Promise<Array<{ id: string }>> {
+  return em.execute<Array<{ id: string }>>(
+    `select id from submissions
+      where settled and autoresponse is null and sent_at is not null
+        and created_at > now() - make_interval(hours => ?)
+        and email_status in (${sqlList(EMAIL_WENT)}) and sent_at < now() - make_interval(secs => ?)
+      order by created_at, id limit ${limit}`,
+    [withinHours, settledAfterMs / 1000],
   );
 }
