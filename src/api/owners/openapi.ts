@@ -130,6 +130,20 @@ export const ownerPaths = {
   },
   '/owner/sign-out': { post: { ...form('End the session on the server'), security: ownerWriteSecurity } },
   '/owner/keys': { get: { ...page('Your keys, their state and settings'), security: ownerSecurity } },
+  '/owner/keys/{keyId}/settings': {
+    get: {
+      ...page("A key's settings, in sections (email, autoresponse, spam, captcha and sites, recipients, chat and webhooks)"),
+      security: ownerSecurity,
+      parameters: [idParam('keyId')],
+    },
+  },
+  '/owner/keys/{keyId}/test-message': {
+    post: {
+      ...form('Send a test message through every delivery of the key, marked as a test and counted nowhere (429 past 10 a key an hour)'),
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+    },
+  },
   '/owner/keys/{keyId}': {
     post: {
       ...form(
