@@ -40,4 +40,4 @@ export function teachingSampleOf(submission: MarkedSubmission, filenames: string
 }
 
 /** A submission as a check reads it outside its email's claim (a webhook's worker, the email held up). */
-export { findSubmissionToCheck } from './data/submissions-to-check.ts';
+export { findSubmissionToCheck, type CheckedSubmission } from './data/submissions-to-check.ts';

@@ -27,7 +27,7 @@ import type { Logger } from '../../shared/infra/log.ts';
 import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../../shared/spam/spam-filter.ts';
-import { spamSampleOf } from '../../shared/spam/samples.ts';
+import { spamSampleOf, type CheckedSubmission } from '../../shared/spam/samples.ts';
 import { awaitsSpamCheck, decideSpam, withReputation, type SpamDecision } from '../../shared/spam/verdict.ts';
 import { createReputationCheck, type ReputationCheck } from '../../shared/spam/reputation.ts';
 import type { Config } from '../../shared/infra/config.ts';
@@ -53,23 +53,6 @@ export type SpamCheckSettings = {
 export class HeldAsSpamError extends Error {
   override name = 'HeldAsSpamError';
 }
-
-/** What a check reads of a submission: its content, its key's level and owner, a verdict or mark already there. */
-export type CheckedSubmission = Pick<
-  ClaimedSubmission,
-  | 'id'
-  | 'email'
-  | 'message'
-  | 'subject'
-  | 'customFields'
-  | 'keyEmail'
-  | 'keyMailbox'
-  | 'spamFilter'
-  | 'ownerStatistics'
-  | 'spamVerdict'
-  | 'spamMark'
-  | 'clientIp'
->;
 
 /**
  * The verdict on a submission, written nowhere; undefined when it is not checked (no filter, its

@@ -4,8 +4,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ClaimedSubmission } from '../../submissions/data/delivery-status.ts';
 import type { EmailStatus } from '../../submissions/delivery-columns.ts';
 
-/** What the check reads, as the claim gives it; and the email's status, whether a worker holds it. */
-export type SubmissionToCheck = Pick<
+/** What a spam check reads of a submission: its content, its key's level and owner, a verdict or mark already there. */
+export type CheckedSubmission = Pick<
   ClaimedSubmission,
   | 'id'
   | 'email'
@@ -19,8 +19,10 @@ export type SubmissionToCheck = Pick<
   | 'spamVerdict'
   | 'spamMark'
   | 'clientIp'
-  | 'attachmentCount'
-> & { emailStatus: EmailStatus };
+>;
+
+/** What the check reads, as the claim gives it; and the email's status, whether a worker holds it. */
+export type SubmissionToCheck = CheckedSubmission & Pick<ClaimedSubmission, 'attachmentCount'> & { emailStatus: EmailStatus };
 
 /** `ownerMinLearns`: the marks of each kind an owner's own statistics need to count (OWNER_MIN_LEARNS). */
 export async function findSubmissionToCheck(em: EntityManager, id: string, ownerMinLearns: number): Promise<SubmissionToCheck | undefined> {
