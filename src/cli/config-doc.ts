@@ -67,6 +67,12 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
     description:
       "The `kubectl` (1.27 or later) that renders the Kubernetes manifests for their check. Unset: `kubectl` on `PATH`, installed the same way (Debian 12's is too old).",
   },
+  {
+    name: 'PROMTOOL_PATH',
+    readBy: '`npm test`',
+    description:
+      "The `promtool` that checks the alert rules and the dashboard's queries (deploy/prometheus, deploy/grafana). Unset: `promtool` on `PATH`, installed the same way (package `prometheus`), its system service stopped.",
+  },
 ];
 
 const UNITS: Array<[suffix: string, toMs: number]> = [

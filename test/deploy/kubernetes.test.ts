@@ -194,13 +194,15 @@ function render(overlay: Overlay): Promise<K8sObject[]> {
 
 // ---- schemas ----
 
-/** Validates an object against its kind's schema: kubernetes-models, or @kubernetes-models/keda for KEDA's. */
+/** Validates an object against its kind's schema: kubernetes-models, @kubernetes-models/keda for KEDA's, @kubernetes-models/prometheus-operator for the PrometheusRule. */
 async function validateObject(object: K8sObject): Promise<void> {
   const [group, version] = object.apiVersion.includes('/') ? object.apiVersion.split('/') : [undefined, object.apiVersion];
   const module =
     group === 'keda.sh'
       ? `@kubernetes-models/keda/keda.sh/${version}/${object.kind}`
-      : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
+      : group === 'monitoring.coreos.com'
+        ? `@kubernetes-models/prometheus-operator/monitoring.coreos.com/${version}/${object.kind}`
+        : `kubernetes-models/${group ? `${group}/` : ''}${version}/${object.kind}`;
   let models: Record<string, new (data: unknown) => { validate(): void }>;
   try {
     models = (await import(module)) as typeof models;
@@ -421,7 +423,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       expect(object.metadata.namespace, `${object.kind} ${object.metadata.name}`).toBe('contact-form');
   });
 
-  it('validates every object against the Kubernetes and KEDA schemas', async () => {
+  it('validates every object against the Kubernetes, KEDA and Prometheus Operator schemas', async () => {
     for (const object of await render(overlay)) {
       await expect(validateObject(object), `${object.kind} ${object.metadata.name}`).resolves.toBeUndefined();
     }
@@ -993,6 +995,14 @@ describe('the trial overlay (small)', () => {
     for (const item of [postgres, redis, minio, bucketJob, workload(objects, 'Deployment', 'mailpit')]) {
       for (const entry of allContainers(item.spec.template.spec)) expect(composeImages, `${item.metadata.name}: ${entry.image}`).toContain(entry.image);
     }
+  });
+});
+
+describe('the alert rules', () => {
+  it("are deploy/prometheus/rules.yml's, as a PrometheusRule in the large overlay; the trial, whose cluster seldom runs the Prometheus Operator, leaves it out", async () => {
+    const rules = parse(await readFile(path.join(ROOT, 'deploy/prometheus/rules.yml'), 'utf8')) as unknown;
+    expect(find(await render('large'), 'PrometheusRule', 'contact-form-service').spec).toEqual(rules);
+    expect((await render('small')).filter((object) => object.kind === 'PrometheusRule')).toEqual([]);
   });
 });
 

@@ -42,6 +42,14 @@ export const TEST_TOOLS: SystemTool[] = [
     pathVariable: 'PGBOUNCER_PATH',
     systemService: 'pgbouncer',
   },
+  {
+    binary: 'promtool',
+    package: 'prometheus',
+    neededFor: 'the alert rules check (test/ops/monitoring-files.test.ts)',
+    pathVariable: 'PROMTOOL_PATH',
+    // The package starts a Prometheus server where systemd runs; only promtool is wanted.
+    systemService: 'prometheus',
+  },
   { binary: 'ip', package: 'iproute2', neededFor: 'the partition tests between hosts in network namespaces (test/faults/partitions.test.ts)' },
   { binary: 'openssl', package: 'openssl', neededFor: "the bounce receiver's STARTTLS test (test/bounces/receiver.test.ts), to make a certificate" },
   {
