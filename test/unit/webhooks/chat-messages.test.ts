@@ -54,7 +54,7 @@ function submission(overrides: Partial<Parameters<typeof chatNotice>[0]> = {}): 
     spamMark: null,
     test: false,
     createdAt: new Date('2026-11-28T10:00:00Z'),
-    key: { label: 'Shop *form*' },
+    key: { label: 'Shop *form*', emailFieldOrder: [], emailHiddenFields: [] },
     ...overrides,
   };
 }
