@@ -146,6 +146,23 @@ describe('chat messages of a hostile submission', () => {
   });
 });
 
+describe("chat messages and the key's email layout", () => {
+  it('show the fields in the order the email shows them, without the hidden ones', () => {
+    const customFields: Array<[string, string]> = [
+      ['name', 'Ana'],
+      ['utm_source', 'newsletter'],
+      ['company', 'Shop'],
+      ['phone', '555 0100'],
+    ];
+    const notice = chatNotice(
+      submission({ customFields, key: { label: null, emailFieldOrder: ['phone', 'company'], emailHiddenFields: ['utm_source'] } }),
+      [],
+      PUBLIC_URL,
+    );
+    expect(notice.fields.map((field) => field.name)).toEqual(['phone', 'company', 'name']);
+  });
+});
+
 describe('chat messages of the largest submission', () => {
   // What the API takes at most: a 100,000-character message, 100 fields of a 200-character name and
   // a 100 KB value. Punctuation (escaped, so twice as long), three-byte characters and emoji.
