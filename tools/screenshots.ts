@@ -1,6 +1,6 @@
 // `npm run docs:screenshots`: takes the screenshots of the tour in docs/getting-started.md
 // (docs/images/tour-*.png) and the owner console's (docs/images/console-*.png: the list, a message
-// page, the overview) from a real run of the service. It starts `npm start`'s stack on a free port
+// page, the overview, a message's page with its webhook's outcome) from a real run of the service. It starts `npm start`'s stack on a free port
 // with a throwaway data directory, walks the tour in Chromium (Debian's `chromium`, or
 // CHROMIUM_PATH), and stops it all.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -108,14 +108,7 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   await shoot(page, 'tour-2-form.png');
   await Promise.all([page.waitForURL(/submission_id=/), page.click('#contact-form button[type="submit"]')]);
   // A few more visitors, so that the console's list and overview show what a day of messages looks like.
-  for (const fields of VISITORS) {
-    const response = await fetch(`${stack.api}/api/contact-api/`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ access_key: key, ...fields }),
-    });
-    if (!response.ok) throw new Error(`a sample message was refused: ${response.status} ${await response.text()}`);
-  }
+  for (const fields of VISITORS) await sendMessage(stack, key, fields);
 
   // 3. The owner console: sign in with the emailed link, then the key's messages.
   await page.goto(`${stack.api}/owner`);
@@ -126,9 +119,12 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   if (!link) throw new Error(`no sign-in link in:\n${signIn.text}`);
   await page.goto(link);
   await Promise.all([page.waitForURL(/\/owner\/keys/), page.click('button[type="submit"]')]);
-  // Name the key, as an owner with several forms would.
+  // Name the key on its settings page, as an owner with several forms would.
+  const keys = page.url();
+  await Promise.all([page.waitForURL(/\/settings/), page.click('a.button-link:has-text("Settings")')]);
   await page.fill('input[name="label"]', 'Contact page, shop.example');
   await Promise.all([page.waitForURL(/notice=saved/), page.click('button[value="save"]')]);
+  await page.goto(keys);
   await page.click('a:has-text("Messages sent with this key")');
   // The worker has sent them by now; reload until the rows say so.
   const waiting = () => page.locator('.badge-queued, .badge-sending, .badge-retrying').count();
@@ -152,9 +148,33 @@ async function tour(page: Page, stack: Stack, receiverPort: number): Promise<voi
   // 4. Add a webhook on the key's Webhooks page, the receiver on this machine: its signing secret is shown once.
   await page.goto(page.url().replace(/\/submissions.*$/, '/webhooks'));
   await page.fill('#webhook-url', `http://127.0.0.1:${receiverPort}/hook`);
-  await page.click('form[action$="/webhooks"] button[type="submit"]');
+  await page.click('form:has(#webhook-url) button[type="submit"]');
   await page.locator('text=whsec_').first().waitFor();
   await shoot(page, 'tour-4-webhook.png');
+
+  // A message after the webhook was added: its page shows the webhook's outcome beside the email's.
+  const id = await sendMessage(stack, key, {
+    email: 'erin.walsh@example.com',
+    subject: 'Samples for the trade fair',
+    message: 'Could you send two samples before the fair on the 14th?',
+  });
+  for (let i = 0; i < 50; i++) {
+    await page.goto(`${stack.api}/owner/submissions/${id}`);
+    if ((await page.locator('.outcomes .badge-sent').count()) > 0 && (await page.locator('article .badge-sent').count()) > 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  await shoot(page, 'console-message-webhooks.png', true);
+}
+
+/** A visitor's message through the JSON API; its id. */
+async function sendMessage(stack: Stack, key: string, fields: (typeof VISITORS)[number]): Promise<string> {
+  const response = await fetch(`${stack.api}/api/contact-api/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ access_key: key, ...fields }),
+  });
+  if (!response.ok) throw new Error(`a sample message was refused: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { submission_id: string }).submission_id;
 }
 
 /**

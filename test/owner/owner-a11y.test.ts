@@ -1,6 +1,6 @@
-// Every owner console page checked in Chromium: axe-core's WCAG 2 A and AA rules find nothing, at a
-// desktop width and at 360 px (where nothing may scroll sideways either); and the actions are
-// reachable with the Tab key, each showing where the focus is.
+// Every owner console page checked in Chromium, the signed-out ones too: axe-core's WCAG 2 A and AA
+// rules find nothing, at a desktop width and at 360 px (where nothing may scroll sideways either);
+// and the actions are reachable with the Tab key, each showing where the focus is.
 import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,6 +72,17 @@ beforeAll(async () => {
      values (gen_random_uuid(), $1, $2, 'failed', 3, 'HTTP 404: no_service', 404)`,
     [slackChannel!.id, sent],
   );
+  // The message's page then shows a delivered webhook beside the failed chat post.
+  const [webhook] = await h.sql<{ id: string }>(
+    `insert into webhook_endpoints (id, key_id, kind, url, secret_sealed, enabled)
+     values (gen_random_uuid(), $1, 'webhook', 'https://a-receiver-with-a-rather-long-host-name.subdomain.example.org/hooks/contact-form', 'v1:sealed', false) returning id`,
+    [owner.id],
+  );
+  await h.sql(
+    `insert into webhook_deliveries (id, endpoint_id, submission_id, email_status, email_attempts, last_response_code, sent_at)
+     values (gen_random_uuid(), $1, $2, 'sent', 1, 200, now())`,
+    [webhook!.id, sent],
+  );
 
   paths.signIn = '/owner';
   await page.goto(`${h.url}/owner`);
@@ -132,11 +143,16 @@ describe('the owner console, checked by axe-core in Chromium', () => {
     try {
       // The signed-out pages, in a context of their own.
       const outside = await signedOut.newPage();
-      for (const path of ['/owner', '/owner/link?token=x', '/owner/link', recipientPage]) {
-        await outside.goto(`${h.url}${path}`);
-        await outside.addScriptTag({ path: AXE });
-        const result = await outside.evaluate<Violation[]>(AXE_RUN);
-        found.push(...result.map((violation) => `${path}: ${violation.id} (${violation.help})`));
+      for (const width of [1100, 360]) {
+        await outside.setViewportSize({ width, height: 740 });
+        for (const path of ['/owner', '/owner/link?token=x', '/owner/link', recipientPage]) {
+          await outside.goto(`${h.url}${path}`);
+          await outside.addScriptTag({ path: AXE });
+          const result = await outside.evaluate<Violation[]>(AXE_RUN);
+          found.push(...result.map((violation) => `${path} at ${width} px: ${violation.id} (${violation.help})`));
+          const overflow = await outside.evaluate<number>(OVERFLOW);
+          if (overflow > 0) found.push(`${path}: ${overflow} px too wide at ${width} px`);
+        }
       }
     } finally {
       await signedOut.close();

@@ -86,6 +86,50 @@ describe('owner console webhooks', () => {
   });
 });
 
+describe("a message's page: each chat and webhook outcome", () => {
+  it('shows a delivered webhook and a failed one, with where each went, its status, attempts and last answer, and the JSON has them', async () => {
+    const key = await h.createKey({ email: 'outcomes-owner@example.test' });
+    const owner = await signIn(h, key.email);
+    const refusing = await startReceiver('127.0.0.5');
+    try {
+      // A 400 fails at once: no retry to wait for.
+      refusing.script.push({ status: 400 });
+      for (const url of [receiver.url, refusing.url]) expect((await owner.post(`/owner/keys/${key.id}/webhooks`, { url })).status).toBe(200);
+      const submitted = await postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'b@example.test', message: 'two endpoints' });
+      const id = submitted.json.submission_id as string;
+      // The page's section on chat and webhooks, once both deliveries are settled.
+      const section = await eventually(
+        async () => {
+          const { text } = await owner.get(`/owner/submissions/${id}`);
+          const shown = text.slice(text.indexOf('Chat and webhooks'), text.indexOf('<h2>Fields</h2>'));
+          return shown.includes('data-status="sent"') && shown.includes('data-status="failed"') ? shown : undefined;
+        },
+        20_000,
+        'both outcomes on the page',
+      );
+      const item = (host: string) => section.split('<li').find((entry) => entry.includes(host)) ?? '';
+      const [good, bad] = [new URL(receiver.url).host, new URL(refusing.url).host];
+      expect(item(good)).toContain('data-status="sent"');
+      expect(item(good)).toContain('Webhook');
+      expect(item(good)).toContain('>delivered<');
+      expect(item(good)).toContain('1 attempt, last answer HTTP 200');
+      expect(item(bad)).toContain('data-status="failed"');
+      expect(item(bad)).toContain('1 attempt, last answer HTTP 400');
+      // The path of a webhook's URL is not shown, only its host.
+      expect(section).not.toContain('/hook');
+
+      const json = JSON.parse((await owner.api('GET', `/submissions/${id}`)).text);
+      expect(json.webhooks).toHaveLength(2);
+      expect(Object.fromEntries(json.webhooks.map((w: any) => [w.host, [w.platform, w.status, w.attempts, w.last_response_code]]))).toEqual({
+        [good]: ['Webhook', 'sent', 1, 200],
+        [bad]: ['Webhook', 'failed', 1, 400],
+      });
+    } finally {
+      await refusing.close();
+    }
+  });
+});
+
 describe('owner JSON API webhooks', () => {
   const submit = (key: { key: string }, message: string) => postJson(`${h.url}/api/contact-api/`, { access_key: key.key, email: 'a@example.test', message });
   /** A key of `email` with an owner signed in, one endpoint, and one delivery to it that failed (a 400). */

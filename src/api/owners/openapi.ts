@@ -24,6 +24,8 @@ import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '
 import { OwnerSignInSchema } from './owner-session-pages.ts';
 import { SessionRequestSchema } from './owner-api-session-routes.ts';
 import { SpamMarkSchema } from './owner-api-submission-routes.ts';
+import { ENDPOINT_KINDS } from '../../shared/webhooks/endpoint-kinds.ts';
+import { WEBHOOK_EVENTS } from '../../shared/webhooks/entities.ts';
 
 const Session = v.object({
   email: v.pipe(v.string(), v.description('The address whose keys the session reaches')),
@@ -80,6 +82,28 @@ const filterParams = [
   { name: 'to', in: 'query', description: 'Received on or before this UTC day (YYYY-MM-DD)', schema: { type: 'string', format: 'date' } },
 ];
 const SubmissionPage = v.object({ submissions: v.array(Submission), next_cursor: v.nullable(v.string()) });
+/** A chat or webhook delivery of one submission, as ./webhook-outcomes.ts shows it. */
+const WebhookOutcome = v.object({
+  delivery_id: v.pipe(v.string(), v.uuid()),
+  endpoint_id: v.pipe(v.string(), v.uuid()),
+  kind: v.pipe(v.picklist(ENDPOINT_KINDS), v.description('webhook, or the chat platform')),
+  platform: v.pipe(v.string(), v.description('Slack, Discord, Microsoft Teams, Mattermost, Telegram or Webhook')),
+  host: v.pipe(v.string(), v.description("The host of the endpoint's URL (never a chat URL's secret)")),
+  event: v.picklist(WEBHOOK_EVENTS),
+  status: v.pipe(
+    v.picklist(EMAIL_STATUSES),
+    v.description('queued, sending, retrying, sent (delivered: a 2xx answer), failed, skipped (not posted: last_error says why)'),
+  ),
+  attempts: v.number(),
+  last_response_code: v.pipe(v.nullable(v.number()), v.description('The HTTP status of the last answer; null when none came')),
+  last_error: v.nullable(v.string()),
+  delivered_at: v.nullable(v.string()),
+  created_at: v.string(),
+});
+const OneSubmission = v.object({
+  ...Submission.entries,
+  webhooks: v.pipe(v.array(WebhookOutcome), v.description('Each chat and webhook delivery of this submission, newest first')),
+});
 
 const page = (summary: string) => ({ summary, responses: { 200: { description: 'HTML' }, 303: { description: 'Not signed in: to /owner' } } });
 const form = (summary: string) => ({
@@ -310,10 +334,10 @@ export const ownerPaths = {
   },
   '/owner/api/submissions/{id}': {
     get: {
-      summary: 'One submission with its delivery status',
+      summary: 'One submission with its delivery status and its chat and webhook deliveries',
       security: ownerSecurity,
       parameters: [idParam('id')],
-      responses: { 200: { description: 'The submission', content: json(Submission) }, 401: unauthorized, 404: notOwned },
+      responses: { 200: { description: 'The submission', content: json(OneSubmission) }, 401: unauthorized, 404: notOwned },
     },
     delete: {
       summary: 'Delete a submission with its files',

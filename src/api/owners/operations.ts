@@ -38,6 +38,7 @@ import { takeExport, takeSearch } from '../heavy-reads.ts';
 import { resendCopy, resendSubmission } from '../submissions/resend.ts';
 import { copiesOfSubmissions, recipientsOfKeys, type CopyRecord, type RecipientRecord, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
 import { NO_FILTERS, pageQueryOf, type ListFilters } from './filters.ts';
+import { webhookOutcomes } from './webhook-outcomes.ts';
 
 export const PAGE_SIZE = 25;
 /**
@@ -193,9 +194,11 @@ export async function ownerSubmissionsPage(
   return { key: ownerKeyRecord(key, deps), submissions, next_cursor: nextCursor };
 }
 
+/** One submission, with the outcome of each of its chat and webhook deliveries. */
 export async function getOwnerSubmission(em: EntityManager, deps: AppDeps, email: string, id: string) {
   const submission = await ownedSubmission(em, email, id);
-  return submission ? ownerSubmissionRecord(em, submission) : undefined;
+  if (!submission) return undefined;
+  return { ...(await ownerSubmissionRecord(em, submission)), webhooks: await webhookOutcomes(em, submission.key.id, submission.id) };
 }
 
 /**
@@ -227,7 +230,8 @@ export async function ownerSubmissionWithKey(em: EntityManager, deps: AppDeps, e
   const submission = await ownedSubmission(em, email, id);
   if (!submission) return undefined;
   await loadSubmissionKey(em, submission);
-  return { key: ownerKeyRecord(submission.key, deps), submission: await ownerSubmissionRecord(em, submission) };
+  const record = await ownerSubmissionRecord(em, submission);
+  return { key: ownerKeyRecord(submission.key, deps), submission: { ...record, webhooks: await webhookOutcomes(em, submission.key.id, submission.id) } };
 }
 
 /** Re-sends one recipient's failed, bounced or suppressed copy of a message through the queue; 409 for any other. */

@@ -54,7 +54,7 @@ function submission(overrides: Partial<Parameters<typeof chatNotice>[0]> = {}): 
     spamMark: null,
     test: false,
     createdAt: new Date('2026-11-28T10:00:00Z'),
-    key: { label: 'Shop *form*' },
+    key: { label: 'Shop *form*', emailFieldOrder: [], emailHiddenFields: [] },
     ...overrides,
   };
 }
@@ -143,6 +143,23 @@ describe('chat messages of a hostile submission', () => {
       expect(problems(body), kind).toEqual([]);
       expect(readable(kind, body), kind).toContain('Held as spam (score 9.5)');
     }
+  });
+});
+
+describe("chat messages and the key's email layout", () => {
+  it('show the fields in the order the email shows them, without the hidden ones', () => {
+    const customFields: Array<[string, string]> = [
+      ['name', 'Ana'],
+      ['utm_source', 'newsletter'],
+      ['company', 'Shop'],
+      ['phone', '555 0100'],
+    ];
+    const notice = chatNotice(
+      submission({ customFields, key: { label: null, emailFieldOrder: ['phone', 'company'], emailHiddenFields: ['utm_source'] } }),
+      [],
+      PUBLIC_URL,
+    );
+    expect(notice.fields.map((field) => field.name)).toEqual(['phone', 'company', 'name']);
   });
 });
 

@@ -1,11 +1,13 @@
 // What a chat message tells of a submission, before any platform's format: the sender, the
-// subject, the message, the fields in the form's order, the files by name, whether it was held as
-// spam, and the link to it in the owner console. Every text a visitor wrote is cleaned here
-// (./chat-text.ts) and its mentions defused; each platform then escapes its own markup.
+// subject, the message, the fields as the owner's email shows them (the key's email layout: its
+// hidden fields left out, its ordered ones first, the rest in the form's order), the files by name,
+// whether it was held as spam, and the link to it in the owner console. Every text a visitor wrote
+// is cleaned here (./chat-text.ts) and its mentions defused; each platform then escapes its own markup.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../../shared/submissions/entities.ts';
 import type { VerificationKey } from '../../../shared/keys/entities.ts';
 import { findAttachments } from '../../../shared/submissions/submissions.ts';
+import { arrangeFields } from '../../../shared/keys/email-layout.ts';
 import { cleanLine, cleanText, defuseMentions } from './chat-text.ts';
 
 export type ChatNotice = {
@@ -29,7 +31,7 @@ type NoticeSource = Pick<
   Submission,
   'id' | 'email' | 'subject' | 'message' | 'customFields' | 'spamVerdict' | 'spamScore' | 'spamMark' | 'createdAt' | 'test'
 > & {
-  key: Pick<VerificationKey, 'label'>;
+  key: Pick<VerificationKey, 'label' | 'emailFieldOrder' | 'emailHiddenFields'>;
 };
 
 /** The notice of a submission; the files are read from their rows, never from storage. */
@@ -51,10 +53,12 @@ export function chatNotice(submission: NoticeSource, files: Array<{ name: string
     senderEmail: cleanLine(submission.email),
     subject: line(submission.subject) || '(no subject)',
     message: defuseMentions(cleanText(submission.message)).trim() || '(no message)',
-    fields: submission.customFields.map(([field, value]) => ({
-      name: line(field) || '(unnamed)',
-      value: defuseMentions(cleanText(value)).trim() || '(empty)',
-    })),
+    fields: arrangeFields(submission.customFields, { fieldOrder: submission.key.emailFieldOrder, hiddenFields: submission.key.emailHiddenFields }).map(
+      ([field, value]) => ({
+        name: line(field) || '(unnamed)',
+        value: defuseMentions(cleanText(value)).trim() || '(empty)',
+      }),
+    ),
     files: files.map((file) => ({ name: line(file.name) || '(unnamed)', size: file.size })),
     spam: held ? { score: submission.spamScore ?? null } : null,
     consoleUrl: `${publicUrl}/owner/submissions/${submission.id}`,
