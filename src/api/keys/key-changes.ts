@@ -10,7 +10,7 @@ import type { VerificationKey } from '../../shared/keys/entities.ts';
 import { KeyRuleError, updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
 import { spamRefusal } from '../../shared/autoresponses/text-check.ts';
 import { setRecipients, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
-import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob } from '../../shared/deliveries/delivery-jobs.ts';
 import type { AddressPolicy } from '../../shared/webhooks/address-guard.ts';
 import type { NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
 import { createChatChannel, createEndpoint } from '../../shared/webhooks/webhooks.ts';

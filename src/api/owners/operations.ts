@@ -4,8 +4,8 @@ import type { EmailFilesMode } from '../../shared/keys/email-layout.ts';
 import type { Context } from 'koa';
 import type { Attachment, Submission } from '../../shared/submissions/entities.ts';
 import type { CaptchaProvider, KeyStatus, VerificationKey } from '../../shared/keys/entities.ts';
-import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
-import type { SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
+import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
+import type { SpamFilterLevel } from '../../shared/words/spam-kinds.ts';
 import { keyRecord, listKeys, parseDomains, type AutoresponseChanges } from '../../shared/keys/keys.ts';
 import {
   decodeCursor,
@@ -32,7 +32,7 @@ import { isConfirmed } from '../../shared/keys/keys.ts';
 import { changeKey, confirmMailboxOf } from '../keys/key-changes.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
-import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
+import { submissionJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission, UUID } from './access.ts';
 import { takeExport, takeSearch } from '../heavy-reads.ts';
 import { resendCopy, resendSubmission } from '../submissions/resend.ts';

@@ -3,8 +3,8 @@
 // with its delivery status (its own and each added recipient's copy), its files and what can be
 // done with it: re-send (the email, or a copy), mark, delete.
 import type Router from '@koa/router';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
-import { RESENDABLE } from '../../shared/submissions/delivery-statuses.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
+import { RESENDABLE } from '../../shared/deliveries/delivery-statuses.ts';
 import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import type { AppDeps, AppState, RouteContext } from '../context.ts';
 import { errors } from '../api-errors.ts';

@@ -2,7 +2,7 @@
 // left out, files attached or linked. Defaults are the email as it always was. Values a visitor
 // wrote reach the subject only flattened to one line and cut short: a placeholder cannot add a header.
 // What an owner may save is checked in keys.ts (parseEmailSubject, parseFieldNames).
-import { oneLine } from '../submissions/display-text.ts';
+import { oneLine } from '../infra/display-text.ts';
 
 export const EMAIL_FILES_MODES = ['attach', 'link'] as const;
 export type EmailFilesMode = (typeof EMAIL_FILES_MODES)[number];

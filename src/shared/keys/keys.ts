@@ -3,13 +3,13 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './entities.ts';
-import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
+import type { SpamFilterLevel } from '../words/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
 import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_SUBJECT_MAX, PLACEHOLDER, SIMPLE_PLACEHOLDERS, type EmailFilesMode } from './email-layout.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { hasForbiddenInLine, hasForbiddenInText } from './owner-text.ts';
-import type { AutoresponseReview } from '../autoresponses/autoresponse-kinds.ts';
+import type { AutoresponseReview } from '../words/autoresponse-kinds.ts';
 import { linkRefusal } from '../autoresponses/text-check.ts';
 import {
   countActiveKeys,

@@ -2,7 +2,7 @@
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
-import { recipientCopyJob, webhookJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { recipientCopyJob, webhookJob, type DeliveryJob, type DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueDeliveries, enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
 import { followWithAutoresponse, type AutoresponseSettings } from './autoresponse-email.ts';
@@ -12,7 +12,7 @@ import type { Storage } from '../../shared/infra/storage.ts';
 import { prepareFiles } from './attachments.ts';
 import { renderSubmissionEmail, submissionSubject } from './render-submission.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
-import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
+import { messageIdFor } from '../../shared/deliveries/delivery-kinds.ts';
 import { submissionSuppression } from '../../shared/bounces/suppression.ts';
 import { sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import type { SpamChecker } from '../spam/spam-check.ts';

@@ -4,8 +4,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StatementRunner } from '../../infra/db/pg-pool.ts';
 import type { CustomFields } from '../entities.ts';
-import type { EmailStatus } from '../delivery-columns.ts';
-import { CREATED_AS } from '../delivery-transitions.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
+import { CREATED_AS } from '../../deliveries/delivery-transitions.ts';
 
 declare const ADMITTED: unique symbol;
 /** A webhook delivery made with its submission, in the same statement: its id and its endpoint's. */

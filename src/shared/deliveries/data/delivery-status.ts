@@ -11,10 +11,10 @@ import type pg from 'pg';
 import type { StatementRunner } from '../../infra/db/pg-pool.ts';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
 import { EMAIL_STATUSES, type EmailStatus } from '../delivery-columns.ts';
-import type { BounceType } from '../../bounces/bounce-columns.ts';
-import type { CustomFields } from '../entities.ts';
-import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../../spam/spam-kinds.ts';
-import type { AutoresponseOutcome } from '../../autoresponses/autoresponse-kinds.ts';
+import type { BounceType } from '../../words/bounce-columns.ts';
+import type { CustomFields } from '../../submissions/entities.ts';
+import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../../words/spam-kinds.ts';
+import type { AutoresponseOutcome } from '../../words/autoresponse-kinds.ts';
 import { FAILED, HELD, QUEUED, sqlList } from '../delivery-statuses.ts';
 import { transitionsOf, type DeliveryEvent, type KindFor, type TransitionCondition } from '../delivery-transitions.ts';
 
