@@ -1,7 +1,7 @@
 // The table of delivery status changes (src/shared/deliveries/delivery-transitions.ts) against
 // what PostgreSQL does: for every kind of row, every status and every event of that kind, a row is
 // put in the status, the event applied through the module that writes every status
-// (src/shared/deliveries/data/delivery-status.ts), and its status after must be the table's, or
+// (src/shared/deliveries/data/claims.ts, outcomes.ts, releases.ts), and its status after must be the table's, or
 // unchanged, with the function saying it refused, where the table has no row for it. A worker's
 // outcome written under a claim that is no longer the row's (a worker that outlived its lease) is
 // refused and leaves the row as it was. That no other
@@ -31,7 +31,7 @@ import {
   releaseSkippedWebhooks,
   requeueFailed,
   writeSpamMark,
-} from '../../src/shared/deliveries/data/delivery-status.ts';
+} from '../../src/shared/deliveries/deliveries.ts';
 import { insertSubmissionRows, submissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
 import { CREATED_AS, DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent, type KindFor } from '../../src/shared/deliveries/delivery-transitions.ts';
 import {

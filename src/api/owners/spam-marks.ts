@@ -11,7 +11,7 @@ import { submissionJob, webhookJob } from '../../shared/deliveries/delivery-jobs
 import { recordCampaignVote } from '../../shared/spam/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam/spam-teaching.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
-import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/deliveries/data/delivery-status.ts';
+import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/deliveries/deliveries.ts';
 import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/submissions.ts';
 import { errors } from '../api-errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';

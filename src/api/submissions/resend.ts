@@ -2,7 +2,7 @@
 // and one added recipient's copy of it, on its own.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/submissions/entities.ts';
-import { requeueFailed } from '../../shared/deliveries/data/delivery-status.ts';
+import { requeueFailed } from '../../shared/deliveries/deliveries.ts';
 import { recipientCopyJob, submissionJob, type DeliveryRequest } from '../../shared/deliveries/delivery-jobs.ts';
 import { findCopyOfSubmission } from '../../shared/recipients/recipients.ts';
 import type { AppContext, AppDeps } from '../context.ts';

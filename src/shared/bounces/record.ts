@@ -18,7 +18,7 @@ import { countHardBounce } from './data/address-bounces.ts';
 import { noteComplaint } from './data/mailbox-complaints.ts';
 import { lockReportedRow } from './data/return-targets.ts';
 import { addBouncedEvents } from '../webhooks/webhooks.ts';
-import { recordReturnedReport } from '../deliveries/data/delivery-status.ts';
+import { recordReturnedReport } from '../deliveries/deliveries.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 

@@ -1,5 +1,5 @@
 // Every change of a delivery status, as data: which event may move a row of which kind from which
-// status, and to which. It describes what the statements do (src/shared/deliveries/data/delivery-status.ts
+// status, and to which. It describes what the statements do (src/shared/deliveries/data/claims.ts, outcomes.ts, releases.ts
 // builds each statement's status guard and target from it), not an ideal: a few writes are not
 // guarded by the row's status at all (a worker's outcome, a report that came back) and say so with
 // `any`; a worker's outcome is guarded by its claim instead (`own-claim`). docs/architecture.md

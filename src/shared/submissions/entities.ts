@@ -7,9 +7,9 @@ import { VerificationKeySchema } from '../keys/entities.ts';
 import { AUTORESPONSE_OUTCOMES } from '../words/autoresponse-kinds.ts';
 import { SPAM_MARKS, SPAM_VERDICTS, type SpamReason } from '../words/spam-kinds.ts';
 import { deliveryColumns } from '../deliveries/delivery-columns.ts';
+import type { CustomFields } from '../words/custom-fields.ts';
 
-/** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
-export type CustomFields = Array<[name: string, value: string]>;
+export type { CustomFields } from '../words/custom-fields.ts';
 
 export const SubmissionSchema = defineEntity({
   name: 'Submission',

@@ -233,7 +233,6 @@ export async function deleteSubmissions(em: EntityManager, storage: Storage, ids
 // What the API, the workers, the CLI and the other features call of this feature's data modules
 // (they import no data module of another feature: test/unit/module-boundaries.test.ts).
 export { findAttachments, findFileOfOwner } from './data/attachments.ts';
-export { type AwaitingRow, findAwaitingJob, findUnfinishedFanOuts, hasComplained } from '../deliveries/data/delivery-rows.ts';
 export { customFieldNames } from './data/submission-export.ts';
 export {
   insertSubmissionBatch,

@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveryKinds, type DeliveryKindName } from '../../shared/deliveries/delivery-kinds.ts';
-import { holdsClaim, type ClaimToken } from '../../shared/deliveries/data/delivery-status.ts';
+import { holdsClaim, type ClaimToken } from '../../shared/deliveries/deliveries.ts';
 
 /** When a claim was asked for, by both clocks: the monotonic one runs on while the process is stopped, the wall clock while its machine sleeps. */
 export type ClaimClock = { monotonic: number; wall: number };

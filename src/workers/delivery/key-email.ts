@@ -21,7 +21,7 @@ import {
   type KeyForEmail,
 } from './render-key-emails.ts';
 import type { RenderedEmail } from './email-templates.ts';
-import { hasComplained } from '../../shared/submissions/submissions.ts';
+import { hasComplained } from '../../shared/deliveries/deliveries.ts';
 import { complaintStops } from '../../shared/bounces/suppression.ts';
 import { messageIdFor } from '../../shared/deliveries/delivery-kinds.ts';
 import { claimOnly, sendTracked, suppressedByComplaint, SuppressedError, type SendContext, type SendOutcome } from './send.ts';

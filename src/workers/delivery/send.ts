@@ -1,5 +1,5 @@
 // Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
-// claim the row, send, record the outcome (../../shared/deliveries/data/delivery-status.ts). Both tables share the delivery columns.
+// claim the row, send, record the outcome (../../shared/deliveries/deliveries.ts). Both tables share the delivery columns.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -18,7 +18,7 @@ import {
   retryDelay,
   type RetryBackoff,
 } from '../../shared/deliveries/retry-policy.ts';
-import { claimRow, recordFailure, recordSuppressed, type ClaimToken, type SpamResult } from '../../shared/deliveries/data/delivery-status.ts';
+import { claimRow, recordFailure, recordSuppressed, type ClaimToken, type SpamResult } from '../../shared/deliveries/deliveries.ts';
 import { claimClock, logLostClaim, stillClaimed } from './claim-check.ts';
 import type { ReturnPaths } from '../../shared/bounces/return-path.ts';
 import { HeldAsSpamError } from '../spam/spam-check.ts';

@@ -14,7 +14,7 @@ import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../../s
 import { deliveryJob, type DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { AWAITING_JOB, IN_FLIGHT } from '../../shared/deliveries/delivery-statuses.ts';
-import { findAwaitingJob, type AwaitingRow } from '../../shared/submissions/submissions.ts';
+import { findAwaitingJob, type AwaitingRow } from '../../shared/deliveries/deliveries.ts';
 import { jobFates } from './job-fates.ts';
 import { enqueueUnwrittenWebhooks } from './unwritten-webhooks.ts';
 import { finishFanOuts } from './unfinished-fan-outs.ts';

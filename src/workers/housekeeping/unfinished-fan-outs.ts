@@ -13,7 +13,7 @@ import type { AutoresponsePolicy } from '../../shared/autoresponses/autoresponse
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
 import { recipientCopyJob, type DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
-import { findUnfinishedFanOuts } from '../../shared/submissions/submissions.ts';
+import { findUnfinishedFanOuts } from '../../shared/deliveries/deliveries.ts';
 import { followWithAutoresponse } from '../delivery/autoresponse-email.ts';
 
 /**

@@ -1,6 +1,6 @@
 // The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks, or
 // written in a chat platform's format for a chat channel (./chat/). Claimed and
-// recorded like an email (../../shared/deliveries/data/delivery-status.ts); the receiver's answer decides: 2xx delivered; 408,
+// recorded like an email (../../shared/deliveries/deliveries.ts); the receiver's answer decides: 2xx delivered; 408,
 // 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
 // else, a refused address among it, fails at once. A failure counts against the endpoint, which is
 // disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
@@ -19,7 +19,7 @@ import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { isFinalFailure } from '../../shared/deliveries/retry-policy.ts';
 import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../../shared/webhooks/delivery-policy.ts';
-import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/deliveries/data/delivery-status.ts';
+import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/deliveries/deliveries.ts';
 import type { SendOutcome } from '../delivery/send.ts';
 import { claimClock, logLostClaim, stillClaimed } from '../delivery/claim-check.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';

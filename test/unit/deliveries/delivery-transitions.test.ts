@@ -1,6 +1,6 @@
 // The table of delivery status changes (src/shared/deliveries/delivery-transitions.ts) against the
-// source and the docs: no code but the module that writes every status change
-// (src/shared/deliveries/data/delivery-status.ts), the one that saves a new submission with its
+// source and the docs: no code but the modules that write every status change
+// (src/shared/deliveries/data/: claims.ts, outcomes.ts, releases.ts, copies.ts), the one that saves a new submission with its
 // first status (src/shared/submissions/data/submission-inserts.ts) and the migrations writes one, and
 // docs/architecture.md lists the table's rows. test/workers/delivery-transitions.test.ts applies
 // every change against PostgreSQL.
@@ -13,7 +13,13 @@ import { CREATED_AS, TRANSITIONS, type TransitionCondition } from '../../../src/
 import { functionsWritingStatus, statusWrites } from '../../support/status-writers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const OWNERS = ['src/shared/deliveries/data/delivery-status.ts', 'src/shared/submissions/data/submission-inserts.ts'];
+const OWNERS = [
+  'src/shared/deliveries/data/claims.ts',
+  'src/shared/deliveries/data/outcomes.ts',
+  'src/shared/deliveries/data/releases.ts',
+  'src/shared/deliveries/data/copies.ts',
+  'src/shared/submissions/data/submission-inserts.ts',
+];
 const MIGRATIONS = 'src/shared/infra/db/migrations/';
 const KINDS = ['submission', 'key-email', 'autoresponse', 'recipient-copy', 'webhook'] as const;
 

@@ -1,6 +1,6 @@
 // The recipient_copies table's reads and its housekeeping: each submission's copies as the records
 // show them, what a copy's email needs, and the held copies whose recipient never confirmed. Their
-// statuses are written by src/shared/deliveries/data/delivery-status.ts.
+// statuses are written by the delivery state machine (src/shared/deliveries).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { BounceType } from '../../words/bounce-columns.ts';
 import type { EmailStatus } from '../../deliveries/delivery-columns.ts';

@@ -1,6 +1,6 @@
 // Saving a new submission: its row (with its first status, its admission's: src/api/submissions/admit.ts,
-// checked against CREATED_AS of ../delivery-transitions.ts), alone or with its files and webhook
-// deliveries. The only write of a status outside ./delivery-status.ts.
+// checked against CREATED_AS of ../../deliveries/delivery-transitions.ts), alone or with its files and webhook
+// deliveries. The only write of a status outside the delivery state machine (src/shared/deliveries/data).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StatementRunner } from '../../infra/db/pg-pool.ts';
 import type { CustomFields } from '../entities.ts';
