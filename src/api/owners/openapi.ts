@@ -20,7 +20,8 @@ import {
 } from '../site/openapi-parts.ts';
 import { MAX_ADDED_RECIPIENTS } from '../../shared/recipients/recipients.ts';
 import { KeyPatchSchema } from '../keys/key-patch.ts';
-import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX } from '../../shared/autoresponses/autoresponse-settings.ts';
 import { OwnerSignInSchema } from './owner-session-pages.ts';
 import { SessionRequestSchema } from './owner-api-session-routes.ts';
 import { SpamMarkSchema } from './owner-api-submission-routes.ts';
