@@ -24,7 +24,7 @@ import { createOrm, migrate } from '../src/shared/infra/db/orm.ts';
 import { createErasedForm, createKeyVault } from '../src/shared/infra/secrets.ts';
 import { generateKey } from '../src/shared/keys/keys.ts';
 import { entities } from '../src/shared/schema.ts';
-import { claimSubmissions, recordSent, type SubmissionClaim } from '../src/shared/submissions/data/delivery-status.ts';
+import { claimSubmissions, recordSent, type SubmissionClaim } from '../src/shared/deliveries/deliveries.ts';
 import { insertSubmissionBatch, submissionRow } from '../src/shared/submissions/data/submission-inserts.ts';
 import { OWNER_MIN_LEARNS } from '../src/shared/spam/spam-filter.ts';
 import { BENCH_MESSAGE, BENCH_OWNER, BENCH_SENDER } from './floor/message.ts';

@@ -15,7 +15,7 @@ import Koa from 'koa';
 import pg from 'pg';
 import { createDeliveryQueue, enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
 import { createRedis } from '../../src/shared/infra/queues/redis.ts';
-import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { submissionJob, type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 
 const env = (name: string) => {
   const value = process.env[name];

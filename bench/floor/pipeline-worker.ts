@@ -8,8 +8,8 @@ import pg from 'pg';
 import { createMailTransport } from '../../src/shared/infra/mail.ts';
 import { createDeliveryWorker } from '../../src/shared/infra/queues/workers.ts';
 import { createRedis } from '../../src/shared/infra/queues/redis.ts';
-import { type DeliveryJob, type DeliveryJobs } from '../../src/shared/submissions/delivery-jobs.ts';
-import { retryDelay } from '../../src/shared/submissions/retry-policy.ts';
+import { type DeliveryJob, type DeliveryJobs } from '../../src/shared/deliveries/delivery-jobs.ts';
+import { retryDelay } from '../../src/shared/deliveries/retry-policy.ts';
 import { MAIL_FROM, sampleEmail } from './message.ts';
 
 const env = (name: string) => {

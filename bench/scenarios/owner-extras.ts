@@ -13,10 +13,10 @@
 // bound, at bound, off, extras, plain; each side's figure is the mean of its two.
 import type { Queue } from 'bullmq';
 import { startRspamd } from '../../src/local/rspamd.ts';
-import type { AutoresponseOutcome } from '../../src/shared/autoresponses/autoresponse-kinds.ts';
+import type { AutoresponseOutcome } from '../../src/shared/words/autoresponse-kinds.ts';
 import { createWebhookQueue } from '../../src/shared/infra/queues/queues.ts';
 import { MAX_ADDED_RECIPIENTS } from '../../src/shared/recipients/recipients.ts';
-import { createdEventJob, submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { createdEventJob, submissionJob, type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { BENCH_MESSAGE } from '../floor/message.ts';
 import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
@@ -49,7 +49,7 @@ const AT_BOUND_PER_DAY = 200;
 const PER_DAY: Record<Side, number> = { plain: SENDING_PER_DAY, extras: SENDING_PER_DAY, atBound: AT_BOUND_PER_DAY, off: AT_BOUND_PER_DAY };
 /** The processes whose CPU a submission costs, as the rows name them. */
 const COSTS = ['worker', 'postgres', 'redis', 'rspamd', 'rspamd redis'] as const;
-/** The Message-ID prefixes of the emails (src/shared/submissions/delivery-kinds.ts): what the sink counts by kind. */
+/** The Message-ID prefixes of the emails (src/shared/deliveries/delivery-kinds.ts): what the sink counts by kind. */
 const KINDS = { owner: 'submission-', copy: 'copy-', autoresponse: 'autoresponse-' } as const;
 
 /** One drain's measured part: its submissions, what arrived, the time from the resume to the last arrival, CPU ms per submission by process. */

@@ -12,7 +12,7 @@ import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/recon
 import { QUEUE_PREFIX, resetState, type Ctx } from '../support/context.ts';
 import { seedBacklog } from '../support/drains.ts';
 import { cpuMs } from '../support/proc.ts';
-import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import type { AutoresponsePolicy } from '../../src/shared/autoresponses/autoresponses.ts';
 
 /** The backlog's rows are not sent: no autoresponse is decided, the policy only completes the options. */

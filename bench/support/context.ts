@@ -14,7 +14,7 @@ import { entities } from '../../src/shared/schema.ts';
 import { generateKey } from '../../src/shared/keys/keys.ts';
 import { createKeyVault } from '../../src/shared/infra/secrets.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
-import { type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { BENCH_OWNER, MAIL_FROM } from '../floor/message.ts';
 import { startChatStandIn, type ChatStandIn } from './chat-stand-in.ts';
 import { createExtrasKey } from './extras-key.ts';

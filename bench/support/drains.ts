@@ -1,6 +1,6 @@
 // Draining a backlog to the SMTP sink, measured: by the service's workers (from seeded submissions)
 // or by the baseline loop, with throughput, CPU per email, RSS and the duplicate window.
-import { submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { submissionJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { BENCH_MESSAGE, BENCH_SENDER } from '../floor/message.ts';
 import { resetState, WORKER_CONCURRENCY, type Ctx } from './context.ts';
 import { cpuProbes, cpuSnapshot, probe, recordCpu, roundTrips, type CpuProbe } from './cpu.ts';

@@ -5,7 +5,8 @@
 // is an operator's high-volume key besides, whose autoresponses go to every visitor it drains.
 import type { MikroORM } from '../../src/shared/infra/db/orm.ts';
 import { createErasedForm, type KeyVault } from '../../src/shared/infra/secrets.ts';
-import { generateKey, updateKey } from '../../src/shared/keys/keys.ts';
+import { generateKey } from '../../src/shared/keys/keys.ts';
+import { updateKeySettings } from '../../src/shared/autoresponses/autoresponse-settings.ts';
 import { confirmRecipient, MAX_ADDED_RECIPIENTS, recipientsOfKeys, setRecipients } from '../../src/shared/recipients/recipients.ts';
 import { parseAllowList } from '../../src/shared/webhooks/address-guard.ts';
 import { createChatChannel } from '../../src/shared/webhooks/webhooks.ts';
@@ -36,7 +37,7 @@ export type ExtrasKeyOptions = {
 export async function createExtrasKey(orm: MikroORM, vault: KeyVault, team: string, options: ExtrasKeyOptions = {}): Promise<{ id: string; value: string }> {
   const created = await generateKey(orm.em.fork(), vault, { email: BENCH_OWNER, emailsPerHour: 1_000 });
   const key = created.key;
-  await updateKey(orm.em.fork(), key.keyHash, {
+  await updateKeySettings(orm.em.fork(), key.keyHash, {
     label: 'Contact page',
     autoresponse: {
       enabled: true,

@@ -8,7 +8,7 @@ import type { MikroORM } from '../shared/infra/db/orm.ts';
 import type { StatementRunner } from '../shared/infra/db/pg-pool.ts';
 import type { Config } from '../shared/infra/config.ts';
 import type { Logger } from '../shared/infra/log.ts';
-import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 import type { KeyVault } from '../shared/infra/secrets.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import type { KeyCache } from './submissions/key-cache.ts';

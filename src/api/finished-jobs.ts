@@ -1,7 +1,7 @@
 // Re-sending a row adds a job under the row's id again. BullMQ ignores an add whose id it still
 // holds, so the finished job of the last attempt is removed first.
 import type { Queue } from 'bullmq';
-import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 
 /** Job states in which a job will still run. */
 const PENDING_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);

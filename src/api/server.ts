@@ -24,7 +24,7 @@ import { capConnectionsPerIp } from './connection-cap.ts';
 import type { AppDeps } from './context.ts';
 import { createKeyCache } from './submissions/key-cache.ts';
 import { apiPgWaits } from './unavailable.ts';
-import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 
 /** PostgreSQL connections for the submissions' group commit, beside the ORM's pool. */
 const INTAKE_CONNECTIONS = 4;

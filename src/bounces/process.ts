@@ -8,7 +8,7 @@ import type { Logger } from '../shared/infra/log.ts';
 import { serveMetrics } from '../shared/infra/metrics-server.ts';
 import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createWebhookQueue, enqueueDeliveries } from '../shared/infra/queues/queues.ts';
-import { webhookJob, type DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import { webhookJob, type DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 import { createReturnPaths } from '../shared/bounces/return-path.ts';
 import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';

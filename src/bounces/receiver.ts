@@ -19,8 +19,8 @@ import { bounceRefusals, bounces } from '../shared/infra/metrics.ts';
 import type { ReturnPaths, ReturnTarget } from '../shared/bounces/return-path.ts';
 import { recordReport, type SuppressionPolicy } from '../shared/bounces/record.ts';
 import { readReport } from '../shared/bounces/report.ts';
-import { oneLine } from '../shared/submissions/display-text.ts';
-import { deliveryKinds } from '../shared/submissions/delivery-kinds.ts';
+import { oneLine } from '../shared/infra/display-text.ts';
+import { deliveryKinds } from '../shared/deliveries/delivery-kinds.ts';
 import { ClientLimits } from './client-limits.ts';
 
 export type ReceiverSettings = {

@@ -24,8 +24,8 @@ import {
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue } from '../shared/infra/queues/queues.ts';
-import { flushRetries } from '../shared/submissions/retry-flush.ts';
-import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import { flushRetries } from '../shared/deliveries/retry-flush.ts';
+import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 import { buildInfo } from '../shared/infra/version.ts';
 import { visitor, VISITOR_USAGE } from './admin-visitor.ts';
 

@@ -16,7 +16,7 @@ import type { Shutdown } from '../shared/infra/shutdown.ts';
 import { createStorage, type Storage } from '../shared/infra/storage.ts';
 import { entities } from '../shared/schema.ts';
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
-import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 import { readBreaker } from '../shared/submissions/smtp-breaker-state.ts';
 import { createSentRecorder, type SentRecorder } from './delivery/sent-recorder.ts';
 import { createSubmissionClaimer, type SubmissionClaimer } from './delivery/submission-claims.ts';

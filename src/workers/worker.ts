@@ -12,7 +12,7 @@ import { createHousekeepingWorker } from '../shared/infra/queues/workers.ts';
 import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
-import type { DeliveryJob } from '../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 import { startDeliveryWorker } from './delivery/delivery-worker.ts';
 import { createHousekeepingProcessor, schedulePeriodicJobs } from './housekeeping/housekeeping.ts';
 import { createJobCounter, type JobCounter } from './in-flight.ts';

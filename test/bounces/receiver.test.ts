@@ -11,7 +11,7 @@ import { startBounceReceiver, type BounceProcess } from '../../src/bounces/proce
 import { freePort } from '../../src/local/services.ts';
 import { createPgPool } from '../../src/shared/infra/db/pg-pool.ts';
 import { createLogger } from '../../src/shared/infra/log.ts';
-import { recordSent } from '../../src/shared/submissions/data/delivery-status.ts';
+import { recordSent } from '../../src/shared/deliveries/deliveries.ts';
 import { createReturnPaths } from '../../src/shared/bounces/return-path.ts';
 import { abuseReport, dsn, type DsnFields } from '../../tools/sample-reports.ts';
 import { NOW, updateSubmission } from '../support/factories.ts';

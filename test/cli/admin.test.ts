@@ -8,7 +8,7 @@ import { fromNow, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
-import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { submissionJob, type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // One command through npm takes about 2 s; beside two busy loops a single one outlasted 30 s.

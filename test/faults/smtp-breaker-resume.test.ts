@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/shared/infra/log.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
 import { closeRedis, createRedis, type RedisClient } from '../../src/shared/infra/queues/redis.ts';
-import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { probeKey } from '../../src/shared/submissions/smtp-breaker-state.ts';
 import { SmtpBreaker } from '../../src/workers/delivery/smtp-breaker.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { createLogger } from '../../src/shared/infra/log.ts';
-import type { SpamMark } from '../../src/shared/spam/spam-kinds.ts';
+import type { SpamMark } from '../../src/shared/words/spam-kinds.ts';
 import { createSpamFilter, type SpamFilter } from '../../src/shared/spam/spam-filter.ts';
 import { STALE_RESERVATION_MS, teachMark, teachUntaughtMarks } from '../../src/shared/spam/spam-teaching.ts';
 import { ago, buildSpamMark, buildSpamTeaching, NOW } from '../support/factories.ts';

@@ -3,7 +3,7 @@
 // row (written with the submission), or also the submission and the endpoint (a row its worker
 // writes).
 import type { Queue } from 'bullmq';
-import type { DeliveryJob, WebhookEventData } from '../../src/shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob, WebhookEventData } from '../../src/shared/deliveries/delivery-jobs.ts';
 import type { Harness } from './harness.ts';
 
 /** The endpoints the jobs waiting in `queue` will tell of submission `submissionId`. */

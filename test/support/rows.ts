@@ -1,7 +1,7 @@
 // What the service wrote, read back: the reads that many test files make of a submission or a key
 // after the API or a worker acted on it. The factories (./factories.ts) make the rows; these check them.
 import type pg from 'pg';
-import type { EmailStatus } from '../../src/shared/submissions/delivery-columns.ts';
+import type { EmailStatus } from '../../src/shared/deliveries/delivery-columns.ts';
 import type { KeyStatus } from '../../src/shared/keys/entities.ts';
 import type { Harness } from './harness.ts';
 

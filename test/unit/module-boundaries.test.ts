@@ -1,6 +1,7 @@
-// Module boundaries (docs/architecture.md, "Layout"): a feature's data modules are its own, other
-// code calls the feature's service module; the infrastructure and the migrations import no feature;
-// no module imports itself through a circle. It reads every source file's imports (TypeScript's
+// Module boundaries (docs/architecture.md, "Layout" and "The order of the features"): a feature's
+// data modules are its own, other code calls the feature's service module; a feature imports only
+// the features before it in the declared order; the infrastructure and the migrations import no
+// feature; no module imports itself through a circle, and no feature does. It reads every source file's imports (TypeScript's
 // pre-processor, so comments and strings never count) and needs no service.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -9,8 +10,12 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** The one data module every feature may call: the only writer of delivery statuses. */
-const STATUS_MODULE = 'src/shared/submissions/data/delivery-status.ts';
+/**
+ * The features of src/shared in their declared order: each may import those before it, never one
+ * after it (type-only imports included). `words` holds the names other features' tables share and
+ * imports nothing of the source; the infrastructure (src/shared/infra) comes below them all.
+ */
+const FEATURE_ORDER = ['words', 'deliveries', 'keys', 'submissions', 'spam', 'webhooks', 'bounces', 'recipients', 'autoresponses', 'owners', 'visitors'];
 
 function sourceFiles(): string[] {
   return readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })
@@ -83,6 +88,28 @@ function crossings(graph: Map<string, string[]>, breaks: (from: string, to: stri
   return [...graph].flatMap(([from, targets]) => targets.filter((to) => breaks(from, to)).map((to) => `${from} → ${to}`));
 }
 
+/** An import from a feature to one later in `order` (a feature not in it counts as later than all). */
+function againstOrder(order: readonly string[]): (from: string, to: string) => boolean {
+  const rank = (feature: string) => (order.includes(feature) ? order.indexOf(feature) : order.length);
+  return (from, to) => {
+    const [source, target] = [featureOf(from), featureOf(to)];
+    return source !== undefined && target !== undefined && source !== target && rank(target) > rank(source);
+  };
+}
+
+/** The graph of the features: an edge from each feature to every other feature it imports. */
+function featureGraph(graph: Map<string, string[]>): Map<string, string[]> {
+  const features = new Map<string, Set<string>>();
+  for (const [from, targets] of graph) {
+    const source = featureOf(from);
+    if (source === undefined) continue;
+    const edges = features.get(source) ?? new Set<string>();
+    features.set(source, edges);
+    for (const target of targets.map(featureOf)) if (target !== undefined && target !== source) edges.add(target);
+  }
+  return new Map([...features].map(([feature, edges]) => [feature, [...edges].sort()]));
+}
+
 describe('module boundaries', () => {
   const graph = importGraph();
 
@@ -94,9 +121,42 @@ describe('module boundaries', () => {
   it("imports a feature's data modules only from that feature", () => {
     const outside = crossings(graph, (from, to) => {
       const owner = /^src\/shared\/([^/]+)\/data\//.exec(to)?.[1];
-      return owner !== undefined && owner !== featureOf(from) && to !== STATUS_MODULE;
+      return owner !== undefined && owner !== featureOf(from);
     });
     expect(outside, "call the feature's service module (src/shared/<feature>/<feature>.ts) instead").toEqual([]);
+  });
+
+  it('places every feature of src/shared in the order', () => {
+    expect([...featureGraph(graph).keys()].sort(), 'add a new feature to FEATURE_ORDER and to docs/architecture.md').toEqual([...FEATURE_ORDER].sort());
+  });
+
+  it('imports no feature later in the order', () => {
+    expect(
+      crossings(graph, againstOrder(FEATURE_ORDER)),
+      'move the shared shape down to the feature that owns it (or into src/shared/words), or hand it in as a parameter',
+    ).toEqual([]);
+  });
+
+  it('keeps the words free of the source', () => {
+    const words = crossings(graph, (from, to) => featureOf(from) === 'words' && graph.has(to));
+    expect(words, 'src/shared/words holds names only: it imports nothing of the source').toEqual([]);
+  });
+
+  it('has no circle between features', () => {
+    expect(circles(featureGraph(graph))).toEqual([]);
+  });
+
+  it('the order check finds an import against the order', () => {
+    const sample = new Map([
+      ['src/shared/keys/keys.ts', ['src/shared/deliveries/deliveries.ts', 'src/shared/spam/spam-kinds.ts', 'src/shared/infra/log.ts']],
+      ['src/shared/spam/spam-kinds.ts', []],
+      ['src/shared/deliveries/deliveries.ts', ['src/shared/keys/keys.ts']],
+    ]);
+    expect(crossings(sample, againstOrder(['deliveries', 'keys', 'spam']))).toEqual([
+      'src/shared/keys/keys.ts → src/shared/spam/spam-kinds.ts',
+      'src/shared/deliveries/deliveries.ts → src/shared/keys/keys.ts',
+    ]);
+    expect(circles(featureGraph(sample))).toEqual([['deliveries', 'keys']]);
   });
 
   it('keeps the infrastructure free of features', () => {

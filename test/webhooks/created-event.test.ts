@@ -12,7 +12,7 @@ import { eventually, postJson, startHarness, type Harness } from '../support/har
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
-import { createdEventJob, submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { createdEventJob, submissionJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { createLogger } from '../../src/shared/infra/log.ts';
 import { RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 import { enqueueUnwrittenWebhooks } from '../../src/workers/housekeeping/unwritten-webhooks.ts';

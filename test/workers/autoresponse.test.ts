@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BounceProcess } from '../../src/bounces/process.ts';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
-import { submissionJob, type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { submissionJob, type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { dsn } from '../../tools/sample-reports.ts';
 import { adminRequest, submitJson } from '../support/client.ts';
 import { ago, buildKeyRecipient, buildRecipient, buildSubmission, type KeyRow } from '../support/factories.ts';

@@ -1,9 +1,9 @@
 // The claims of submissions that a worker's concurrent jobs share (src/workers/delivery/submission-claims.ts,
-// claimSubmissions in src/shared/submissions/data/delivery-status.ts): each job gets its own row, only if its own
+// claimSubmissions in src/shared/deliveries/data/claims.ts): each job gets its own row, only if its own
 // compare-and-set succeeded, and a row named twice is claimed once.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimSubmissions } from '../../src/shared/submissions/data/delivery-status.ts';
+import { claimSubmissions } from '../../src/shared/deliveries/deliveries.ts';
 import { NOW, updateSubmission } from '../support/factories.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';

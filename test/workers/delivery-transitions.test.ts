@@ -1,18 +1,18 @@
-// The table of delivery status changes (src/shared/submissions/delivery-transitions.ts) against
+// The table of delivery status changes (src/shared/deliveries/delivery-transitions.ts) against
 // what PostgreSQL does: for every kind of row, every status and every event of that kind, a row is
 // put in the status, the event applied through the module that writes every status
-// (src/shared/submissions/data/delivery-status.ts), and its status after must be the table's, or
+// (src/shared/deliveries/data/claims.ts, outcomes.ts, releases.ts), and its status after must be the table's, or
 // unchanged, with the function saying it refused, where the table has no row for it. A worker's
 // outcome written under a claim that is no longer the row's (a worker that outlived its lease) is
 // refused and leaves the row as it was. That no other
 // code writes a status, and that docs/architecture.md lists the table's rows, is checked without a
-// database: test/unit/submissions/delivery-transitions.test.ts.
+// database: test/unit/deliveries/delivery-transitions.test.ts.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mailboxOf } from '../../src/shared/keys/consent.ts';
-import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/submissions/delivery-columns.ts';
-import type { DeliveryKindName } from '../../src/shared/submissions/delivery-kinds.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../../src/shared/deliveries/delivery-columns.ts';
+import type { DeliveryKindName } from '../../src/shared/deliveries/delivery-kinds.ts';
 import {
   claimRow,
   claimSubmissions,
@@ -31,9 +31,9 @@ import {
   releaseSkippedWebhooks,
   requeueFailed,
   writeSpamMark,
-} from '../../src/shared/submissions/data/delivery-status.ts';
+} from '../../src/shared/deliveries/deliveries.ts';
 import { insertSubmissionRows, submissionRow } from '../../src/shared/submissions/data/submission-inserts.ts';
-import { CREATED_AS, DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent, type KindFor } from '../../src/shared/submissions/delivery-transitions.ts';
+import { CREATED_AS, DELIVERY_EVENTS, transition, transitionsOf, type DeliveryEvent, type KindFor } from '../../src/shared/deliveries/delivery-transitions.ts';
 import {
   ago,
   buildAutoresponse,

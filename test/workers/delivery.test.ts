@@ -9,7 +9,7 @@ import { adminClient, submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
-import type { DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 
 const TOKEN = 'delivery-test-admin-token';
 let h: Harness;

@@ -9,7 +9,7 @@ import type { BounceProcess } from '../../src/bounces/process.ts';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { inTransaction } from '../../src/shared/infra/db/transactions.ts';
 import { confirmRecipient } from '../../src/shared/recipients/recipients.ts';
-import { createCopies } from '../../src/shared/submissions/data/delivery-status.ts';
+import { createCopies } from '../../src/shared/deliveries/deliveries.ts';
 import { abuseReport, dsn } from '../../tools/sample-reports.ts';
 import { adminRequest, submitJson } from '../support/client.ts';
 import { ago, buildKeyRecipient, buildRecipient, buildRecipientCopy, buildSubmission, type KeyRow } from '../support/factories.ts';

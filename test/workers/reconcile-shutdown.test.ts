@@ -2,7 +2,7 @@
 // second SIGINT stops it at once, the row then delivered by another worker.
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmailStatus } from '../../src/shared/submissions/delivery-columns.ts';
+import type { EmailStatus } from '../../src/shared/deliveries/delivery-columns.ts';
 import { ago, buildSubmission, buildSubmissions, fromNow, removeSubmissions } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { sentCount } from '../support/rows.ts';
@@ -11,7 +11,7 @@ import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { Queue, Worker } from 'bullmq';
 import { createLogger } from '../../src/shared/infra/log.ts';
 import { closeRedis, createRedis } from '../../src/shared/infra/queues/redis.ts';
-import { type DeliveryJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { createHousekeepingQueue } from '../../src/shared/infra/queues/queues.ts';
 import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 import { autoresponsePolicyOf } from '../../src/shared/autoresponses/autoresponses.ts';

@@ -5,7 +5,7 @@ import { adminSecurity, formError, idParam, json, keyParam, Submission } from '.
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
 import { FlushRequestSchema } from './admin-routes.ts';
 import { VisitorEraseSchema } from './visitor-routes.ts';
-import { AdminKeyPatchSchema } from '../../shared/keys/key-patch.ts';
+import { AdminKeyPatchSchema } from '../keys/key-patch.ts';
 
 // The operator's record: the owner's, with the key's value and the email's address and Message-ID.
 const { key_id: _keyId, attachments: _files, ...submissionEntries } = Submission.entries;

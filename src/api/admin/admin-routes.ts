@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import * as v from 'valibot';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
 import type { Submission } from '../../shared/submissions/entities.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import {
@@ -16,8 +16,8 @@ import {
   submissionRecords,
 } from '../../shared/submissions/submissions.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
-import { AdminKeyPatchSchema, keyChangesOf } from '../../shared/keys/key-patch.ts';
-import { flushRetries } from '../../shared/submissions/retry-flush.ts';
+import { AdminKeyPatchSchema, keyChangesOf } from '../keys/key-patch.ts';
+import { flushRetries } from '../../shared/deliveries/retry-flush.ts';
 import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
 import { changeKey } from '../keys/key-changes.ts';
 import type { AppDeps, AppState } from '../context.ts';
@@ -96,7 +96,7 @@ export function adminRoutes(deps: AppDeps): Router<AppState> {
     ctx.body = { deliveries: await listWebhookDeliveries(em, { submissionId: submission.id, limit }) };
   });
 
-  // The emails waiting on a retry timer, tried now at the pace asked (src/shared/submissions/retry-flush.ts).
+  // The emails waiting on a retry timer, tried now at the pace asked (src/shared/deliveries/retry-flush.ts).
   router.post('/deliveries/flush', optionalJson, async (ctx) => {
     const { per_second: perSecond } = validate(FlushRequestSchema, ctx.request.body);
     if (deps.redis.status !== 'ready') throw errors.unavailable('The queue (Redis) cannot be reached: nothing was flushed. Try again once it is back.');

@@ -12,7 +12,7 @@ import type { Middleware } from 'koa';
 import { createConsentSigner, mailboxOf, type ConsentSigner } from '../../shared/keys/consent.ts';
 import { confirmRecipient, findRecipientForConsent, removeRecipient } from '../../shared/recipients/recipients.ts';
 import { confirmMailboxOf } from './key-changes.ts';
-import { recipientCopyJob, submissionJob, type DeliveryRequest } from '../../shared/submissions/delivery-jobs.ts';
+import { recipientCopyJob, submissionJob, type DeliveryRequest } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { FORM_TYPE, formBody, formField } from '../middleware/json-body.ts';

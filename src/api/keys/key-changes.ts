@@ -7,10 +7,11 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
 import { confirmMailbox } from '../../shared/keys/consent.ts';
 import type { VerificationKey } from '../../shared/keys/entities.ts';
-import { KeyRuleError, updateKey, type KeyChanges } from '../../shared/keys/keys.ts';
+import { KeyRuleError } from '../../shared/keys/keys.ts';
+import { updateKeySettings, type KeySettingsChanges } from '../../shared/autoresponses/autoresponse-settings.ts';
 import { spamRefusal } from '../../shared/autoresponses/text-check.ts';
 import { setRecipients, type RecipientsEdit } from '../../shared/recipients/recipients.ts';
-import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob } from '../../shared/deliveries/delivery-jobs.ts';
 import type { AddressPolicy } from '../../shared/webhooks/address-guard.ts';
 import type { NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
 import { createChatChannel, createEndpoint } from '../../shared/webhooks/webhooks.ts';
@@ -38,13 +39,13 @@ export async function changeKey(
   ctx: AppContext,
   deps: Deps & Pick<AppDeps, 'config' | 'queue' | 'webhookQueue' | 'redis' | 'spamFilter' | 'erasedForm'>,
   keyHash: string,
-  changes: KeyChanges,
+  changes: KeySettingsChanges,
   recipients?: RecipientsEdit,
 ): Promise<VerificationKey> {
   const { key, confirmEmailIds } = await forgetting(
     deps,
     inTransaction(ctx.state.em, async (tx) => {
-      const changed = await updateKey(tx, keyHash, changes);
+      const changed = await updateKeySettings(tx, keyHash, changes);
       if (changes.autoresponse?.subject !== undefined || changes.autoresponse?.text !== undefined) await checkAutoresponseAsMail(deps, changed);
       if (recipients === undefined) return { key: changed, confirmEmailIds: [] };
       const change = await setRecipients(tx, changed, recipients, { emailsPerHour: deps.config.KEY_EMAILS_PER_HOUR, erasedForm: deps.erasedForm });

@@ -5,7 +5,7 @@ import { createRouter } from '../router.ts';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { generateKey, parseDomains, requestAllKeysEmail } from '../../shared/keys/keys.ts';
-import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';

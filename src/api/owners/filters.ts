@@ -1,7 +1,7 @@
 // The owner console's list filters, one schema for the pages, the JSON API and the CSV download:
 // q (full-text search), status, and a date range in whole UTC days (from and to both included).
 import * as v from 'valibot';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
 import type { SubmissionPageQuery } from '../../shared/submissions/submissions.ts';
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;

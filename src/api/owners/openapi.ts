@@ -2,8 +2,8 @@
 // the pages briefly, the JSON API under /owner/api with its request and response schemas.
 import * as v from 'valibot';
 import { CAPTCHA_PROVIDERS, KEY_STATUSES } from '../../shared/keys/entities.ts';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
-import { SPAM_FILTER_LEVELS } from '../../shared/spam/spam-kinds.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
+import { SPAM_FILTER_LEVELS } from '../../shared/words/spam-kinds.ts';
 import { SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
 import {
   AddedRecipient,
@@ -19,8 +19,9 @@ import {
   unauthorized,
 } from '../site/openapi-parts.ts';
 import { MAX_ADDED_RECIPIENTS } from '../../shared/recipients/recipients.ts';
-import { KeyPatchSchema } from '../../shared/keys/key-patch.ts';
-import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { KeyPatchSchema } from '../keys/key-patch.ts';
+import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX } from '../../shared/autoresponses/autoresponse-settings.ts';
 import { OwnerSignInSchema } from './owner-session-pages.ts';
 import { SessionRequestSchema } from './owner-api-session-routes.ts';
 import { SpamMarkSchema } from './owner-api-submission-routes.ts';

@@ -1,12 +1,11 @@
 // The owner console's operations, shared by its pages and its JSON API: each takes the session's
 // address and answers undefined for anything that is not that address's (the routes make it a 404).
-import type { EmailFilesMode } from '../../shared/keys/email-layout.ts';
 import type { Context } from 'koa';
 import type { Attachment, Submission } from '../../shared/submissions/entities.ts';
-import type { CaptchaProvider, KeyStatus, VerificationKey } from '../../shared/keys/entities.ts';
-import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
-import type { SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
-import { keyRecord, listKeys, parseDomains, type AutoresponseChanges } from '../../shared/keys/keys.ts';
+import type { VerificationKey } from '../../shared/keys/entities.ts';
+import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
+import { keyRecord, listKeys, parseDomains } from '../../shared/keys/keys.ts';
+import type { KeySettingsChanges } from '../../shared/autoresponses/autoresponse-settings.ts';
 import {
   decodeCursor,
   deleteSubmissions,
@@ -32,7 +31,7 @@ import { isConfirmed } from '../../shared/keys/keys.ts';
 import { changeKey, confirmMailboxOf } from '../keys/key-changes.ts';
 import { heldCount } from '../../shared/owners/owners.ts';
 import { lastMessageTimes, overviewOf } from '../../shared/owners/overview.ts';
-import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
+import { submissionJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { ownedFile, ownedKey, ownedSubmission, UUID } from './access.ts';
 import { takeExport, takeSearch } from '../heavy-reads.ts';
 import { resendCopy, resendSubmission } from '../submissions/resend.ts';
@@ -101,20 +100,9 @@ export async function listOwnerKeys(em: EntityManager, deps: AppDeps, email: str
   );
 }
 
-export type OwnerKeyChanges = {
-  status?: KeyStatus;
-  useDomain?: boolean;
+/** A key's settings as its owner changes them: the admin API's but the operator's review, the domains as given (read here), and the added recipients. */
+export type OwnerKeyChanges = Omit<KeySettingsChanges, 'domains' | 'autoresponseReview'> & {
   domains?: unknown[];
-  captcha?: CaptchaProvider | null;
-  spamFilter?: SpamFilterLevel;
-  spamToWebhooks?: boolean;
-  label?: string | null;
-  subjectPrefix?: boolean;
-  autoresponse?: AutoresponseChanges;
-  emailSubject?: string | null;
-  emailFieldOrder?: string[];
-  emailHiddenFields?: string[];
-  emailFiles?: EmailFilesMode;
   /** The added recipients (src/shared/recipients): the whole list, or a change of it; left out: kept as they are. */
   recipients?: RecipientsEdit;
 };

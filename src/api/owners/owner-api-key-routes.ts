@@ -4,7 +4,7 @@
 import type Router from '@koa/router';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
-import { keyChangesOf, KeyPatchSchema } from '../../shared/keys/key-patch.ts';
+import { keyChangesOf, KeyPatchSchema } from '../keys/key-patch.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';

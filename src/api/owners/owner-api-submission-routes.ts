@@ -3,7 +3,7 @@
 // added recipient's copy), mark, delete.
 import type Router from '@koa/router';
 import * as v from 'valibot';
-import { SPAM_MARKS } from '../../shared/spam/spam-kinds.ts';
+import { SPAM_MARKS } from '../../shared/words/spam-kinds.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';

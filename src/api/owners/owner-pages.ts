@@ -3,8 +3,9 @@
 // Server-rendered and working without JavaScript; every write is a form POST that checks the
 // origin and the session's CSRF token, then redirects (303) to a page that shows the result.
 import type { Middleware } from 'koa';
-import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
-import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
+import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX } from '../../shared/autoresponses/autoresponse-settings.ts';
 import { MAX_ADDED_RECIPIENTS } from '../../shared/recipients/recipients.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { renderPage } from '../view.ts';

@@ -4,7 +4,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { consumeSignIn, endSession, findSession, requestSignIn, SESSION_TTL_DAYS, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
-import { keyEmailJob } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob } from '../../shared/deliveries/delivery-jobs.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { refusalsAsPage } from '../middleware/error-handler.ts';

@@ -3,7 +3,7 @@
 // and which of its fields a refusal names.
 import { CAPTCHA_PROVIDERS, type CaptchaProvider } from '../../shared/keys/entities.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
-import { SPAM_FILTER_LEVELS, type SpamFilterLevel } from '../../shared/spam/spam-kinds.ts';
+import { SPAM_FILTER_LEVELS, type SpamFilterLevel } from '../../shared/words/spam-kinds.ts';
 import type { OwnerKeyChanges } from './operations.ts';
 
 /** Field names one a line (commas also separate). */

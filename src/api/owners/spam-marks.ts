@@ -4,14 +4,14 @@
 // (src/shared/spam/spam-teaching.ts). Every mark can be reversed by the other. Each mark is also the
 // owner's mailbox's vote on spam campaigns (src/shared/spam/spam-campaigns.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark } from '../../shared/spam/spam-kinds.ts';
+import type { SpamMark } from '../../shared/words/spam-kinds.ts';
 import type { Submission } from '../../shared/submissions/entities.ts';
 import { spamMarks } from '../../shared/infra/metrics.ts';
-import { submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
+import { submissionJob, webhookJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { recordCampaignVote } from '../../shared/spam/spam-campaigns.ts';
 import { allowanceLeft, takePlace, teachMark } from '../../shared/spam/spam-teaching.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
-import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/submissions/data/delivery-status.ts';
+import { releaseSkippedWebhooks, writeSpamMark } from '../../shared/deliveries/deliveries.ts';
 import { loadSubmissionKey, reloadSubmission } from '../../shared/submissions/submissions.ts';
 import { errors } from '../api-errors.ts';
 import type { AppContext, AppDeps } from '../context.ts';

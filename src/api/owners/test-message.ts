@@ -6,7 +6,7 @@
 // intake's metrics. At most TEST_MESSAGES_PER_HOUR a key, so it cannot be used to send mail at will.
 import { EmailCapError, KeyRuleError } from '../../shared/keys/keys.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';
-import { submissionJob } from '../../shared/submissions/delivery-jobs.ts';
+import { submissionJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { insertTestMessage, lockTestMessages, testMessagesSince } from '../../shared/submissions/submissions.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';

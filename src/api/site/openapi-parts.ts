@@ -4,10 +4,10 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { ATTEMPT_OUTCOMES } from '../../shared/submissions/entities.ts';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
-import { BOUNCE_TYPES } from '../../shared/bounces/bounce-columns.ts';
-import { SPAM_MARKS, SPAM_VERDICTS } from '../../shared/spam/spam-kinds.ts';
-import { AUTORESPONSE_OUTCOMES } from '../../shared/autoresponses/autoresponse-kinds.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
+import { BOUNCE_TYPES } from '../../shared/words/bounce-columns.ts';
+import { SPAM_MARKS, SPAM_VERDICTS } from '../../shared/words/spam-kinds.ts';
+import { AUTORESPONSE_OUTCOMES } from '../../shared/words/autoresponse-kinds.ts';
 import { ATTEMPTS_SHOWN } from '../../shared/submissions/submissions.ts';
 
 /** JSON Schema of what a request may send (`typeMode: 'input'`); checks JSON Schema cannot say are left out. */

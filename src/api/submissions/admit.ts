@@ -2,7 +2,7 @@
 // is not sent at all (not_email_sent). See src/shared/keys/consent.ts for the rule and its figures.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type ActiveKey, claimConfirmRequest, takeAllowance, insertConfirmEmail } from '../../shared/keys/keys.ts';
-import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
+import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
 import { admissionBeforeAllowance, admissionByAllowance, secondsToNextHour } from '../../shared/keys/admission.ts';
 import { errors } from '../api-errors.ts';
 import type { ConsentMemory } from './consent-memory.ts';

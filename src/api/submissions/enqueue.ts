@@ -5,11 +5,11 @@
 // One plain job per webhook delivery, never a job carrying others (`batch`): the previous
 // release's workers would deliver only the carrier (docs/upgrading.md#releases-side-by-side).
 import type { Queue } from 'bullmq';
-import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
+import { deliveryKinds } from '../../shared/deliveries/delivery-kinds.ts';
 import { groupCommit, type GroupCommit } from '../../shared/infra/group-commit.ts';
 import { enqueueDeliveries } from '../../shared/infra/queues/queues.ts';
 import { RedisUnavailableError } from '../../shared/infra/queues/redis.ts';
-import { type DeliveryJob, type DeliveryRequest } from '../../shared/submissions/delivery-jobs.ts';
+import { type DeliveryJob, type DeliveryRequest } from '../../shared/deliveries/delivery-jobs.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 

@@ -1,6 +1,6 @@
 // Client file names are data, never paths: a display name for the email and the database,
 // and a conservative name for the object key.
-import { withoutBidiControls } from '../../shared/submissions/display-text.ts';
+import { withoutBidiControls } from '../../shared/infra/display-text.ts';
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
 

@@ -2,8 +2,8 @@
 // and one added recipient's copy of it, on its own.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/submissions/entities.ts';
-import { requeueFailed } from '../../shared/submissions/data/delivery-status.ts';
-import { recipientCopyJob, submissionJob, type DeliveryRequest } from '../../shared/submissions/delivery-jobs.ts';
+import { requeueFailed } from '../../shared/deliveries/deliveries.ts';
+import { recipientCopyJob, submissionJob, type DeliveryRequest } from '../../shared/deliveries/delivery-jobs.ts';
 import { findCopyOfSubmission } from '../../shared/recipients/recipients.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from './enqueue.ts';

@@ -4,7 +4,7 @@
 // An error answer means nothing was stored: when a write's answer is lost (a timeout, a broken
 // connection), its outcome is learnt from PostgreSQL before the request is answered (settle below).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
+import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { GroupCommit } from '../../shared/infra/group-commit.ts';
 import { inTransaction } from '../../shared/infra/db/transactions.ts';

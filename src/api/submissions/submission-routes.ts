@@ -7,7 +7,7 @@ import type Router from '@koa/router';
 import { createRouter } from '../router.ts';
 import { newSubmissionId } from './submission-id.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
-import { keyEmailJob, submissionJob, webhookJob } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob, submissionJob, webhookJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueCommitted } from './enqueue.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
 import { ApiError } from '../api-errors.ts';

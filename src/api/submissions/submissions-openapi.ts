@@ -1,7 +1,7 @@
 // The submissions' part of the OpenAPI document (src/api/site/openapi.ts composes it): POST /api/contact-api/
 // and the ALTCHA challenge a form with that captcha fetches first.
 import * as v from 'valibot';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
 import { CORS_PREFLIGHT, formError, json, jsonSchema, rateLimited, unavailable } from '../site/openapi-parts.ts';
 import { ALTCHA_TTL_SECONDS } from './altcha.ts';
 import { SubmissionFieldsSchema } from './input.ts';

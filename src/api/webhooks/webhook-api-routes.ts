@@ -6,7 +6,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import * as v from 'valibot';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
-import { webhookJob } from '../../shared/submissions/delivery-jobs.ts';
+import { webhookJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { keyIdByValue, markWebhookForResend, parseWebhookUrl } from '../../shared/webhooks/webhooks.ts';
 import { CHAT_KINDS, URL_CHAT_KINDS, type NewChatChannel } from '../../shared/webhooks/chat-channels.ts';
 import { listEndpoints, listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';

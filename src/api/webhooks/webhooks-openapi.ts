@@ -4,7 +4,7 @@
 // endpoint, with the JSON Schema of its body (src/workers/webhooks/webhook-payload.ts builds it). A
 // chat channel gets its platform's own message instead (docs/webhooks.md#chat-channels).
 import * as v from 'valibot';
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
 import { WEBHOOK_EVENTS } from '../../shared/webhooks/entities.ts';
 import { MAX_WEBHOOKS } from '../../shared/webhooks/webhooks.ts';
 import { CHAT_KINDS, ENDPOINT_KINDS, MAX_CHAT_CHANNELS, URL_CHAT_KINDS } from '../../shared/webhooks/chat-channels.ts';

@@ -15,7 +15,7 @@ import type { Config } from '../infra/config.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { createErasedForm } from '../infra/secrets.ts';
 import { mailboxOf } from '../keys/consent.ts';
-import type { AutoresponseMode, AutoresponseOutcome } from './autoresponse-kinds.ts';
+import type { AutoresponseMode, AutoresponseOutcome } from '../words/autoresponse-kinds.ts';
 import { keyDailyBound, ownerDailyBound, type DailyBoundSettings } from './daily-bounds.ts';
 import { isPlainAddress } from './visitor-address.ts';
 import {
@@ -161,4 +161,4 @@ async function decide(tx: EntityManager, facts: AutoresponseFacts, policy: Autor
 
 export { renderAutoresponse, type RenderedAutoresponse } from './render.ts';
 export { deleteOldAutoresponses, findAutoresponseToSend, setOutcomeOfAutoresponse, type AutoresponseToSend } from './data/autoresponses.ts';
-export { AUTORESPONSE_OUTCOMES, type AutoresponseOutcome } from './autoresponse-kinds.ts';
+export { AUTORESPONSE_OUTCOMES, type AutoresponseOutcome } from '../words/autoresponse-kinds.ts';

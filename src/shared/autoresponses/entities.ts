@@ -3,10 +3,10 @@
 // mailbox per key, and AUTORESPONSES_PER_MAILBOX per mailbox across keys, per 24 hours.
 import { randomUUID } from 'node:crypto';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { bounceColumns } from '../bounces/bounce-columns.ts';
+import { bounceColumns } from '../words/bounce-columns.ts';
 import { createdAt } from '../infra/db/columns.ts';
 import { VerificationKeySchema } from '../keys/entities.ts';
-import { deliveryColumns } from '../submissions/delivery-columns.ts';
+import { deliveryColumns } from '../deliveries/delivery-columns.ts';
 import { SubmissionSchema } from '../submissions/entities.ts';
 
 export const AutoresponseSchema = defineEntity({

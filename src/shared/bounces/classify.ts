@@ -2,8 +2,8 @@
 // (src/shared/bounces/report.ts takes them apart): the fields of a `message/delivery-status` (RFC 3464) or
 // `message/feedback-report` (RFC 5965) part are header blocks, read here; a message without such a
 // part is read as a bounce in prose, and only when a mail system sent it. No I/O: text in, verdict out.
-import type { BounceType } from './bounce-columns.ts';
-import { oneLine } from '../submissions/display-text.ts';
+import type { BounceType } from '../words/bounce-columns.ts';
+import { oneLine } from '../infra/display-text.ts';
 
 export type BounceVerdict =
   | { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null; recipient: string | null }

@@ -3,11 +3,11 @@
 // complaint `complained`, a soft bounce or a delay is kept as its report with the status unchanged.
 // Idempotent: a report the row already carries, or a weaker one than it carries, changes nothing
 // (a relay may send a DSN twice, and a delay may arrive after the bounce).
-import type { BounceType } from './bounce-columns.ts';
+import type { BounceType } from '../words/bounce-columns.ts';
 import type { ReturnedKind } from './return-path.ts';
-import type { EmailStatus } from '../submissions/delivery-columns.ts';
-import { REPORTED } from '../submissions/delivery-statuses.ts';
-import { transition } from '../submissions/delivery-transitions.ts';
+import type { EmailStatus } from '../deliveries/delivery-columns.ts';
+import { REPORTED } from '../deliveries/delivery-statuses.ts';
+import { transition } from '../deliveries/delivery-transitions.ts';
 
 /** `unknown`: no such row (retention deleted it, say): nothing to do. `noted`: kept as the row's report, status unchanged. */
 export type RecordOutcome = 'bounced' | 'complained' | 'noted' | 'duplicate' | 'unknown';

@@ -11,14 +11,14 @@
 // Idempotent: a report the row already carries changes nothing (a relay may send a DSN twice).
 import type pg from 'pg';
 import { reportOutcome, type RecordOutcome } from './outcome.ts';
-import type { BounceType } from './bounce-columns.ts';
+import type { BounceType } from '../words/bounce-columns.ts';
 import type { ReturnTarget } from './return-path.ts';
 import { inPgTransaction } from '../infra/db/transactions.ts';
 import { countHardBounce } from './data/address-bounces.ts';
 import { noteComplaint } from './data/mailbox-complaints.ts';
 import { lockReportedRow } from './data/return-targets.ts';
 import { addBouncedEvents } from '../webhooks/webhooks.ts';
-import { recordReturnedReport } from '../submissions/data/delivery-status.ts';
+import { recordReturnedReport } from '../deliveries/deliveries.ts';
 
 export type BounceReport = { type: BounceType; status: string | null; diagnostic: string | null; reportingMta: string | null };
 
@@ -46,5 +46,5 @@ export async function recordReport(
   });
 }
 
-/** The status change of each outcome that writes the report (src/shared/submissions/delivery-transitions.ts). */
+/** The status change of each outcome that writes the report (src/shared/deliveries/delivery-transitions.ts). */
 const EVENT = { bounced: 'bounce', complained: 'complain', noted: undefined } as const;

@@ -8,7 +8,7 @@ import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { recordConfirmed } from './data/mailbox-consent.ts';
-import { releaseHeld } from '../submissions/data/delivery-status.ts';
+import { releaseHeld } from '../deliveries/deliveries.ts';
 
 /**
  * Providers whose every spelling of a name reaches one inbox, as each documents it: each domain

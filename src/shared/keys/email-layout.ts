@@ -1,8 +1,10 @@
 // How the owner shapes a key's notification email: a subject pattern, custom fields shown first or
 // left out, files attached or linked. Defaults are the email as it always was. Values a visitor
 // wrote reach the subject only flattened to one line and cut short: a placeholder cannot add a header.
-// What an owner may save is checked in keys.ts (parseEmailSubject, parseFieldNames).
-import { oneLine } from '../submissions/display-text.ts';
+// What an owner may save is checked here too (parseEmailSubject, parseFieldNames), when a key changes.
+import { oneLine } from '../infra/display-text.ts';
+import { KeyRuleError } from './key-rule-error.ts';
+import { hasForbiddenInLine } from './owner-text.ts';
 
 export const EMAIL_FILES_MODES = ['attach', 'link'] as const;
 export type EmailFilesMode = (typeof EMAIL_FILES_MODES)[number];
@@ -56,4 +58,39 @@ export function arrangeFields<T extends [string, string]>(fields: T[], layout: P
   const shown = fields.filter(([name]) => !layout.hiddenFields.includes(name.trim()));
   const first = layout.fieldOrder.flatMap((wanted) => shown.filter(([name]) => name.trim() === wanted));
   return [...first, ...shown.filter((entry) => !first.includes(entry))];
+}
+
+/** A subject pattern as stored: trimmed, null when blank (the default subject); one line, known placeholders only. */
+export function parseEmailSubject(pattern: string | null): string | null {
+  const trimmed = (pattern ?? '').trim();
+  if (trimmed === '') return null;
+  if (hasForbiddenInLine(trimmed))
+    throw new KeyRuleError('invalid', 'email_subject', 'A subject pattern is one line: no line breaks, control or text-direction characters.');
+  if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
+    throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
+  const unknown = [...trimmed.matchAll(PLACEHOLDER)]
+    .map((match) => match[1] ?? '')
+    .filter((name) => !SIMPLE_PLACEHOLDERS.includes(name) && !/^field:.+$/.test(name));
+  if (unknown.length > 0)
+    throw new KeyRuleError(
+      'invalid',
+      'email_subject',
+      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}.`,
+    );
+  return trimmed;
+}
+
+/** A list of custom field names as stored (email_field_order, email_hidden_fields): trimmed, unique, bounded. */
+export function parseFieldNames(names: string[], field: string): string[] {
+  if (names.length > EMAIL_FIELD_LIST_MAX) throw new KeyRuleError('invalid', field, `At most ${EMAIL_FIELD_LIST_MAX} field names.`);
+  const parsed: string[] = [];
+  for (const raw of names) {
+    const name = raw.trim();
+    if (name === '' || hasForbiddenInLine(name))
+      throw new KeyRuleError('invalid', field, 'A field name is one line, not blank, without control or text-direction characters.');
+    if (Array.from(name).length > EMAIL_FIELD_NAME_MAX)
+      throw new KeyRuleError('invalid', field, `A field name has at most ${EMAIL_FIELD_NAME_MAX} characters.`);
+    if (!parsed.includes(name)) parsed.push(name);
+  }
+  return parsed;
 }

@@ -3,11 +3,11 @@
 import { EMAIL_FILES_MODES } from './email-layout.ts';
 import { randomUUID } from 'node:crypto';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { bounceColumns } from '../bounces/bounce-columns.ts';
+import { bounceColumns } from '../words/bounce-columns.ts';
 import { createdAt } from '../infra/db/columns.ts';
-import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
-import { AUTORESPONSE_REVIEWS } from '../autoresponses/autoresponse-kinds.ts';
-import { deliveryColumns } from '../submissions/delivery-columns.ts';
+import { SPAM_FILTER_LEVELS } from '../words/spam-kinds.ts';
+import { AUTORESPONSE_REVIEWS } from '../words/autoresponse-kinds.ts';
+import { deliveryColumns } from '../deliveries/delivery-columns.ts';
 
 export const KEY_STATUSES = ['active', 'disabled', 'deleted'] as const;
 export type KeyStatus = (typeof KEY_STATUSES)[number];

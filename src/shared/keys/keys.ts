@@ -3,14 +3,14 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './entities.ts';
-import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
+import type { SpamFilterLevel } from '../words/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
-import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_SUBJECT_MAX, PLACEHOLDER, SIMPLE_PLACEHOLDERS, type EmailFilesMode } from './email-layout.ts';
+import { parseEmailSubject, parseFieldNames, type EmailFilesMode } from './email-layout.ts';
+import { EmailCapError, KeyRuleError } from './key-rule-error.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
-import { hasForbiddenInLine, hasForbiddenInText } from './owner-text.ts';
-import type { AutoresponseReview } from '../autoresponses/autoresponse-kinds.ts';
-import { linkRefusal } from '../autoresponses/text-check.ts';
+import { hasForbiddenInLine } from './owner-text.ts';
+import type { AutoresponseReview } from '../words/autoresponse-kinds.ts';
 import {
   countActiveKeys,
   countUndeletedKeys,
@@ -25,18 +25,6 @@ import { insertAllKeysEmail, keyEmailsLastHour, type EmailAllowance } from './da
 
 export const MAX_ACTIVE_KEYS = 10;
 export const MAX_DOMAINS = 20;
-
-/** A rule was broken; `field` names the input it is about. */
-export class KeyRuleError extends Error {
-  override name = 'KeyRuleError';
-  readonly field: string;
-  readonly code: 'limit' | 'invalid' | 'not_found' | 'email_cap';
-  constructor(code: KeyRuleError['code'], field: string, message: string) {
-    super(message);
-    this.code = code;
-    this.field = field;
-  }
-}
 
 /** Addresses compare case-insensitively, so they are stored normalised. */
 export const normaliseEmail = (email: string) => email.trim().toLowerCase();
@@ -67,7 +55,7 @@ export function parseDomains(inputs: unknown[]): string[] {
   return [...new Set(domains)];
 }
 
-export { lockMailbox, type ActiveKey, type EmailAllowance };
+export { EmailCapError, KeyRuleError, lockMailbox, type ActiveKey, type EmailAllowance };
 
 /** The key with this value: active (it may authenticate a submission), `inactive`, or null where there is none (one indexed query). */
 export const lookUpKey = (em: EntityManager, vault: KeyVault, key: string): Promise<ActiveKey | 'inactive' | null> => lookUpKeyByHash(em, vault.hash(key));
@@ -80,14 +68,6 @@ export async function checkEmailCap(tx: EntityManager, mailbox: string, perHour:
   const row = await keyEmailsLastHour(tx, mailbox, allowance);
   if (row && row.sent >= perHour) {
     throw new EmailCapError(Math.max(1, row.retry_after ?? 3600));
-  }
-}
-
-export class EmailCapError extends KeyRuleError {
-  readonly retryAfterSeconds: number;
-  constructor(retryAfterSeconds: number, field = 'email', message = 'Too many emails to this address. Please try again later.') {
-    super('email_cap', field, message);
-    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
@@ -162,8 +142,6 @@ export type KeyChanges = {
   /** The owner's name for the key; null or blank removes it. */
   label?: string | null;
   subjectPrefix?: boolean;
-  /** The confirmation email to the visitor: each part left out is kept. */
-  autoresponse?: AutoresponseChanges;
   /** The operator's review of the autoresponse (admin API only). */
   autoresponseReview?: AutoresponseReview | null;
   /** The email's layout: a subject pattern (null or blank: the default), fields first or left out, files attached or linked. */
@@ -172,86 +150,6 @@ export type KeyChanges = {
   emailHiddenFields?: string[];
   emailFiles?: EmailFilesMode;
 };
-
-export type AutoresponseChanges = { enabled?: boolean | undefined; subject?: string | null | undefined; text?: string | null | undefined };
-
-/** An autoresponse's subject: one line, a header's worth. Its text: a short note, not a newsletter. */
-export const AUTORESPONSE_SUBJECT_MAX = 150;
-export const AUTORESPONSE_TEXT_MAX = 2000;
-
-/** An autoresponse subject as stored: trimmed, null when blank; one line of at most AUTORESPONSE_SUBJECT_MAX characters. */
-export function parseAutoresponseSubject(subject: string | null): string | null {
-  const trimmed = (subject ?? '').trim();
-  if (trimmed === '') return null;
-  if (hasForbiddenInLine(trimmed))
-    throw new KeyRuleError('invalid', 'autoresponse.subject', 'A subject is one line: no line breaks, control or text-direction characters.');
-  if (Array.from(trimmed).length > AUTORESPONSE_SUBJECT_MAX)
-    throw new KeyRuleError('invalid', 'autoresponse.subject', `A subject has at most ${AUTORESPONSE_SUBJECT_MAX} characters.`);
-  return trimmed;
-}
-
-/** An autoresponse text as stored: plain text, line ends as \n, trimmed, null when blank; at most AUTORESPONSE_TEXT_MAX characters. */
-export function parseAutoresponseText(text: string | null): string | null {
-  const normalised = (text ?? '').replace(/\r\n?/g, '\n').trim();
-  if (normalised === '') return null;
-  // Tabs and line breaks are the text's own; other controls have no place in an email's text.
-  if (hasForbiddenInText(normalised))
-    throw new KeyRuleError('invalid', 'autoresponse.text', 'The text is plain text: no control or text-direction characters.');
-  if (Array.from(normalised).length > AUTORESPONSE_TEXT_MAX)
-    throw new KeyRuleError('invalid', 'autoresponse.text', `The text has at most ${AUTORESPONSE_TEXT_MAX} characters.`);
-  return normalised;
-}
-
-function applyAutoresponse(key: VerificationKey, changes: AutoresponseChanges): void {
-  const [subject, text] = [key.autoresponseSubject, key.autoresponseText];
-  if (changes.subject !== undefined) key.autoresponseSubject = parseAutoresponseSubject(changes.subject);
-  if (changes.text !== undefined) key.autoresponseText = parseAutoresponseText(changes.text);
-  if (changes.enabled !== undefined) key.autoresponseEnabled = changes.enabled;
-  if (key.autoresponseEnabled && (!key.autoresponseSubject || !key.autoresponseText)) {
-    throw new KeyRuleError('invalid', 'autoresponse', 'An autoresponse needs a subject and a text before it is turned on.');
-  }
-  // The operator approved these words, not the next ones.
-  if (key.autoresponseReview === 'approved' && (subject !== key.autoresponseSubject || text !== key.autoresponseText)) key.autoresponseReview = null;
-  if (key.autoresponseSubject && key.autoresponseText) {
-    const refused = linkRefusal({ subject: key.autoresponseSubject, text: key.autoresponseText }, key.domains);
-    if (refused) throw new KeyRuleError('invalid', refused.field, refused.message);
-  }
-}
-
-/** A subject pattern as stored: trimmed, null when blank (the default subject); one line, known placeholders only. */
-export function parseEmailSubject(pattern: string | null): string | null {
-  const trimmed = (pattern ?? '').trim();
-  if (trimmed === '') return null;
-  if (hasForbiddenInLine(trimmed))
-    throw new KeyRuleError('invalid', 'email_subject', 'A subject pattern is one line: no line breaks, control or text-direction characters.');
-  if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
-    throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
-  const unknown = [...trimmed.matchAll(PLACEHOLDER)]
-    .map((match) => match[1] ?? '')
-    .filter((name) => !SIMPLE_PLACEHOLDERS.includes(name) && !/^field:.+$/.test(name));
-  if (unknown.length > 0)
-    throw new KeyRuleError(
-      'invalid',
-      'email_subject',
-      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}.`,
-    );
-  return trimmed;
-}
-
-/** A list of custom field names as stored (email_field_order, email_hidden_fields): trimmed, unique, bounded. */
-export function parseFieldNames(names: string[], field: string): string[] {
-  if (names.length > EMAIL_FIELD_LIST_MAX) throw new KeyRuleError('invalid', field, `At most ${EMAIL_FIELD_LIST_MAX} field names.`);
-  const parsed: string[] = [];
-  for (const raw of names) {
-    const name = raw.trim();
-    if (name === '' || hasForbiddenInLine(name))
-      throw new KeyRuleError('invalid', field, 'A field name is one line, not blank, without control or text-direction characters.');
-    if (Array.from(name).length > EMAIL_FIELD_NAME_MAX)
-      throw new KeyRuleError('invalid', field, `A field name has at most ${EMAIL_FIELD_NAME_MAX} characters.`);
-    if (!parsed.includes(name)) parsed.push(name);
-  }
-  return parsed;
-}
 
 /** A key label's longest length, in characters: a page title's or a subject prefix's worth. */
 export const KEY_LABEL_MAX = 100;
@@ -268,8 +166,14 @@ export function parseLabel(label: string | null): string | null {
   return trimmed;
 }
 
+/**
+ * A change of a setting a later feature owns (the autoresponse: src/shared/autoresponses), made to
+ * the key in the same transaction once its domains are changed; it throws a KeyRuleError to refuse.
+ */
+export type FeatureChange = (key: VerificationKey) => void;
+
 /** Changes the key whose lookup index is `keyHash` (KeyVault.hash of its value). */
-export async function updateKey(em: EntityManager, keyHash: string, changes: KeyChanges): Promise<VerificationKey> {
+export async function updateKey(em: EntityManager, keyHash: string, changes: KeyChanges, featureChange?: FeatureChange): Promise<VerificationKey> {
   return inTransaction(em, async (tx) => {
     const key = await findKeyByHash(tx, keyHash);
     if (!key) throw new KeyRuleError('not_found', 'key', 'Unknown key.');
@@ -288,7 +192,7 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
         changes.spamToWebhooks !== undefined ||
         changes.label !== undefined ||
         changes.subjectPrefix !== undefined ||
-        changes.autoresponse !== undefined ||
+        featureChange !== undefined ||
         changes.autoresponseReview !== undefined ||
         changes.emailSubject !== undefined ||
         changes.emailFieldOrder !== undefined ||
@@ -302,7 +206,7 @@ export async function updateKey(em: EntityManager, keyHash: string, changes: Key
     if (changes.subjectPrefix !== undefined) key.subjectPrefix = changes.subjectPrefix;
     // Domains first: the autoresponse's links are checked against the key's new domains.
     if (changes.domains !== undefined) key.domains = changes.domains;
-    if (changes.autoresponse !== undefined) applyAutoresponse(key, changes.autoresponse);
+    featureChange?.(key);
     if (changes.autoresponseReview !== undefined) key.autoresponseReview = changes.autoresponseReview;
     if (changes.emailSubject !== undefined) key.emailSubject = parseEmailSubject(changes.emailSubject);
     if (changes.emailFieldOrder !== undefined) key.emailFieldOrder = parseFieldNames(changes.emailFieldOrder, 'email_field_order');

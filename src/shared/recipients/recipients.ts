@@ -28,8 +28,8 @@ import {
   normaliseEmail,
   recipientConfirmsLastDay,
 } from '../keys/keys.ts';
-import { createCopies, releaseHeldCopies } from '../submissions/data/delivery-status.ts';
-import { QUEUED, RESENDABLE } from '../submissions/delivery-statuses.ts';
+import { createCopies, releaseHeldCopies } from '../deliveries/deliveries.ts';
+import { QUEUED, RESENDABLE } from '../deliveries/delivery-statuses.ts';
 import { deleteRecipient, findRecipientsOfKeys, insertRecipient, recordRecipientConfirmed, type KeyRecipientRow } from './data/key-recipients.ts';
 import { findCopiesOf, type CopyRow } from './data/recipient-copies.ts';
 

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { defineEntity, p } from '@mikro-orm/core';
 import { VerificationKeySchema } from '../keys/entities.ts';
 import { SubmissionSchema } from '../submissions/entities.ts';
-import { SPAM_MARKS } from './spam-kinds.ts';
+import { SPAM_MARKS } from '../words/spam-kinds.ts';
 
 /**
  * The marks taught to the spam filter for each owner (mailbox), counted up only: a check reads the

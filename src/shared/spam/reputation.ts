@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { getDomain } from 'tldts';
-import type { SpamReason } from './spam-kinds.ts';
+import type { SpamReason } from '../words/spam-kinds.ts';
 import { reputationLookups } from '../infra/metrics.ts';
 
 /** A listing's points: with everyone's Bayes at its most certain (4.5) and a link rule (0.8), three of them stay under 6. */

@@ -3,7 +3,7 @@
 // content of its email, its files by name. One builder for both, so a mark teaches what a check asks.
 import type { Submission } from '../submissions/entities.ts';
 import type { VerificationKey } from '../keys/entities.ts';
-import type { ClaimedSubmission } from '../submissions/data/delivery-status.ts';
+import type { ClaimedSubmission } from '../deliveries/deliveries.ts';
 import type { SpamSample } from './spam-filter.ts';
 
 /** What a sample holds of a submission; ownerStatistics and clientIp only for a check (see SpamSample). */

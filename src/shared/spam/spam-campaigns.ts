@@ -9,7 +9,7 @@
 // retention job): campaigns come and go within days.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { getDomain } from 'tldts';
-import type { SpamMark } from './spam-kinds.ts';
+import type { SpamMark } from '../words/spam-kinds.ts';
 import { campaignFingerprint, MATCHING, type Fingerprint } from './campaign-fingerprint.ts';
 import { deleteVotesOlderThan, upsertVote, votesOnText } from './data/spam-campaign-votes.ts';
 

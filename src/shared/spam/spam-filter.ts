@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import type { Config } from '../infra/config.ts';
 import type { CustomFields } from '../submissions/entities.ts';
-import type { SpamMark, SpamReason } from './spam-kinds.ts';
+import type { SpamMark, SpamReason } from '../words/spam-kinds.ts';
 import { postOnce } from '../infra/one-shot-http.ts';
 import { defaultSubject } from '../submissions/submissions.ts';
 

@@ -8,7 +8,7 @@
 // place comes back only for a teaching the filter never did, so reversing or deleting a taught mark
 // cannot make room for more.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark } from './spam-kinds.ts';
+import type { SpamMark } from '../words/spam-kinds.ts';
 import type { Logger } from '../infra/log.ts';
 import type { SpamFilter } from './spam-filter.ts';
 import { inTransaction } from '../infra/db/transactions.ts';

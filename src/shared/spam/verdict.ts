@@ -1,7 +1,7 @@
 // The spam verdict on a submission before its email is sent (src/workers/spam/spam-check.ts asks the
 // filter and the campaign votes): the filter's score against the key's level, or a campaign that
 // holds the message whatever the score. No I/O.
-import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from './spam-kinds.ts';
+import type { SpamFilterLevel, SpamMark, SpamReason, SpamVerdict } from '../words/spam-kinds.ts';
 import type { SpamScan } from './spam-filter.ts';
 import type { CampaignVotes } from './spam-campaigns.ts';
 import { REPUTATION_SYMBOLS } from './reputation.ts';

@@ -1,15 +1,15 @@
 // The submissions feature's tables: each accepted submission, its files and its delivery history.
 import { randomUUID } from 'node:crypto';
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { bounceColumns } from '../bounces/bounce-columns.ts';
+import { bounceColumns } from '../words/bounce-columns.ts';
 import { createdAt } from '../infra/db/columns.ts';
 import { VerificationKeySchema } from '../keys/entities.ts';
-import { AUTORESPONSE_OUTCOMES } from '../autoresponses/autoresponse-kinds.ts';
-import { SPAM_MARKS, SPAM_VERDICTS, type SpamReason } from '../spam/spam-kinds.ts';
-import { deliveryColumns } from './delivery-columns.ts';
+import { AUTORESPONSE_OUTCOMES } from '../words/autoresponse-kinds.ts';
+import { SPAM_MARKS, SPAM_VERDICTS, type SpamReason } from '../words/spam-kinds.ts';
+import { deliveryColumns } from '../deliveries/delivery-columns.ts';
+import type { CustomFields } from '../words/custom-fields.ts';
 
-/** Custom fields keep their arrival order and repeated names: a list of [name, value] pairs. */
-export type CustomFields = Array<[name: string, value: string]>;
+export type { CustomFields } from '../words/custom-fields.ts';
 
 export const SubmissionSchema = defineEntity({
   name: 'Submission',
@@ -26,7 +26,7 @@ export const SubmissionSchema = defineEntity({
     customFields: p.json<CustomFields>().default('[]'),
     ...deliveryColumns(),
     /**
-     * email_status is one of SETTLED (src/shared/submissions/delivery-statuses.ts), derived by PostgreSQL. The status lookups use it, not
+     * email_status is one of SETTLED (src/shared/deliveries/delivery-statuses.ts), derived by PostgreSQL. The status lookups use it, not
      * an index on email_status, so that a claim (queued → sending) is a HOT update.
      */
     settled: p.boolean().generated("(email_status in ('sent', 'failed', 'skipped', 'bounced', 'complained', 'suppressed', 'spam')) stored").nullable(),
@@ -115,7 +115,7 @@ export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 /**
  * One attempt to send a submission's email: the delivery history, which a re-send adds to and never
  * erases. Written by the statement that records the attempt's outcome on the submission
- * (src/shared/submissions/data/delivery-rows.ts), and deleted with its submission.
+ * (src/shared/deliveries/data/delivery-rows.ts), and deleted with its submission.
  */
 export const DeliveryAttemptSchema = defineEntity({
   name: 'DeliveryAttempt',

@@ -1,10 +1,10 @@
 // Submissions for operators and housekeeping (API, workers, tools): one record shape, newest-first
 // pages, and deletion with their files.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from './delivery-columns.ts';
+import type { EmailStatus } from '../deliveries/delivery-columns.ts';
 import type { Submission } from './entities.ts';
 import type { Storage } from '../infra/storage.ts';
-import { messageIdFor } from './delivery-kinds.ts';
+import { messageIdFor } from '../deliveries/delivery-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { findAttachments, findAttachmentsOf, storageKeysOf } from './data/attachments.ts';
 import { latestAttempts, type AttemptRecord } from './data/delivery-attempts.ts';
@@ -233,7 +233,6 @@ export async function deleteSubmissions(em: EntityManager, storage: Storage, ids
 // What the API, the workers, the CLI and the other features call of this feature's data modules
 // (they import no data module of another feature: test/unit/module-boundaries.test.ts).
 export { findAttachments, findFileOfOwner } from './data/attachments.ts';
-export { type AwaitingRow, findAwaitingJob, findUnfinishedFanOuts, hasComplained } from './data/delivery-rows.ts';
 export { customFieldNames } from './data/submission-export.ts';
 export {
   insertSubmissionBatch,

@@ -3,9 +3,9 @@
 // is not sent: the rules of
 // src/workers/webhooks/deliver-webhook.ts, without I/O.
 import type { Config } from '../infra/config.ts';
-import type { EmailStatus } from '../submissions/delivery-columns.ts';
-import type { SpamFilterLevel, SpamMark, SpamVerdict } from '../spam/spam-kinds.ts';
-import { retryDelay } from '../submissions/retry-policy.ts';
+import type { EmailStatus } from '../deliveries/delivery-columns.ts';
+import type { SpamFilterLevel, SpamMark, SpamVerdict } from '../words/spam-kinds.ts';
+import { retryDelay } from '../deliveries/retry-policy.ts';
 
 /**
  * How long a `submission.created` event waits for the verdict of its submission's email before its

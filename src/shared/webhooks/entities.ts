@@ -4,7 +4,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { createdAt } from '../infra/db/columns.ts';
 import { VerificationKeySchema } from '../keys/entities.ts';
 import { SubmissionSchema } from '../submissions/entities.ts';
-import { deliveryColumns } from '../submissions/delivery-columns.ts';
+import { deliveryColumns } from '../deliveries/delivery-columns.ts';
 import { ENDPOINT_KINDS } from './endpoint-kinds.ts';
 
 /**

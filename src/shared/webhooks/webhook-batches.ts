@@ -9,7 +9,7 @@
 import type { Job, Queue } from 'bullmq';
 import { enqueueDeliveries } from '../infra/queues/queues.ts';
 import type { Logger } from '../infra/log.ts';
-import type { DeliveryJob, DeliveryJobs } from '../submissions/delivery-jobs.ts';
+import type { DeliveryJob, DeliveryJobs } from '../deliveries/delivery-jobs.ts';
 
 /** Adds the jobs a webhook job carries, then drops them from its payload, so that its retries do not add them again. */
 export async function releaseWebhookBatch(queue: Queue<DeliveryJob>, job: Job<DeliveryJobs['webhook']>, log: Logger): Promise<void> {

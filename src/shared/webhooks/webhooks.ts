@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { refuseAtCreation, type AddressPolicy } from './address-guard.ts';
-import { requeueFailed } from '../submissions/data/delivery-status.ts';
+import { requeueFailed } from '../deliveries/deliveries.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { KeyRuleError, findUndeletedKeyId, lockKeyRow } from '../keys/keys.ts';

@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import type Mail from 'nodemailer/lib/mailer/index.js';
 import type { Attachment } from '../../shared/submissions/entities.ts';
-import { headerText } from '../../shared/submissions/display-text.ts';
+import { headerText } from '../../shared/infra/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 
 export type FileInEmail = { file: Attachment; link?: string };

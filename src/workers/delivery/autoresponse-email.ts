@@ -21,8 +21,8 @@ import {
 import { linkRefusal } from '../../shared/autoresponses/text-check.ts';
 import type { AutoresponseTextVerdicts } from './autoresponse-text-verdicts.ts';
 import { submissionSuppression } from '../../shared/bounces/suppression.ts';
-import { autoresponseJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
-import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
+import { autoresponseJob, type DeliveryJob, type DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
+import { messageIdFor } from '../../shared/deliveries/delivery-kinds.ts';
 import { claimOnly, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 
 /** What the autoresponse needs of the configuration, and the spam filter's word on owners' texts. */

@@ -4,8 +4,8 @@
 // asking; an older one is asked of PostgreSQL just before sending (one primary-key lookup).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
-import { deliveryKinds, type DeliveryKindName } from '../../shared/submissions/delivery-kinds.ts';
-import { holdsClaim, type ClaimToken } from '../../shared/submissions/data/delivery-status.ts';
+import { deliveryKinds, type DeliveryKindName } from '../../shared/deliveries/delivery-kinds.ts';
+import { holdsClaim, type ClaimToken } from '../../shared/deliveries/deliveries.ts';
 
 /** When a claim was asked for, by both clocks: the monotonic one runs on while the process is stopped, the wall clock while its machine sleeps. */
 export type ClaimClock = { monotonic: number; wall: number };

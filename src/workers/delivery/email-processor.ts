@@ -4,8 +4,8 @@ import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../../shared/infra/db/orm.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { MailTransport } from '../../shared/infra/mail.ts';
-import { deliveryKinds, isDeliveryKind, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
-import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { deliveryKinds, isDeliveryKind, type KindsIn } from '../../shared/deliveries/delivery-kinds.ts';
+import type { DeliveryJob, DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 
 type EmailJobName = KindsIn<'email'>;
 import type { ConsentSigner } from '../../shared/keys/consent.ts';

@@ -8,7 +8,7 @@ import { type ConsentSigner } from '../../shared/keys/consent.ts';
 import { isConfirmed, findKeyEmailWithKey, findActiveKeysOfAddress } from '../../shared/keys/keys.ts';
 import type { KeyEmail, VerificationKey } from '../../shared/keys/entities.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
-import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import { signInLink, SIGN_IN_LINK_TTL_MINUTES } from '../../shared/owners/owners.ts';
 import { disabledEndpoints } from '../../shared/webhooks/webhooks.ts';
 import {
@@ -21,9 +21,9 @@ import {
   type KeyForEmail,
 } from './render-key-emails.ts';
 import type { RenderedEmail } from './email-templates.ts';
-import { hasComplained } from '../../shared/submissions/submissions.ts';
+import { hasComplained } from '../../shared/deliveries/deliveries.ts';
 import { complaintStops } from '../../shared/bounces/suppression.ts';
-import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
+import { messageIdFor } from '../../shared/deliveries/delivery-kinds.ts';
 import { claimOnly, sendTracked, suppressedByComplaint, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import { findRecipientOfKey } from '../../shared/recipients/recipients.ts';
 

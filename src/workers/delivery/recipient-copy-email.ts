@@ -8,13 +8,10 @@ import type { ConsentSigner } from '../../shared/keys/consent.ts';
 import { findCopyToSend } from '../../shared/recipients/recipients.ts';
 import { submissionSuppression } from '../../shared/bounces/suppression.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
-import type { DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
-import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
+import type { DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
-import { prepareFiles } from './attachments.ts';
-import { renderSubmissionEmail, submissionSubject } from './render-submission.ts';
 import { claimOnly, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
-import type { SubmissionSettings } from './submission-email.ts';
+import { submissionMessage, type SubmissionSettings } from './submission-message.ts';
 
 type CopyContext = SendContext & SubmissionSettings & { storage: Storage; consent: ConsentSigner; publicUrl: string };
 
@@ -30,28 +27,16 @@ export async function deliverRecipientCopy(context: CopyContext, job: Job<Delive
     if (suppressed) throw new SuppressedError(suppressed);
     const { submission } = copy;
     const stored = submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submission.id);
-    const files = await prepareFiles(stored, context.storage, {
-      attachMaxBytes: copy.layout.files === 'link' ? -1 : context.attachMaxBytes,
-      linkTtlSeconds: context.linkTtlSeconds,
-    });
-    const subject = submissionSubject(submission, { pattern: copy.layout.subject, label: copy.keyLabel, subjectLabel: copy.subjectLabel });
     const stopLink = context.consent.recipientLink(context.publicUrl, copy.recipientId);
-    const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds, copy.layout, { owner: copy.ownerEmail, stopLink });
-    return {
-      message: {
-        from: context.mailFrom,
-        to: copy.email,
-        replyTo: submission.email,
-        subject: email.subject,
-        text: email.text,
-        html: email.html,
-        attachments: files.attachments,
-        messageId: messageIdFor('recipient-copy', copyId, context.mailFrom),
-        // The page where this address can stop the copies (a button there; opening it changes nothing),
-        // and RFC 8058's one-click: a mail client's POST to that link removes the address at once.
-        headers: { 'List-Unsubscribe': `<${stopLink}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
-      },
-      release: files.release,
-    };
+    const key = { layout: copy.layout, label: copy.keyLabel, subjectLabel: copy.subjectLabel };
+    return submissionMessage(context, submission, stored, key, {
+      kind: 'recipient-copy',
+      id: copyId,
+      to: copy.email,
+      copy: { owner: copy.ownerEmail, stopLink },
+      // The page where this address can stop the copies (a button there; opening it changes nothing),
+      // and RFC 8058's one-click: a mail client's POST to that link removes the address at once.
+      headers: { 'List-Unsubscribe': `<${stopLink}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' },
+    });
   });
 }

@@ -4,7 +4,7 @@
 // must not pass for a line of ours. Our lines sit at the left margin, above everything the sender
 // wrote; in the text part the sender's text is indented (every line) and names kept on one line.
 import type { Submission } from '../../shared/submissions/entities.ts';
-import { headerText, oneLine, withoutBidiControls } from '../../shared/submissions/display-text.ts';
+import { headerText, oneLine, withoutBidiControls } from '../../shared/infra/display-text.ts';
 import type { FileInEmail } from './attachments.ts';
 import { arrangeFields, DEFAULT_EMAIL_LAYOUT, renderSubjectPattern, type EmailLayout } from '../../shared/keys/email-layout.ts';
 import { renderEmail, type RenderedEmail } from './email-templates.ts';

@@ -1,5 +1,5 @@
 // Sending the email of one row (a submission or a key email) exactly once in the ordinary case:
-// claim the row, send, record the outcome (../../shared/submissions/data/delivery-status.ts). Both tables share the delivery columns.
+// claim the row, send, record the outcome (../../shared/deliveries/deliveries.ts). Both tables share the delivery columns.
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type Mail from 'nodemailer/lib/mailer/index.js';
@@ -7,7 +7,7 @@ import type { Logger } from '../../shared/infra/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
 import type { MailTransport } from '../../shared/infra/mail.ts';
 import type { Acceptance, SentRecorder } from './sent-recorder.ts';
-import { deliveryKinds, type DeliveryKindName, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
+import { deliveryKinds, type DeliveryKindName, type KindsIn } from '../../shared/deliveries/delivery-kinds.ts';
 import type { ScheduledRetryError } from '../../shared/infra/queues/workers.ts';
 import { COMPLAINT_SUPPRESSION } from '../../shared/bounces/suppression.ts';
 import {
@@ -17,8 +17,8 @@ import {
   isSmtpServerFailure,
   retryDelay,
   type RetryBackoff,
-} from '../../shared/submissions/retry-policy.ts';
-import { claimRow, recordFailure, recordSuppressed, type ClaimToken, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+} from '../../shared/deliveries/retry-policy.ts';
+import { claimRow, recordFailure, recordSuppressed, type ClaimToken, type SpamResult } from '../../shared/deliveries/deliveries.ts';
 import { claimClock, logLostClaim, stillClaimed } from './claim-check.ts';
 import type { ReturnPaths } from '../../shared/bounces/return-path.ts';
 import { HeldAsSpamError } from '../spam/spam-check.ts';

@@ -6,8 +6,8 @@
 // as soon as one is free (group commit, ../../shared/infra/group-commit.ts): a burst of 50 costs about two
 // round trips, not fifty.
 import { sentRecordDuration } from '../../shared/infra/metrics.ts';
-import type { KindsIn } from '../../shared/submissions/delivery-kinds.ts';
-import { recordSent, type ClaimToken, type SentItem, type SentRow, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import type { KindsIn } from '../../shared/deliveries/delivery-kinds.ts';
+import { recordSent, type ClaimToken, type SentItem, type SentRow, type SpamResult } from '../../shared/deliveries/deliveries.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { createPgPool, statementRunner, type DatabasePooler, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 

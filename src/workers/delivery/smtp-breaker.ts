@@ -4,7 +4,7 @@
 // every SMTP_PROBE_INTERVAL_MS. The first success closes the breaker and lifts the limit, and the
 // backlog drains, within HELD_WORKER_RECHECK_MS on every worker. Held jobs go back to the queue
 // without an attempt, so they keep their place; the jobs that failed during the outage and wait on
-// a retry timer are flushed, paced (`onClose`, src/shared/submissions/retry-flush.ts), rather than
+// a retry timer are flushed, paced (`onClose`, src/shared/deliveries/retry-flush.ts), rather than
 // left to wait up to EMAIL_RETRY_MAX_BACKOFF_MS.
 //
 // It opens after SMTP_BREAKER_THRESHOLD consecutive temporary SMTP failures in one worker process
@@ -14,7 +14,7 @@
 import { Worker, type Queue } from 'bullmq';
 import type { Logger } from '../../shared/infra/log.ts';
 import { smtpBreakerTrips } from '../../shared/infra/metrics.ts';
-import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
 import type { RedisClient } from '../../shared/infra/queues/redis.ts';
 import { breakerKey, probeKey } from '../../shared/submissions/smtp-breaker-state.ts';
 

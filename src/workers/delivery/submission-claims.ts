@@ -4,7 +4,7 @@
 // email (docs/benchmarks.md#scenarios-and-targets). Each job still gets only its own row, and only if its own
 // compare-and-set succeeded (claimSubmissions). The statement is prepared on a connection of its
 // own, so PostgreSQL plans it once, not once per batch.
-import { claimSubmissions, type SubmissionClaim } from '../../shared/submissions/data/delivery-status.ts';
+import { claimSubmissions, type SubmissionClaim } from '../../shared/deliveries/deliveries.ts';
 import { createPgPool, statementRunner, type DatabasePooler, type PgTimeouts } from '../../shared/infra/db/pg-pool.ts';
 import { groupCommit } from '../../shared/infra/group-commit.ts';
 import { OWNER_MIN_LEARNS } from '../../shared/spam/spam-filter.ts';

@@ -2,23 +2,20 @@
 import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { Attachment } from '../../shared/submissions/entities.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
-import { recipientCopyJob, webhookJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { recipientCopyJob, webhookJob, type DeliveryJob, type DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueDeliveries, enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
 import { followWithAutoresponse, type AutoresponseSettings } from './autoresponse-email.ts';
 import { outcomeFromKey, type AutoresponseOutcome } from '../../shared/autoresponses/autoresponses.ts';
 import { autoresponses } from '../../shared/infra/metrics.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
-import { prepareFiles } from './attachments.ts';
-import { renderSubmissionEmail, submissionSubject } from './render-submission.ts';
 import type { SubmissionClaimer } from './submission-claims.ts';
-import { messageIdFor } from '../../shared/submissions/delivery-kinds.ts';
+import { submissionMessage, type SubmissionSettings } from './submission-message.ts';
 import { submissionSuppression } from '../../shared/bounces/suppression.ts';
 import { sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import type { SpamChecker } from '../spam/spam-check.ts';
 
-/** What the submission email needs of the configuration. */
-export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
+export type { SubmissionSettings } from './submission-message.ts';
 
 export type SubmissionContext = SendContext &
   SubmissionSettings & {
@@ -105,32 +102,9 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
     );
     if (submission.hasRecipients) attempt.copies.push(...(await copySubmission(context.em, submissionId)));
     if (suppressed) throw new SuppressedError(suppressed);
-    const files = await prepareFiles(stored, context.storage, {
-      // link: every file a signed link, whatever its size (no total is at most -1 byte).
-      attachMaxBytes: submission.emailLayout.files === 'link' ? -1 : context.attachMaxBytes,
-      linkTtlSeconds: context.linkTtlSeconds,
-    });
-    const subject = submissionSubject(submission, {
-      pattern: submission.emailLayout.subject,
-      label: submission.keyLabel,
-      subjectLabel: submission.subjectLabel,
-    });
-    const email = renderSubmissionEmail({ ...submission, subject }, files.listed, context.linkTtlSeconds, submission.emailLayout);
+    const key = { layout: submission.emailLayout, label: submission.keyLabel, subjectLabel: submission.subjectLabel };
+    const { message, release } = await submissionMessage(context, submission, stored, key, { kind: 'submission', id: submissionId, to: submission.keyEmail });
     attempt.autoresponse = outcomeFromKey(submission);
-    return {
-      message: {
-        from: context.mailFrom,
-        to: submission.keyEmail,
-        replyTo: submission.email,
-        subject: email.subject,
-        text: email.text,
-        html: email.html,
-        attachments: files.attachments,
-        messageId: messageIdFor('submission', submissionId, context.mailFrom),
-      },
-      release: files.release,
-      spam,
-      autoresponse: attempt.autoresponse,
-    };
+    return { message, release, spam, autoresponse: attempt.autoresponse };
   });
 }

@@ -1,7 +1,7 @@
 // What became of a row's job, read from Redis for a page of rows at once: the reconciler's test of
 // whether a row still has a job to run (./reconcile.ts, ./unwritten-webhooks.ts).
 import type { Queue } from 'bullmq';
-import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
 
 /** What became of a row's job: none (never added, or lost with Redis's data), finished, or still to run. */
 export type JobFate = 'none' | 'finished' | 'pending';

@@ -10,11 +10,11 @@
 import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
-import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../../shared/submissions/delivery-kinds.ts';
-import { deliveryJob, type DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
+import { deliveryKinds, type DeliveryKind, type DeliveryKindName } from '../../shared/deliveries/delivery-kinds.ts';
+import { deliveryJob, type DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
-import { AWAITING_JOB, IN_FLIGHT } from '../../shared/submissions/delivery-statuses.ts';
-import { findAwaitingJob, type AwaitingRow } from '../../shared/submissions/submissions.ts';
+import { AWAITING_JOB, IN_FLIGHT } from '../../shared/deliveries/delivery-statuses.ts';
+import { findAwaitingJob, type AwaitingRow } from '../../shared/deliveries/deliveries.ts';
 import { jobFates } from './job-fates.ts';
 import { enqueueUnwrittenWebhooks } from './unwritten-webhooks.ts';
 import { finishFanOuts } from './unfinished-fan-outs.ts';

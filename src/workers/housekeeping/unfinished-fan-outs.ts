@@ -12,8 +12,8 @@ import type { Logger } from '../../shared/infra/log.ts';
 import type { AutoresponsePolicy } from '../../shared/autoresponses/autoresponses.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
 import { copySubmission } from '../../shared/recipients/recipients.ts';
-import { recipientCopyJob, type DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
-import { findUnfinishedFanOuts } from '../../shared/submissions/submissions.ts';
+import { recipientCopyJob, type DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
+import { findUnfinishedFanOuts } from '../../shared/deliveries/deliveries.ts';
 import { followWithAutoresponse } from '../delivery/autoresponse-email.ts';
 
 /**

@@ -9,7 +9,7 @@ import type { Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
-import { createdEventJob, type DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
+import { createdEventJob, type DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { createdEventId } from '../../shared/webhooks/created-event-id.ts';
 import { findUnwrittenCreatedEvents, type UnwrittenCreatedEvents } from '../../shared/webhooks/webhooks.ts';
 import { jobFates } from './job-fates.ts';

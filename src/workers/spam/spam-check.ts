@@ -21,8 +21,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pLimit from 'p-limit';
 import { campaignFingerprint } from '../../shared/spam/campaign-fingerprint.ts';
-import type { SpamFilterLevel, SpamReason } from '../../shared/spam/spam-kinds.ts';
-import { recordSpamVerdict, type ClaimedSubmission, type ClaimToken, type SpamResult } from '../../shared/submissions/data/delivery-status.ts';
+import type { SpamFilterLevel, SpamReason } from '../../shared/words/spam-kinds.ts';
+import { recordSpamVerdict, type ClaimedSubmission, type ClaimToken, type SpamResult } from '../../shared/deliveries/deliveries.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
 import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';

@@ -1,6 +1,6 @@
 // The webhook job: one event of a submission POSTed to one endpoint, signed per Standard Webhooks, or
 // written in a chat platform's format for a chat channel (./chat/). Claimed and
-// recorded like an email (../../shared/submissions/data/delivery-status.ts); the receiver's answer decides: 2xx delivered; 408,
+// recorded like an email (../../shared/deliveries/deliveries.ts); the receiver's answer decides: 2xx delivered; 408,
 // 429, 5xx and no answer retried (honouring Retry-After) until WEBHOOK_RETRY_HORIZON_MS; anything
 // else, a refused address among it, fails at once. A failure counts against the endpoint, which is
 // disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
@@ -9,17 +9,17 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../../shared/webhooks/address-guard.ts';
 import { recordEndpointOutcome, findDeliveryToSend, writeCreatedEvent } from '../../shared/webhooks/webhooks.ts';
-import { deliveryKinds } from '../../shared/submissions/delivery-kinds.ts';
+import { deliveryKinds } from '../../shared/deliveries/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { deliveries, deliveryLatency, deliveryRetries } from '../../shared/infra/metrics.ts';
 import { enqueueDelivery } from '../../shared/infra/queues/queues.ts';
-import { keyEmailJob, type DeliveryJob, type DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import { keyEmailJob, type DeliveryJob, type DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import { type RetryAfterError } from '../../shared/infra/queues/workers.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
-import { isFinalFailure } from '../../shared/submissions/retry-policy.ts';
+import { isFinalFailure } from '../../shared/deliveries/retry-policy.ts';
 import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../../shared/webhooks/delivery-policy.ts';
-import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/submissions/data/delivery-status.ts';
+import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/deliveries/deliveries.ts';
 import type { SendOutcome } from '../delivery/send.ts';
 import { claimClock, logLostClaim, stillClaimed } from '../delivery/claim-check.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-http.ts';

@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Submission } from '../../shared/submissions/entities.ts';
 import type { WebhookEvent } from '../../shared/webhooks/entities.ts';
 import { bounceRecord, spamRecord, findAttachments } from '../../shared/submissions/submissions.ts';
-import { withoutBidiControls } from '../../shared/submissions/display-text.ts';
+import { withoutBidiControls } from '../../shared/infra/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 
 export type SubmissionCreated = {

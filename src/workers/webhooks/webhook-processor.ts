@@ -2,9 +2,9 @@
 // typed by its payload; no SMTP breaker here: one receiver's outage is that endpoint's own.
 import type { Job, Queue } from 'bullmq';
 import type { MikroORM } from '../../shared/infra/db/orm.ts';
-import { deliveryKinds, isDeliveryKind, type KindsIn } from '../../shared/submissions/delivery-kinds.ts';
+import { deliveryKinds, isDeliveryKind, type KindsIn } from '../../shared/deliveries/delivery-kinds.ts';
 import type { Logger } from '../../shared/infra/log.ts';
-import type { DeliveryJob, DeliveryJobs } from '../../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob, DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import type { KeyVault } from '../../shared/infra/secrets.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import type { SendOutcome } from '../delivery/send.ts';

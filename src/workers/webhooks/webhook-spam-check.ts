@@ -9,7 +9,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import { findSubmissionToCheck } from '../../shared/spam/samples.ts';
 import { OWNER_MIN_LEARNS } from '../../shared/spam/spam-filter.ts';
-import { recordSpamVerdictAhead } from '../../shared/submissions/data/delivery-status.ts';
+import { recordSpamVerdictAhead } from '../../shared/deliveries/deliveries.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
 import type { SpamVerdicts } from '../spam/spam-check.ts';
 

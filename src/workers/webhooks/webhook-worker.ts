@@ -5,7 +5,7 @@ import type { Config } from '../../shared/infra/config.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { createWebhookWorker } from '../../shared/infra/queues/workers.ts';
 import { createKeyVault } from '../../shared/infra/secrets.ts';
-import type { DeliveryJob } from '../../shared/submissions/delivery-jobs.ts';
+import type { DeliveryJob } from '../../shared/deliveries/delivery-jobs.ts';
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { webhookRetryDelay } from '../../shared/webhooks/delivery-policy.ts';
 import type { JobCounter } from '../in-flight.ts';

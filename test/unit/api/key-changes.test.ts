@@ -10,7 +10,16 @@ import { describe, expect, it } from 'vitest';
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 const THROUGH = 'src/api/keys/key-changes.ts';
 /** The changes of src/shared that alter a cached key: its settings, its endpoints, its mailbox's consent. */
-const KEY_CHANGES = new Set(['updateKey', 'createEndpoint', 'createChatChannel', 'setEndpointEnabled', 'deleteEndpoint', 'confirmMailbox', 'releaseHeld']);
+const KEY_CHANGES = new Set([
+  'updateKey',
+  'updateKeySettings',
+  'createEndpoint',
+  'createChatChannel',
+  'setEndpointEnabled',
+  'deleteEndpoint',
+  'confirmMailbox',
+  'releaseHeld',
+]);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {

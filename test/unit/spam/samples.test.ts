@@ -1,7 +1,7 @@
 // What the spam filter is sent for a submission (the message rspamd reads, built from the claimed
 // row), and what is read of its answer.
 import { describe, expect, it } from 'vitest';
-import type { ClaimedSubmission } from '../../../src/shared/submissions/data/delivery-status.ts';
+import type { ClaimedSubmission } from '../../../src/shared/deliveries/deliveries.ts';
 import { readScan, sampleMessage } from '../../../src/shared/spam/spam-filter.ts';
 import { spamSampleOf } from '../../../src/shared/spam/samples.ts';
 import { defaultSubject } from '../../../src/shared/submissions/submissions.ts';

@@ -2,7 +2,7 @@
 // submission was sent, so that the filter learns what it will be asked. A learning request is that
 // message and the owner's mailbox (Deliver-To); the check's profile (ownerStatistics) is not part of it.
 import { describe, expect, it } from 'vitest';
-import type { ClaimedSubmission } from '../../../src/shared/submissions/data/delivery-status.ts';
+import type { ClaimedSubmission } from '../../../src/shared/deliveries/deliveries.ts';
 import { sampleMessage } from '../../../src/shared/spam/spam-filter.ts';
 import { spamSampleOf, teachingSampleOf, type MarkedSubmission } from '../../../src/shared/spam/samples.ts';
 import { defaultSubject } from '../../../src/shared/submissions/submissions.ts';

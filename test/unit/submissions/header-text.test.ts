@@ -2,7 +2,7 @@
 // clients decode RFC 2047 encoded words there, so a right-to-left override sent encoded
 // (`=?UTF-8?Q?=E2=80=AEgpj.exe?=`, ASCII on the way in) must not come out of the decoding.
 import { describe, expect, it } from 'vitest';
-import { decodeEncodedWords, headerText } from '../../../src/shared/submissions/display-text.ts';
+import { decodeEncodedWords, headerText } from '../../../src/shared/infra/display-text.ts';
 
 const RLO = '\u202e';
 

@@ -2,8 +2,8 @@
 // the visitor's address. The bounds are counted and the row they allow inserted under one lock per
 // mailbox, in one transaction: two workers cannot both pass a bound.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AutoresponseOutcome, AutoresponseReview } from '../autoresponse-kinds.ts';
-import type { SpamFilterLevel, SpamVerdict } from '../../spam/spam-kinds.ts';
+import type { AutoresponseOutcome, AutoresponseReview } from '../../words/autoresponse-kinds.ts';
+import type { SpamFilterLevel, SpamVerdict } from '../../words/spam-kinds.ts';
 
 /** What the decision needs of a submission, its key and the visitor's address; the submission row locked. */
 export type AutoresponseFacts = {

@@ -1,8 +1,8 @@
 // The rows a return path names (a submission or a key email), as a report that came back reads
 // them: locked, with the address and the mailbox their email went to.
 import type pg from 'pg';
-import type { BounceType } from '../bounce-columns.ts';
-import type { EmailStatus } from '../../submissions/delivery-columns.ts';
+import type { BounceType } from '../../words/bounce-columns.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 import type { ReturnTarget } from '../return-path.ts';
 
 export const REPORTED_TABLE = {

@@ -9,7 +9,7 @@ export type ScheduledRetryError = Error & { retryDelayMs?: number };
 
 /**
  * The delay before retry number `attemptsMade` of a failed job: the feature that owns the deliveries
- * hands it in (src/shared/submissions/retry-policy.ts, src/shared/webhooks/delivery-policy.ts).
+ * hands it in (src/shared/deliveries/retry-policy.ts, src/shared/webhooks/delivery-policy.ts).
  */
 export type RetryDelay = (attemptsMade: number, error: (Error & { retryAfterMs?: number }) | undefined) => number;
 

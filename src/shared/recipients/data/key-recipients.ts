@@ -1,7 +1,7 @@
 // The key_recipients table: the addresses added to a key, their consent, and their removal (with
 // the copies that were waiting for their consent: nothing could release those any more).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { HELD } from '../../submissions/delivery-statuses.ts';
+import { HELD } from '../../deliveries/delivery-statuses.ts';
 
 export type KeyRecipientRow = { id: string; key_id: string; email: string; mailbox: string; confirmed_at: Date | null; created_at: Date };
 

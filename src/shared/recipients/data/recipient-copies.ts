@@ -1,11 +1,11 @@
 // The recipient_copies table's reads and its housekeeping: each submission's copies as the records
 // show them, what a copy's email needs, and the held copies whose recipient never confirmed. Their
-// statuses are written by src/shared/submissions/data/delivery-status.ts.
+// statuses are written by the delivery state machine (src/shared/deliveries).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { BounceType } from '../../bounces/bounce-columns.ts';
-import type { EmailStatus } from '../../submissions/delivery-columns.ts';
+import type { BounceType } from '../../words/bounce-columns.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 import type { CustomFields } from '../../submissions/entities.ts';
-import { HELD } from '../../submissions/delivery-statuses.ts';
+import { HELD } from '../../deliveries/delivery-statuses.ts';
 
 export type CopyRow = {
   id: string;

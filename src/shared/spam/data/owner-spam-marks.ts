@@ -1,6 +1,6 @@
 // The owner_spam_marks table: marks taught to the spam filter per owner mailbox, spam and ham.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark } from '../spam-kinds.ts';
+import type { SpamMark } from '../../words/spam-kinds.ts';
 
 /** One more mark of this kind taught for the mailbox's owner. */
 export async function countTaughtMark(em: EntityManager, mailbox: string, mark: SpamMark): Promise<void> {

@@ -1,7 +1,7 @@
 // The spam_campaign_votes table: each marked submission's text fingerprint (MinHash values and
 // their bands, GIN-indexed), its owner's mailbox and that mailbox's domain, and the mark.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark } from '../spam-kinds.ts';
+import type { SpamMark } from '../../words/spam-kinds.ts';
 import type { Fingerprint } from '../campaign-fingerprint.ts';
 
 /** A Postgres array literal of integers (a parameter, cast where it is used). */

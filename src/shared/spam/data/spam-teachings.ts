@@ -2,7 +2,7 @@
 // against its key's hourly allowance) and the teaching state of a mark on its submission
 // (spam_taught_at: taught, or its place reserved; spam_teach_pending: the filter not answered yet).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { SpamMark } from '../spam-kinds.ts';
+import type { SpamMark } from '../../words/spam-kinds.ts';
 
 /** How many teachings of the key `keyId` (an SQL expression) count against its allowance: those of the last hour. */
 const teachingsThisHour = (keyId: string) => `select count(*) from spam_teachings t where t.key_id = ${keyId} and t.taught_at > now() - interval '1 hour'`;

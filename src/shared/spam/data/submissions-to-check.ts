@@ -1,8 +1,8 @@
 // A submission as the spam check reads it, outside the email's claim (which loads the same in its
 // own statement): for a webhook's worker that checks the submission while its email waits.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ClaimedSubmission } from '../../submissions/data/delivery-status.ts';
-import type { EmailStatus } from '../../submissions/delivery-columns.ts';
+import type { ClaimedSubmission } from '../../deliveries/deliveries.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 
 /** What a spam check reads of a submission: its content, its key's level and owner, a verdict or mark already there. */
 export type CheckedSubmission = Pick<

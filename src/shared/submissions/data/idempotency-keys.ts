@@ -1,7 +1,7 @@
 // The idempotency_keys table: which submission a client's Idempotency-Key made, and the
 // fingerprint of the request that made it.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../delivery-columns.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 
 export type IdempotencyRecord = { submissionId: string; fingerprint: string };
 

@@ -1,11 +1,11 @@
 // Saving a new submission: its row (with its first status, its admission's: src/api/submissions/admit.ts,
-// checked against CREATED_AS of ../delivery-transitions.ts), alone or with its files and webhook
-// deliveries. The only write of a status outside ./delivery-status.ts.
+// checked against CREATED_AS of ../../deliveries/delivery-transitions.ts), alone or with its files and webhook
+// deliveries. The only write of a status outside the delivery state machine (src/shared/deliveries/data).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StatementRunner } from '../../infra/db/pg-pool.ts';
 import type { CustomFields } from '../entities.ts';
-import type { EmailStatus } from '../delivery-columns.ts';
-import { CREATED_AS } from '../delivery-transitions.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
+import { CREATED_AS } from '../../deliveries/delivery-transitions.ts';
 
 declare const ADMITTED: unique symbol;
 /** A webhook delivery made with its submission, in the same statement: its id and its endpoint's. */

@@ -3,9 +3,9 @@
 // answer waits on. Saving a new one is ./submission-inserts.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { SubmissionSchema, type CustomFields, type Submission } from '../entities.ts';
-import type { EmailStatus } from '../delivery-columns.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 import { SEARCH_DOCUMENT } from '../../infra/db/search.ts';
-import { SETTLED } from '../delivery-statuses.ts';
+import { SETTLED } from '../../deliveries/delivery-statuses.ts';
 
 /** What a page of submissions is narrowed to: a key (by its lookup index), a status, a time range. */
 export type SubmissionFilter = { keyHash?: string; status?: EmailStatus; from?: Date; before?: Date };

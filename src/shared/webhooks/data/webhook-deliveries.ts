@@ -3,7 +3,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type pg from 'pg';
 import { WebhookDeliverySchema, type WebhookEvent } from '../entities.ts';
-import type { EmailStatus } from '../../submissions/delivery-columns.ts';
+import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 import type { EndpointKind } from '../endpoint-kinds.ts';
 
 export type WebhookDeliveryRecord = {
@@ -77,7 +77,7 @@ export type UnwrittenCreatedEvents = { id: string; created_at: string; endpoint_
  * would write. Those of a queued submission are written by the workers; when the API could not
  * queue their jobs, the reconciler finds them here (src/workers/housekeeping/unwritten-webhooks.ts)
  * rather than waiting for the email's claim, which waits for the SMTP relay. The same rule as the
- * claim's (../../submissions/data/delivery-status.ts), so either writes the same rows.
+ * claim's (../../deliveries/data/claims.ts), so either writes the same rows.
  */
 export async function findUnwrittenCreatedEvents(
   em: EntityManager,

@@ -5,7 +5,7 @@
 // `@everyone`, `@all`, a user's name): an invisible word joiner (U+2060) after that `@` keeps the
 // text as it reads while no platform sees a name there. An `@` inside a word (an email address) is
 // left alone, except before those broadcast words.
-import { oneLine, withoutBidiControls } from '../../../shared/submissions/display-text.ts';
+import { oneLine, withoutBidiControls } from '../../../shared/infra/display-text.ts';
 
 export const WORD_JOINER = '\u2060';
 

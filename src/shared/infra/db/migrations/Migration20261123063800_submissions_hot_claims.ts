@@ -6,7 +6,7 @@ import { Migration } from '@mikro-orm/migrations';
  * index is replaced by two partial indexes on created_at, split by `settled`, a column PostgreSQL
  * derives from email_status that a claim does not change, and the table keeps room on its pages
  * for the new row versions of claims (fillfactor). The reconciler and the held-submission rules
- * read the open rows, retention the settled ones (src/shared/submissions/data/delivery-rows.ts, src/workers/housekeeping/retention.ts).
+ * read the open rows, retention the settled ones (src/shared/deliveries/data/delivery-rows.ts, src/workers/housekeeping/retention.ts).
  */
 export class Migration20261123063800_submissions_hot_claims extends Migration {
   override name = 'Migration20261123063800_submissions_hot_claims';

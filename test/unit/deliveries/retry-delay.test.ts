@@ -2,7 +2,7 @@
 // the jitter the workers use (Math.random). retry-policy.test.ts pins the same bounds exactly, with the
 // jitter's extremes given in its place.
 import { describe, expect, it } from 'vitest';
-import { retryDelay } from '../../../src/shared/submissions/retry-policy.ts';
+import { retryDelay } from '../../../src/shared/deliveries/retry-policy.ts';
 
 const config = { EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000 };
 

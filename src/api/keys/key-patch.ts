@@ -1,12 +1,13 @@
 // The change an owner (owner API) or the operator (admin API) may make to a key, as the body of
 // PATCH …/keys/:key: the routes validate against it and both OpenAPI documents describe it.
 import * as v from 'valibot';
-import { CAPTCHA_PROVIDERS, KEY_STATUSES } from './entities.ts';
-import { SPAM_FILTER_LEVELS } from '../spam/spam-kinds.ts';
-import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_FILES_MODES, EMAIL_SUBJECT_MAX } from './email-layout.ts';
-import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, KEY_LABEL_MAX, type KeyChanges } from './keys.ts';
-import { AUTORESPONSE_REVIEWS } from '../autoresponses/autoresponse-kinds.ts';
-import { CONFIRM_REQUESTS_PER_KEY, CONFIRM_REQUESTS_PER_MAILBOX, MAX_ADDED_RECIPIENTS } from '../recipients/recipients.ts';
+import { CAPTCHA_PROVIDERS, KEY_STATUSES } from '../../shared/keys/entities.ts';
+import { SPAM_FILTER_LEVELS } from '../../shared/words/spam-kinds.ts';
+import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_FILES_MODES, EMAIL_SUBJECT_MAX } from '../../shared/keys/email-layout.ts';
+import { KEY_LABEL_MAX } from '../../shared/keys/keys.ts';
+import { AUTORESPONSE_SUBJECT_MAX, AUTORESPONSE_TEXT_MAX, type KeySettingsChanges } from '../../shared/autoresponses/autoresponse-settings.ts';
+import { AUTORESPONSE_REVIEWS } from '../../shared/words/autoresponse-kinds.ts';
+import { CONFIRM_REQUESTS_PER_KEY, CONFIRM_REQUESTS_PER_MAILBOX, MAX_ADDED_RECIPIENTS } from '../../shared/recipients/recipients.ts';
 
 export const KeyPatchSchema = v.strictObject(
   {
@@ -106,7 +107,7 @@ export const AdminKeyPatchSchema = v.strictObject(
 export type AdminKeyPatch = v.InferOutput<typeof AdminKeyPatchSchema>;
 
 /** The settings a PATCH body changes, in the keys feature's terms; its domains and recipients are read by each route's own rules. */
-export function keyChangesOf(patch: KeyPatch | AdminKeyPatch): Omit<KeyChanges, 'domains'> {
+export function keyChangesOf(patch: KeyPatch | AdminKeyPatch): Omit<KeySettingsChanges, 'domains'> {
   return {
     autoresponseReview: 'autoresponse_review' in patch ? patch.autoresponse_review : undefined,
     status: patch.status,

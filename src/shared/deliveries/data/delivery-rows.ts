@@ -1,7 +1,7 @@
 // The delivery rows' reads, for every kind (../delivery-kinds.ts): the rows that await a job and
 // the submissions sent without their copies and autoresponse (the reconciler), whether a mailbox
 // complained, and when a retrying submission is tried next. Every write of a status is in
-// ./delivery-status.ts, built from the table of ../delivery-transitions.ts.
+// ./claims.ts, ./outcomes.ts, ./releases.ts, built from the table of ../delivery-transitions.ts.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { deliveryKinds, type DeliveryKindName } from '../delivery-kinds.ts';
 import type { EmailStatus } from '../delivery-columns.ts';

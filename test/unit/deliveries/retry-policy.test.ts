@@ -2,7 +2,7 @@
 // SMTP refusals are final, which failures the circuit breaker counts, and what the row keeps of them.
 // The errors have the shape nodemailer gives them (code, command, responseCode, response).
 import { describe, expect, it } from 'vitest';
-import { describeSendError, isFinalFailure, isPermanentSmtpFailure, isSmtpServerFailure, retryDelay } from '../../../src/shared/submissions/retry-policy.ts';
+import { describeSendError, isFinalFailure, isPermanentSmtpFailure, isSmtpServerFailure, retryDelay } from '../../../src/shared/deliveries/retry-policy.ts';
 
 const DEFAULTS = { EMAIL_RETRY_BACKOFF_MS: 30_000, EMAIL_RETRY_MAX_BACKOFF_MS: 3_600_000 };
 /** The shortest and the longest delay the jitter can give. */

@@ -1,6 +1,6 @@
 // When a failed email is tried again, after how long, and when it is given up: the rules the
 // worker applies to each failed attempt (src/workers/delivery/send.ts), without I/O. Whether the row's age
-// or attempt count ends it is decided where the failure is recorded (src/shared/submissions/data/delivery-rows.ts
+// or attempt count ends it is decided where the failure is recorded (src/shared/deliveries/data/delivery-rows.ts
 // recordFailure): this says whether the failure is final whatever the row's age.
 import type { Config } from '../infra/config.ts';
 

@@ -1,19 +1,25 @@
-// The table of delivery status changes (src/shared/submissions/delivery-transitions.ts) against the
-// source and the docs: no code but the module that writes every status change
-// (src/shared/submissions/data/delivery-status.ts), the one that saves a new submission with its
+// The table of delivery status changes (src/shared/deliveries/delivery-transitions.ts) against the
+// source and the docs: no code but the modules that write every status change
+// (src/shared/deliveries/data/: claims.ts, outcomes.ts, releases.ts, copies.ts), the one that saves a new submission with its
 // first status (src/shared/submissions/data/submission-inserts.ts) and the migrations writes one, and
 // docs/architecture.md lists the table's rows. test/workers/delivery-transitions.test.ts applies
 // every change against PostgreSQL.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EMAIL_STATUSES, type EmailStatus } from '../../../src/shared/submissions/delivery-columns.ts';
-import type { DeliveryKindName } from '../../../src/shared/submissions/delivery-kinds.ts';
-import { CREATED_AS, TRANSITIONS, type TransitionCondition } from '../../../src/shared/submissions/delivery-transitions.ts';
+import { EMAIL_STATUSES, type EmailStatus } from '../../../src/shared/deliveries/delivery-columns.ts';
+import type { DeliveryKindName } from '../../../src/shared/deliveries/delivery-kinds.ts';
+import { CREATED_AS, TRANSITIONS, type TransitionCondition } from '../../../src/shared/deliveries/delivery-transitions.ts';
 import { functionsWritingStatus, statusWrites } from '../../support/status-writers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const OWNERS = ['src/shared/submissions/data/delivery-status.ts', 'src/shared/submissions/data/submission-inserts.ts'];
+const OWNERS = [
+  'src/shared/deliveries/data/claims.ts',
+  'src/shared/deliveries/data/outcomes.ts',
+  'src/shared/deliveries/data/releases.ts',
+  'src/shared/deliveries/data/copies.ts',
+  'src/shared/submissions/data/submission-inserts.ts',
+];
 const MIGRATIONS = 'src/shared/infra/db/migrations/';
 const KINDS = ['submission', 'key-email', 'autoresponse', 'recipient-copy', 'webhook'] as const;
 

@@ -1,10 +1,10 @@
 // Every change of a delivery status, as data: which event may move a row of which kind from which
-// status, and to which. It describes what the statements do (src/shared/submissions/data/delivery-status.ts
+// status, and to which. It describes what the statements do (src/shared/deliveries/data/claims.ts, outcomes.ts, releases.ts
 // builds each statement's status guard and target from it), not an ideal: a few writes are not
 // guarded by the row's status at all (a worker's outcome, a report that came back) and say so with
 // `any`; a worker's outcome is guarded by its claim instead (`own-claim`). docs/architecture.md
 // ("Delivery statuses") lists the same rows; test/workers/delivery-transitions.test.ts walks them
-// against PostgreSQL, and test/unit/submissions/delivery-transitions.test.ts checks the page.
+// against PostgreSQL, and test/unit/deliveries/delivery-transitions.test.ts checks the page.
 import { EMAIL_STATUSES, type EmailStatus } from './delivery-columns.ts';
 import type { DeliveryKindName } from './delivery-kinds.ts';
 import { AWAITING_JOB, CLAIMABLE, HELD, IN_FLIGHT, QUEUED, REPORTED, RESENDABLE } from './delivery-statuses.ts';
