@@ -5,8 +5,10 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
+import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
+import { submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
 import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
-import { buildWebhookEndpoint } from '../support/factories.ts';
+import { buildSubmission, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
@@ -15,6 +17,7 @@ import { SERVICE_START_WAIT_MS, spawnApi, spawnWorker, type WorkerChild } from '
 const LOAD_WATCH = `--import=${path.resolve(import.meta.dirname, '../support/otel-load-watch.ts')}`;
 const LOADED = 'opentelemetry sdk loaded';
 const SERVER = 2;
+const CONSUMER = 5;
 
 let h: Harness;
 let hooks: Receiver;
@@ -77,24 +80,37 @@ function ancestry(span: ReceivedSpan, spans: ReceivedSpan[]): ReceivedSpan[] {
   return chain;
 }
 
+/** The span named `name` whose `attribute` is `value`, once it and its parents up to a root have arrived. */
+async function spanWithParents(name: string, attribute: string, value: string): Promise<ReceivedSpan> {
+  const find = () => collector.spans.find((span) => span.name === name && span.attributes[attribute] === value);
+  // A parent ends after its children and is exported after them: wait until the chain has its root,
+  // then let the caller's assertions say what is missing, if anything still is.
+  await eventually(
+    async () => {
+      const span = find();
+      return span && ancestry(span, collector.spans).at(-1)!.parentSpanId === undefined ? true : undefined;
+    },
+    30_000,
+    `the span ${name} and its parents`,
+  ).catch(() => undefined);
+  const span = find();
+  if (!span) throw new Error(`no span ${name} arrived; spans: ${collector.spans.map((received) => received.name).join(', ')}`);
+  return span;
+}
+
+/** The API and the worker with tracing on, started for the first test that needs them. */
+let traced: ReturnType<typeof startProcesses> | undefined;
+const tracedProcesses = () => (traced ??= startProcesses({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint }));
+
 describe('traces', () => {
   it(
     'follow a submission from the API request, its root, through the queue to the worker’s spam check, email and webhook delivery',
     async () => {
-      const { url, api, worker } = await startProcesses({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint });
+      const { url, api, worker } = await tracedProcesses();
       const { submissionId, deliveryId } = await submitWithWebhook(url);
 
-      const find = (name: string, attribute: string, value: string) =>
-        collector.spans.find((span) => span.name === name && span.attributes[attribute] === value);
-      const spans = () => ({ send: find('smtp send', 'cfs.delivery.id', submissionId), post: find('webhook post', 'cfs.webhook.delivery_id', deliveryId) });
-      // A parent ends after its children and is exported after them: wait until each chain has its root,
-      // then let the assertions below say what is missing, if anything still is.
-      const rooted = (span: ReceivedSpan | undefined) => span !== undefined && ancestry(span, collector.spans).at(-1)!.parentSpanId === undefined;
-      await eventually(async () => (rooted(spans().send) && rooted(spans().post) ? true : undefined), 30_000, 'the spans up to their roots').catch(
-        () => undefined,
-      );
-      const { send, post } = spans();
-      if (!send || !post) throw new Error(`the email's or the webhook's span never arrived; spans: ${collector.spans.map((span) => span.name).join(', ')}`);
+      const send = await spanWithParents('smtp send', 'cfs.delivery.id', submissionId);
+      const post = await spanWithParents('webhook post', 'cfs.webhook.delivery_id', deliveryId);
       const root = ancestry(send, collector.spans).at(-1)!;
       expect(root).toMatchObject({ name: 'POST /api/contact-api/', kind: SERVER, parentSpanId: undefined, service: 'contact-form-api' });
       expect(root.attributes).toMatchObject({ 'http.response.status_code': 200 });
@@ -102,26 +118,50 @@ describe('traces', () => {
       expect(post.traceId).toBe(send.traceId);
 
       // Each span's parent is there, and the chain ends at the request: nothing dangles.
-      const emailChain = ancestry(send, collector.spans).map((span) => span.name);
-      expect(emailChain.at(-1)).toBe(root.name);
-      expect(emailChain).toContain('process deliveries');
+      const emailChain = ancestry(send, collector.spans);
+      expect(emailChain.at(-1)).toBe(root);
+      expect(emailChain.map((span) => span.name)).toContain('process deliveries');
       const webhookChain = ancestry(post, collector.spans);
       expect(webhookChain.at(-1)).toBe(root);
       expect(webhookChain.map((span) => span.name)).toContain('process webhooks');
       // The spam check ran in the submission's job, before its email.
-      const job = ancestry(send, collector.spans).find((span) => span.name === 'process deliveries')!;
+      const job = emailChain.find((span) => span.name === 'process deliveries')!;
       expect(collector.spans.some((span) => span.name === 'spam check' && span.parentSpanId === job.spanId)).toBe(true);
 
       expect(api.output()).toContain(LOADED);
       expect(worker.output()).toContain(LOADED);
-      for (const child of [api, worker]) await child.stop();
     },
     120_000 + 2 * SERVICE_START_WAIT_MS,
   );
 
   it(
+    'start at the job when it carries no trace context (added by a release without tracing): it is delivered all the same',
+    async () => {
+      await tracedProcesses();
+      const key = await h.createKey();
+      const { id } = await buildSubmission(h, { key, status: 'queued' });
+      // The in-process API of this file runs without tracing: its job carries no context.
+      await enqueueDelivery(h.api.deps.queue, submissionJob(id));
+      await eventually(
+        async () =>
+          (await h.sql<{ status: string }>('select email_status as status from submissions where id = $1', [id]))[0]?.status === 'sent' ? true : undefined,
+        30_000,
+        'the email sent',
+      );
+      const send = await spanWithParents('smtp send', 'cfs.delivery.id', id);
+      expect(ancestry(send, collector.spans).at(-1)).toMatchObject({ name: 'process deliveries', kind: CONSUMER, parentSpanId: undefined });
+    },
+    60_000 + 2 * SERVICE_START_WAIT_MS,
+  );
+
+  it(
     'are off without OTEL_EXPORTER_OTLP_ENDPOINT: the API and the worker load none of the OpenTelemetry SDK',
     async () => {
+      // Stopped first: they share the queues, and the jobs here are for the processes without tracing.
+      if (traced) {
+        const { api, worker } = await traced;
+        for (const child of [api, worker]) await child.stop();
+      }
       const exports = collector.requests();
       const { url, api, worker } = await startProcesses({});
       await submitWithWebhook(url);
