@@ -10,7 +10,8 @@
 //                                 13 delivery for a key with an autoresponse, 5 added recipients and a chat channel, and for
 //                                 the same key at its daily autoresponse bound against it with the autoresponse off,
 //                                 14 the fan-out (owner, 2 copies, a webhook, Slack) through an SMTP and a Redis outage,
-//                                 and through workers, Redis and the API SIGKILLed: deliveries lost and duplicated)
+//                                 and through workers, Redis and the API SIGKILLed: deliveries lost and duplicated,
+//                                 15 intake with traces exported to a collector on loopback against tracing unset)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each
@@ -38,6 +39,7 @@ import { pipeline } from './scenarios/pipeline.ts';
 import { ownerExtras } from './scenarios/owner-extras.ts';
 import { reconcileBacklog } from './scenarios/reconcile.ts';
 import { spamFilter } from './scenarios/spam.ts';
+import { tracing } from './scenarios/tracing.ts';
 import { machineLine, startServices, type Ctx, type Run, type Settings } from './support/context.ts';
 import { killAllNow, ROOT, stopAll, track } from './support/proc.ts';
 import { printReport } from './support/report.ts';
@@ -133,6 +135,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [12, pipeline],
   [13, ownerExtras],
   [14, fanoutChaos],
+  [15, tracing],
 ];
 
 // ---------------------------------------------------------------- lifecycle

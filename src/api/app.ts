@@ -11,6 +11,7 @@ import { rateLimit } from './middleware/rate-limit.ts';
 import { queueBoard } from './admin/queue-board.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { requestEm } from './middleware/request-em.ts';
+import { requestTrace } from './middleware/request-trace.ts';
 import { registeredRoutes } from './router.ts';
 import { adminRoutes } from './admin/admin-routes.ts';
 import { visitorRoutes } from './admin/visitor-routes.ts';
@@ -36,6 +37,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>();
   app.silent = true; // errors are logged by errorHandler, with the request id
 
+  const tracing = requestTrace(); // none unless tracing is on: no cost per request
+  if (tracing) app.use(tracing);
   app.use(requestContext(deps.log, clientIpResolver(deps.config.TRUST_PROXY)));
   app.use(requestEm(deps.orm));
   app.use(closeUnreadBody()); // outside errorHandler: sees the status it sets

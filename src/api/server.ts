@@ -13,6 +13,7 @@ import { registerQueueDepth } from '../shared/infra/metrics.ts';
 import { closeRedis, createRedis, redisTopology } from '../shared/infra/queues/redis.ts';
 import { createDeliveryQueue, createWebhookQueue } from '../shared/infra/queues/queues.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
+import { startTracing } from '../shared/infra/tracing.ts';
 import { createErasedForm, createKeyVault } from '../shared/infra/secrets.ts';
 import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { createStorage } from '../shared/infra/storage.ts';
@@ -39,6 +40,9 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
+  // Before the queues, which take BullMQ's telemetry from it; stopped last, after them.
+  const tracing = await startTracing(config, 'api', log);
+  if (tracing) shutdown.add('tracing', tracing, (tracing) => tracing.stop());
   const pgWaits = apiPgWaits(config);
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, entities, undefined, pgWaits), (orm) => orm.close());
   // The group commit's two INSERTs in flight, and room for the row-by-row retry of a shared write that failed.

@@ -11,6 +11,7 @@ import type { Logger } from '../shared/infra/log.ts';
 import { createHousekeepingWorker } from '../shared/infra/queues/workers.ts';
 import { checkSecretAtStart } from '../shared/infra/secret-check.ts';
 import { Shutdown } from '../shared/infra/shutdown.ts';
+import { startTracing, withSpan } from '../shared/infra/tracing.ts';
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
 import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 import { startDeliveryWorker } from './delivery/delivery-worker.ts';
@@ -39,6 +40,9 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
     shutdown.exitWith(78);
   });
   shutdown.add('secret check', secretCheck, (check) => check.stop());
+  // Before the queues and workers, which take BullMQ's telemetry from it; stopped last, after them.
+  const tracing = await startTracing(config, 'worker', log);
+  if (tracing) shutdown.add('tracing', tracing, (tracing) => tracing.stop());
   const connections = await openWorkerConnections(config, smtpUrl, shutdown, log);
   const { redis, queues } = connections;
   const schedule = () => schedulePeriodicJobs(queues.housekeeping, queues.email, config);
@@ -51,7 +55,7 @@ export async function startWorker(config: Config, log: Logger): Promise<WorkerPr
   const jobs = createJobCounter();
   const housekeeping = startHousekeepingWorker(connections, config, jobs, log);
   // One check for both: a webhook's worker checks a submission whose email is held up.
-  const spamVerdicts = spamVerdictsFromConfig(config, filter);
+  const spamVerdicts = withSpan('spam check', spamVerdictsFromConfig(config, filter));
   const worker = startDeliveryWorker(connections, config, filter, spamVerdicts, jobs, log);
   const webhooks = startWebhookWorker(connections, config, filter !== undefined ? spamVerdicts : undefined, jobs, log);
   const liveness = createLiveness(config.WORKER_STALL_MS, [queues.email, queues.webhook]);

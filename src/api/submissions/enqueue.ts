@@ -7,21 +7,25 @@
 import type { Queue } from 'bullmq';
 import { deliveryKinds } from '../../shared/deliveries/delivery-kinds.ts';
 import { groupCommit, type GroupCommit } from '../../shared/infra/group-commit.ts';
+import type { JobRequest } from '../../shared/infra/queues/jobs.ts';
 import { enqueueDeliveries } from '../../shared/infra/queues/queues.ts';
+import { traceCarrier } from '../../shared/infra/tracing.ts';
 import { RedisUnavailableError } from '../../shared/infra/queues/redis.ts';
 import { type DeliveryJob, type DeliveryRequest } from '../../shared/deliveries/delivery-jobs.ts';
 import { withTimeout } from '../../shared/infra/timeout.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 
 const TIMEOUT_MS = 2_000;
-const batchers = new WeakMap<Queue<DeliveryJob>, GroupCommit<DeliveryRequest>>();
+/** The jobs of several requests go together: each carries its own request's trace context. */
+type TracedRequest = DeliveryRequest & Pick<JobRequest<unknown>, 'trace'>;
+const batchers = new WeakMap<Queue<DeliveryJob>, GroupCommit<TracedRequest>>();
 
 type EnqueueDeps = Pick<AppDeps, 'queue' | 'webhookQueue' | 'redis'>;
 
-function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): GroupCommit<DeliveryRequest> {
+function batcherFor(queue: Queue<DeliveryJob>, redis: EnqueueDeps['redis']): GroupCommit<TracedRequest> {
   let batcher = batchers.get(queue);
   if (!batcher) {
-    batcher = groupCommit<DeliveryRequest>(
+    batcher = groupCommit<TracedRequest>(
       async (jobs) => {
         if (redis.status !== 'ready') throw new RedisUnavailableError(`redis is ${redis.status}`);
         await withTimeout(enqueueDeliveries(queue, jobs), TIMEOUT_MS, `enqueue timed out after ${TIMEOUT_MS} ms`);
@@ -38,5 +42,10 @@ export async function enqueueCommitted(ctx: AppContext, deps: EnqueueDeps, job: 
   await batcherFor(
     queue,
     deps.redis,
-  )(job).catch((error: unknown) => ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'));
+  )(tracedRequest(job)).catch((error: unknown) => ctx.state.log.warn({ err: error, job: job.name, data: job.data }, 'enqueue failed; left for the reconciler'));
+}
+
+function tracedRequest(job: DeliveryRequest): TracedRequest {
+  const trace = traceCarrier();
+  return trace === undefined ? job : { ...job, trace };
 }

@@ -290,6 +290,15 @@ const operators = {
     v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be a port number'), v.transform(Number), v.maxValue(65_535), kind('port'))),
     'A worker serves its Prometheus metrics on this port at `/metrics`, behind `ADMIN_TOKEN` (a worker refuses to start with this but no `ADMIN_TOKEN`). Unset: no metrics server in workers.',
   ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: about(
+    v.optional(url(['http:', 'https:'])),
+    'An OpenTelemetry collector (OTLP/HTTP, e.g. `http://otel-collector:4318`): the API and the workers send their traces to its `/v1/traces` (docs/operations.md#traces). Unset: no tracing, and the OpenTelemetry SDK is not loaded.',
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: about(
+    v.optional(url(['http:', 'https:'])),
+    'The full URL traces are posted to, in place of `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`; setting it alone turns tracing on too.',
+  ),
+  OTEL_SERVICE_NAME: about(text(), 'The service name on the traces. Unset: `contact-form-api` or `contact-form-worker`, by process.'),
 };
 
 const email = {

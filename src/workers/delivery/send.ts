@@ -22,6 +22,7 @@ import { claimRow, recordFailure, recordSuppressed, type ClaimToken, type SpamRe
 import { claimClock, logLostClaim, stillClaimed } from './claim-check.ts';
 import type { ReturnPaths } from '../../shared/bounces/return-path.ts';
 import { HeldAsSpamError } from '../spam/spam-check.ts';
+import { traced } from '../../shared/infra/tracing.ts';
 
 export type SendOutcome = 'sent' | 'not-claimable' | 'suppressed' | 'spam';
 
@@ -121,7 +122,9 @@ export async function sendTracked<Row>(
     spam = built.spam;
     autoresponse = built.autoresponse;
     if (!(await stillClaimed(context.em, kind, id, claimed.claim, since, context.claimLeaseMs))) return lost('not sent');
-    accepted = await context.transport.sendMail(withReturnPath(context, kind, id, built.message));
+    accepted = await traced('smtp send', { 'cfs.delivery.kind': kind, 'cfs.delivery.id': id }, () =>
+      context.transport.sendMail(withReturnPath(context, kind, id, built.message)),
+    );
   } catch (error) {
     if (error instanceof SuppressedError) {
       if (!(await recordSuppressed(context.em, kind, id, claimed.claim, error.message))) return lost('not sent, its suppression not recorded');

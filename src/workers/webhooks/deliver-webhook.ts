@@ -29,6 +29,7 @@ import { loadChatNotice } from './chat/chat-notice.ts';
 import { chatRequest, retryAfterInBody } from './chat/chat-request.ts';
 import type { SpamVerdicts } from '../spam/spam-check.ts';
 import { checkAheadOfEmail } from './webhook-spam-check.ts';
+import { traced } from '../../shared/infra/tracing.ts';
 
 /** What webhook delivery needs of the configuration. */
 export type WebhookSettings = {
@@ -112,7 +113,9 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
     }
     const request = await buildRequest(context, delivery);
     if (!(await stillClaimed(em, 'webhook', id, claim, since, context.claimLeaseMs))) return lost('not delivered');
-    answer = await postWebhook(request.url, request.body, request.headers, { timeoutMs: context.timeoutMs, policy: context.policy });
+    answer = await traced('webhook post', { 'cfs.webhook.delivery_id': id, 'cfs.webhook.kind': endpoint.kind }, () =>
+      postWebhook(request.url, request.body, request.headers, { timeoutMs: context.timeoutMs, policy: context.policy }),
+    );
     if (answer.status >= 200 && answer.status < 300) {
       const sent = await recordDelivered(em, id, claim, answer.status);
       // Delivered before this worker could tell: the other worker's outcome stands.

@@ -15,4 +15,10 @@ export const HOUSEKEEPING_QUEUE = 'housekeeping';
 export type HousekeepingJob = Record<string, never>;
 
 /** A job to add: the job id is the row's id (`rowId`), so a second add of the same row is a no-op. */
-export type JobRequest<Data> = { name: string; data: Data; rowId: string };
+export type JobRequest<Data> = {
+  name: string;
+  data: Data;
+  rowId: string;
+  /** The trace context of the request that asked for the job, with tracing on (../tracing.ts): BullMQ carries it in the job's options. */
+  trace?: string | undefined;
+};

@@ -3,6 +3,7 @@ import { Queue } from 'bullmq';
 import type { Config } from '../config.ts';
 import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type HousekeepingJob, type JobRequest } from './jobs.ts';
 import { type RedisClient } from './redis.ts';
+import { inTrace, queueTelemetry } from '../tracing.ts';
 
 type QueueConfig = Pick<Config, 'QUEUE_PREFIX'>;
 
@@ -20,6 +21,7 @@ export function createDeliveryQueue<Job>(connection: RedisClient, config: QueueC
   return new Queue<Job>(DELIVERY_QUEUE, {
     connection,
     prefix: config.QUEUE_PREFIX,
+    ...queueTelemetry(),
     // Nothing reads the events stream (no QueueEvents); a short one is trimmed cheaply.
     streams: { events: { maxLen: 1_000 } },
     defaultJobOptions: {
@@ -39,6 +41,7 @@ export function createWebhookQueue<Job>(connection: RedisClient, prefix: string)
   return new Queue<Job>(WEBHOOK_QUEUE, {
     connection,
     prefix,
+    ...queueTelemetry(),
     defaultJobOptions: {
       // As for emails, the worker ends a delivery (WEBHOOK_RETRY_HORIZON_MS), not BullMQ's count.
       attempts: UNBOUNDED_ATTEMPTS,
@@ -60,7 +63,7 @@ export function createHousekeepingQueue(connection: RedisClient, prefix: string)
 /** Enqueues a delivery; jobId = the row's id, so a second add is a no-op. */
 export async function enqueueDelivery<Job>(queue: Queue<Job>, request: JobRequest<Job>): Promise<void> {
   // The payload's type is the feature's; BullMQ cannot narrow a job name of a generic queue.
-  await (queue as Queue).add(request.name, request.data, { jobId: request.rowId });
+  await inTrace(request.trace, () => (queue as Queue).add(request.name, request.data, { jobId: request.rowId }));
 }
 
 /**
@@ -71,5 +74,11 @@ export async function enqueueDelivery<Job>(queue: Queue<Job>, request: JobReques
  */
 export async function enqueueDeliveries<Job>(queue: Queue<Job>, requests: Array<JobRequest<Job>>): Promise<void> {
   if (requests.length === 1) return enqueueDelivery(queue, requests[0]!);
-  await (queue as Queue).addBulk(requests.map((request) => ({ name: request.name, data: request.data, opts: { jobId: request.rowId } })));
+  await (queue as Queue).addBulk(
+    requests.map((request) => ({
+      name: request.name,
+      data: request.data,
+      opts: request.trace ? { jobId: request.rowId, telemetry: { metadata: request.trace } } : { jobId: request.rowId },
+    })),
+  );
 }

@@ -3,6 +3,7 @@ import { Worker, type BackoffStrategy, type Processor, type WorkerOptions } from
 import type { Config } from '../config.ts';
 import { DELIVERY_QUEUE, WEBHOOK_QUEUE, HOUSEKEEPING_QUEUE, type HousekeepingJob } from './jobs.ts';
 import { type RedisClient } from './redis.ts';
+import { queueTelemetry } from '../tracing.ts';
 
 /** A failed attempt that chose its retry's delay itself, so that its row can say when the retry comes. */
 export type ScheduledRetryError = Error & { retryDelayMs?: number };
@@ -33,6 +34,7 @@ export function createDeliveryWorker<Job>(
     connection,
     prefix: config.QUEUE_PREFIX,
     limiter: NO_LIMIT,
+    ...queueTelemetry(),
     settings: { backoffStrategy },
     ...options,
   });
@@ -52,6 +54,7 @@ export function createWebhookWorker<Job>(
     connection,
     prefix: config.QUEUE_PREFIX,
     settings: { backoffStrategy },
+    ...queueTelemetry(),
     concurrency: config.WEBHOOK_CONCURRENCY,
     lockDuration: config.JOB_LOCK_MS,
     stalledInterval: config.JOB_LOCK_MS,
