@@ -1,6 +1,6 @@
 // /owner/keys/:keyId/submissions and /owner/keys/:keyId/spam: a key's messages as a list to search
 // and filter (the Spam view: only those held as spam), a page at a time.
-import { EMAIL_STATUSES } from '../../shared/submissions/delivery-columns.ts';
+import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
 import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import type { AppDeps, RouteContext } from '../context.ts';
 import { validate } from '../validate.ts';

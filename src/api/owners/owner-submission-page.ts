@@ -1,7 +1,7 @@
 // /owner/submissions/:id: one message on a page of its own, the whole record with its delivery
 // status (its own email's, each added recipient's copy's, and each chat and webhook delivery's), its
 // files and the forms that act on it.
-import { RESENDABLE } from '../../shared/submissions/delivery-statuses.ts';
+import { RESENDABLE } from '../../shared/deliveries/delivery-statuses.ts';
 import { defaultSubject } from '../../shared/submissions/submissions.ts';
 import type { AppDeps, RouteContext } from '../context.ts';
 import { renderPage, SCRIPTED_PAGE_HEADERS } from '../view.ts';

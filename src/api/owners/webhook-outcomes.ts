@@ -2,7 +2,7 @@
 // where it went (the platform and the URL's host: a chat URL's secret or a webhook URL's query
 // never shows), its status and attempts, the last HTTP answer or error, and when.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { EmailStatus } from '../../shared/submissions/delivery-columns.ts';
+import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
 import { listWebhookDeliveries } from '../../shared/webhooks/webhooks.ts';
 import { CHAT_NAMES, isChatKind } from '../../shared/webhooks/chat-channels.ts';
 
