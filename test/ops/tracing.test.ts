@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
 import { enqueueDelivery } from '../../src/shared/infra/queues/queues.ts';
-import { submissionJob } from '../../src/shared/submissions/delivery-jobs.ts';
+import { submissionJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { createdEventId } from '../../src/shared/webhooks/created-event-id.ts';
 import { buildSubmission, buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
