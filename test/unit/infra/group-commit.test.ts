@@ -79,11 +79,11 @@ describe('groupCommit', () => {
     // A full batch waits for no timer: it is written before the clock moves on.
     const full = Promise.all([3, 4, 5].map((item) => write(item)));
     await vi.advanceTimersByTimeAsync(0);
-    await full;
     expect(writes).toEqual([
       { items: [1, 2], atMs: 300 },
       { items: [3, 4, 5], atMs: 300 },
     ]);
+    await full;
   });
 
   it('fails only the caller whose item fails, when a shared write fails', async () => {
