@@ -6,7 +6,7 @@ import { buildWebhookEndpoint } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { count } from '../support/client.ts';
 import { form, request } from '../support/http.ts';
-import { submissionRow } from '../support/rows.ts';
+import { mailSettled, submissionRow } from '../support/rows.ts';
 import type { ReceivedMail } from '../support/smtp-sink.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 
@@ -44,7 +44,6 @@ const rows = () => count(h, 'submissions');
 const mailOf = (id: string) =>
   eventually(async () => h.sink.messages.find((mail) => mail.parsed.messageId === `<submission-${id}@example.test>`), 20_000, `the email of ${id}`);
 const mailsTo = (address: string) => h.sink.messages.filter((mail: ReceivedMail) => mail.envelope.to.includes(address));
-const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
 
 const INVALID_KEY = {
   success: false,
@@ -189,7 +188,7 @@ describe('the reserved fields of other form services', () => {
     expect(person.status).toBe(200);
     expect((await submissionRow(h, person.json.submission_id))!.custom_fields).toEqual([]);
     await mailOf(person.json.submission_id);
-    await settle();
+    await mailSettled(h);
     expect(await rows()).toBe(before + 1);
     expect(h.sink.messages.some((mail) => mail.raw.toString('utf8').includes(bot))).toBe(false);
   });
@@ -204,7 +203,7 @@ describe('the reserved fields of other form services', () => {
     ]);
     expect(response.status).toBe(200);
     const mail = await mailOf(response.json.submission_id);
-    await settle();
+    await mailSettled(h);
     expect(mail.envelope.to).toEqual(['owner@example.test']);
     expect(mailsTo('bystander@elsewhere.example')).toEqual([]);
     expect(mailsTo('another@elsewhere.example')).toEqual([]);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { multipartBody, postRaw, type Part } from '../support/multipart.ts';
 import { CONTACT_API, count, submitJson } from '../support/client.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
+import { mailSettled } from '../support/rows.ts';
 
 let h: Harness;
 let key: TestKey;
@@ -37,7 +38,7 @@ describe('Idempotency-Key', () => {
     // The email is sent once: a late retry finds it sent, and sends nothing more.
     const late = await submitJson(h, body(message), withKey('order-1001'));
     expect(late.json.submission_id).toBe(first.json.submission_id);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await mailSettled(h);
     expect(h.sink.messages.filter((mail) => mail.parsed.text?.includes(message))).toHaveLength(1);
   });
 

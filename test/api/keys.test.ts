@@ -1,7 +1,8 @@
 // POST / — key generation and listing, the per-address limit, and every 400 case.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { updateKey } from '../support/factories.ts';
-import { postJson, startHarness, type Harness } from '../support/harness.ts';
+import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
+import { mailSettled } from '../support/rows.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -13,15 +14,9 @@ let sequence = 0;
 const freshAddress = () => `person${++sequence}-${Date.now()}@example.test`;
 const generate = (email: string, extra: Record<string, unknown> = {}) => postJson(`${h.url}/`, { email, ...extra });
 const mailsTo = (address: string) => h.sink.messages.filter((mail) => mail.envelope.to.includes(address));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function waitForMailsTo(address: string, count: number) {
-  const deadline = Date.now() + 20_000;
-  while (mailsTo(address).length < count) {
-    if (Date.now() > deadline) throw new Error(`expected ${count} emails to ${address}, got ${mailsTo(address).length}`);
-    await sleep(25);
-  }
-  return mailsTo(address);
+  return eventually(async () => (mailsTo(address).length >= count ? mailsTo(address) : undefined), 20_000, `${count} emails to ${address}`);
 }
 
 describe('generateKey', () => {
@@ -131,7 +126,8 @@ describe('getKeys', () => {
     expect(response.status).toBe(200);
     expect(response.json.success).toBe(true);
     expect(response.json.keys_count).toBe(0);
-    await sleep(300);
+    // Every email the service took on is sent (or failed): one for this address would be in the sink now.
+    await mailSettled(h);
     expect(mailsTo(email)).toHaveLength(0);
     expect(await h.sql('select * from key_emails where email = $1', [email])).toEqual([]);
   });

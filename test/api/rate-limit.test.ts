@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 import { submitFrom } from '../support/client.ts';
+import { sleep } from '../support/sleep.ts';
 
 const LIMIT_MESSAGE = 'Too many requests. Please wait 3 seconds before trying again.';
 const TOKEN = 'rate-limit-test-admin-token';
@@ -117,7 +118,7 @@ describe('rate limit', () => {
   it('lets the next request through once the window has passed', async () => {
     expect((await submit(limited, '127.0.0.8')).status).toBe(200);
     expect((await submit(limited, '127.0.0.8')).status).toBe(429);
-    await new Promise((resolve) => setTimeout(resolve, 3_100));
+    await sleep(3_100);
     expect((await submit(limited, '127.0.0.8')).status).toBe(200);
   });
 });

@@ -7,6 +7,7 @@ import { eventually, listObjectKeys, startHarness, type Harness } from '../suppo
 import { submissionRow } from '../support/rows.ts';
 import { multipartBody, postAndAbort, postRaw, type FilePart, type Part, type PostOptions } from '../support/multipart.ts';
 import { count, expected, submitMultipart } from '../support/client.ts';
+import { sleep } from '../support/sleep.ts';
 
 const MB10 = 10 * 1024 * 1024; // 10,485,760 bytes
 
@@ -78,7 +79,7 @@ async function snapshot(harness: Harness = h): Promise<Snapshot> {
 /** Nothing of a refused request stays: no submission with its token, no new row, no new object, no email. */
 async function expectNothingLeft(before: Snapshot, token: string, harness: Harness = h): Promise<void> {
   // Give a late upload (an object written after the clean-up) or a stray delivery time to show up.
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await sleep(500);
   expect(await harness.sql('select id from submissions where message like $1', [`%${token}%`])).toEqual([]);
   expect(await snapshot(harness)).toEqual(before);
   expect(harness.sink.messages.filter((mail) => mail.parsed.text?.includes(token))).toEqual([]);

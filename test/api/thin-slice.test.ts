@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, postJson, startHarness, type Harness } from '../support/harness.ts';
 import { submissionRow } from '../support/rows.ts';
 import { count, expected, submitJson } from '../support/client.ts';
+import { sleep } from '../support/sleep.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -106,7 +107,7 @@ describe('submission ids', () => {
       const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message: `ordered ${i}` });
       expect(response.status).toBe(200);
       ids.push(response.json.submission_id as string);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await sleep(5);
     }
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect([...ids].sort()).toEqual(ids);

@@ -13,6 +13,7 @@ import { freePort } from '../../src/local/services.ts';
 import { eventually, postJson } from '../support/harness.ts';
 import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout } from '../support/processes.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
+import { sleep } from '../support/sleep.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const IDLE_STOP_LIMIT_MS = 5_000;
@@ -207,7 +208,7 @@ describe('Ctrl+C on npm start', () => {
         id = await submit(running, 'cut short by a second Ctrl+C');
         await eventually(async () => ((await statusOf(running.databaseUrl, id)) === 'sending' ? true : undefined), 10_000, 'the row being sent');
         ctrlC(running);
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        await sleep(1_000);
         const t0 = Date.now();
         ctrlC(running);
         expect(await allGone(running, t0, 30_000)).toBeLessThan(IDLE_STOP_LIMIT_MS);

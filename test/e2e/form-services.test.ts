@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, serveHtml, type StaticServer } from '../support/browser.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import type { ReceivedMail } from '../support/smtp-sink.ts';
+import { mailSettled } from '../support/rows.ts';
 
 // `{SITE}`: the site's own address, where the form's author sends visitors after a message.
 const FORMS = {
@@ -186,8 +187,8 @@ describe('a form written for another service, only its action changed', () => {
     expect(mail.parsed.replyTo?.value[0]?.address).toBe('edsger@visitors.example');
     expect(mail.parsed.text).toContain('name: Edsger');
     expectNoReservedField(mail);
-    // Give a copy or an autoresponse the time to go, if one were going to.
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Every email taken on is sent: a copy or an autoresponse would be in the sink now.
+    await mailSettled(h);
     for (const address of ['another@elsewhere.example', 'yetanother@elsewhere.example', 'edsger@visitors.example']) expect(mailsTo(address)).toEqual([]);
     expect(h.sink.messages.some((sent) => sent.raw.toString('utf8').includes('prize.example'))).toBe(false);
   });
@@ -200,7 +201,7 @@ describe('a form written for another service, only its action changed', () => {
     // What a bot does and a person cannot: fill the hidden field.
     await page.evaluate("document.querySelector('[name=_honey]').value = 'http://spam.example'");
     await Promise.all([page.waitForURL((url) => url.pathname === '/contact/success/', { waitUntil: 'load' }), page.locator('button[type=submit]').click()]);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await mailSettled(h);
     expect(h.sink.messages.some((sent) => sent.raw.toString('utf8').includes('Cheap pills'))).toBe(false);
   });
 });

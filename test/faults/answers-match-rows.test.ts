@@ -16,6 +16,7 @@ import { freePort, startPostgres, type LocalService } from '../../src/local/serv
 import { buildRecipient } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { descendants } from '../support/processes.ts';
+import { sleep } from '../support/sleep.ts';
 
 /** Longer than any settled answer takes (the API's wait, then SETTLE_MS of asking): past it, a request got no answer. */
 const CLIENT_TIMEOUT_MS = API_PG_WAITS.queryMs * 3 + SETTLE_MS;
@@ -75,8 +76,6 @@ async function submitOnce(accessKey: string, message: string): Promise<Outcome> 
   }
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('answers against the table through a PostgreSQL restart and a stall', () => {
   it('each 2xx has its row once, each error answer has none', async () => {
     const run = `${Date.now()}`;
@@ -86,13 +85,13 @@ describe('answers against the table through a PostgreSQL restart and a stall', (
       // Bounded: at most 300 requests per client, and the loop ends when the test says so.
       for (let i = 0; running && i < 300; i++) {
         outcomes.push(await submitOnce(keys[client % keys.length]!, `answers ${run} client ${client} request ${i}`));
-        await pause(20);
+        await sleep(20);
       }
     });
 
-    await pause(1_000);
+    await sleep(1_000);
     for (const pid of postgresProcesses()) process.kill(pid, 'SIGKILL');
-    await pause(DOWN_MS);
+    await sleep(DOWN_MS);
     postgres = await startPostgres({ dir, persistent: true, port });
     // Back: a submission is stored again (any client's 200 after the restart).
     const restarted = outcomes.length;
@@ -102,11 +101,11 @@ describe('answers against the table through a PostgreSQL restart and a stall', (
       'a 200 after the restart',
     );
 
-    await pause(1_000);
+    await sleep(1_000);
     const stopped = postgresProcesses();
     for (const pid of stopped) process.kill(pid, 'SIGSTOP');
     try {
-      await pause(STALL_MS);
+      await sleep(STALL_MS);
     } finally {
       for (const pid of stopped) process.kill(pid, 'SIGCONT');
     }

@@ -15,6 +15,7 @@ import { CONTACT_API } from '../support/client.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { request, type RawResponse } from '../support/http.ts';
 import { spawnApi, type WorkerChild } from '../support/workers.ts';
+import { sleep } from '../support/sleep.ts';
 
 const API_COUNT = 3;
 /** The service's own rate limit: one public POST per client address every 3 s. */
@@ -152,7 +153,7 @@ it('restarts the three processes one at a time under a load: every answer normal
   const failures: string[] = [];
   let loading = true;
   const load = clients.map(async (from, n) => {
-    await new Promise((resolve) => setTimeout(resolve, (n * 3_500) / clients.length));
+    await sleep((n * 3_500) / clients.length);
     while (loading) {
       const started = Date.now();
       try {
@@ -161,7 +162,7 @@ it('restarts the three processes one at a time under a load: every answer normal
       } catch (error) {
         failures.push(`${from}: ${(error as Error).message}`);
       }
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + 3_500 - Date.now())));
+      await sleep(Math.max(0, started + 3_500 - Date.now()));
     }
   });
 

@@ -22,6 +22,7 @@ import { eventually, insertKey, TEST_SECRET } from '../support/harness.ts';
 import { createNetwork, type Network } from '../support/netns.ts';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink.ts';
 import { spawnApi, spawnWorker, type Launcher, type WorkerChild } from '../support/workers.ts';
+import { sleep } from '../support/sleep.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 type HostName = 'api' | 'worker1' | 'worker2' | 'postgres' | 'redis';
@@ -167,8 +168,6 @@ async function startOn(host: HostName, name: string, ready: RegExp, command: str
   child.stderr!.resume();
   return { child, output: () => '', stop: () => stopChild(child, 'SIGTERM', 15_000), kill: () => stopChild(child, 'SIGKILL') };
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 type Answer = { status: number; retryAfter: string | null; body: any; startedAt: number; ms: number };
 type Outcome = Answer | { error: string; startedAt: number; ms: number };

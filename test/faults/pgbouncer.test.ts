@@ -22,6 +22,7 @@ import { request } from '../support/http.ts';
 import { startPgBouncer, POOL_SIZE, type PgBouncer } from '../support/pgbouncer.ts';
 import { sendRaw } from '../support/smtp-client.ts';
 import { spawnApi, spawnWorker, type WorkerChild } from '../support/workers.ts';
+import { sleep } from '../support/sleep.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BOUNCE_DOMAIN = 'bounces.test';
@@ -83,7 +84,7 @@ async function peakConnections<T>(during: () => Promise<T>): Promise<{ result: T
       const now = await connections();
       peak.total = Math.max(peak.total, now.total);
       peak.listening = Math.max(peak.listening, now.listening);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
   })();
   try {

@@ -13,6 +13,7 @@ import { entities } from '../../src/shared/schema.ts';
 import { freePort, startPostgres, type LocalService } from '../../src/local/services.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { descendants } from '../support/processes.ts';
+import { sleep } from '../support/sleep.ts';
 
 /** How long a client waits for an answer before it gives up. */
 const CLIENT_TIMEOUT_MS = 10_000;
@@ -84,18 +85,18 @@ describe('PostgreSQL restart under load', () => {
       for (let i = 0; running && i < 400; i++) {
         outcomes.push(await submitOnce(`client ${client} request ${i}`));
         sent += 1;
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
       }
     });
 
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     const beforeKill = outcomes.length;
     killPostgres();
-    await new Promise((resolve) => setTimeout(resolve, DOWN_MS / 2));
+    await sleep(DOWN_MS / 2);
     const ready = await fetch(`${h.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { down: string[] }).down).toContain('postgres');
-    await new Promise((resolve) => setTimeout(resolve, DOWN_MS / 2));
+    await sleep(DOWN_MS / 2);
     const downOutcomes = outcomes.slice(beforeKill);
     postgres = await startPostgres({ dir, persistent: true, port });
     const restartedAt = Date.now();
@@ -110,7 +111,7 @@ describe('PostgreSQL restart under load', () => {
       'a 200 after PostgreSQL is back',
     );
     const recoveredInMs = Date.now() - restartedAt;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     running = false;
     await Promise.all(clients);
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import type { SinkStep } from '../support/smtp-sink.ts';
+import { sleep } from '../support/sleep.ts';
 
 let h: Harness;
 let key: string;
@@ -56,7 +57,7 @@ async function outlastsRefusal(step: SinkStep, reply: { code: number; message: s
     expect(refused.filter((row) => row.email_status === 'failed')).toEqual([]);
     expect(refused.some((row) => row.last_error?.includes(String(reply.code)))).toBe(true);
     // Still refused a while later: the rows wait, none has become `failed`.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    await sleep(1_500);
     expect((await rowsOf(ids)).map((row) => row.email_status).filter((status) => status === 'failed')).toEqual([]);
   } finally {
     h.sink.refuse(step, undefined);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import { startSmtpSink } from '../support/smtp-sink.ts';
+import { sleep } from '../support/sleep.ts';
 
 const OUTAGE_MS = 20_000;
 const ADMIN_TOKEN = 'smtp-outage-admin-token-0123';
@@ -30,8 +31,6 @@ beforeAll(async () => {
   key = (await h.createKey()).key;
 });
 afterAll(() => h?.stop());
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Submits SUBMISSIONS_PER_SECOND for the length of the outage; returns the ids answered 200. */
 async function submitDuring(label: string): Promise<string[]> {

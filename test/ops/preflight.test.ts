@@ -3,7 +3,7 @@
 // it), exit 78, with no service started, no email sent and no row changed. Two starts on one
 // DATA_DIR: the second names the first; a lock left by a start that crashed is taken over.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -84,18 +84,33 @@ describe('npm start with the API port taken', () => {
     // Their webhook deliveries are written with them, pending: a worker that ran would have sent them.
     expect(before[1]).toHaveLength(4);
 
-    const run = npm(['start'], startEnv(await dataDir(), { PORT: String(takenPort), HOST: '127.0.0.1' }));
+    const dir = await dataDir();
+    const run = npm(['start'], startEnv(dir, { PORT: String(takenPort), HOST: '127.0.0.1' }));
     expect(await run.exited).toBe(78);
     expect(ownLines(run.output())).toEqual([
       `npm start: PORT: port 127.0.0.1:${takenPort} is already in use by PID ${process.pid}: ${commandOf(process.pid)}; stop it or set PORT to a free port.`,
     ]);
     expect(run.output()).not.toContain('running');
-    // A worker, had one started, takes these jobs within a second or two; none may have.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Nothing of the run is left that could still take these jobs (a worker it started would carry
+    // its DATA_DIR): what the rows say now is final.
+    await eventually(async () => (processesOn(dir).length === 0 ? true : undefined), 30_000, 'every process of the run gone');
     expect(await rows()).toEqual(before);
     expect(h.sink.messages).toHaveLength(0);
   }, 60_000);
 });
+
+/** The processes running with this data directory: a run of `npm start` and whatever it started. */
+function processesOn(dir: string): string[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`DATA_DIR=${dir}`);
+      } catch {
+        return false; // gone while we read
+      }
+    });
+}
 
 /** A process's command line as the message shows it: shortened to 120 characters. */
 function commandOf(pid: number): string {

@@ -8,6 +8,8 @@ import { eventually, listObjectKeys, postJson, startHarness, type Harness } from
 import { request } from '../support/http.ts';
 import { adminClient, count as countIn, submitter } from '../support/client.ts';
 import { askForLink, postForm, signInMailsTo } from '../support/owner.ts';
+import { mailSettled } from '../support/rows.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'abuse-test-admin-token-0123';
 let verifyCalls: Array<Record<string, string>> = [];
@@ -121,7 +123,7 @@ describe('mail bombing through POST /', () => {
     await askForLink(h, owner.email);
     const before = signInMailsTo(h, owner.email).length;
     expect((await postForm(h, '/owner/sign-in', { email: owner.email })).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await mailSettled(h);
     expect(signInMailsTo(h, owner.email)).toHaveLength(before);
     expect(await h.sql("select count(*)::int as n from key_emails where mailbox = $1 and kind = 'sign-in'", [owner.email])).toEqual([{ n: 2 }]);
   });
@@ -141,7 +143,7 @@ describe('honeypot', () => {
     const json = (await response.json()) as any;
     expect(response.status).toBe(200);
     expect(json).toEqual({ success: true, message: 'Message sent successfully.', submission_id: expect.any(String), attachments: 1, email_status: 'queued' });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(await count('submissions')).toBe(rows);
     expect((await listObjectKeys(h.storage)).length).toBe(objects);
     expect(await h.sql(`select id from submissions where email = 'bot@example.org'`)).toEqual([]);

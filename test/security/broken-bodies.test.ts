@@ -7,6 +7,7 @@ import { createLogger } from '../../src/shared/infra/log.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { CONTACT_API, submitJson } from '../support/client.ts';
 import { multipartBody } from '../support/multipart.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'broken-bodies-admin-token-0123';
 const lines: string[] = [];
@@ -55,12 +56,12 @@ async function raw(chunks: Array<string | Buffer>, options: { close?: boolean; p
     for (const [index, chunk] of chunks.entries()) {
       const answered = new Promise((resolve) => socket.once('data', resolve));
       socket.write(chunk);
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      await sleep(pauseMs);
       if (index === 0 && options.answeredFirst) await Promise.race([answered, closed]);
     }
   }
   if (options.close) socket.destroy();
-  await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  await Promise.race([closed, sleep(5_000)]);
   socket.destroy();
   return Buffer.concat(received).toString('latin1');
 }

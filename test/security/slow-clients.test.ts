@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
 import { request } from '../support/http.ts';
 import { multipartBody, postRaw, type Part } from '../support/multipart.ts';
+import { sleep } from '../support/sleep.ts';
 
 /** Default body timeout (20 s, longer than any test here waits) and a single upload slot. */
 let slots: Harness;
@@ -118,8 +119,6 @@ const FILE_BYTES_SEEN = 200;
  */
 const PAST_SMALL = 300 * 1024;
 const BIG_FILE = 400 * 1024;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The head of a POST whose body is announced at `length` bytes. */
 const postHead = (path: string, contentType: string, length: number) =>

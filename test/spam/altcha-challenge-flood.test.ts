@@ -8,6 +8,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { request, type RawResponse } from '../support/http.ts';
+import { sleep } from '../support/sleep.ts';
 
 /** RATE_LIMIT_MAX here, in a window of a minute: a flood never outlasts it, even on a busy machine. */
 const LIMIT = 2;
@@ -76,7 +77,7 @@ async function transactions(): Promise<number> {
       [database],
     );
     if (rows[0]!.busy === 0) return rows[0]!.n;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await sleep(250);
   }
 }
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { formMessage, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
+import { sleep } from '../support/sleep.ts';
 
 const SUBMISSIONS = 400;
 const CLIENTS = 12;
@@ -80,7 +81,7 @@ describe('a burst of submissions', () => {
       req.resume();
       req.on('end', () => {
         line = line.then(async () => {
-          await new Promise((resolve) => setTimeout(resolve, 50));
+          await sleep(50);
           inFlight -= 1;
           res.setHeader('content-type', 'application/json');
           res.end(JSON.stringify({ score: 1, symbols: {} }));

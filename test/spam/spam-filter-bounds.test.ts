@@ -9,6 +9,7 @@ import { backdateSpamTeachings } from '../support/factories.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'spam-bounds-admin-token-0123456789';
 const CAP = 3;
@@ -87,7 +88,7 @@ describe('the teaching allowance', () => {
     // The workers try every TEACH_LATER_INTERVAL_MS; within the hour the allowance stays spent.
     const waiting = ids.slice(CAP);
     const marksBefore = await ownerMarks(key.email);
-    await new Promise((resolve) => setTimeout(resolve, 10 * TEACH_LATER_INTERVAL_MS));
+    await sleep(10 * TEACH_LATER_INTERVAL_MS);
     expect(await taughtOf(waiting)).toEqual([]);
     // An hour later (the marks taught moved back by one), the two waiting marks are taught, as marked now.
     await backdateSpamTeachings(h, key, { minutes: 61 });

@@ -18,6 +18,7 @@ import { startBounceReceiver, type BounceProcess } from '../../src/bounces/proce
 import { buildKey, type KeyOverrides, type KeyRow } from './factories.ts';
 import { jsonOrUndefined } from './http.ts';
 import { startSmtpSink, type SmtpSink } from './smtp-sink.ts';
+import { sleep } from './sleep.ts';
 
 export type Harness = {
   config: Config;
@@ -79,7 +80,7 @@ async function dropDatabase(database: string): Promise<void> {
     for (let i = 0; i < 60; i++) {
       const { rows } = await admin.query<{ n: number }>('select count(*)::int as n from pg_stat_activity where datname = $1', [database]);
       if (rows[0]?.n === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
   } finally {
@@ -251,7 +252,7 @@ export async function eventually<T>(check: () => Promise<T | undefined>, timeout
     const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await sleep(50);
   }
 }
 

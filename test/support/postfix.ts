@@ -11,6 +11,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { freePort } from '../../src/local/services.ts';
+import { sleep } from './sleep.ts';
 
 const run = promisify(execFile);
 /** Postfix passes some of its environment on to its daemons; it gets a plain one, not the test runner's. */
@@ -110,7 +111,7 @@ export async function startPostfix(options: PostfixOptions): Promise<PostfixInst
 
   const stop = async () => {
     await run(postfix, ['-c', config, 'stop']).catch(() => undefined);
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+    await Promise.race([exited, sleep(10_000)]);
     if (child.exitCode === null && child.pid) process.kill(-child.pid, 'SIGKILL');
     await listAlternate(postconf, config, false);
     await rm(root, { recursive: true, force: true });
@@ -168,7 +169,7 @@ async function waitForGreeting(port: number, timeoutMs: number, gone: () => bool
       socket.once('close', () => resolve(false));
     });
     if (greeted) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   throw new Error(`no SMTP greeting on port ${port} within ${timeoutMs} ms`);
 }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Cluster, Redis } from 'ioredis';
 import { freePort, startRedis, stopChild } from '../../src/local/services.ts';
 import { withTimeout } from '../../src/shared/infra/timeout.ts';
+import { sleep } from './sleep.ts';
 
 /** A master killed by `killMasterOf`: its port, the port of its replica, and when it died. */
 export type KilledMaster = { killedPort: number; replicaPort: number; killedAt: number };
@@ -185,7 +186,7 @@ export async function startRedisCluster(): Promise<RedisCluster> {
         })().catch(() => false);
         if (settled) return;
         if (Date.now() > deadline) throw new Error(`node ${port} was not the master of slot ${slot} for every node within ${timeoutMs} ms:\n${await report()}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await sleep(100);
       }
     },
     async keysByMaster() {
@@ -242,7 +243,7 @@ async function waitForClusterReady(ports: number[]): Promise<void> {
       }
     })().catch(() => false);
     if (ready) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   throw new Error('the Redis Cluster did not become ready');
 }

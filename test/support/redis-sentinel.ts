@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { ensureRedisServer, freePort, startRedis, stopChild } from '../../src/local/services.ts';
 import { spawnTracked, waitForOutput } from '../../src/local/processes.ts';
 import { eventually } from './harness.ts';
+import { sleep } from './sleep.ts';
 
 export const SENTINEL_MASTER = 'cfs';
 /** Longer than a test runs before its kill; a failover that works takes a few seconds whatever it is. */
@@ -134,7 +135,7 @@ export async function startSentinelSetup(): Promise<SentinelSetup> {
       const replicas = (await ask((client) => client.call('SENTINEL', 'replicas', SENTINEL_MASTER))) as unknown[];
       if (String(quorum).includes('3 usable') && replicas.length === 1) break;
       if (Date.now() > deadline) throw new Error(`the sentinels did not get ready: ${String(quorum)}, ${replicas.length} replica(s)`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
   } catch (error) {
     await stop();

@@ -3,6 +3,7 @@
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
+import { sleep } from './sleep.ts';
 
 /** `client`: the address the message came from (which host, in the partition tests). */
 export type ReceivedMail = { envelope: { from: string; to: string[] }; parsed: ParsedMail; raw: Buffer; client: string };
@@ -62,7 +63,7 @@ export async function startSmtpSink(port = 0, host = '127.0.0.1'): Promise<SmtpS
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       const received = async () => {
-        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+        if (delayMs > 0) await sleep(delayMs);
         const refusal = behaviour?.(session);
         if (refusal) {
           callback(Object.assign(new Error(refusal.message), { responseCode: refusal.code }));
@@ -109,7 +110,7 @@ export async function startSmtpSink(port = 0, host = '127.0.0.1'): Promise<SmtpS
       const deadline = Date.now() + timeoutMs;
       while (messages.length < count) {
         if (Date.now() > deadline) throw new Error(`expected ${count} emails at the sink, got ${messages.length}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
+        await sleep(25);
       }
       return messages;
     },

@@ -17,6 +17,7 @@ import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { INSTALL_TIMEOUT_MS, preparePreviousRelease, spawnPreviousApi, spawnPreviousWorker, type Release } from '../support/previous-release.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 import type { WorkerChild } from '../support/workers.ts';
+import { sleep } from '../support/sleep.ts';
 
 const HOST = '127.0.0.7';
 const TOKEN = 'mixed-versions-admin-token-0123456789';
@@ -111,7 +112,7 @@ async function expectDeliveredOnce(mix: Mix, ids: string[], kinds: Kind[]): Prom
     throw new Error(`${(error as Error).message}; ${missing().length} of ${ids.length} not delivered: ${JSON.stringify(missing().slice(0, 3))}`);
   });
   // A second send of any of them would come within a reconciler run or two.
-  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  await sleep(3_000);
   for (const row of arrivals(mix, ids)) for (const kind of kinds) expect(row[kind], `${kind} of ${row.id}`).toBe(1);
 }
 

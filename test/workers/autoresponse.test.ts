@@ -19,6 +19,7 @@ import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { sendRaw } from '../support/smtp-client.ts';
 import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'autoresponse-test-admin-token-0123456789';
 const DOMAIN = 'bounces.test';
@@ -469,7 +470,7 @@ describe('a submission whose owner’s email a worker of the previous release se
     );
     expect(record.email_status).toBe('sent');
     // Another reconciler run or two (RECONCILE_INTERVAL_MS) finds nothing left to do.
-    await new Promise((resolve) => setTimeout(resolve, 25_000));
+    await sleep(25_000);
     const copies = mailsTo(colleague.email);
     expect(copies).toHaveLength(1);
     expect(copies[0]!.parsed.text).toContain(VISITOR_TEXT);

@@ -10,6 +10,7 @@ import { startSmtpSink } from '../support/smtp-sink.ts';
 import { Redis } from 'ioredis';
 import { createDeliveryQueue } from '../../src/shared/infra/queues/queues.ts';
 import type { DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
+import { sleep } from '../support/sleep.ts';
 
 const TOKEN = 'delivery-test-admin-token';
 let h: Harness;
@@ -246,7 +247,7 @@ describe('retries and statuses', () => {
       expect(failed.email_attempts).toBe(1);
       expect(failed.last_error).toContain('550');
       expect(failed.last_error).toContain('Mailbox unavailable');
-      await new Promise((resolve) => setTimeout(resolve, 600));
+      await sleep(600);
       expect((await statusOf(id)).email_attempts).toBe(1);
     } finally {
       h.sink.behave(undefined);
@@ -322,7 +323,7 @@ describe('retries and statuses', () => {
     const id = (await submit({ message: 'while smtp is down' })).json.submission_id;
     const retrying = await untilStatus(id, 'retrying');
     expect(retrying.last_error).toMatch(/ECONNREFUSED|connect/i);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await sleep(400);
     const revived = await startSmtpSink(port);
     try {
       await untilStatus(id, 'sent');

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { submitJson } from '../support/client.ts';
 import { startHarness, type Harness } from '../support/harness.ts';
+import { sleep } from '../support/sleep.ts';
 
 const STALL_MS = 1_500;
 let h: Harness;
@@ -22,7 +23,7 @@ async function waitForStatus(status: number, withinMs = 30_000): Promise<number>
   while (Date.now() - started < withinMs) {
     last = (await fetch(livez)).status;
     if (last === status) return Date.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
   throw new Error(`/livez answered ${last}, not ${status}, for ${withinMs} ms`);
 }
@@ -33,7 +34,7 @@ describe("a worker's /livez", () => {
     expect(port).toBeGreaterThan(0);
     livez = `http://127.0.0.1:${port}/livez`;
     // Idle past the stall time, with nothing waiting: alive.
-    await new Promise((resolve) => setTimeout(resolve, STALL_MS + 500));
+    await sleep(STALL_MS + 500);
     expect((await fetch(livez)).status).toBe(200);
 
     await h.workers[0]!.worker.pause(true);

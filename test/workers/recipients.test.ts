@@ -19,6 +19,7 @@ import { signIn } from '../support/owner.ts';
 import { sendRaw } from '../support/smtp-client.ts';
 import type { ReceivedMail } from '../support/smtp-sink.ts';
 import { formMessage, spamFilterEnv, startSpamFilter } from '../support/spam-filter.ts';
+import { mailSettled } from '../support/rows.ts';
 
 const TOKEN = 'recipients-test-admin-token-0123456789';
 const DOMAIN = 'bounces.test';
@@ -87,8 +88,6 @@ const settled = (id: string, copies: number) =>
 const mailsTo = (address: string) => h.sink.messages.filter((mail) => mail.envelope.to.includes(address));
 const requestsTo = (address: string) => mailsTo(address).filter((mail) => mail.parsed.subject === CONFIRM_SUBJECT);
 const copiesTo = (address: string) => mailsTo(address).filter((mail) => mail.parsed.subject !== CONFIRM_SUBJECT);
-/** Waits a moment for mail that should not come, then says how much did. */
-const settle = () => new Promise((resolve) => setTimeout(resolve, 1500));
 
 /** The confirmation link in a request (or a copy), moved to the API's real origin. */
 function linkIn(mail: ReceivedMail): URL {
@@ -147,7 +146,7 @@ describe('adding and removing recipients', () => {
     expect(JSON.parse(kept.text).recipients.map((recipient: { email: string }) => recipient.email)).toEqual(
       five.slice(0, 4).map((email) => email.toLowerCase()),
     );
-    await settle();
+    await mailSettled(h);
     // Kept ones are not asked again.
     for (const address of five.map((email) => email.toLowerCase())) expect(requestsTo(address)).toHaveLength(1);
     // The admin API sees and sets the same list.
@@ -171,7 +170,7 @@ describe('the consent of an added address', () => {
       expect(found.copies).toMatchObject([{ email: colleague, email_status: 'held', resendable: false }]);
     }
     const asked = await eventually(async () => requestsTo(colleague)[0], 20_000, 'the request to confirm');
-    await settle();
+    await mailSettled(h);
     expect(mailsTo(colleague)).toHaveLength(1);
 
     // Opening the link changes nothing: mail scanners fetch links.
@@ -228,7 +227,7 @@ describe('the consent of an added address', () => {
     ]);
 
     await eventually(async () => (requestsTo(stranger).length === 3 ? true : undefined), 20_000, 'three requests');
-    await settle();
+    await mailSettled(h);
     expect(mailsTo(stranger)).toHaveLength(3);
     expect(mailsTo('stranger+forms@elsewhere.example')).toHaveLength(0);
     const [counted] = await h.sql<{ n: number }>("select count(*)::int as n from key_emails where kind = 'recipient-confirm' and mailbox = $1", [stranger]);
@@ -250,7 +249,7 @@ describe('the consent of an added address', () => {
     // Its link now leads nowhere, and confirming through it is refused.
     expect((await answer(linkIn(mail), 'confirm')).status).toBe(400);
     expect((await settled(await submit(key), 0)).email_status).toBe('sent');
-    await settle();
+    await mailSettled(h);
     expect(mailsTo(unwilling)).toHaveLength(1);
   });
 
@@ -283,7 +282,7 @@ describe('the consent of an added address', () => {
     expect(oneClick.text).toContain('is no longer one of the recipients');
     expect((await admin('GET', `/admin/keys?email=${encodeURIComponent(key.email)}`)).json.keys[0].recipients).toEqual([]);
     expect((await settled(await submit(key), 0)).email_status).toBe('sent');
-    await settle();
+    await mailSettled(h);
     expect(copiesTo(reader)).toHaveLength(1);
 
     // A forged token is refused and removes nothing.
@@ -395,7 +394,7 @@ describe('each copy on its own', () => {
     await eventually(async () => (copiesTo(a).length === 2 ? true : undefined), 20_000, 'the copy sent again');
     const found = await settled(id, 2);
     expect(copyOf(found, a).email_status).toBe('sent');
-    await settle();
+    await mailSettled(h);
     expect(copiesTo(b)).toHaveLength(1);
     expect(mailsTo(key.email).filter((mail) => mail.parsed.subject !== 'Sign in to your contact form keys')).toHaveLength(1);
 
@@ -432,7 +431,7 @@ describe('each copy on its own', () => {
     const held = await settled(id, 0);
     expect(held.email_status).toBe('spam');
     expect(held.copies).toEqual([]);
-    await settle();
+    await mailSettled(h);
     expect(copiesTo(colleague)).toHaveLength(0);
 
     const owner = await signIn(h, key.email);
@@ -445,6 +444,9 @@ describe('each copy on its own', () => {
 });
 
 describe('a confirmation at the moment the copies are made', () => {
+  /** A statement of this file's database is waiting for a lock another transaction holds. */
+  const waitingOnLock = async () =>
+    (await h.sql("select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")).length > 0;
   const deferred = () => {
     let open!: () => void;
     const promise = new Promise<void>((resolve) => (open = resolve));
@@ -456,15 +458,17 @@ describe('a confirmation at the moment the copies are made', () => {
     const recipient = await buildKeyRecipient(h, { key, confirmed: false });
     const submission = await buildSubmission(h, { key, status: 'sent' });
     const committed = deferred();
+    const locked = deferred();
     const confirming = inTransaction(h.orm.em.fork(), async (tx) => {
       await tx.execute('update key_recipients set confirmed_at = now() where id = ?', [recipient.id]);
+      locked.open();
       await committed.promise;
     });
-    // Give the update its lock before the copies are made.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The update holds its lock before the copies are made.
+    await locked.promise;
     let made: Array<{ status: string }> | undefined;
     const making = createCopies(h.orm.em.fork(), submission.id).then((copies) => (made = copies));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(async () => (made !== undefined || (await waitingOnLock()) ? true : undefined), 20_000, 'the copies made or waiting on the lock');
     expect(made).toBeUndefined();
     committed.open();
     await confirming;
@@ -486,7 +490,11 @@ describe('a confirmation at the moment the copies are made', () => {
     expect(made.map((copy) => copy.status)).toEqual(['held']);
     let released: string[] | undefined;
     const confirming = confirmRecipient(h.orm.em.fork(), recipient.id).then((ids) => (released = ids));
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(
+      async () => (released !== undefined || (await waitingOnLock()) ? true : undefined),
+      20_000,
+      'the confirmation done or waiting on the lock',
+    );
     expect(released).toBeUndefined();
     committed.open();
     await making;

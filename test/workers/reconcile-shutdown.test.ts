@@ -15,6 +15,7 @@ import { type DeliveryJob } from '../../src/shared/deliveries/delivery-jobs.ts';
 import { createHousekeepingQueue } from '../../src/shared/infra/queues/queues.ts';
 import { reconcile, RECONCILE_BATCH } from '../../src/workers/housekeeping/reconcile.ts';
 import { autoresponsePolicyOf } from '../../src/shared/autoresponses/autoresponses.ts';
+import { sleep } from '../support/sleep.ts';
 
 let h: Harness;
 let keyId: string;
@@ -149,7 +150,7 @@ describe('reconciler', () => {
 
   it('leaves a fresh claim alone', async () => {
     const id = await insertRow('sending', 0);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     expect((await statusOf(id)).email_status).toBe('sending');
     // Gone before its claim is older than the lease: queued again then, it would be in flight in the tests below.
     await removeSubmissions(h, [id]);
@@ -211,7 +212,7 @@ describe('worker shutdown', () => {
       const id = response.json.submission_id;
       await eventually(async () => ((await statusOf(id)).email_status === 'sending' ? true : undefined), 10_000);
       child.child.kill('SIGINT');
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await sleep(1_000);
       expect(child.child.exitCode).toBeNull(); // still waiting for its job
       const t0 = Date.now();
       child.child.kill('SIGINT');

@@ -3,7 +3,7 @@
 import * as v from 'valibot';
 import { adminSecurity, formError, idParam, json, keyParam, Submission } from '../site/openapi-parts.ts';
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
-import { FlushRequestSchema } from './admin-routes.ts';
+import { FlushRequestSchema } from './admin-submissions.ts';
 import { VisitorEraseSchema } from './visitor-routes.ts';
 import { AdminKeyPatchSchema } from '../keys/key-patch.ts';
 

@@ -2,61 +2,24 @@
 // at a time, filtered, or all as CSV), and each message: read, its files, re-send (its email, or one
 // added recipient's copy), mark, delete.
 import type Router from '@koa/router';
-import * as v from 'valibot';
-import { SPAM_MARKS } from '../../shared/words/spam-kinds.ts';
 import type { AppDeps, AppState } from '../context.ts';
 import { errors } from '../api-errors.ts';
 import { jsonObjectBody } from '../middleware/json-body.ts';
 import { createRouter } from '../router.ts';
 import { validate } from '../validate.ts';
 import { ListFilterSchema } from './filters.ts';
-import {
-  deleteOwnerSubmission,
-  getOwnerSubmission,
-  MAX_PAGE_SIZE,
-  notFound,
-  ownerSubmissionsPage,
-  PAGE_SIZE,
-  resendOwnerCopy,
-  resendOwnerSubmission,
-  sendOwnerCsv,
-  sendOwnerFile,
-} from './operations.ts';
+import { deleteOwnerSubmission, getOwnerSubmission, notFound, resendOwnerCopy, resendOwnerSubmission, sendOwnerCsv, sendOwnerFile } from './operations.ts';
+import { listKeySubmissions, markSpamOrHam } from './owner-api-submission-handlers.ts';
 import { apiGuards, optionalJsonBody, ownerEmail, ownerState } from './session.ts';
-import { markSubmission } from './spam-marks.ts';
 
-const ListQuerySchema = v.object({
-  limit: v.optional(
-    v.pipe(v.string(), v.regex(/^\d+$/, 'Must be a whole number.'), v.transform(Number), v.minValue(1), v.maxValue(MAX_PAGE_SIZE, `At most ${MAX_PAGE_SIZE}.`)),
-    String(PAGE_SIZE),
-  ),
-  cursor: v.optional(v.string('Give one cursor.')),
-  view: v.optional(v.pipe(v.picklist(['all', 'spam'], 'Must be all or spam.'), v.description('spam: only the messages held as spam (the Spam view)')), 'all'),
-});
-
-export const SpamMarkSchema = v.strictObject(
-  { mark: v.pipe(v.picklist(SPAM_MARKS, 'Must be spam or ham.'), v.description('ham: not spam (a held message is sent); spam: spam')) },
-  'Only mark can be given.',
-);
+export { SpamMarkSchema } from './owner-api-submission-handlers.ts';
 
 export function ownerApiSubmissionRoutes(deps: AppDeps): Router<AppState> {
   const router = createRouter('/owner/api');
   const { signedIn, write } = apiGuards(deps);
   const json = jsonObjectBody(() => errors.unsupportedMediaType(['application/json']));
 
-  router.get('/keys/:keyId/submissions', signedIn, async (ctx) => {
-    const { view, ...query } = validate(ListQuerySchema, { ...ctx.query });
-    const filters = validate(ListFilterSchema, { ...ctx.query });
-    const page = await ownerSubmissionsPage(ctx.state.em, deps, ownerEmail(ctx), ctx.params.keyId ?? '', {
-      ...query,
-      filters,
-      sessionId: ownerState(ctx).owner!.id,
-      ...(view === 'spam' ? { status: 'spam' as const } : {}),
-    });
-    if (!page) throw notFound();
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = { submissions: page.submissions, next_cursor: page.next_cursor };
-  });
+  router.get('/keys/:keyId/submissions', signedIn, (ctx) => listKeySubmissions(ctx, deps));
 
   router.get('/keys/:keyId/submissions.csv', signedIn, async (ctx) => {
     const filters = validate(ListFilterSchema, { ...ctx.query });
@@ -86,13 +49,7 @@ export function ownerApiSubmissionRoutes(deps: AppDeps): Router<AppState> {
     ctx.body = record;
   });
 
-  router.post('/submissions/:id/spam-mark', ...write, json, async (ctx) => {
-    const { mark } = validate(SpamMarkSchema, ctx.request.body);
-    const result = await markSubmission(ctx, deps, ownerEmail(ctx), ctx.params.id ?? '', mark);
-    if (!result) throw notFound();
-    const submission = await getOwnerSubmission(ctx.state.em, deps, ownerEmail(ctx), result.submission.id);
-    ctx.body = { teaching: result.teaching, released: result.released, submission };
-  });
+  router.post('/submissions/:id/spam-mark', ...write, json, (ctx) => markSpamOrHam(ctx, deps));
 
   router.delete('/submissions/:id', ...write, async (ctx) => {
     if (!(await deleteOwnerSubmission(ctx.state.em, deps, ownerEmail(ctx), ctx.params.id ?? ''))) throw notFound();
