@@ -91,7 +91,7 @@ function emailPreview(key: { label: string | null; email_subject: string | null;
   for (const name of key.email_field_order) if (!customFields.some(([other]) => other === name)) customFields.push([name, `(${name})`]);
   const fields = arrangeFields(customFields, { fieldOrder: key.email_field_order, hiddenFields: key.email_hidden_fields });
   return {
-    subject: key.email_subject ? renderSubjectPattern(key.email_subject, { ...sample, customFields }) : sample.subject,
+    subject: (key.email_subject ? renderSubjectPattern(key.email_subject, { ...sample, customFields }) : '') || sample.subject,
     fields: fields.map(([name, value]) => `${name}: ${value}`),
   };
 }

@@ -6,7 +6,15 @@ import type { CaptchaProvider, KeyEmail, KeyStatus, VerificationKey } from './en
 import type { SpamFilterLevel } from '../spam/spam-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
 import { mailboxOf } from './consent.ts';
-import { EMAIL_FIELD_LIST_MAX, EMAIL_FIELD_NAME_MAX, EMAIL_SUBJECT_MAX, PLACEHOLDER, SIMPLE_PLACEHOLDERS, type EmailFilesMode } from './email-layout.ts';
+import {
+  EMAIL_FIELD_LIST_MAX,
+  EMAIL_FIELD_NAME_MAX,
+  EMAIL_SUBJECT_MAX,
+  PLACEHOLDER,
+  placeholderParts,
+  SIMPLE_PLACEHOLDERS,
+  type EmailFilesMode,
+} from './email-layout.ts';
 import { inTransaction } from '../infra/db/transactions.ts';
 import { hasForbiddenInLine, hasForbiddenInText } from './owner-text.ts';
 import type { AutoresponseReview } from '../autoresponses/autoresponse-kinds.ts';
@@ -227,13 +235,13 @@ export function parseEmailSubject(pattern: string | null): string | null {
   if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
     throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
   const unknown = [...trimmed.matchAll(PLACEHOLDER)]
-    .map((match) => match[1] ?? '')
+    .map((match) => placeholderParts(match[1] ?? '').name)
     .filter((name) => !SIMPLE_PLACEHOLDERS.includes(name) && !/^field:.+$/.test(name));
   if (unknown.length > 0)
     throw new KeyRuleError(
       'invalid',
       'email_subject',
-      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}.`,
+      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}, each perhaps with a default after a bar: {name|a visitor}.`,
     );
   return trimmed;
 }
