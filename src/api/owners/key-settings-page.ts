@@ -13,6 +13,7 @@ import { chrome, KEYS_PAGE, notFoundPage } from './owner-pages.ts';
 import { refusedField, typedSettings } from './settings-form.ts';
 import { withPreviews } from './settings-previews.ts';
 import { TEST_MESSAGES_PER_HOUR } from './test-message.ts';
+import { AUTORESPONSE_TESTS_PER_HOUR } from './send-autoresponse-test.ts';
 
 export type SettingsShown = {
   /** The form as posted: with `typed` (the settings form's), its fields are shown as typed, not as stored. */
@@ -57,6 +58,7 @@ export async function keySettingsPage(ctx: AppContext, deps: AppDeps, keyId: str
       field_error: field ? { field, message: shown.refused!.message } : {},
       test_message: shown.testMessage ?? '',
       test_messages_per_hour: TEST_MESSAGES_PER_HOUR,
+      autoresponse_tests_per_hour: AUTORESPONSE_TESTS_PER_HOUR,
     },
     { headers: SCRIPTED_PAGE_HEADERS, ...(shown.refused ? { status: fromKeyRule(shown.refused).status } : {}) },
   );
