@@ -2,8 +2,8 @@
 // the key's messages, in sections; a refused save comes back with everything typed and names the
 // field; adding a recipient keeps what was typed above it. A test message goes through the whole
 // pipeline (the owner's email, a copy, a chat channel, a webhook), marked as a test everywhere and
-// counted nowhere, at most 10 a key an hour. axe-core finds nothing on the pages, and nothing
-// scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
+// counted nowhere, at most 10 a key an hour. The previews follow what is typed, unsaved. axe-core
+// finds nothing on the pages, and nothing scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';

@@ -13,7 +13,7 @@ import { chrome, KEYS_PAGE, notFoundPage } from './owner-pages.ts';
 import { refusedField, typedSettings } from './settings-form.ts';
 import { withPreviews } from './settings-previews.ts';
 import { TEST_MESSAGES_PER_HOUR } from './test-message.ts';
-import { AUTORESPONSE_TESTS_PER_HOUR } from './send-autoresponse-test.ts';
+import { AUTORESPONSE_TESTS_PER_HOUR } from './autoresponse-test.ts';
 
 export type SettingsShown = {
   /** The form as posted: with `typed` (the settings form's), its fields are shown as typed, not as stored. */
