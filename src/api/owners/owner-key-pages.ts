@@ -1,7 +1,7 @@
 // /owner/keys, /owner/confirm, /owner/keys/:keyId/settings, /owner/overview — the keys of the
 // signed-in address: their list with the mailbox's consent, each key's settings page (save,
-// disable, enable, delete, its added recipients, a test message, an autoresponse test, the previews of what is typed), and the overview of messages per day, of one
-// key or of all.
+// disable, enable, delete, its added recipients, a test message, an autoresponse test, the
+// previews of what is typed), and the overview of messages per day, of one key or of all.
 import type Router from '@koa/router';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
