@@ -351,7 +351,9 @@ describe('the whole journey', () => {
     expect(saved.status).toBe(303);
     expect(saved.headers.location).toBe(`/owner/keys/${owner.id}/settings?notice=saved`);
     const text = (await client.get(`/owner/keys/${owner.id}/settings`)).text;
-    expect(text).toContain('<strong>Subject:</strong> &lt;b&gt;Ada Lovelace&lt;/b&gt;: Question about an order');
+    expect(text).toContain(
+      '<strong>Subject:</strong> <span data-preview-field="email-subject">&lt;b&gt;Ada Lovelace&lt;/b&gt;: Question about an order</span>',
+    );
     expect(text).toContain('company: Example Ltd');
     expect(text).not.toContain('name: Ada Lovelace');
     expect(text).toContain('<option value="link" selected>Always as links</option>');

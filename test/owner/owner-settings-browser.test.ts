@@ -2,8 +2,8 @@
 // the key's messages, in sections; a refused save comes back with everything typed and names the
 // field; adding a recipient keeps what was typed above it. A test message goes through the whole
 // pipeline (the owner's email, a copy, a chat channel, a webhook), marked as a test everywhere and
-// counted nowhere, at most 10 a key an hour. axe-core finds nothing on the pages, and nothing
-// scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
+// counted nowhere, at most 10 a key an hour. The previews follow what is typed, unsaved. axe-core
+// finds nothing on the pages, and nothing scrolls sideways at 360 px. The list of messages shows at least 10 rows in 1280x900.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -136,7 +136,8 @@ describe("a key's settings page", () => {
     await page.getByLabel('Captcha', { exact: true }).selectOption('turnstile');
     await page.getByLabel('Accept submissions only from these sites').fill('shop.example');
     const [answer] = await Promise.all([
-      page.waitForResponse((response) => response.request().method() === 'POST'),
+      // The form's own answer, not the previews' (the page's script posts to …/preview).
+      page.waitForResponse((response) => response.request().method() === 'POST' && response.url() === `${h.url}/owner/keys/${owner.id}`),
       page.getByRole('button', { name: 'Save settings' }).click(),
     ]);
     expect(answer.status()).toBe(400);
@@ -197,6 +198,43 @@ describe("a key's settings page", () => {
     expect(await page.getByLabel(/^Name/).inputValue()).toBe('Typed, not saved');
     // Only Save stores them.
     expect(await h.sql('select label from verification_keys where id = $1', [owner.id])).toEqual([{ label: null }]);
+  }, 120_000);
+});
+
+describe("the settings page's previews", () => {
+  it('follow what is typed, unsaved, with the reason for what a save would refuse; axe finds nothing and nothing scrolls sideways at 360 px', async () => {
+    const owner = await h.createKey();
+    const page = await openPage();
+    await signIn(page, owner.email);
+    await page.goto(`${h.url}/owner/keys/${owner.id}/settings`);
+    // The name is typed for the visitors as much as for the owner: its label says so.
+    expect(await page.getByLabel('Name, seen by your visitors too').count()).toBe(1);
+
+    await page.getByLabel('Subject pattern').fill('New lead from {name|a visitor}: {subject} [{field:plan}]');
+    const email = page.getByRole('region', { name: 'Preview with a sample message, as typed' });
+    await expect
+      .poll(() => email.getByText('Subject: New lead from Ada Lovelace: Question about an order', { exact: true }).count(), { timeout: 15_000 })
+      .toBe(1);
+    await page.getByLabel('Fields shown first').fill('plan');
+    await expect.poll(() => email.getByText('Subject: New lead from Ada Lovelace: Question about an order [(plan)]').count(), { timeout: 15_000 }).toBe(1);
+    await page.getByLabel('Subject pattern').fill('{subject} {phone}');
+    await expect.poll(() => email.getByText('Unknown placeholder: {phone}.', { exact: false }).count(), { timeout: 15_000 }).toBe(1);
+
+    await page.getByLabel(/^Name/).fill('Shop contact');
+    await page.getByLabel('Subject (one line').fill('We have your message');
+    await page.getByLabel('Text (plain text').fill('Thank you.\n\nOur hours: https://shop.example/hours <b>soon</b>');
+    const autoresponse = page.getByRole('region', { name: 'Preview, as typed' });
+    await expect.poll(() => autoresponse.getByText('Subject: We have your message').count(), { timeout: 15_000 }).toBe(1);
+    expect(await autoresponse.getByRole('link', { name: 'https://shop.example/hours' }).getAttribute('href')).toBe('https://shop.example/hours');
+    expect(await autoresponse.getByText('<b>soon</b>', { exact: false }).count()).toBe(1);
+    expect(await autoresponse.locator('b').count()).toBe(0);
+    expect(await autoresponse.textContent()).toContain('"Shop contact"');
+
+    // Nothing of it is stored: only Save does that.
+    expect(await h.sql('select label, email_subject, autoresponse_subject from verification_keys where id = $1', [owner.id])).toEqual([
+      { label: null, email_subject: null, autoresponse_subject: null },
+    ]);
+    expect(await checked(page)).toEqual({ violations: [], overflow: 0 });
   }, 120_000);
 });
 

@@ -35,6 +35,15 @@ describe('the subject pattern', () => {
     expect(mail.parsed.subject).toBe('New lead from Ada <visitor@example.org> at Shop: Quote (5k)');
   });
 
+  it('shows a default for an empty placeholder, and leaves no debris of one without a default', async () => {
+    const key = await keyWith({ email_subject: 'New lead from {name|a visitor}: {subject} [{field:plan}] <{field:company}>' });
+    const { mail } = await send(key, { subject: 'Quote' });
+    expect(mail.parsed.subject).toBe('New lead from a visitor: Quote');
+    const bare = await keyWith({ email_subject: 'New lead from {name}: {subject} [{field:plan}]' });
+    const { mail: bareMail } = await send(bare, { subject: 'Quote', plan: 'Pro' });
+    expect(bareMail.parsed.subject).toBe('New lead from Quote [Pro]');
+  });
+
   it('flattens a field to one line: a CRLF in it cannot add a header', async () => {
     const key = await keyWith({ email_subject: 'From {name}: {subject}' });
     const { mail } = await send(key, { subject: 'Hi', name: 'Eve\r\nBcc: victim@example.org' });

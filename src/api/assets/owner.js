@@ -1,5 +1,6 @@
 // The owner console's one script, optional. It writes the pages' times in the reader's own zone
-// and language (Intl; the page without it says UTC), gives the key's Copy button its use, and, on
+// and language (Intl; the page without it says UTC), gives the key's Copy button its use, shows a
+// key's settings previews as they are typed (the page without it: as saved), and, on
 // a key's list and on a message's page, asks the JSON API every few seconds for the messages shown
 // and updates them in place (textContent only): the status with what it means, the attempts and
 // their history, and which buttons apply. Without it the pages are the same, in UTC, and a reload
@@ -58,6 +59,86 @@
       });
     });
   });
+
+  // A key's settings: the previews follow what is typed. The server draws them (the same code as
+  // the emails), asked a moment after the typing pauses; the one answer awaited is the latest's.
+  var settings = document.querySelector('form[data-preview]');
+  if (settings && window.fetch && window.URLSearchParams && window.FormData) {
+    var previewUrl = settings.getAttribute('data-preview');
+    var PREVIEWED = ['label', 'email_subject', 'email_field_order', 'email_hidden_fields', 'autoresponse_subject', 'autoresponse_text'];
+    var PAUSE_MS = 300;
+    var timer = null;
+    var asked = 0;
+
+    var part = function (name) {
+      return settings.querySelector('[data-preview-field="' + name + '"]');
+    };
+    var asTyped = function (node) {
+      var heading = node && node.querySelector('[data-preview-heading]');
+      if (heading) heading.textContent = heading.getAttribute('data-preview-heading');
+    };
+    var refused = function (name, reason) {
+      var node = part(name);
+      node.textContent = reason || '';
+      node.hidden = !reason;
+    };
+    var showEmail = function (email) {
+      refused('email-refused', email.refused);
+      if (email.refused !== undefined) return;
+      part('email-subject').textContent = email.subject;
+      part('email-fields').textContent = email.fields.join('\n') + '\n';
+    };
+    var showAutoresponse = function (autoresponse) {
+      var section = part('autoresponse-text').closest('section');
+      refused('autoresponse-refused', autoresponse.refused);
+      if (autoresponse.refused !== undefined) {
+        section.hidden = !autoresponse.refused;
+        return;
+      }
+      section.hidden = false;
+      part('autoresponse-subject').textContent = autoresponse.subject;
+      var text = part('autoresponse-text');
+      while (text.firstChild) text.removeChild(text.firstChild);
+      autoresponse.paragraphs.forEach(function (lines) {
+        var paragraph = document.createElement('p');
+        lines.forEach(function (line, index) {
+          if (index > 0) paragraph.appendChild(document.createElement('br'));
+          line.forEach(function (piece) {
+            if (piece.link === undefined) return paragraph.appendChild(document.createTextNode(piece.text));
+            var link = document.createElement('a');
+            link.href = piece.link;
+            link.textContent = piece.link;
+            paragraph.appendChild(link);
+          });
+        });
+        text.appendChild(paragraph);
+      });
+      part('autoresponse-closing').textContent = autoresponse.closing;
+    };
+    var preview = function () {
+      var mine = ++asked;
+      var body = new URLSearchParams(new FormData(settings));
+      fetch(previewUrl, { method: 'POST', body: body, credentials: 'same-origin', headers: { Accept: 'application/json' } })
+        .then(function (response) {
+          if (!response.ok || (response.headers.get('content-type') || '').indexOf('application/json') < 0) throw new Error('no preview');
+          return response.json();
+        })
+        .then(function (shown) {
+          if (mine !== asked) return;
+          showEmail(shown.email);
+          showAutoresponse(shown.autoresponse);
+          asTyped(part('email-subject').closest('section'));
+          asTyped(part('autoresponse-text').closest('section'));
+        })
+        // Signed out, or the service away: the previews stay as they were, a save shows them.
+        .catch(function () {});
+    };
+    settings.addEventListener('input', function (event) {
+      if (PREVIEWED.indexOf(event.target.name) < 0) return;
+      clearTimeout(timer);
+      timer = setTimeout(preview, PAUSE_MS);
+    });
+  }
 
   var list = document.querySelector('[data-refresh]');
   if (!list || !window.fetch) return;

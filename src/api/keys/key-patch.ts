@@ -45,7 +45,7 @@ export const KeyPatchSchema = v.strictObject(
       v.pipe(
         v.nullable(v.string('Must be a string or null.')),
         v.description(
-          `The subject of the key's emails, as a pattern of at most ${EMAIL_SUBJECT_MAX} characters with the placeholders {subject}, {name}, {email}, {key} (the label) and {field:NAME}; null or "" restores the default`,
+          `The subject of the key's emails, as a pattern of at most ${EMAIL_SUBJECT_MAX} characters with the placeholders {subject}, {name}, {email}, {key} (the label) and {field:NAME}, each perhaps with a default after a bar ({name|a visitor}); null or "" restores the default`,
         ),
       ),
     ),

@@ -1,8 +1,6 @@
 // /owner/keys/:keyId/settings — one key's settings on a page of its own, in sections (email,
 // autoresponse, spam, captcha and sites, recipients, chat and webhooks, a test message, the key's state). Shown
 // as stored, or, after a refusal or another button of its form, with what the owner typed.
-import { renderAutoresponse } from '../../shared/autoresponses/autoresponses.ts';
-import { arrangeFields, renderSubjectPattern } from '../../shared/keys/email-layout.ts';
 import { KeyRuleError } from '../../shared/keys/keys.ts';
 import { CHAT_NAMES, isChatKind } from '../../shared/webhooks/chat-channels.ts';
 import { listEndpoints } from '../../shared/webhooks/webhooks.ts';
@@ -13,7 +11,9 @@ import { ownedKey } from './access.ts';
 import { ownerKeyRecord, withRecipients } from './operations.ts';
 import { chrome, KEYS_PAGE, notFoundPage } from './owner-pages.ts';
 import { refusedField, typedSettings } from './settings-form.ts';
+import { withPreviews } from './settings-previews.ts';
 import { TEST_MESSAGES_PER_HOUR } from './test-message.ts';
+import { AUTORESPONSE_TESTS_PER_HOUR } from './autoresponse-test.ts';
 
 export type SettingsShown = {
   /** The form as posted: with `typed` (the settings form's), its fields are shown as typed, not as stored. */
@@ -58,40 +58,8 @@ export async function keySettingsPage(ctx: AppContext, deps: AppDeps, keyId: str
       field_error: field ? { field, message: shown.refused!.message } : {},
       test_message: shown.testMessage ?? '',
       test_messages_per_hour: TEST_MESSAGES_PER_HOUR,
+      autoresponse_tests_per_hour: AUTORESPONSE_TESTS_PER_HOUR,
     },
     { headers: SCRIPTED_PAGE_HEADERS, ...(shown.refused ? { status: fromKeyRule(shown.refused).status } : {}) },
   );
-}
-
-/** A key with the autoresponse its visitors would receive today, as the email's HTML part draws it (none without a subject and a text), and its email for a sample. */
-function withPreviews<
-  K extends {
-    label: string | null;
-    autoresponse: { subject: string | null; text: string | null };
-    email_subject: string | null;
-    email_field_order: string[];
-    email_hidden_fields: string[];
-  },
->(key: K) {
-  const { subject, text } = key.autoresponse;
-  return {
-    ...key,
-    autoresponse_preview: subject && text ? renderAutoresponse({ subject, text, label: key.label, receivedAt: new Date() }) : null,
-    email_preview: emailPreview(key),
-  };
-}
-
-/** The owner's email for a sample submission (its fields: the ordered ones, then a sample's own), as the worker would lay it out; the view escapes it. */
-function emailPreview(key: { label: string | null; email_subject: string | null; email_field_order: string[]; email_hidden_fields: string[] }) {
-  const sample = { subject: 'Question about an order', email: 'visitor@example.org', key: key.label };
-  const customFields: Array<[string, string]> = [
-    ['name', 'Ada Lovelace'],
-    ['company', 'Example Ltd'],
-  ];
-  for (const name of key.email_field_order) if (!customFields.some(([other]) => other === name)) customFields.push([name, `(${name})`]);
-  const fields = arrangeFields(customFields, { fieldOrder: key.email_field_order, hiddenFields: key.email_hidden_fields });
-  return {
-    subject: key.email_subject ? renderSubjectPattern(key.email_subject, { ...sample, customFields }) : sample.subject,
-    fields: fields.map(([name, value]) => `${name}: ${value}`),
-  };
 }

@@ -1,7 +1,7 @@
 // /owner/keys, /owner/confirm, /owner/keys/:keyId/settings, /owner/overview — the keys of the
 // signed-in address: their list with the mailbox's consent, each key's settings page (save,
-// disable, enable, delete, its added recipients, a test message), and the overview of messages per day, of one
-// key or of all.
+// disable, enable, delete, its added recipients, a test message, an autoresponse test, the
+// previews of what is typed), and the overview of messages per day, of one key or of all.
 import type Router from '@koa/router';
 import { OUTCOMES } from '../../shared/owners/overview.ts';
 import type { AppContext, AppDeps, AppState } from '../context.ts';
@@ -13,7 +13,9 @@ import { keySettingsPage } from './key-settings-page.ts';
 import { addRecipientHandler, keyActionHandler, removeRecipientHandler, testMessageHandler } from './key-settings-actions.ts';
 import { confirmOwnerMailbox, listOwnerKeys, ownerConsent, ownerOverview } from './operations.ts';
 import { chrome, KEYS_PAGE, notFoundPage, pageGuards, see, TIMES } from './owner-pages.ts';
+import { autoresponseTestHandler } from './send-autoresponse-test.ts';
 import { ownerState } from './session.ts';
+import { settingsPreviewHandler } from './settings-preview.ts';
 
 export function ownerKeyPages(deps: AppDeps): Router<AppState> {
   const router = createRouter();
@@ -30,6 +32,8 @@ export function ownerKeyPages(deps: AppDeps): Router<AppState> {
   router.post('/owner/keys/:keyId/recipients', ...write, addRecipientHandler(deps));
   router.post('/owner/keys/:keyId/recipients/:recipientId/remove', ...write, removeRecipientHandler(deps));
   router.post('/owner/keys/:keyId/test-message', ...write, testMessageHandler(deps));
+  router.post('/owner/keys/:keyId/preview', ...write, settingsPreviewHandler());
+  router.post('/owner/keys/:keyId/autoresponse-test', ...write, autoresponseTestHandler(deps));
   router.get('/owner/overview', signedIn, (ctx) => overviewPage(ctx, deps));
   router.get('/owner/keys/:keyId/overview', signedIn, (ctx) => overviewPage(ctx, deps, ctx.params.keyId ?? ''));
 

@@ -31,6 +31,7 @@ export const NOTICES: Record<string, string> = {
   'recipient-added': 'Address added: it receives copies once it confirms through the link just emailed to it.',
   'recipient-removed': 'Address removed: it receives no more copies.',
   'test-sent': 'Test message sent: it goes to you, your added recipients, your chat channels and your webhooks, each marked as a test.',
+  'autoresponse-test-sent': 'The autoresponse as saved is on its way to you, "[Test]" before its subject.',
   confirmed: 'Your address is confirmed: every message is emailed to it, the waiting ones now.',
   removed: 'Message deleted with its files.',
   'ham-taught': 'Marked not spam: the filter learned from it, and a held message is on its way to your inbox.',

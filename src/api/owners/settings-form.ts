@@ -91,6 +91,7 @@ export function refusedField(error: KeyRuleError, form: URLSearchParams): string
     case 'email_hidden_fields':
     case 'confirm_delete':
     case 'test_message':
+    case 'autoresponse_test':
       return error.field;
     case 'autoresponse.subject':
       return 'autoresponse_subject';

@@ -29,13 +29,52 @@ export const DEFAULT_EMAIL_LAYOUT: EmailLayout = { subject: null, fieldOrder: []
 /** One line, cut to `max` characters: what a visitor wrote, made fit for a header. */
 const flat = (value: string, max: number) => Array.from(oneLine(value).trim()).slice(0, max).join('');
 
-/** The subject from a pattern; `{name}` is the custom field called name (any case), empty when there is none. */
+/** A placeholder's name and its default: `{name|a visitor}` is the field called name, or "a visitor" when it is empty. */
+export function placeholderParts(inside: string): { name: string; fallback: string } {
+  const bar = inside.indexOf('|');
+  return bar < 0 ? { name: inside, fallback: '' } : { name: inside.slice(0, bar), fallback: inside.slice(bar + 1).trim() };
+}
+
+/** Where a placeholder came out empty without a default, while the subject is tidied; no value or pattern holds it (both are one line, without controls). */
+const EMPTY = '\u0001';
+const OPENING = '([(\\[<"\'“«])';
+const SEPARATOR = '[:;,|·–—-]+';
+/** An empty placeholder within brackets or quotes (perhaps with other empty ones): the pair goes too, when it matches. */
+const EMPTY_PAIR = new RegExp(`\\s*${OPENING}[\\s${EMPTY}]*${EMPTY}[\\s${EMPTY}]*([)\\]>"'”»])`, 'g');
+const PAIRS: Record<string, string> = { '(': ')', '[': ']', '<': '>', '"': '"', "'": "'", '“': '”', '«': '»' };
+/** An empty placeholder with the separators around it ("{name}: …" without a name, "… - {name}" at the end). */
+const SEPARATED = new RegExp(`(\\s*${SEPARATOR})?(\\s*)${EMPTY}((\\s*)${SEPARATOR}(?=\\s|$))?`, 'g');
+/** What may follow an empty placeholder for the separator before it to go: the end, or a part in brackets. */
+const ENDS_PART = new RegExp(`^[\\s${EMPTY}]*(?:$|[(\\[<])`);
+
+/** Of the separators around an empty placeholder, the one that would dangle: the one before it when there are two, the one after it, or the one before it at the end of a part. */
+function dropSeparator(whole: string, before: string | undefined, space: string, after: string | undefined, afterSpace: string, offset: number, text: string) {
+  if (before && after) return `${EMPTY}${after}`;
+  if (after) return `${space}${EMPTY}${afterSpace}`;
+  if (before && ENDS_PART.test(text.slice(offset + whole.length))) return `${space}${EMPTY}`;
+  return whole;
+}
+
+/** The rendered subject without the debris of empty placeholders: no empty bracket pair, no dangling separator, single spaces around what was left out. */
+function tidy(rendered: string): string {
+  return rendered
+    .replace(EMPTY_PAIR, (whole, open: string, close: string) => (PAIRS[open] === close ? EMPTY : whole))
+    .replace(SEPARATED, dropSeparator)
+    .replace(new RegExp(`(\\s*)${EMPTY}+(\\s*)`, 'g'), (_whole, before: string, after: string) => (before || after ? ' ' : ''));
+}
+
+/**
+ * The subject from a pattern; `{name}` is the custom field called name (any case), empty when there
+ * is none. A placeholder may give a default after a bar (`{name|a visitor}`); one left empty without
+ * a default takes its debris along: an empty pair of brackets or quotes, a dangling separator.
+ */
 export function renderSubjectPattern(
   pattern: string,
   values: { subject: string; email: string; key: string | null; customFields: Array<[string, string]> },
 ): string {
   const field = (name: string) => values.customFields.find(([fieldName]) => fieldName.trim().toLowerCase() === name.trim().toLowerCase())?.[1] ?? '';
-  const rendered = pattern.replace(PLACEHOLDER, (whole, name: string) => {
+  const rendered = pattern.replaceAll(EMPTY, '').replace(PLACEHOLDER, (whole, inside: string) => {
+    const { name, fallback } = placeholderParts(inside);
     const value =
       name === 'subject'
         ? values.subject
@@ -48,9 +87,10 @@ export function renderSubjectPattern(
               : name.startsWith('field:')
                 ? field(name.slice('field:'.length))
                 : whole;
-    return flat(value, PLACEHOLDER_VALUE_MAX);
+    const shown = flat(value, PLACEHOLDER_VALUE_MAX).replaceAll(EMPTY, '') || flat(fallback, PLACEHOLDER_VALUE_MAX);
+    return shown || EMPTY;
   });
-  return flat(rendered, EMAIL_SUBJECT_RENDERED_MAX);
+  return flat(tidy(rendered), EMAIL_SUBJECT_RENDERED_MAX);
 }
 
 /** The custom fields as the email shows them: the hidden ones left out, the ordered ones first, the rest in arrival order. */
@@ -69,13 +109,13 @@ export function parseEmailSubject(pattern: string | null): string | null {
   if (Array.from(trimmed).length > EMAIL_SUBJECT_MAX)
     throw new KeyRuleError('invalid', 'email_subject', `A subject pattern has at most ${EMAIL_SUBJECT_MAX} characters.`);
   const unknown = [...trimmed.matchAll(PLACEHOLDER)]
-    .map((match) => match[1] ?? '')
+    .map((match) => placeholderParts(match[1] ?? '').name)
     .filter((name) => !SIMPLE_PLACEHOLDERS.includes(name) && !/^field:.+$/.test(name));
   if (unknown.length > 0)
     throw new KeyRuleError(
       'invalid',
       'email_subject',
-      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}.`,
+      `Unknown placeholder${unknown.length > 1 ? 's' : ''}: ${unknown.map((name) => `{${name}}`).join(', ')}. Known: {subject}, {name}, {email}, {key}, {field:NAME}, each perhaps with a default after a bar: {name|a visitor}.`,
     );
   return trimmed;
 }

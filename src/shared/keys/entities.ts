@@ -83,8 +83,10 @@ export type VerificationKey = InferEntity<typeof VerificationKeySchema>;
  * `webhook-disabled`: a webhook endpoint of the key was disabled after failing deliveries.
  * `recipient-confirm`: the request to an address the key's owner added, to confirm it wants copies
  * of the key's messages (src/shared/recipients); `email` is that address.
+ * `autoresponse-test`: the key's autoresponse, as a visitor would receive it, sent to its owner from
+ * the settings page and marked as a test (src/api/owners/send-autoresponse-test.ts).
  */
-export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in', 'webhook-disabled', 'recipient-confirm'] as const;
+export const KEY_EMAIL_KINDS = ['new-key', 'all-keys', 'confirm', 'sign-in', 'webhook-disabled', 'recipient-confirm', 'autoresponse-test'] as const;
 export type KeyEmailKind = (typeof KEY_EMAIL_KINDS)[number];
 
 /**

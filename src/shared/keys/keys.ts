@@ -266,6 +266,13 @@ export function keyRecord(key: VerificationKey, vault: KeyVault) {
 // What the API, the workers, the CLI and the other features call of this feature's data modules
 // (they import no data module of another feature: test/unit/module-boundaries.test.ts).
 export { listenForKeyChanges } from './data/key-changes.ts';
-export { findKeyEmailWithKey, insertConfirmEmail, insertRecipientConfirmEmail, recipientConfirmsLastDay } from './data/key-emails.ts';
+export {
+  autoresponseTestsLastHour,
+  findKeyEmailWithKey,
+  insertAutoresponseTestEmail,
+  insertConfirmEmail,
+  insertRecipientConfirmEmail,
+  recipientConfirmsLastDay,
+} from './data/key-emails.ts';
 export { claimConfirmRequest, deleteOldAllowances, isConfirmed, takeAllowance } from './data/mailbox-consent.ts';
 export { countKeysOfAddress, findActiveKeysOfAddress, findKeyOfOwner, findUndeletedKeyId, lockKeyRow } from './data/verification-keys.ts';

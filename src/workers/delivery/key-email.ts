@@ -1,7 +1,7 @@
 // The key-email job: a new key to its owner, every active key of an address, or the one
 // "confirm to receive more" email, or an owner console sign-in link, or a webhook switched off, or
-// the request to an address added to a key to confirm it wants copies. Key emails to an
-// unconfirmed mailbox carry the confirm link.
+// the request to an address added to a key to confirm it wants copies, or the key's autoresponse
+// sent to its owner as a test. Key emails to an unconfirmed mailbox carry the confirm link.
 import type { Job } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { type ConsentSigner } from '../../shared/keys/consent.ts';
@@ -26,6 +26,7 @@ import { complaintStops } from '../../shared/bounces/suppression.ts';
 import { messageIdFor } from '../../shared/deliveries/delivery-kinds.ts';
 import { claimOnly, sendTracked, suppressedByComplaint, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import { findRecipientOfKey } from '../../shared/recipients/recipients.ts';
+import { AUTORESPONSE_TEST_HEADERS, renderAutoresponseTest } from './autoresponse-test-email.ts';
 
 /** What the key emails need of the configuration. */
 export type KeyMailSettings = { mailFrom: string; publicUrl: string; unconfirmedPerHour: number };
@@ -49,6 +50,7 @@ export async function deliverKeyEmail(context: KeyMailContext, job: Job<Delivery
         text: email.text,
         html: email.html,
         messageId: messageIdFor('key-email', keyEmailId, context.mailFrom),
+        ...(keyEmail.kind === 'autoresponse-test' ? { replyTo: keyEmail.email, headers: AUTORESPONSE_TEST_HEADERS } : {}),
       },
     };
   });
@@ -67,6 +69,7 @@ async function renderKeyEmail(em: EntityManager, context: KeyMailContext, keyEma
     if (!recipient) throw new SuppressedError('not attempted: the address was removed from the key before its request to confirm went');
     return renderRecipientConfirmEmail(keyEmail.email, keyEmail.key.email, context.consent.recipientLink(context.publicUrl, recipient.id));
   }
+  if (keyEmail.kind === 'autoresponse-test' && keyEmail.key) return renderAutoresponseTest(keyEmail.key, keyEmail.createdAt);
   if (keyEmail.kind === 'webhook-disabled' && keyEmail.key) {
     const endpoints = await disabledEndpoints(em, keyEmail.key.id);
     return renderWebhookDisabledEmail(endpoints, Math.max(1, ...endpoints.map((endpoint) => endpoint.failures)), `${context.publicUrl}/owner`);

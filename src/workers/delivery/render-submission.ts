@@ -27,7 +27,8 @@ export function submissionSubject(
   key: { pattern: string | null; label: string | null; subjectLabel: string | null },
 ): string {
   const test = submission.test ? TEST_SUBJECT_PREFIX : '';
-  if (key.pattern) return `${test}${renderSubjectPattern(key.pattern, { ...submission, key: key.label })}`;
+  // A pattern of placeholders all empty gives nothing: the message's own subject then.
+  if (key.pattern) return `${test}${renderSubjectPattern(key.pattern, { ...submission, key: key.label }) || submission.subject}`;
   return `${test}${key.subjectLabel ? `[${key.subjectLabel}] ${submission.subject}` : submission.subject}`;
 }
 

@@ -28,6 +28,6 @@ describe('a key email to a mailbox that complained', () => {
   });
 
   it("still goes when its owner asked for it or it is about the owner's own webhooks", () => {
-    expect(KEY_EMAIL_KINDS.filter((kind) => !complaintStops(kind))).toEqual(['all-keys', 'sign-in', 'webhook-disabled']);
+    expect(KEY_EMAIL_KINDS.filter((kind) => !complaintStops(kind))).toEqual(['all-keys', 'sign-in', 'webhook-disabled', 'autoresponse-test']);
   });
 });

@@ -1,5 +1,5 @@
 // The key_emails table: the emails to key owners (new key, all keys, confirm, sign-in link, webhook
-// switched off), as rows the delivery queue sends.
+// switched off, an autoresponse test), as rows the delivery queue sends.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { KeyEmailSchema, type KeyEmail } from '../entities.ts';
 
@@ -9,7 +9,11 @@ import { KeyEmailSchema, type KeyEmail } from '../entities.ts';
  * that strangers asking for keys cannot spend the links an owner needs to sign in.
  */
 export type EmailAllowance = 'key-emails' | 'sign-in';
-const ALLOWANCE_KINDS: Record<EmailAllowance, string> = { 'key-emails': "kind <> 'sign-in'", 'sign-in': "kind = 'sign-in'" };
+// An autoresponse test is the owner's own, bounded per key (autoresponseTestsLastHour): it spends neither.
+const ALLOWANCE_KINDS: Record<EmailAllowance, string> = {
+  'key-emails': "kind not in ('sign-in', 'autoresponse-test')",
+  'sign-in': "kind = 'sign-in'",
+};
 
 /** The mailbox's emails of one allowance in the last hour, and in how many seconds the oldest of them leaves that hour. */
 export async function keyEmailsLastHour(
@@ -77,4 +81,25 @@ export async function recipientConfirmsLastDay(
     keyRetryAfter: row?.key_retry_after ?? null,
     mailboxRetryAfter: row?.mailbox_retry_after ?? null,
   };
+}
+
+/** Records the key's autoresponse sent to its owner as a test; returns its row's id. */
+export async function insertAutoresponseTestEmail(tx: EntityManager, key: { id: string; email: string; mailbox: string }): Promise<string> {
+  const [row] = await tx.execute<Array<{ id: string }>>(
+    `insert into key_emails (id, kind, email, mailbox, key_id) values (gen_random_uuid(), 'autoresponse-test', ?, ?, ?) returning id`,
+    [key.email, key.mailbox, key.id],
+  );
+  return row!.id;
+}
+
+/** The key's autoresponse tests of the last hour, and in how many seconds the oldest of them leaves that hour; under the key's row lock, so that two at once count each other. */
+export async function autoresponseTestsLastHour(tx: EntityManager, keyId: string): Promise<{ sent: number; retryAfter: number | null }> {
+  await tx.execute(`select 1 from verification_keys where id = ? for update`, [keyId]);
+  const [row] = await tx.execute<Array<{ sent: number; retry_after: number | null }>>(
+    `select count(*)::int as sent,
+            ceil(extract(epoch from (min(created_at) + interval '1 hour' - now())))::int as retry_after
+       from key_emails where key_id = ? and kind = 'autoresponse-test' and created_at > now() - interval '1 hour'`,
+    [keyId],
+  );
+  return { sent: row?.sent ?? 0, retryAfter: row?.retry_after ?? null };
 }
