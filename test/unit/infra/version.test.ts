@@ -1,7 +1,7 @@
 // Which version runs (src/shared/infra/version.ts), in small repositories of its own: a release is
 // its "Release X.Y.Z" commit, found without any git tag; a build after it says how far and at which
 // commit; a copy without git says "unknown" unless build-info.json, written at build time, says it.
-// And `npm run admin -- version` and `npm run build-info` print this checkout's.
+// The commands that print it start programs: test/cli/version.test.ts.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,6 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeBuild, imageTag } from '../../../src/shared/infra/version.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../../..');
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -65,20 +64,5 @@ describe('the version', () => {
     expect(describeBuild(copy)).toEqual({ version: '1.2.0+unknown', commit: 'unknown' });
     writeFileSync(path.join(copy, 'build-info.json'), JSON.stringify({ version: '1.2.0+3.gabc1234', commit: 'abc1234' }));
     expect(describeBuild(copy)).toEqual({ version: '1.2.0+3.gabc1234', commit: 'abc1234' });
-  });
-});
-
-describe('the commands', () => {
-  const npm = (...args: string[]) => execFileSync('npm', ['run', '--silent', ...args], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH } });
-
-  it("`npm run admin -- version` prints this checkout's version and commit, with no setting", () => {
-    const { version, commit } = describeBuild(ROOT);
-    expect(npm('admin', '--', 'version')).toBe(`${version} (commit ${commit})\n`);
-  });
-
-  it('`npm run build-info` prints what an image build takes as arguments', () => {
-    const { version, commit } = describeBuild(ROOT);
-    expect(npm('build-info')).toBe(`${version}\n`);
-    expect(npm('build-info', '--', 'env')).toBe(`CFS_VERSION=${version}\nCFS_COMMIT=${commit}\nCFS_IMAGE_TAG=${imageTag(version)}\n`);
   });
 });
