@@ -209,6 +209,14 @@ export const webhookPaths = {
   '/owner/keys/{keyId}/webhooks/{id}': {
     post: { ...page('Owner console: enable, disable or delete a webhook or chat channel (form: action)'), parameters: [idParam('keyId'), idParam('id')] },
   },
+  '/owner/keys/{keyId}/webhooks/{id}/test': {
+    post: {
+      ...page(
+        'Owner console: send a sample message, marked as a test, to this webhook or chat channel now; the page says how it went (429 past 10 a key an hour)',
+      ),
+      parameters: [idParam('keyId'), idParam('id')],
+    },
+  },
   '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': {
     post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] },
   },
