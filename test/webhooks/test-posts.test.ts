@@ -128,4 +128,21 @@ describe('a test post from the owner console', () => {
     expect((await owner.post(`/owner/keys/${key.id}/webhooks/${webhook.id}/test`, { csrf_token: 'nope' })).status).toBe(403);
     expect(receiver.received.length).toBe(before);
   });
+
+  it("is in the owner API too: the outcome as JSON, another owner's endpoint not found", async () => {
+    const key = await h.createKey({ email: 'test-post-api@example.test' });
+    const owner = await signIn(h, key.email);
+    const webhook = await addWebhook(owner, key.id, receiver.url);
+    const before = receiver.received.length;
+    const sent = await owner.api('POST', `/keys/${key.id}/webhooks/${webhook.id}/test`);
+    expect(sent.status).toBe(200);
+    expect(sent.json).toEqual({ delivered: true, detail: 'HTTP 200' });
+    expect(receiver.received.length).toBe(before + 1);
+    expect(JSON.parse(receiver.received.at(-1)!.body).data.test).toBe(true);
+    receiver.script.push({ status: 400 });
+    expect((await owner.api('POST', `/keys/${key.id}/webhooks/${webhook.id}/test`)).json).toEqual({ delivered: false, detail: 'HTTP 400: receiver says no' });
+    const stranger = await signIn(h, (await h.createKey({ email: 'test-post-api-stranger@example.test' })).email);
+    expect((await stranger.api('POST', `/keys/${key.id}/webhooks/${webhook.id}/test`)).status).toBe(404);
+    expect(receiver.received.length).toBe(before + 2);
+  });
 });

@@ -2,12 +2,13 @@
 // now to the one webhook or chat channel (src/workers/webhooks/test-post.ts), enabled or not, and the
 // page answered with how it went. Nothing is stored or counted. At most TEST_POSTS_PER_HOUR a key,
 // counted in Redis, so the console cannot be used to send requests at will; the request waits at
-// most WEBHOOK_TIMEOUT_MS for the receiver.
+// most WEBHOOK_TIMEOUT_MS for the receiver. The owner API's `POST …/webhooks/:id/test` answers the same as JSON.
 import { parseAllowList } from '../../shared/webhooks/address-guard.ts';
 import { CHAT_NAMES, isChatKind } from '../../shared/webhooks/chat-channels.ts';
 import { findEndpointToPost } from '../../shared/webhooks/webhooks.ts';
 import { sendTestPost } from '../../workers/webhooks/test-post.ts';
 import type { AppDeps, RouteContext } from '../context.ts';
+import { errors } from '../api-errors.ts';
 import { notFoundPage } from '../owners/owner-pages.ts';
 import { keyOf } from './owner-webhook-actions.ts';
 import { renderWebhooksPage, TEST_POSTS_PER_HOUR } from './owner-webhook-page.ts';
@@ -27,30 +28,59 @@ async function overTheBound(deps: AppDeps, keyId: string): Promise<number | unde
   return count > TEST_POSTS_PER_HOUR ? Math.max(1, Math.ceil(ttlMs / 1000)) : undefined;
 }
 
-/** POST /owner/keys/:keyId/webhooks/:id/test */
+type TestPostSettings = Parameters<typeof sendTestPost>[2];
+type OwnedKey = NonNullable<Awaited<ReturnType<typeof keyOf>>>;
+type TestPostResult = { delivered: boolean; detail: string; name: string } | { refused: string; waitSeconds: number };
+
+const settingsOf = (deps: AppDeps): TestPostSettings => ({
+  timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
+  policy: parseAllowList(deps.config.WEBHOOK_ALLOW),
+  publicUrl: deps.config.PUBLIC_URL,
+  telegramApiUrl: deps.config.TELEGRAM_API_URL,
+});
+
+/** The test post to the key's endpoint `id`, or why it may not go now; undefined when the key has no such endpoint. */
+async function testPost(ctx: RouteContext, deps: AppDeps, settings: TestPostSettings, key: OwnedKey, id: string): Promise<TestPostResult | undefined> {
+  const endpoint = ID.test(id) ? await findEndpointToPost(ctx.state.em, key.id, id) : undefined;
+  if (!endpoint) return undefined;
+  const waitSeconds = await overTheBound(deps, key.id);
+  if (waitSeconds !== undefined) {
+    return {
+      refused: `A key sends at most ${TEST_POSTS_PER_HOUR} test posts an hour: the next can go in ${Math.ceil(waitSeconds / 60)} minutes.`,
+      waitSeconds,
+    };
+  }
+  const target = { kind: endpoint.kind, url: endpoint.url, chatId: endpoint.chat_id, secret: deps.vault.decrypt(endpoint.secret_sealed) };
+  const outcome = await sendTestPost(target, key, settings);
+  ctx.state.log.info({ keyId: key.id, endpointId: endpoint.id, delivered: outcome.delivered }, 'owner sent a test post');
+  const name = isChatKind(endpoint.kind) ? `the ${CHAT_NAMES[endpoint.kind]} channel ${endpoint.url}` : `the webhook ${endpoint.url}`;
+  return { ...outcome, name };
+}
+
+/** POST /owner/keys/:keyId/webhooks/:id/test: the page, with the outcome. */
 export function testPostHandler(deps: AppDeps) {
-  const settings = {
-    timeoutMs: deps.config.WEBHOOK_TIMEOUT_MS,
-    policy: parseAllowList(deps.config.WEBHOOK_ALLOW),
-    publicUrl: deps.config.PUBLIC_URL,
-    telegramApiUrl: deps.config.TELEGRAM_API_URL,
-  };
-  return async function testPost(ctx: RouteContext) {
+  const settings = settingsOf(deps);
+  return async function testPostPage(ctx: RouteContext) {
     const key = await keyOf(ctx);
-    const id = ctx.params.id ?? '';
-    const endpoint = key && ID.test(id) ? await findEndpointToPost(ctx.state.em, key.id, id) : undefined;
-    if (!key || !endpoint) return notFoundPage(ctx);
-    const name = isChatKind(endpoint.kind) ? `the ${CHAT_NAMES[endpoint.kind]} channel ${endpoint.url}` : `the webhook ${endpoint.url}`;
-    const waitSeconds = await overTheBound(deps, key.id);
-    if (waitSeconds !== undefined) {
-      ctx.set('Retry-After', String(waitSeconds));
-      const error = `A key sends at most ${TEST_POSTS_PER_HOUR} test posts an hour: the next can go in ${Math.ceil(waitSeconds / 60)} minutes.`;
-      return renderWebhooksPage(ctx, deps, key.id, { error }, 429);
+    const result = key ? await testPost(ctx, deps, settings, key, ctx.params.id ?? '') : undefined;
+    if (!key || !result) return notFoundPage(ctx);
+    if ('refused' in result) {
+      ctx.set('Retry-After', String(result.waitSeconds));
+      return renderWebhooksPage(ctx, deps, key.id, { error: result.refused }, 429);
     }
-    const target = { kind: endpoint.kind, url: endpoint.url, chatId: endpoint.chat_id, secret: deps.vault.decrypt(endpoint.secret_sealed) };
-    const outcome = await sendTestPost(target, key, settings);
-    ctx.state.log.info({ keyId: key.id, endpointId: endpoint.id, delivered: outcome.delivered }, 'owner sent a test post');
-    if (outcome.delivered) return renderWebhooksPage(ctx, deps, key.id, { notice: `Test post to ${name} delivered: ${outcome.detail}.` });
-    await renderWebhooksPage(ctx, deps, key.id, { error: `Test post to ${name} failed: ${outcome.detail}` });
+    if (result.delivered) return renderWebhooksPage(ctx, deps, key.id, { notice: `Test post to ${result.name} delivered: ${result.detail}.` });
+    await renderWebhooksPage(ctx, deps, key.id, { error: `Test post to ${result.name} failed: ${result.detail}` });
+  };
+}
+
+/** POST /owner/api/keys/:keyId/webhooks/:id/test: `{delivered, detail}`. */
+export function testPostApiHandler(deps: AppDeps) {
+  const settings = settingsOf(deps);
+  return async function testPostJson(ctx: RouteContext) {
+    const key = await keyOf(ctx);
+    const result = key ? await testPost(ctx, deps, settings, key, ctx.params.id ?? '') : undefined;
+    if (!key || !result) throw errors.notFound('Not found.');
+    if ('refused' in result) throw errors.rateLimited(result.waitSeconds);
+    ctx.body = { delivered: result.delivered, detail: result.detail };
   };
 }

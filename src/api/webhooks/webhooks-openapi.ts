@@ -275,6 +275,23 @@ export const webhookPaths = {
       },
     },
   },
+  '/owner/api/keys/{keyId}/webhooks/{id}/test': {
+    post: {
+      summary: 'Send a sample message, marked as a test, to this webhook or chat channel now (at most 10 a key an hour; not retried, no delivery row)',
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
+      responses: {
+        200: {
+          description: 'How it went',
+          content: json(v.object({ delivered: v.boolean(), detail: described(v.string(), 'HTTP 200; or the answer, a refused address, no answer in time') })),
+        },
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+        429: error('10 test posts of this key in the hour: Retry-After says when the next can go'),
+      },
+    },
+  },
   '/owner/api/keys/{keyId}/webhook-deliveries/{id}/resend': {
     post: {
       summary: 'Queue a failed delivery again',
