@@ -24,7 +24,7 @@ export type ChatStandIn = {
   calls: ChatCall[];
   /** Answers to give, in order, before the platform's success. */
   script: ChatAnswer[];
-  /** The service's PUBLIC_URL: each message must link to `<it>/owner/submissions/<id>` (set it once the service is up). */
+  /** The service's PUBLIC_URL: each message must link to `<it>/owner/submissions/<id>`, a test post to `<it>/owner/keys/<id>/webhooks` (set it once the service is up). */
   publicUrl: string;
   close: () => Promise<void>;
 };
@@ -97,7 +97,8 @@ export async function startChatStandIn(platform: ChatPlatform, host: string): Pr
         } catch {
           return refusal(platform, 'not JSON');
         }
-        const path = /\/owner\/submissions\/[0-9a-f-]{36}/.exec(raw)?.[0];
+        // A message links to its page; a test post from the console, which has none, to the key's webhooks page.
+        const path = /\/owner\/(?:submissions\/[0-9a-f-]{36}|keys\/[0-9a-f-]{36}\/webhooks)/.exec(raw)?.[0];
         const problems = path ? check(platform, body, `${standIn.publicUrl}${path}`) : ['no link to the message in the console'];
         calls.push({ at: Date.now(), path: request.url, headers: request.headers, body, problems });
         if (problems.length) return refusal(platform, problems[0]!);

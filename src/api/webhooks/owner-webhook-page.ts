@@ -7,6 +7,9 @@ import { ownerState } from '../owners/session.ts';
 import type { AppContext, AppDeps } from '../context.ts';
 import { renderPage } from '../view.ts';
 
+/** The bound of src/api/webhooks/owner-webhook-test-post.ts, shown beside its button. */
+export const TEST_POSTS_PER_HOUR = 10;
+
 const NOTICES: Record<string, string> = {
   enabled: 'Enabled: new messages are delivered to it again; re-send the failed ones below.',
   disabled: 'Disabled: new messages are not delivered to it.',
@@ -43,6 +46,7 @@ export async function renderWebhooksPage(ctx: AppContext, deps: AppDeps, keyId: 
       max_chats: MAX_CHAT_CHANNELS,
       chat_form: { kind: '', chat_id: '' },
       disable_after: deps.config.WEBHOOK_DISABLE_AFTER,
+      test_posts_per_hour: TEST_POSTS_PER_HOUR,
       secret: '',
       created_url: '',
       ...extra,

@@ -23,6 +23,7 @@ import {
   type WebhookAccess,
   type WebhookApi,
 } from './webhook-api-handlers.ts';
+import { testPostApiHandler } from './owner-webhook-test-post.ts';
 
 /** The session's key named in the path; another owner's key is answered as unknown (404). */
 export function ownerWebhookApiRoutes(deps: AppDeps): Router<AppState> {
@@ -33,10 +34,11 @@ export function ownerWebhookApiRoutes(deps: AppDeps): Router<AppState> {
     ownerState(ctx).keyId = key.id;
     await next();
   };
-  return webhookApiRoutes(deps, {
+  const write = [crossSiteGuard(deps.config.PUBLIC_URL), signedIn, csrfGuard(deps.config.SECRET)];
+  const router = webhookApiRoutes(deps, {
     prefix: '/owner/api/keys/:keyId',
     read: [signedIn],
-    write: [crossSiteGuard(deps.config.PUBLIC_URL), signedIn, csrfGuard(deps.config.SECRET)],
+    write,
     findKey,
     keyId: async (ctx) => ownerState(ctx).keyId!,
     resendBody: [optionalJsonBody],
@@ -44,6 +46,9 @@ export function ownerWebhookApiRoutes(deps: AppDeps): Router<AppState> {
     unknownWebhook: 'Not found.',
     unknownDelivery: 'Not found.',
   });
+  // The owner's alone: a test post is the key owner's check of an endpoint they set up.
+  router.post('/webhooks/:id/test', ...write, testPostApiHandler(deps));
+  return router;
 }
 
 /** Any key, by its value in the path; behind the admin token like the rest of /admin. */

@@ -209,6 +209,14 @@ export const webhookPaths = {
   '/owner/keys/{keyId}/webhooks/{id}': {
     post: { ...page('Owner console: enable, disable or delete a webhook or chat channel (form: action)'), parameters: [idParam('keyId'), idParam('id')] },
   },
+  '/owner/keys/{keyId}/webhooks/{id}/test': {
+    post: {
+      ...page(
+        'Owner console: send a sample message, marked as a test, to this webhook or chat channel now; the page says how it went (429 past 10 a key an hour)',
+      ),
+      parameters: [idParam('keyId'), idParam('id')],
+    },
+  },
   '/owner/keys/{keyId}/webhook-deliveries/{id}/resend': {
     post: { ...page('Owner console: re-send a failed delivery'), parameters: [idParam('keyId'), idParam('id')] },
   },
@@ -264,6 +272,23 @@ export const webhookPaths = {
         400: error('Bad query'),
         401: unauthorized,
         404: notOwned,
+      },
+    },
+  },
+  '/owner/api/keys/{keyId}/webhooks/{id}/test': {
+    post: {
+      summary: 'Send a sample message, marked as a test, to this webhook or chat channel now (at most 10 a key an hour; not retried, no delivery row)',
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId'), idParam('id')],
+      responses: {
+        200: {
+          description: 'How it went',
+          content: json(v.object({ delivered: v.boolean(), detail: described(v.string(), 'HTTP 200; or the answer, a refused address, no answer in time') })),
+        },
+        401: unauthorized,
+        403: forbidden,
+        404: notOwned,
+        429: error('10 test posts of this key in the hour: Retry-After says when the next can go'),
       },
     },
   },

@@ -121,4 +121,4 @@ export {
   type UnwrittenCreatedEvents,
   writeCreatedEvent,
 } from './data/webhook-deliveries.ts';
-export { deleteEndpoint, disabledEndpoints, type EndpointRecord, listEndpoints, setEndpointEnabled } from './data/webhook-endpoints.ts';
+export { deleteEndpoint, disabledEndpoints, type EndpointRecord, findEndpointToPost, listEndpoints, setEndpointEnabled } from './data/webhook-endpoints.ts';

@@ -6,7 +6,6 @@
 // disabled (and its owner emailed) after WEBHOOK_DISABLE_AFTER in a row.
 import { DelayedError, UnrecoverableError, type Job, type Queue } from 'bullmq';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { Webhook } from 'standardwebhooks';
 import { AddressRefusedError, type AddressPolicy } from '../../shared/webhooks/address-guard.ts';
 import { recordEndpointOutcome, findDeliveryToSend, writeCreatedEvent } from '../../shared/webhooks/webhooks.ts';
 import { deliveryKinds } from '../../shared/deliveries/delivery-kinds.ts';
@@ -22,7 +21,7 @@ import { judgeWebhookAnswer, webhookSpamGate, type WebhookFailure } from '../../
 import { claimRow, recordDelivered, recordFailure, recordSkipped, releaseClaim } from '../../shared/deliveries/deliveries.ts';
 import type { SendOutcome } from '../delivery/send.ts';
 import { claimClock, logLostClaim, stillClaimed } from '../delivery/claim-check.ts';
-import { postWebhook, type WebhookAnswer } from './webhook-http.ts';
+import { postWebhook, signedHeaders, type WebhookAnswer } from './webhook-http.ts';
 import { buildPayload, StaleEventError } from './webhook-payload.ts';
 import { isChatKind } from '../../shared/webhooks/chat-channels.ts';
 import { loadChatNotice } from './chat/chat-notice.ts';
@@ -193,13 +192,7 @@ async function buildRequest(context: WebhookContext, delivery: DeliveryToSend): 
   }
   const body = JSON.stringify(await buildPayload(context.em, context.storage, delivery.event, delivery.submission, context.linkTtlSeconds));
   const webhookId = `${deliveryKinds.webhook.messageIdPrefix}${delivery.id}`;
-  const now = new Date();
-  const headers = {
-    'webhook-id': webhookId,
-    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-    'webhook-signature': new Webhook(context.vault.decrypt(endpoint.secretSealed)).sign(webhookId, now, body),
-  };
-  return { url: endpoint.url, body, headers };
+  return { url: endpoint.url, body, headers: signedHeaders(context.vault.decrypt(endpoint.secretSealed), webhookId, body) };
 }
 
 /** The endpoint's failure count; when this failure disables it, the owner's email goes out (or the reconciler sends it). */

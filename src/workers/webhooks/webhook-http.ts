@@ -3,6 +3,7 @@
 // its Retry-After), or throws for what never got an answer (refused address, network, timeout).
 import http from 'node:http';
 import https from 'node:https';
+import { Webhook } from 'standardwebhooks';
 import { buildInfo } from '../../shared/infra/version.ts';
 import { pinnedLookup, refuseLiteralHost, type AddressPolicy, type ResolveAll } from '../../shared/webhooks/address-guard.ts';
 
@@ -58,6 +59,15 @@ export async function postWebhook(
     );
     request.end(body);
   });
+}
+
+/** The Standard Webhooks headers of one POST: its id, its time, and its body's signature with the endpoint's secret. */
+export function signedHeaders(secret: string, webhookId: string, body: string, now = new Date()): Record<string, string> {
+  return {
+    'webhook-id': webhookId,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign(webhookId, now, body),
+  };
 }
 
 /** Retry-After in seconds or as an HTTP date; undefined when absent or unreadable. */

@@ -45,6 +45,19 @@ export async function insertEndpoint(
   return inserted!;
 }
 
+/** One endpoint of the key with what a post to it needs (its sealed secret or credential); undefined when the key has no such endpoint. */
+export async function findEndpointToPost(
+  em: EntityManager,
+  keyId: string,
+  endpointId: string,
+): Promise<{ id: string; kind: EndpointKind; url: string; chat_id: string | null; secret_sealed: string } | undefined> {
+  const [row] = await em.execute<Array<{ id: string; kind: EndpointKind; url: string; chat_id: string | null; secret_sealed: string }>>(
+    'select id, kind, url, chat_id, secret_sealed from webhook_endpoints where id = ? and key_id = ?',
+    [endpointId, keyId],
+  );
+  return row;
+}
+
 /** False when the key has no such endpoint. */
 export async function deleteEndpoint(em: EntityManager, keyId: string, endpointId: string): Promise<boolean> {
   const rows = await em.execute('delete from webhook_endpoints where id = ? and key_id = ? returning id', [endpointId, keyId]);
