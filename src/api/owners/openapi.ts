@@ -162,6 +162,27 @@ export const ownerPaths = {
       parameters: [idParam('keyId')],
     },
   },
+  '/owner/keys/{keyId}/autoresponse-test': {
+    post: {
+      ...form('Send the saved autoresponse to the owner, as a visitor would get it, "[Test]" before its subject (429 past 5 a key an hour)'),
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+    },
+  },
+  '/owner/keys/{keyId}/preview': {
+    post: {
+      ...form('The settings page previews of the typed values (the same fields as action=save), saving nothing'),
+      responses: {
+        200: {
+          description: 'JSON: email {subject, fields} and autoresponse {subject, paragraphs, closing}, each else {refused: the reason a save would give}',
+        },
+        403: forbidden,
+        404: { description: 'HTML: not among your keys' },
+      },
+      security: ownerWriteSecurity,
+      parameters: [idParam('keyId')],
+    },
+  },
   '/owner/keys/{keyId}/test-message': {
     post: {
       ...form('Send a test message through every delivery of the key, marked as a test and counted nowhere (429 past 10 a key an hour)'),
