@@ -118,6 +118,7 @@ describe('rate limit', () => {
   it('lets the next request through once the window has passed', async () => {
     expect((await submit(limited, '127.0.0.8')).status).toBe(200);
     expect((await submit(limited, '127.0.0.8')).status).toBe(429);
+    // Past the window (RATE_LIMIT_WINDOW_MS, 3 s): the time passing is what this test is about.
     await sleep(3_100);
     expect((await submit(limited, '127.0.0.8')).status).toBe(200);
   });

@@ -4,10 +4,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { DeleteBucketCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
-import { submissionRow } from '../support/rows.ts';
+import { mailSettled, submissionRow } from '../support/rows.ts';
 import { multipartBody, postAndAbort, postRaw, type FilePart, type Part, type PostOptions } from '../support/multipart.ts';
 import { count, expected, submitMultipart } from '../support/client.ts';
-import { sleep } from '../support/sleep.ts';
 
 const MB10 = 10 * 1024 * 1024; // 10,485,760 bytes
 
@@ -78,8 +77,10 @@ async function snapshot(harness: Harness = h): Promise<Snapshot> {
 
 /** Nothing of a refused request stays: no submission with its token, no new row, no new object, no email. */
 async function expectNothingLeft(before: Snapshot, token: string, harness: Harness = h): Promise<void> {
-  // Give a late upload (an object written after the clean-up) or a stray delivery time to show up.
-  await sleep(500);
+  // A refusal is answered only once every upload has ended and its object is deleted (a dropped
+  // request's caller waits for the clean-up); a row saved by mistake would bring an email, which
+  // has come by the time the emails have settled.
+  await mailSettled(harness);
   expect(await harness.sql('select id from submissions where message like $1', [`%${token}%`])).toEqual([]);
   expect(await snapshot(harness)).toEqual(before);
   expect(harness.sink.messages.filter((mail) => mail.parsed.text?.includes(token))).toEqual([]);

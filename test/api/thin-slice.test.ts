@@ -107,6 +107,7 @@ describe('submission ids', () => {
       const response = await submitJson(h, { access_key: key.key, email: 'visitor@example.org', message: `ordered ${i}` });
       expect(response.status).toBe(200);
       ids.push(response.json.submission_id as string);
+      // A few milliseconds apart, so that the ids' time parts differ and their order is the submissions'.
       await sleep(5);
     }
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);

@@ -208,6 +208,7 @@ describe('Ctrl+C on npm start', () => {
         id = await submit(running, 'cut short by a second Ctrl+C');
         await eventually(async () => ((await statusOf(running.databaseUrl, id)) === 'sending' ? true : undefined), 10_000, 'the row being sent');
         ctrlC(running);
+        // A second press counts only SECOND_PRESS_AFTER_MS (0.5 s) after the first: a person's pause between two.
         await sleep(1_000);
         const t0 = Date.now();
         ctrlC(running);

@@ -85,10 +85,12 @@ describe('answers against the table through a PostgreSQL restart and a stall', (
       // Bounded: at most 300 requests per client, and the loop ends when the test says so.
       for (let i = 0; running && i < 300; i++) {
         outcomes.push(await submitOnce(keys[client % keys.length]!, `answers ${run} client ${client} request ${i}`));
+        // Each client's pace: about 50 requests a second.
         await sleep(20);
       }
     });
 
+    // A second of load before the kill, then the outage held for DOWN_MS.
     await sleep(1_000);
     for (const pid of postgresProcesses()) process.kill(pid, 'SIGKILL');
     await sleep(DOWN_MS);
@@ -101,6 +103,7 @@ describe('answers against the table through a PostgreSQL restart and a stall', (
       'a 200 after the restart',
     );
 
+    // A second of load after the restart, then the stall held for STALL_MS.
     await sleep(1_000);
     const stopped = postgresProcesses();
     for (const pid of stopped) process.kill(pid, 'SIGSTOP');

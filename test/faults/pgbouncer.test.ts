@@ -84,6 +84,7 @@ async function peakConnections<T>(during: () => Promise<T>): Promise<{ result: T
       const now = await connections();
       peak.total = Math.max(peak.total, now.total);
       peak.listening = Math.max(peak.listening, now.listening);
+      // The sampling interval.
       await sleep(50);
     }
   })();

@@ -85,10 +85,12 @@ describe('PostgreSQL restart under load', () => {
       for (let i = 0; running && i < 400; i++) {
         outcomes.push(await submitOnce(`client ${client} request ${i}`));
         sent += 1;
+        // Each client's pace: about 50 requests a second.
         await sleep(20);
       }
     });
 
+    // A second of load before the kill, then the outage held for DOWN_MS, readiness read halfway.
     await sleep(1_000);
     const beforeKill = outcomes.length;
     killPostgres();
@@ -111,6 +113,7 @@ describe('PostgreSQL restart under load', () => {
       'a 200 after PostgreSQL is back',
     );
     const recoveredInMs = Date.now() - restartedAt;
+    // A second more of load after the recovery.
     await sleep(1_000);
     running = false;
     await Promise.all(clients);

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { submitJson } from '../support/client.ts';
 import type { SinkStep } from '../support/smtp-sink.ts';
-import { sleep } from '../support/sleep.ts';
 
 let h: Harness;
 let key: string;
@@ -56,8 +55,18 @@ async function outlastsRefusal(step: SinkStep, reply: { code: number; message: s
     const refused = await rowsOf(ids);
     expect(refused.filter((row) => row.email_status === 'failed')).toEqual([]);
     expect(refused.some((row) => row.last_error?.includes(String(reply.code)))).toBe(true);
-    // Still refused a while later: the rows wait, none has become `failed`.
-    await sleep(1_500);
+    // Still refused a while later: the breaker's probes (one row at a time, every
+    // SMTP_PROBE_INTERVAL_MS) are refused too; once two more have ended, none has made its row `failed`.
+    const attempts = (rows: Row[]) => rows.reduce((sum, row) => sum + row.email_attempts, 0);
+    const opened = attempts(await rowsOf(ids));
+    await eventually(
+      async () => {
+        const rows = await rowsOf(ids);
+        return attempts(rows) >= opened + 2 && rows.every((row) => row.email_status !== 'sending') ? true : undefined;
+      },
+      20_000,
+      'two more probes refused',
+    );
     expect((await rowsOf(ids)).map((row) => row.email_status).filter((status) => status === 'failed')).toEqual([]);
   } finally {
     h.sink.refuse(step, undefined);

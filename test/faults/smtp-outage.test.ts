@@ -46,6 +46,7 @@ async function submitDuring(label: string): Promise<string[]> {
       expect(response.status).toBe(200);
       ids.push(response.json.submission_id);
     }
+    // The load spread over the window: one batch a second.
     await sleep(Math.max(0, Math.min(1_000, end - Date.now())));
   }
   return ids;
@@ -112,6 +113,7 @@ describe('an SMTP outage longer than the old attempt budget', () => {
           expect(ready.delivery.smtp.reason).toContain('451');
           gauge = await breakerGauge();
         }
+        // Readiness sampled twice a second through the outage.
         await sleep(500);
       }
     })();

@@ -77,6 +77,7 @@ async function transactions(): Promise<number> {
       [database],
     );
     if (rows[0]!.busy === 0) return rows[0]!.n;
+    // The poll's interval.
     await sleep(250);
   }
 }

@@ -81,6 +81,7 @@ describe('a burst of submissions', () => {
       req.resume();
       req.on('end', () => {
         line = line.then(async () => {
+          // A slow filter on purpose: 50 ms a check, one at a time, so that checks pile up behind it.
           await sleep(50);
           inFlight -= 1;
           res.setHeader('content-type', 'application/json');

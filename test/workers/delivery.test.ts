@@ -247,7 +247,8 @@ describe('retries and statuses', () => {
       expect(failed.email_attempts).toBe(1);
       expect(failed.last_error).toContain('550');
       expect(failed.last_error).toContain('Mailbox unavailable');
-      await sleep(600);
+      // The job ended for good (BullMQ's failed set): no attempt of it can follow.
+      await eventually(async () => ((await h.api.deps.queue.getJobState(id)) === 'failed' ? true : undefined), 10_000, 'the job in the failed set');
       expect((await statusOf(id)).email_attempts).toBe(1);
     } finally {
       h.sink.behave(undefined);
@@ -323,6 +324,7 @@ describe('retries and statuses', () => {
     const id = (await submit({ message: 'while smtp is down' })).json.submission_id;
     const retrying = await untilStatus(id, 'retrying');
     expect(retrying.last_error).toMatch(/ECONNREFUSED|connect/i);
+    // The outage held on purpose past the first backoff (EMAIL_RETRY_BACKOFF_MS, 150 ms).
     await sleep(400);
     const revived = await startSmtpSink(port);
     try {

@@ -6,6 +6,7 @@ import type { EmailStatus } from '../../src/shared/deliveries/delivery-columns.t
 import { ago, buildSubmission, buildSubmissions, fromNow, removeSubmissions } from '../support/factories.ts';
 import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { sentCount } from '../support/rows.ts';
+import { runReconciler } from '../support/reconciler.ts';
 import { submitJson } from '../support/client.ts';
 import { spawnWorker, type WorkerChild } from '../support/workers.ts';
 import { Queue, Worker } from 'bullmq';
@@ -150,7 +151,10 @@ describe('reconciler', () => {
 
   it('leaves a fresh claim alone', async () => {
     const id = await insertRow('sending', 0);
-    await sleep(1_000);
+    // A reconciler run has decided about the row when it returns.
+    await runReconciler(h);
+    // No job for it (a job already done would have left the row `sent`), and the claim stands.
+    expect(await h.api.deps.queue.getJobState(id)).toBe('unknown');
     expect((await statusOf(id)).email_status).toBe('sending');
     // Gone before its claim is older than the lease: queued again then, it would be in flight in the tests below.
     await removeSubmissions(h, [id]);
@@ -212,6 +216,9 @@ describe('worker shutdown', () => {
       const id = response.json.submission_id;
       await eventually(async () => ((await statusOf(id)).email_status === 'sending' ? true : undefined), 10_000);
       child.child.kill('SIGINT');
+      // The first press: the worker says that it finishes its job first, and does not exit.
+      await eventually(async () => (/finishing \d+ job\(s\) in flight/.test(child.output()) ? true : undefined), 10_000, 'the line of the first press');
+      // A second press counts only SECOND_PRESS_AFTER_MS (0.5 s) after the first: a person's pause between two.
       await sleep(1_000);
       expect(child.child.exitCode).toBeNull(); // still waiting for its job
       const t0 = Date.now();
