@@ -9,7 +9,7 @@ import { backdateSpamTeachings } from '../support/factories.ts';
 import { eventually, startHarness, type Harness, type TestKey } from '../support/harness.ts';
 import { signIn } from '../support/owner.ts';
 import { formMessage, settledRecord, spamFilterEnv, startSpamFilter, submitTo } from '../support/spam-filter.ts';
-import { sleep } from '../support/sleep.ts';
+import { runPeriodicJob } from '../support/reconciler.ts';
 
 const TOKEN = 'spam-bounds-admin-token-0123456789';
 const CAP = 3;
@@ -85,10 +85,11 @@ describe('the teaching allowance', () => {
     const metrics = (await admin('GET', '/metrics')).text;
     expect(metrics).toMatch(/cfs_spam_marks_total\{mark="spam",outcome="capped"\} 2/);
 
-    // The workers try every TEACH_LATER_INTERVAL_MS; within the hour the allowance stays spent.
+    // The workers try every TEACH_LATER_INTERVAL_MS; within the hour the allowance stays spent:
+    // a run of theirs, awaited here, teaches neither.
     const waiting = ids.slice(CAP);
     const marksBefore = await ownerMarks(key.email);
-    await sleep(10 * TEACH_LATER_INTERVAL_MS);
+    await runPeriodicJob(h, 'spam-teach-later');
     expect(await taughtOf(waiting)).toEqual([]);
     // An hour later (the marks taught moved back by one), the two waiting marks are taught, as marked now.
     await backdateSpamTeachings(h, key, { minutes: 61 });
