@@ -8,7 +8,10 @@
 // this version's workers post it once they replace them, as an upgrade ends. They make no copies to
 // added recipients either: this version's reconciler makes those of the submissions whose owner's
 // email a previous worker sent, once its workers run.
+import { QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HOUSEKEEPING_QUEUE } from '../../src/shared/infra/queues/jobs.ts';
 import type { WorkerProcess } from '../../src/workers/worker.ts';
 import { startChatStandIn, type ChatStandIn } from '../support/chat-stand-ins.ts';
 import { adminRequest, submitJson } from '../support/client.ts';
@@ -17,7 +20,6 @@ import { eventually, startHarness, type Harness } from '../support/harness.ts';
 import { INSTALL_TIMEOUT_MS, preparePreviousRelease, spawnPreviousApi, spawnPreviousWorker, type Release } from '../support/previous-release.ts';
 import { startReceiver, type Receiver } from '../support/webhook-receiver.ts';
 import type { WorkerChild } from '../support/workers.ts';
-import { sleep } from '../support/sleep.ts';
 
 const HOST = '127.0.0.7';
 const TOKEN = 'mixed-versions-admin-token-0123456789';
@@ -111,9 +113,32 @@ async function expectDeliveredOnce(mix: Mix, ids: string[], kinds: Kind[]): Prom
   await eventually(async () => (missing().length === 0 ? true : undefined), DELIVERED_MS, `every submission's ${kinds.join(', ')}`).catch((error: unknown) => {
     throw new Error(`${(error as Error).message}; ${missing().length} of ${ids.length} not delivered: ${JSON.stringify(missing().slice(0, 3))}`);
   });
-  // A second send of any of them would come within a reconciler run or two.
-  await sleep(3_000);
+  // A second send of any of them would come within a reconciler run or two, by either release's worker.
+  await reconcilerRuns(2);
   for (const row of arrivals(mix, ids)) for (const kind of kinds) expect(row[kind], `${kind} of ${row.id}`).toBe(1);
+}
+
+/** Resolves once `runs` runs of the reconciler, by a worker of either release, have completed from now on. */
+async function reconcilerRuns(runs: number): Promise<void> {
+  const connection = new Redis(h.config.REDIS_URL, { maxRetriesPerRequest: null });
+  const events = new QueueEvents(HOUSEKEEPING_QUEUE, { connection, prefix: h.config.QUEUE_PREFIX });
+  try {
+    await events.waitUntilReady();
+    let completed = 0;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${completed} of ${runs} reconciler runs completed`)), DELIVERED_MS);
+      // A scheduled job's id is repeat:<scheduler>:<time>.
+      events.on('completed', ({ jobId }) => {
+        if (jobId.includes(':reconcile:') && ++completed >= runs) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+  } finally {
+    await events.close();
+    connection.disconnect();
+  }
 }
 
 const startWorkerHere = (): Promise<WorkerProcess> => h.startWorker();
