@@ -19,7 +19,7 @@ let strictKey: string;
 
 beforeAll(async () => {
   [slots, strict, limited] = await Promise.all([
-    startHarness({ worker: false, env: { UPLOAD_CONCURRENCY: '1' } }),
+    startHarness({ worker: false, env: { UPLOAD_CONCURRENCY: '1', ADMIN_TOKEN: METRICS_TOKEN } }),
     startHarness({
       worker: false,
       env: {
@@ -150,6 +150,9 @@ async function normalUpload(h: Harness, key: string, token: string, files: Part[
   return postRaw(`${h.url}/api/contact-api/`, body, { 'content-type': contentType }, { timeoutMs: 10_000 });
 }
 
+const METRICS_TOKEN = 'slow-clients-metrics-token';
+const metricsOf = async (h: Harness): Promise<string> => (await request(`${h.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text;
+
 const rowsWith = async (h: Harness, token: string) =>
   ((await h.sql('select count(*)::int as n from submissions where message like $1', [`%${token}`])) as [{ n: number }])[0].n;
 
@@ -183,7 +186,12 @@ describe('upload slots (UPLOAD_CONCURRENCY=1)', { timeout: 20_000 }, () => {
       answered = true;
       return response;
     });
-    await sleep(1_000);
+    // It waits for a slot (the gauge says so) and is not answered while it does.
+    await eventually(
+      async () => (/^cfs_uploads_waiting\{slots="small"\} 1$/m.test(await metricsOf(slots)) ? true : undefined),
+      10_000,
+      'the 33rd upload waiting',
+    );
     expect(answered).toBe(false);
     holders[0]!.socket.destroy();
     const response = await waiting;

@@ -23,6 +23,14 @@ export const httpRequestDuration = new Histogram({
   registers: [registry],
 });
 
+// A few waiting is the bound at work; many, for long, means the slots are too few for the uploads.
+export const uploadsWaiting = new Gauge({
+  name: 'cfs_uploads_waiting',
+  help: "Uploads waiting for a slot: small (a file's first 256 KB) or large (past them, UPLOAD_CONCURRENCY)",
+  labelNames: ['slots'] as const,
+  registers: [registry],
+});
+
 export const submissionsAccepted = new Counter({
   name: 'cfs_submissions_accepted_total',
   help: 'Submissions saved (answered 200)',

@@ -13,6 +13,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import type { BuildMiddleware } from '@aws-sdk/types';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Config } from './config.ts';
+import { uploadsWaiting } from './metrics.ts';
 
 export type Storage = {
   client: S3Client;
@@ -48,13 +49,13 @@ type StorageConfig = Pick<
  */
 export function createStorage(config: StorageConfig, options: { maxConcurrentUploads?: number } = {}): Storage {
   const client = s3Client(config, config.S3_ENDPOINT);
-  const uploadSlots = new Semaphore(options.maxConcurrentUploads ?? Infinity);
+  const uploadSlots = new Semaphore(options.maxConcurrentUploads ?? Infinity, 'large');
   // Links in emails must work from the recipient's machine: sign them for the public address.
   const publicClient = config.S3_PUBLIC_ENDPOINT ? s3Client(config, config.S3_PUBLIC_ENDPOINT) : client;
   const bucket = config.S3_BUCKET;
   // The first SMALL_FILE_BYTES of a file are read under a slot of their own: a form's usual files
   // end there and are stored without waiting for (or holding) one of the few 5 MB slots.
-  const smallSlots = new Semaphore(SMALL_UPLOAD_SLOTS);
+  const smallSlots = new Semaphore(SMALL_UPLOAD_SLOTS, 'small');
 
   return {
     client,
@@ -142,26 +143,30 @@ const PASSIVE_TYPES =
 export const servedContentType = (declared: string) =>
   PASSIVE_TYPES.test(declared.trim().toLowerCase()) ? declared.trim().toLowerCase() : 'application/octet-stream';
 
-/** At most `limit` holders at once; the others wait in arrival order. */
+/** At most `limit` holders at once; the others wait in arrival order, counted in cfs_uploads_waiting. */
 class Semaphore {
   private active = 0;
   private readonly waiting: Array<() => void> = [];
   private readonly limit: number;
-  constructor(limit: number) {
+  private readonly slots: 'small' | 'large';
+  constructor(limit: number, slots: 'small' | 'large') {
     this.limit = limit;
+    this.slots = slots;
   }
   async acquire(): Promise<void> {
     if (this.active < this.limit) {
       this.active += 1;
       return;
     }
+    uploadsWaiting.inc({ slots: this.slots });
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
   release(): void {
     const next = this.waiting.shift();
-    if (next)
+    if (next) {
+      uploadsWaiting.dec({ slots: this.slots });
       next(); // the slot passes straight to the next holder
-    else this.active -= 1;
+    } else this.active -= 1;
   }
 }
 
