@@ -56,11 +56,12 @@ async function raw(chunks: Array<string | Buffer>, options: { close?: boolean; p
     for (const [index, chunk] of chunks.entries()) {
       const answered = new Promise((resolve) => socket.once('data', resolve));
       socket.write(chunk);
-      await sleep(pauseMs);
+      await sleep(pauseMs); // pacing on purpose: the body arrives in pieces, as from a slow client
       if (index === 0 && options.answeredFirst) await Promise.race([answered, closed]);
     }
   }
   if (options.close) socket.destroy();
+  // The answer is read until the server closes; a server that keeps it open is cut at 5 s.
   await Promise.race([closed, sleep(5_000)]);
   socket.destroy();
   return Buffer.concat(received).toString('latin1');
