@@ -142,10 +142,10 @@ describe('an owner searching and downloading large messages', () => {
 
     // Each search is answered: found, or refused at once past the session's bound; never a 503.
     expect(new Set(statuses())).toEqual(new Set([200, 429]));
-    // Never more than the session's two at once in PostgreSQL, and some while the probes ran: the
-    // other 18 of each round take nothing from the requests of others.
+    // Never more than the session's two at once in PostgreSQL: the other 18 of each round take
+    // nothing from the requests of others. (On a fast machine a search may end between two looks,
+    // so the look may see none; the 429s above are the sign that the bound was reached.)
     expect(Math.max(...atOnce)).toBeLessThanOrEqual(2);
-    expect(Math.max(...atOnce)).toBeGreaterThan(0);
     for (const name of Object.keys(probes)) {
       // Served as usual: the typical request (the median, which two busy loops beside the suite
       // move far less than the tail) within 3× the same request's before the load, plus 200 ms.
