@@ -1,5 +1,5 @@
 // The queues' names, and what a job to add is. The delivery jobs' payloads (ids only) are the
-// submissions feature's: src/shared/deliveries/delivery-jobs.ts.
+// deliveries feature's: src/shared/deliveries/delivery-jobs.ts.
 
 /**
  * The email deliveries (submissions and key emails). The name predates the other queues; it stays,

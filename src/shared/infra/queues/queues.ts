@@ -16,7 +16,7 @@ const UNBOUNDED_ATTEMPTS = 1_000_000;
 /** The job's backoff type; the delay comes from the worker's `retryDelay` strategy. */
 const BACKOFF_TYPE = 'capped-exponential';
 
-/** The delivery queue; its jobs' payloads (`Job`) are the submissions feature's (src/shared/deliveries/delivery-jobs.ts). */
+/** The delivery queue; its jobs' payloads (`Job`) are the deliveries feature's (src/shared/deliveries/delivery-jobs.ts). */
 export function createDeliveryQueue<Job>(connection: RedisClient, config: QueueConfig): Queue<Job> {
   return new Queue<Job>(DELIVERY_QUEUE, {
     connection,
