@@ -88,6 +88,19 @@ export async function recordSuppressed(em: EntityManager, kind: KindFor<'suppres
   return result.affectedRows > 0;
 }
 
+/** A verdict's columns; `spam` also moves the email on by `event` (kept, not emailed). */
+function verdictColumns(
+  event: 'spam-verdict' | 'spam-verdict-ahead',
+  verdict: SpamVerdict,
+  scan: { score: number; reasons: SpamReason[] } | undefined,
+): { sql: string; params: unknown[] } {
+  return {
+    sql: `spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
+            email_status = case when ? = 'spam' then ${statusAfter('submission', event)} else email_status end`,
+    params: [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict],
+  };
+}
+
 /**
  * The spam filter's verdict on a claimed submission; `spam` also ends its delivery (the
  * `spam-verdict` event): kept, not emailed. False when the row is not (or no longer) `claim`.
@@ -99,13 +112,13 @@ export async function recordSpamVerdict(
   verdict: SpamVerdict,
   scan: { score: number; reasons: SpamReason[] } | undefined,
 ): Promise<boolean> {
+  const set = verdictColumns('spam-verdict', verdict, scan);
   const result = await em.execute<{ affectedRows: number }>(
     `update submissions
-        set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
-            email_status = case when ? = 'spam' then ${statusAfter('submission', 'spam-verdict')} else email_status end,
+        set ${set.sql},
             claimed_at = case when ? = 'spam' then null else claimed_at end
       where id = ?${andStatus('submission', 'spam-verdict', OWN_CLAIM)}`,
-    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, verdict, id, claim],
+    [...set.params, verdict, id, claim],
     'run',
   );
   return result.affectedRows > 0;
@@ -124,12 +137,12 @@ export async function recordSpamVerdictAhead(
   verdict: SpamVerdict,
   scan: { score: number; reasons: SpamReason[] } | undefined,
 ): Promise<boolean> {
+  const set = verdictColumns('spam-verdict-ahead', verdict, scan);
   const result = await em.execute<{ affectedRows: number }>(
     `update submissions
-        set spam_verdict = ?, spam_score = ?, spam_reasons = ?::jsonb, spam_checked_at = now(),
-            email_status = case when ? = 'spam' then ${statusAfter('submission', 'spam-verdict-ahead')} else email_status end
+        set ${set.sql}
       where id = ? and spam_verdict is null and spam_mark is distinct from 'ham'${andStatus('submission', 'spam-verdict-ahead')}`,
-    [verdict, scan?.score ?? null, scan ? JSON.stringify(scan.reasons) : null, verdict, id],
+    [...set.params, id],
     'run',
   );
   return result.affectedRows > 0;
