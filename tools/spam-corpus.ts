@@ -10,7 +10,10 @@
 // 2,000 ordinary ham and all the hard ham never taught, for that owner and for another owner's key.
 // Which messages are taught moves the figures (docs/benchmarks.md#the-spam-filter), so this is done
 // for five fixed shuffles, each with an rspamd of its own. It prints the share held at the default
-// levels, then the curve: spam held against ham held for each score a key could hold from.
+// levels, then the curve: spam held against ham held for each score a key could hold from. A message
+// near-identical to a spam the key's owner marked (and to no ham they marked) counts as held at every
+// level, as the worker holds it (src/shared/spam/spam-campaigns.ts isOwnCopy); the score alone is
+// printed too.
 import { readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -18,6 +21,7 @@ import { parseArgs } from 'node:util';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { FIXED_SHUFFLE, formSample, inFixedOrder, readSmsCollection, scoresFor, SPAM_LEVELS, type LabelledMessage } from '../bench/support/spam-samples.ts';
 import { startRspamd } from '../src/local/rspamd.ts';
+import { campaignFingerprint, nearIdentical, type Fingerprint } from '../src/shared/spam/campaign-fingerprint.ts';
 import { createSpamFilter } from '../src/shared/spam/spam-filter.ts';
 
 const TAUGHT = 200;
@@ -30,7 +34,9 @@ const CURVE = Array.from({ length: 27 }, (_, index) => 2 + index * 0.5);
 /** What the API takes (docs/api.md): a longer message or subject would not reach the filter. */
 const LIMITS = { message: 100_000, subject: 998 };
 
-const { values } = parseArgs({ options: { sms: { type: 'boolean' } } });
+// `--shuffles=2`: the first shuffles only (quicker, to compare configurations; the figures need all five).
+const { values } = parseArgs({ options: { sms: { type: 'boolean' }, shuffles: { type: 'string' } } });
+const shuffles = SHUFFLES.slice(0, Math.max(1, Number(values.shuffles ?? SHUFFLES.length)));
 
 type Kind = 'spam' | 'ham' | 'hard';
 type Labelled = LabelledMessage & { kind: Kind };
@@ -128,14 +134,29 @@ if (count('spam') <= TAUGHT || count('ham') + count('hard') <= TAUGHT) {
   process.exit(2);
 }
 
+const kinds: Kind[] = count('hard') ? ['spam', 'ham', 'hard'] : ['spam', 'ham'];
+
 /** Each message's score, by who checks and kind, for one shuffle. */
 type Scores = Map<string, Record<Kind, number[]>>;
+/** Whether each message is near-identical to a spam the checking key's owner marked, and to no ham they marked: held at both levels. */
+type Copies = Map<string, Record<Kind, boolean[]>>;
 const WHO = [
   ['the teaching owner', TEACHER],
   ["another owner's key", OTHER],
 ] as const;
 
-async function evaluate(seed: number): Promise<{ scores: Scores; hardTaught: number }> {
+/** The owner's marks as the service keeps them for campaigns: each marked message's fingerprint. */
+type MarkedTexts = { spam: Fingerprint[]; ham: Fingerprint[] };
+
+/** Whether `message` is held as a near-copy of what its key's owner marked spam (src/shared/spam/spam-campaigns.ts isOwnCopy). */
+function ownCopy(marked: MarkedTexts, message: LabelledMessage): boolean {
+  const fingerprint = campaignFingerprint(message.text);
+  if (!fingerprint) return false;
+  const like = (fingerprints: Fingerprint[]) => fingerprints.some((other) => nearIdentical(fingerprint, other));
+  return like(marked.spam) && !like(marked.ham);
+}
+
+async function evaluate(seed: number) {
   // Shuffled whole, then each kind in that order (the SMS set's first shuffle is scenario 9's split).
   const order = inFixedOrder([...corpus], seed);
   const spam = order.filter((message) => message.kind === 'spam');
@@ -148,6 +169,11 @@ async function evaluate(seed: number): Promise<{ scores: Scores; hardTaught: num
       await filter.learn(formSample(spam[index]!, TEACHER), 'spam', 20_000);
       await filter.learn(formSample(ham[index]!, TEACHER), 'ham', 20_000);
     }
+    const fingerprints = (messages: Labelled[]) => messages.flatMap((message) => campaignFingerprint(message.text) ?? []);
+    const marks: Record<string, MarkedTexts> = {
+      [TEACHER]: { spam: fingerprints(spam.slice(0, TAUGHT)), ham: fingerprints(ham.slice(0, TAUGHT)) },
+      [OTHER]: { spam: [], ham: [] },
+    };
     const untaughtHam = ham.slice(TAUGHT);
     const tested: Record<Kind, Labelled[]> = {
       spam: spam.slice(TAUGHT, TAUGHT + TESTED.spam),
@@ -155,27 +181,46 @@ async function evaluate(seed: number): Promise<{ scores: Scores; hardTaught: num
       hard: untaughtHam.filter((message) => message.kind === 'hard'),
     };
     const scores: Scores = new Map();
+    const copies: Copies = new Map();
     for (const [who, owner] of WHO) {
       scores.set(who, {
         spam: await scoresFor(filter, tested.spam, owner),
         ham: await scoresFor(filter, tested.ham, owner),
         hard: await scoresFor(filter, tested.hard, owner),
       });
+      const copiesOf = (messages: Labelled[]) => messages.map((message) => ownCopy(marks[owner]!, message));
+      copies.set(who, { spam: copiesOf(tested.spam), ham: copiesOf(tested.ham), hard: copiesOf(tested.hard) });
     }
-    return { scores, hardTaught: ham.slice(0, TAUGHT).filter((message) => message.kind === 'hard').length };
+    // An owner who marks spam and never "not spam": their own statistics need OWNER_MIN_LEARNS marks
+    // of each kind, everyone's 20, so Bayes holds nothing; their near-copies do.
+    const spamMarksOnly = { spam: marks[TEACHER]!.spam, ham: [] };
+    const onlySpamMarked = Object.fromEntries(kinds.map((kind) => [kind, tested[kind].map((message) => ownCopy(spamMarksOnly, message))])) as Record<
+      Kind,
+      boolean[]
+    >;
+    return { scores, copies, onlySpamMarked, hardTaught: ham.slice(0, TAUGHT).filter((message) => message.kind === 'hard').length };
   } finally {
     await rspamd.stop();
   }
 }
 
 const runs: Array<Awaited<ReturnType<typeof evaluate>>> = [];
-for (const seed of SHUFFLES) runs.push(await evaluate(seed));
+for (const seed of shuffles) runs.push(await evaluate(seed));
 
-const kinds: Kind[] = count('hard') ? ['spam', 'ham', 'hard'] : ['spam', 'ham'];
 const KIND_NAMES: Record<Kind, string> = { spam: 'spam', ham: count('hard') ? 'ordinary ham' : 'ham', hard: 'hard ham' };
-/** The share of `scores` at `from` or more, as a fraction. */
-const held = (scores: number[], from: number) => (scores.length ? scores.filter((score) => score >= from).length / scores.length : Number.NaN);
-const meanHeld = (who: string, kind: Kind, from: number) => runs.reduce((sum, run) => sum + held(run.scores.get(who)![kind], from), 0) / runs.length;
+type Run = (typeof runs)[number];
+/**
+ * The share of `who`'s messages of `kind` held from `from`, as a fraction: a score of `from` or more,
+ * or (unless `scoreOnly`) a near-copy of what the key's owner marked spam, held at every level.
+ */
+function held(run: Run, who: string, kind: Kind, from: number, scoreOnly = false): number {
+  const scores = run.scores.get(who)![kind];
+  const copies = run.copies.get(who)![kind];
+  const count = scores.filter((score, index) => score >= from || (!scoreOnly && copies[index])).length;
+  return scores.length ? count / scores.length : Number.NaN;
+}
+const meanHeld = (who: string, kind: Kind, from: number, scoreOnly = false) =>
+  runs.reduce((sum, run) => sum + held(run, who, kind, from, scoreOnly), 0) / runs.length;
 const percent = (fraction: number, digits = 1) => `${(fraction * 100).toFixed(digits)} %`;
 /** Ham to two decimals: its aims are fractions of a percent. */
 const shown = (kind: Kind, fraction: number) => percent(fraction, kind === 'spam' ? 1 : 2);
@@ -189,7 +234,7 @@ console.log(
 );
 console.log(
   `${TAUGHT} + ${TAUGHT} marks taught by one owner${count('hard') ? ` (hard ham among the ham taught: ${hardTaught.toFixed(0)} on average)` : ''}; never taught and checked: ` +
-    `${kinds.map((kind) => `${first[kind].length} ${KIND_NAMES[kind]}`).join(', ')}; ${SHUFFLES.length} shuffles.`,
+    `${kinds.map((kind) => `${first[kind].length} ${KIND_NAMES[kind]}`).join(', ')}; ${runs.length} shuffles.`,
 );
 console.log(
   `\nHeld at the default levels (${Object.entries(SPAM_LEVELS)
@@ -198,9 +243,25 @@ console.log(
 );
 for (const [who] of WHO) {
   for (const [level, from] of Object.entries(SPAM_LEVELS)) {
-    const each = runs.map((run) => kinds.map((kind) => shown(kind, held(run.scores.get(who)![kind], from))).join(' / '));
+    const each = runs.map((run) => kinds.map((kind) => shown(kind, held(run, who, kind, from))).join(' / '));
     console.log(`  ${who}, ${level}: ${kinds.map((kind) => shown(kind, meanHeld(who, kind, from))).join(' / ')}  (${each.join('; ')})`);
   }
+}
+console.log(`\nOf those, by the score alone (without near-copies of the owner's own spam marks), ${kinds.map((kind) => KIND_NAMES[kind]).join(' / ')}`);
+for (const [who] of WHO) {
+  for (const [level, from] of Object.entries(SPAM_LEVELS)) {
+    const each = runs.map((run) => kinds.map((kind) => shown(kind, held(run, who, kind, from, true))).join(' / '));
+    console.log(`  ${who}, ${level}: ${kinds.map((kind) => shown(kind, meanHeld(who, kind, from, true))).join(' / ')}  (${each.join('; ')})`);
+  }
+}
+{
+  const share = (flags: boolean[]) => (flags.length ? flags.filter(Boolean).length / flags.length : Number.NaN);
+  const mean = (kind: Kind) => runs.reduce((sum, run) => sum + share(run.onlySpamMarked[kind]), 0) / runs.length;
+  const each = runs.map((run) => kinds.map((kind) => shown(kind, share(run.onlySpamMarked[kind]))).join(' / '));
+  console.log(
+    `\nAn owner who marked the ${TAUGHT} spam and no ham (Bayes then holds nothing), held as near-copies at both levels, ${kinds.map((kind) => KIND_NAMES[kind]).join(' / ')}:`,
+  );
+  console.log(`  ${kinds.map((kind) => shown(kind, mean(kind))).join(' / ')}  (${each.join('; ')})`);
 }
 console.log(`\nThe curve: held from each score, means of the shuffles (${kinds.map((kind) => KIND_NAMES[kind]).join(' / ')})`);
 console.log(`  ${'from'.padEnd(5)} ${WHO.map(([who]) => who.padEnd(32)).join(' ')}`);

@@ -1,10 +1,10 @@
 // Spam campaigns across owners, against a real rspamd: a text the owners of 3 different mailboxes
 // marked spam is held for every other key at the normal and strict levels, also with another name,
 // phone number or link in it; one owner marking it, however often and from however many keys of
-// their mailbox, makes no campaign, nor do the mailboxes of one domain, nor marks on a short text;
-// a mark reversed to not spam takes its vote back; an owner who said not spam keeps getting it; an
-// unrelated message goes out; a campaign check that fails leaves the filter's verdict; and a
-// campaign is held while rspamd is down.
+// their mailbox, holds it for their own keys only and makes no campaign, nor do the mailboxes of one
+// domain, nor marks on a short text; a mark reversed to not spam takes its vote back; an owner who
+// said not spam keeps getting it; an unrelated message goes out; a campaign check that fails leaves
+// the filter's verdict; and a campaign is held while rspamd is down.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RspamdService } from '../../src/local/rspamd.ts';
@@ -48,6 +48,8 @@ const PITCHES = {
     `Hi, ${v.name} from a lead generation agency. We send you twenty qualified customer enquiries every week for your trade, paid only when they call you back. Most of our partners double their bookings within a month. Phone ${v.phone} or start your free week at ${v.link} today.`,
   domains: (v: Variant) =>
     `Hello, this is ${v.name}. The domain name matching your business is about to be sold at auction, and we have reserved it for you for three days only. Secure it before a competitor does: call ${v.phone} or pay the small reservation fee at ${v.link} now.`,
+  courses: (v: Variant) =>
+    `Hi, ${v.name} from an online academy. Our certified marketing course teaches your staff social media, email campaigns and paid ads in six short evening lessons, with a diploma at the end. Enrol before the month is out for half price: call ${v.phone} or sign up at ${v.link} today.`,
   apps: (v: Variant) =>
     `Greetings from ${v.name}! We build mobile apps for restaurants, shops and salons that bring repeat customers with loyalty points and push offers. Launch yours this month with our starter package and pay nothing for the first quarter. Call ${v.phone} or visit ${v.link} for a demo.`,
 };
@@ -88,10 +90,15 @@ async function mark(owner: Owner, id: string, as: 'spam' | 'ham') {
   return response.json;
 }
 
-/** The owner receives `message` on their key (sent: the filter alone does not hold it) and marks it spam. */
+/**
+ * The owner receives `message` on their key and marks it spam: sent (the filter alone does not hold
+ * it, nor do others' marks), or held as a near-copy of what this owner marked spam before.
+ */
 async function receiveAndMarkSpam(owner: Owner, message: string, key = owner.key): Promise<string> {
   const id = await submit(key, message);
-  expect((await settled(id)).email_status).toBe('sent');
+  const record = await settled(id);
+  expect(symbols(record)).not.toContain('FORM_CAMPAIGN');
+  if (record.email_status !== 'sent') expect(symbols(record)[0]).toBe('FORM_MARKED_COPY');
   await mark(owner, id, 'spam');
   return id;
 }
@@ -170,6 +177,35 @@ describe('spam campaigns', () => {
     const record = await settled(await submit((await newOwner()).key, request(5)));
     expect(record.email_status).toBe('sent');
     expect(symbols(record)).not.toContain('FORM_CAMPAIGN');
+  });
+
+  it("holds a near-copy of what an owner marked spam for that owner's keys, not for another owner's, until the owner says one is not spam", async () => {
+    const [owner, other] = [await newOwner(), await newOwner()];
+    await receiveAndMarkSpam(owner, text('courses', 0));
+
+    // Another name, number and link: held for this owner, and says why.
+    const heldId = await submit(owner.key, PITCHES.courses({ name: 'Ingrid Holm', phone: '0871 234 5678', link: 'https://learn-fast.example/enrol' }));
+    const held = await settled(heldId);
+    expect(held.email_status).toBe('spam');
+    expect(held.spam.score).toBeGreaterThanOrEqual(h.config.SPAM_SCORE_NORMAL);
+    expect(held.spam.reasons[0]).toMatchObject({ symbol: 'FORM_MARKED_COPY', description: "near-identical to a message this key's owner marked spam" });
+    expect(mailsWith('Ingrid Holm')).toHaveLength(0);
+    // The owner's other key (the same mailbox) holds it too.
+    const secondKey = await h.createKey({ email: owner.key.email });
+    expect((await settled(await submit(secondKey, text('courses', 2)))).email_status).toBe('spam');
+    // One owner's mark holds nothing for another owner, nor an unrelated message for this one.
+    const elsewhere = await settled(await submit(other.key, text('courses', 3)));
+    expect(elsewhere.email_status).toBe('sent');
+    expect(symbols(elsewhere)).not.toContain('FORM_MARKED_COPY');
+    expect((await settled(await submit(owner.key, AUDIT_QUESTION))).email_status).toBe('sent');
+
+    // "Not spam" sends the held one, and the owner's keys get the text from then on.
+    expect(await mark(owner, heldId, 'ham')).toMatchObject({ released: true });
+    expect((await settled(heldId)).email_status).toBe('sent');
+    expect(mailsWith('Ingrid Holm')).toHaveLength(1);
+    const next = await settled(await submit(owner.key, text('courses', 4)));
+    expect(next.email_status).toBe('sent');
+    expect(symbols(next)).not.toContain('FORM_MARKED_COPY');
   });
 
   it("an inbox's spellings at Yandex, Proton and Apple are one mailbox's vote", async () => {

@@ -80,6 +80,11 @@ export function agreement(a: Fingerprint, b: Fingerprint): number {
 /** Whether two fingerprints are of near-identical messages: most values agree (the stored check says the same in SQL). */
 export const MATCHING = Math.floor(HASHES / 2) + 1;
 
+/** What the stored check finds near-identical: a band in common (its index), and MATCHING values equal. */
+export function nearIdentical(a: Fingerprint, b: Fingerprint): boolean {
+  return a.bands.some((band, index) => band === b.bands[index]) && agreement(a, b) >= MATCHING;
+}
+
 /** 32-bit FNV-1a of a string's UTF-16 code units. */
 function fnv1a(text: string): number {
   let hash = 0x811c9dc5;

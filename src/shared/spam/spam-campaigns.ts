@@ -7,6 +7,9 @@
 // mailboxes of one domain (anyone with a domain has as many as they like) are one voice. A mark
 // reversed to not spam is no longer a spam vote. Votes are kept CAMPAIGN_VOTE_DAYS (deleted by the
 // retention job): campaigns come and go within days.
+// The same votes hold, for an owner's own keys, a near-copy of what that owner marked spam
+// (isOwnCopy): rspamd's statistics, taught a few hundred marks, are often unsure of a spam text
+// the owner has already marked, with a name or a link changed.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { getDomain } from 'tldts';
 import type { SpamMark } from '../words/spam-kinds.ts';
@@ -72,6 +75,15 @@ export async function campaignVotes(em: EntityManager, mailbox: string, fingerpr
  */
 export function isCampaign(votes: CampaignVotes): boolean {
   return !votes.ownHam && votes.otherMailboxes + (votes.ownSpam ? 1 : 0) >= CAMPAIGN_MAILBOXES && votes.spamDomains >= CAMPAIGN_MAILBOXES;
+}
+
+/**
+ * Whether the votes hold the message for its own owner's keys: near-identical to a message this
+ * owner marked spam, and to none they marked not spam. One owner's marks hold nothing of another's
+ * (isCampaign needs CAMPAIGN_MAILBOXES); for their own keys, their word on a text is enough.
+ */
+export function isOwnCopy(votes: CampaignVotes): boolean {
+  return votes.ownSpam && !votes.ownHam;
 }
 
 /** Retention: votes older than CAMPAIGN_VOTE_DAYS no longer count. */

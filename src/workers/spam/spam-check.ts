@@ -12,8 +12,9 @@
 // (delivery slows down, nothing skips the check), and the timeout runs from when a check is sent.
 // Alongside the filter's check, one indexed query asks whether owners of CAMPAIGN_MAILBOXES
 // mailboxes marked a near-identical message spam (../../shared/spam/spam-campaigns.ts): such a campaign is
-// held whatever the filter's score, with the reason FORM_CAMPAIGN. That query failing costs nothing
-// but the campaign's verdict: the filter's stands.
+// held whatever the filter's score, with the reason FORM_CAMPAIGN; so is, for the key's own owner, a
+// near-copy of what they marked spam and never not spam (FORM_MARKED_COPY). That query failing
+// costs nothing but those verdicts: the filter's stands.
 // Alongside too, the blocklist lookups and the disposable-address check (../../shared/spam/reputation.ts),
 // bounded by SPAM_DNS_TIMEOUT_MS: their reasons add to the filter's score; a lookup that fails or
 // does not answer in time adds nothing. A check writes nothing but its verdict: no vote, no
@@ -25,7 +26,7 @@ import type { SpamFilterLevel, SpamReason } from '../../shared/words/spam-kinds.
 import { recordSpamVerdict, type ClaimedSubmission, type ClaimToken, type SpamResult } from '../../shared/deliveries/deliveries.ts';
 import type { Logger } from '../../shared/infra/log.ts';
 import { spamCheckDuration, spamChecks } from '../../shared/infra/metrics.ts';
-import { campaignVotes, isCampaign, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
+import { campaignVotes, type CampaignVotes } from '../../shared/spam/spam-campaigns.ts';
 import type { SpamFilter, SpamSample, SpamScan } from '../../shared/spam/spam-filter.ts';
 import { spamSampleOf, type CheckedSubmission } from '../../shared/spam/samples.ts';
 import { awaitsSpamCheck, decideSpam, withReputation, type SpamDecision } from '../../shared/spam/verdict.ts';
@@ -157,9 +158,9 @@ export function createSpamVerdicts(settings: SpamCheckSettings): SpamVerdicts {
     }
     const votes = await campaign;
     scan = withReputation(scan, await reputation);
-    const decided = decideSpam(scan, votes !== undefined && isCampaign(votes) ? votes : undefined, settings.thresholds[level]);
+    const decided = decideSpam(scan, votes, settings.thresholds[level]);
     spamChecks.inc({ verdict: decided.verdict });
-    if (decided.verdict === 'spam') log.info({ submissionId: submission.id, score: decided.scan?.score, level, campaign: decided.campaign }, 'held as spam');
+    if (decided.verdict === 'spam') log.info({ submissionId: submission.id, score: decided.scan?.score, level, heldBy: decided.heldBy }, 'held as spam');
     return decided;
   };
 }
