@@ -14,6 +14,12 @@ export type ClamdVerdict = { kind: 'clean' } | { kind: 'infected'; signature: st
 /** clamd could not be reached, did not answer in time, or answered an error about itself: try again later. */
 export class ScannerUnavailableError extends Error {
   override name = 'ScannerUnavailableError';
+  /** clamd closed the connection while the file was still being sent, without an answer that could be read. */
+  readonly hungUpMidStream: boolean;
+  constructor(message: string, hungUpMidStream = false) {
+    super(message);
+    this.hungUpMidStream = hungUpMidStream;
+  }
 }
 
 /** The largest chunk sent at once; clamd reads each into a buffer of its own. */
@@ -21,26 +27,33 @@ const CHUNK_BYTES = 64 * 1024;
 
 /** Scans `body` (consumed, and destroyed when the scan ends early). A failure of `body` itself is thrown as it is. */
 export function scanStream(address: ClamdAddress, body: Readable, timeoutMs: number): Promise<ClamdVerdict> {
-  return exchange(address, timeoutMs, async (socket) => {
-    await write(socket, Buffer.from('zINSTREAM\0'));
+  return exchange(address, timeoutMs, async (socket): Promise<boolean> => {
+    if (!(await write(socket, Buffer.from('zINSTREAM\0')))) return false;
     for await (const data of body as AsyncIterable<Buffer>) {
       for (let start = 0; start < data.length; start += CHUNK_BYTES) {
         const chunk = data.subarray(start, start + CHUNK_BYTES);
         const length = Buffer.alloc(4);
         length.writeUInt32BE(chunk.length);
-        if (!(await write(socket, Buffer.concat([length, chunk])))) return;
+        if (!(await write(socket, Buffer.concat([length, chunk])))) return false;
       }
     }
-    await write(socket, Buffer.alloc(4));
+    return write(socket, Buffer.alloc(4));
   })
     .then(verdictOf)
+    .catch(async (error: unknown) => {
+      // Past its StreamMaxLength clamd answers and hangs up at once; a write that fails then can
+      // lose the answer with the connection. A clamd that hung up mid-stream and still answers PING
+      // refused the stream's size: it is alive, and this file is too large for it.
+      if (error instanceof ScannerUnavailableError && error.hungUpMidStream && (await pingClamd(address, timeoutMs))) return { kind: 'too-large' } as const;
+      throw error;
+    })
     .finally(() => body.destroy());
 }
 
 /** Whether clamd answers PING with PONG within `timeoutMs`. */
 export async function pingClamd(address: ClamdAddress, timeoutMs: number): Promise<boolean> {
   try {
-    return (await exchange(address, timeoutMs, (socket) => write(socket, Buffer.from('zPING\0')).then(() => undefined))) === 'PONG';
+    return (await exchange(address, timeoutMs, (socket) => write(socket, Buffer.from('zPING\0')))) === 'PONG';
   } catch {
     return false;
   }
@@ -58,11 +71,14 @@ function verdictOf(answer: string): ClamdVerdict {
  * Connects, runs `send`, and resolves with clamd's answer (up to its \0, trimmed). An answer that
  * comes while `send` still writes (the size limit) ends the exchange: what clamd said stands.
  */
-function exchange(address: ClamdAddress, timeoutMs: number, send: (socket: Socket) => Promise<void>): Promise<string> {
+function exchange(address: ClamdAddress, timeoutMs: number, send: (socket: Socket) => Promise<boolean>): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = 'socket' in address ? createConnection(address.socket) : createConnection(address.port, address.host);
     let answer = '';
     let settled = false;
+    let connected = false;
+    /** Every byte written: clamd's hanging up before that is its refusal of the stream. */
+    let sent = false;
     const finish = (settle: () => void) => {
       if (settled) return;
       settled = true;
@@ -71,20 +87,24 @@ function exchange(address: ClamdAddress, timeoutMs: number, send: (socket: Socke
       settle();
     };
     const answered = () => finish(() => resolve(answer.replace(/\0[\s\S]*$/, '').trim()));
-    const unavailable = (why: string) => finish(() => reject(new ScannerUnavailableError(why)));
+    const unavailable = (why: string, hungUp = false) => finish(() => reject(new ScannerUnavailableError(why, hungUp)));
     const timer = setTimeout(() => unavailable(`clamd did not answer within ${timeoutMs} ms`), timeoutMs);
     socket.setEncoding('utf8');
     socket.on('data', (data: string) => {
       answer += data;
       if (answer.includes('\0')) answered();
     });
-    socket.on('close', () => (answer ? answered() : unavailable('clamd closed the connection without an answer')));
+    socket.on('close', () => (answer ? answered() : unavailable('clamd closed the connection without an answer', connected && !sent)));
     // A write cut off by clamd closing (EPIPE, ECONNRESET) is followed by 'close': its answer, if any, is read there.
     socket.on('error', (error: NodeJS.ErrnoException) => {
       if (!answer && error.code !== 'EPIPE' && error.code !== 'ECONNRESET') unavailable(`clamd: ${error.message}`);
     });
     socket.once('connect', () => {
-      send(socket).catch((error: unknown) => finish(() => reject(error instanceof Error ? error : new Error(String(error)))));
+      connected = true;
+      send(socket).then(
+        (all) => (sent = all),
+        (error: unknown) => finish(() => reject(error instanceof Error ? error : new Error(String(error)))),
+      );
     });
   });
 }
