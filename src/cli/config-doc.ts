@@ -35,6 +35,12 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
     description: 'The `rspamd` that `npm start` and the spam filter tests run. Unset: `rspamd` on `PATH`, installed the same way.',
   },
   {
+    name: 'CLAMD_PATH',
+    readBy: '`npm start`, `npm test`',
+    description:
+      'The `clamd` that `npm start` and the file scanning tests run. Unset: `clamd` on `PATH`; the tests install it the same way (package `clamav-daemon`, its system services stopped), `npm start` never does.',
+  },
+  {
     name: 'XDG_CACHE_HOME',
     readBy: '`npm start`, `npm test`',
     description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`.",

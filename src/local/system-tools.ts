@@ -17,11 +17,12 @@ export type SystemTool = {
   /** Another way out, for the message when it is missing (e.g. "or set REDIS_URL to ..."). */
   alternative?: string;
   /**
-   * The system service the package starts when installed (Debian starts pgbouncer's on port 6432):
-   * stopped and disabled right after the install made here, since only the tests' own instances
-   * are wanted.
+   * The system services the package starts when installed (Debian starts pgbouncer's on port 6432,
+   * clamav-daemon's clamd and freshclam): stopped and disabled right after the install made here,
+   * since only the tests' own instances are wanted. systemd units by name (`x.socket` for a
+   * socket unit, which would start its service again on the first connection).
    */
-  systemService?: string;
+  systemServices?: readonly string[];
 };
 
 /** Chromium, for what runs a headless browser (the browser tests, a benchmark, the screenshots). */
@@ -90,10 +91,13 @@ export function spawnFailure(command: string, result: ReturnType<typeof spawnSyn
   return `${command} failed (${how})${output ? `:\n${output}` : ''}`;
 }
 
-/** Stops and disables a service a package started, on systemd or a SysV init; nothing when there is neither. */
-function stopSystemService(service: string, options: Parameters<typeof spawnSync>[2]): void {
-  if (existsSync('/run/systemd/system')) spawnSync('systemctl', ['disable', '--now', service], options);
-  else if (onPath('service', process.env)) spawnSync('service', [service, 'stop'], options);
+/** Stops and disables the services a package started, on systemd or a SysV init; nothing when there is neither. */
+function stopSystemServices(services: readonly string[], options: Parameters<typeof spawnSync>[2]): void {
+  if (existsSync('/run/systemd/system')) spawnSync('systemctl', ['disable', '--now', ...services], options);
+  else if (onPath('service', process.env)) {
+    // A SysV init has no socket units.
+    for (const service of services.filter((name) => !name.endsWith('.socket'))) spawnSync('service', [service, 'stop'], options);
+  }
 }
 
 /**
@@ -117,7 +121,7 @@ function findOrInstall(tools: SystemTool[], env: NodeJS.ProcessEnv): Map<SystemT
       const update = spawnSync('apt-get', ['update', '-qq'], options);
       const install = spawnSync('apt-get', ['install', '-y', '-qq', '--no-upgrade', '--no-install-recommends', ...packages], options);
       for (const tool of installable) found.set(tool, find(tool, env));
-      if (install.status === 0) for (const tool of installable) if (tool.systemService) stopSystemService(tool.systemService, options);
+      if (install.status === 0) for (const tool of installable) if (tool.systemServices) stopSystemServices(tool.systemServices, options);
       cause =
         install.status !== 0
           ? `The automatic install did not work: ${spawnFailure('apt-get install', install)}`
@@ -133,6 +137,11 @@ export function ensureSystemTools(tools: SystemTool[], env: NodeJS.ProcessEnv = 
   return Object.fromEntries(
     [...findOrInstall(tools, env)].map(([tool, found]) => [tool.binary, typeof found === 'string' ? { path: found } : { problem: found.message }]),
   );
+}
+
+/** A tool's path when it is there (on PATH or where its variable points); never installs it. */
+export function findSystemTool(tool: SystemTool, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return find(tool, env);
 }
 
 /** One tool's path; a MissingToolError when it is missing and could not be installed. */

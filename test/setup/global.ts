@@ -10,6 +10,7 @@ import type { TestProject } from 'vitest/node';
 import { createOrm, migrate } from '../../src/shared/infra/db/orm.ts';
 import { entities } from '../../src/shared/schema.ts';
 import { LOCAL_S3_CREDENTIALS, startPostgres, startRedis, startS3, type LocalService } from '../../src/local/services.ts';
+import { clamdTool } from '../../src/local/clamd.ts';
 import { chromiumTool, ensureSystemTools, type SystemTool, type ToolLookup } from '../../src/local/system-tools.ts';
 
 declare module 'vitest' {
@@ -34,13 +35,14 @@ export const TEST_TOOLS: SystemTool[] = [
   { binary: 'docker-compose', package: 'docker-compose', neededFor: 'the compose file check (test/compose.test.ts)', pathVariable: 'DOCKER_COMPOSE' },
   { binary: 'postfix', package: 'postfix', neededFor: 'the bounce tests against a real relay (test/bounces/postfix.test.ts)', pathVariable: 'POSTFIX_PATH' },
   { binary: 'rspamd', package: 'rspamd', neededFor: 'the spam filter tests (test/spam)', pathVariable: 'RSPAMD_PATH' },
+  clamdTool('the file scanning tests, against a real clamd (test/support/clamd.ts)'),
   { binary: 'haproxy', package: 'haproxy', neededFor: 'the load balancer test (test/faults/load-balancer.test.ts)', pathVariable: 'HAPROXY_PATH' },
   {
     binary: 'pgbouncer',
     package: 'pgbouncer',
     neededFor: 'the connection pooler test (test/faults/pgbouncer.test.ts)',
     pathVariable: 'PGBOUNCER_PATH',
-    systemService: 'pgbouncer',
+    systemServices: ['pgbouncer'],
   },
   {
     binary: 'promtool',
@@ -48,7 +50,7 @@ export const TEST_TOOLS: SystemTool[] = [
     neededFor: 'the alert rules check (test/ops/monitoring-files.test.ts)',
     pathVariable: 'PROMTOOL_PATH',
     // The package starts a Prometheus server where systemd runs; only promtool is wanted.
-    systemService: 'prometheus',
+    systemServices: ['prometheus'],
   },
   { binary: 'ip', package: 'iproute2', neededFor: 'the partition tests between hosts in network namespaces (test/faults/partitions.test.ts)' },
   { binary: 'openssl', package: 'openssl', neededFor: "the bounce receiver's STARTTLS test (test/bounces/receiver.test.ts), to make a certificate" },
