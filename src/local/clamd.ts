@@ -48,6 +48,11 @@ export function findClamd(env: NodeJS.ProcessEnv = process.env): string | undefi
   return findSystemTool(clamdTool('scanning uploaded files'), env);
 }
 
+/** The signature database a local clamd loads: CLAMD_DATABASE_DIR, or where Debian's freshclam keeps it. */
+export function localDatabaseDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.CLAMD_DATABASE_DIR || DEBIAN_DATABASE_DIR);
+}
+
 // What clamd loads from a database directory: the official databases (.cvd signed, .cld as
 // freshclam's incremental updates leave them) and signatures of one's own (hashes, bodies, logical,
 // phishing, YARA, bytecode). Allow lists alone (.fp, .ign2) detect nothing.
