@@ -109,7 +109,7 @@ describe('the alert rules', () => {
 });
 
 describe('the Grafana dashboard', () => {
-  it('has a panel for intake, both queues, deliveries by kind, the SMTP breaker, spam verdicts and bounces, each query valid PromQL', async () => {
+  it('has a panel for intake, both queues, deliveries by kind, the SMTP breaker, spam verdicts, bounces and file scans, each query valid PromQL', async () => {
     const expressions = await dashboardExpressions();
     const read = new Set(expressions.flatMap(({ expr }) => metricNames(expr)));
     for (const metric of [
@@ -122,6 +122,7 @@ describe('the Grafana dashboard', () => {
       'cfs_smtp_breaker_open',
       'cfs_spam_checks_total',
       'cfs_bounces_total',
+      'cfs_file_scans_total',
     ])
       expect(read, metric).toContain(metric);
     // promtool parses PromQL in rule files only: each query becomes a recording rule.
