@@ -142,6 +142,7 @@ export const errors = {
       },
     ),
   notFound: (what = 'Not found.') => new ApiError(404, 'not_found', what, { __all__: [what] }),
+  gone: (what: string) => new ApiError(410, 'gone', what, { __all__: [what] }),
   unavailable: (detail: string) => new ApiError(503, 'unavailable', detail, { __all__: [detail] }),
   /** A captcha answer that cannot be checked now (its provider, or the ALTCHA replay store, not answering). */
   captchaUnavailable: () => errors.unavailable('Captcha verification is unavailable. Please try again.'),

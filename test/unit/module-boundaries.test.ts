@@ -15,7 +15,20 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
  * after it (type-only imports included). `words` holds the names other features' tables share and
  * imports nothing of the source; the infrastructure (src/shared/infra) comes below them all.
  */
-const FEATURE_ORDER = ['words', 'deliveries', 'keys', 'submissions', 'spam', 'webhooks', 'bounces', 'recipients', 'autoresponses', 'owners', 'visitors'];
+const FEATURE_ORDER = [
+  'words',
+  'deliveries',
+  'keys',
+  'submissions',
+  'files',
+  'spam',
+  'webhooks',
+  'bounces',
+  'recipients',
+  'autoresponses',
+  'owners',
+  'visitors',
+];
 
 function sourceFiles(): string[] {
   return readdirSync(path.join(ROOT, 'src'), { recursive: true, encoding: 'utf8' })

@@ -249,7 +249,11 @@ export const ownerPaths = {
       summary: 'A file, as a download (attachment, stored type, nosniff, sandbox CSP)',
       security: ownerSecurity,
       parameters: [idParam('id'), idParam('fileId')],
-      responses: { 200: { description: 'The bytes' }, 404: { description: 'Not among your keys' } },
+      responses: {
+        200: { description: 'The bytes' },
+        404: { description: 'Not among your keys' },
+        410: { description: 'Withheld: the virus scan found it infected (deleted or quarantined)' },
+      },
     },
   },
   '/owner/submissions/{id}/resend': {
@@ -373,7 +377,12 @@ export const ownerPaths = {
       summary: 'A file, as a download',
       security: ownerSecurity,
       parameters: [idParam('id'), idParam('fileId')],
-      responses: { 200: { description: 'The bytes (attachment)' }, 401: unauthorized, 404: notOwned },
+      responses: {
+        200: { description: 'The bytes (attachment)' },
+        401: unauthorized,
+        404: notOwned,
+        410: error('Withheld: the virus scan found it infected (deleted or quarantined)'),
+      },
     },
   },
   '/owner/api/submissions/{id}/resend': {

@@ -25,6 +25,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext, AppDeps } from '../context.ts';
 import { enqueueCommitted } from '../submissions/enqueue.ts';
 import { errors } from '../api-errors.ts';
+import { fileHandling, scanRecord } from '../../shared/files/files.ts';
 import { submissionsCsv } from '../submissions/submissions-csv.ts';
 import { mailboxOf } from '../../shared/keys/consent.ts';
 import { isConfirmed } from '../../shared/keys/keys.ts';
@@ -84,7 +85,9 @@ export async function ownerSubmissionRecord(
       filename: file.filename,
       size: file.size,
       content_type: file.contentType,
-      download: `/owner/submissions/${submission.id}/files/${file.id}`,
+      // A withheld (infected) file has no download: it was removed or is in quarantine.
+      download: fileHandling(file) === 'withhold' ? null : `/owner/submissions/${submission.id}/files/${file.id}`,
+      scan: scanRecord(file),
     })),
   };
 }
@@ -259,6 +262,8 @@ export async function deleteOwnerSubmission(em: EntityManager, deps: AppDeps, em
 export async function sendOwnerFile(ctx: AppContext, deps: AppDeps, email: string, submissionId: string, fileId: string): Promise<boolean> {
   const file = await ownedFile(ctx.state.em, email, submissionId, fileId);
   if (!file) return false;
+  // Its object deleted or quarantined: never served, whatever the storage still holds.
+  if (fileHandling(file) === 'withhold') throw errors.gone(`This file was withheld: infected (${file.scanDetail ?? 'unnamed signature'}).`);
   const body = await deps.storage.download(file.storageKey);
   ctx.set({ 'Content-Security-Policy': "default-src 'none'; sandbox", 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'private, no-store' });
   ctx.attachment(file.filename, { type: 'attachment' }); // sets a type from the name: the stored one follows

@@ -3,6 +3,7 @@
 // the common error responses, path parameters and security requirements.
 import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
+import { FILE_SCAN_OUTCOMES } from '../../shared/words/file-scan-outcomes.ts';
 import { ATTEMPT_OUTCOMES } from '../../shared/submissions/entities.ts';
 import { EMAIL_STATUSES } from '../../shared/deliveries/delivery-columns.ts';
 import { BOUNCE_TYPES } from '../../shared/words/bounce-columns.ts';
@@ -46,6 +47,17 @@ export const BounceDetail = v.object({
 export const BounceReport = v.pipe(v.nullable(BounceDetail), v.description('The last report that came back to the return path for this email (null: none)'));
 
 /** The spam filter's verdict and the owner's mark (src/shared/submissions/submissions.ts spamRecord). */
+/** A file's virus scan (docs/file-scanning.md); null before the scan, or with scanning off. */
+export const FileScan = v.pipe(
+  v.object({
+    outcome: v.picklist(FILE_SCAN_OUTCOMES),
+    detail: v.pipe(v.nullable(v.string()), v.description("infected: clamd's signature name; unscanned, too_large_to_scan: why")),
+  }),
+  v.description(
+    'clean; infected: withheld from every email, copy and webhook, deleted or quarantined, never downloadable (410); unscanned: the scanner was unavailable past SCAN_WAIT_MS, linked not attached; too_large_to_scan: linked not attached',
+  ),
+);
+
 export const SpamDetail = v.object({
   verdict: v.pipe(
     v.nullable(v.picklist(SPAM_VERDICTS)),
@@ -181,5 +193,14 @@ export const Submission = v.object({
   ),
   truncated: v.pipe(v.boolean(), v.description('Whether this list cut the message or a field; always false for one submission')),
   test: v.pipe(v.boolean(), v.description('A test message the owner sent from the console: counted in no bound or figure')),
-  attachments: v.array(v.object({ id: v.string(), filename: v.string(), size: v.number(), content_type: v.string(), download: v.string() })),
+  attachments: v.array(
+    v.object({
+      id: v.string(),
+      filename: v.string(),
+      size: v.number(),
+      content_type: v.string(),
+      download: v.pipe(v.nullable(v.string()), v.description('The download route; null for a withheld (infected) file')),
+      scan: v.nullable(FileScan),
+    }),
+  ),
 });

@@ -11,6 +11,7 @@ import { CHAT_KINDS, ENDPOINT_KINDS, MAX_CHAT_CHANNELS, URL_CHAT_KINDS } from '.
 import {
   adminSecurity,
   BounceDetail,
+  FileScan,
   SpamDetail,
   error,
   forbidden,
@@ -41,8 +42,9 @@ export const SubmissionCreatedSchema = v.object({
         type: described(v.string(), 'The content type the sender declared'),
         size: described(v.number(), 'Bytes'),
         sha256: described(v.string(), 'Hex SHA-256 of the stored bytes'),
-        url: described(v.pipe(v.string(), v.url()), 'Presigned download link, valid for LINK_TTL_SECONDS'),
-        url_expires_at: v.pipe(v.string(), v.isoTimestamp()),
+        url: described(v.nullable(v.pipe(v.string(), v.url())), 'Presigned download link, valid for LINK_TTL_SECONDS; null for a withheld (infected) file'),
+        url_expires_at: v.nullable(v.pipe(v.string(), v.isoTimestamp())),
+        scan: v.nullable(FileScan),
       }),
     ),
     spam: described(

@@ -642,6 +642,48 @@ const spam = {
   ),
 };
 
+const fileScanning = {
+  CLAMD_SOCKET: about(
+    v.optional(
+      v.pipe(
+        v.string(),
+        v.trim(),
+        v.check(
+          (value) => value.startsWith('/') && Buffer.byteLength(value) <= MAX_SOCKET_PATH_BYTES,
+          `must be an absolute path of at most ${MAX_SOCKET_PATH_BYTES} bytes`,
+        ),
+        kind('path'),
+      ),
+    ),
+    "clamd's Unix socket (its `LocalSocket`). With this or `CLAMD_HOST`, every file of a submission is scanned by the worker before anyone is sent or shown it (docs/file-scanning.md); with neither, files are not scanned.",
+  ),
+  CLAMD_HOST: about(
+    v.optional(v.pipe(v.string(), v.trim(), v.minLength(1), kind('host name or address'))),
+    'clamd over TCP (its `TCPSocket`), when `CLAMD_SOCKET` is unset.',
+  ),
+  CLAMD_PORT: about(v.optional(wholeNumber(1, 65_535), '3310'), "clamd's TCP port."),
+  CLAMD_TIMEOUT_MS: about(
+    integer(30_000, 1),
+    "How long one file's scan may take, from the connection to the answer; past it clamd counts as down for that attempt.",
+  ),
+  SCAN_WAIT_MS: about(
+    integer(600_000, 0),
+    'How long, from the submission, its deliveries wait (retrying) for a scanner that is down or slow; past it they go out with the files `unscanned`: linked, not attached, and the email says so.',
+  ),
+  SCAN_UNAVAILABLE: about(
+    v.optional(v.pipe(v.string(), v.trim(), v.toLowerCase(), v.picklist(['deliver', 'hold'], 'must be deliver or hold'), kind('deliver or hold')), 'deliver'),
+    '`deliver`: past `SCAN_WAIT_MS` files go out unscanned. `hold`: deliveries keep waiting for the scanner (an email until its retry horizon), and no file goes out unscanned.',
+  ),
+  QUARANTINE_DAYS: about(
+    integer(0, 0),
+    '`0`: an infected file is deleted from storage at once. More: it is moved under `quarantine/` (never downloadable through the service) and deleted after this many days by the housekeeping jobs.',
+  ),
+  SCAN_MAX_BYTES: about(
+    integer(10 * 1024 * 1024, 1),
+    "The largest file sent to clamd; a larger one is `too_large_to_scan` (linked, not attached). clamd's `StreamMaxLength` must be at least this.",
+  ),
+};
+
 /** The settings by topic, in the order docs/configuration.md shows them. */
 export const SETTING_GROUPS = {
   'HTTP server': server,
@@ -655,6 +697,7 @@ export const SETTING_GROUPS = {
   'Webhooks': webhooks,
   'Bounces': bounces,
   'Spam filter': spam,
+  'File scanning': fileScanning,
 };
 
 export const EnvSchema = v.object({
@@ -669,4 +712,5 @@ export const EnvSchema = v.object({
   ...webhooks,
   ...bounces,
   ...spam,
+  ...fileScanning,
 });

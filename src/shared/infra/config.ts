@@ -49,6 +49,10 @@ export const CROSS_CHECKS: ReadonlyArray<{ rule: string; holds: (env: Env) => bo
     rule: "SPAM_FILTER_URL, SPAM_FILTER_CONTROLLER_URL: set both or neither (the owners' marks are taught at the controller)",
     holds: (env) => (env.SPAM_FILTER_URL === undefined) === (env.SPAM_FILTER_CONTROLLER_URL === undefined),
   },
+  {
+    rule: 'CLAMD_SOCKET, CLAMD_HOST: one or neither (clamd is reached one way)',
+    holds: (env) => env.CLAMD_SOCKET === undefined || env.CLAMD_HOST === undefined,
+  },
 ];
 
 /** Reads and validates the environment; throws a ConfigError naming every bad variable. */

@@ -101,6 +101,28 @@ export const spamChecks = new Counter({
   registers: [registry],
 });
 
+export const fileScans = new Counter({
+  name: 'cfs_file_scans_total',
+  help: 'Files the virus scan settled, by outcome (clean, infected; unscanned: clamd was down or slow past SCAN_WAIT_MS; too_large_to_scan)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+/** How many deliveries wait for the file scanner now (src/shared/files counts them: the infrastructure knows no feature). */
+let scannerWaiting = () => 0;
+export const countScannerWaitingWith = (count: () => number) => {
+  scannerWaiting = count;
+};
+
+new Gauge({
+  name: 'cfs_file_scanner_waiting',
+  help: 'Submissions whose deliveries this worker holds back because clamd is down or slow: each waits up to SCAN_WAIT_MS (SCAN_UNAVAILABLE=hold: until it answers)',
+  registers: [registry],
+  collect() {
+    this.set(scannerWaiting());
+  },
+});
+
 export const reputationLookups = new Counter({
   name: 'cfs_spam_reputation_lookups_total',
   help: "DNS blocklist lookups of the spam check, by what was looked up (ip: the visitor's address; domain: a link's or the visitor's email domain) and result (listed, unlisted, refused: the list refused the resolver, timeout: no answer within SPAM_DNS_TIMEOUT_MS, error)",

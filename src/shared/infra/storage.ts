@@ -1,6 +1,7 @@
 // S3-compatible object storage: MinIO locally, S3 in production, s3rver in the tests.
 import { Readable } from 'node:stream';
 import {
+  CopyObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -31,6 +32,8 @@ export type Storage = {
    */
   presign: (key: string, filename: string, ttlSeconds: number, contentType: string) => Promise<string>;
   remove: (keys: string[]) => Promise<void>;
+  /** Copies an object within the bucket (a quarantined file: src/shared/files). */
+  copy: (from: string, to: string) => Promise<void>;
   /** Resolves when the bucket answers; used by the readiness check. */
   ping: () => Promise<void>;
   close: () => void;
@@ -121,6 +124,9 @@ export function createStorage(config: StorageConfig, options: { maxConcurrentUpl
         const batch = keys.slice(start, start + 1000);
         await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true } }));
       }
+    },
+    async copy(from, to) {
+      await client.send(new CopyObjectCommand({ Bucket: bucket, Key: to, CopySource: `${bucket}/${from.split('/').map(encodeURIComponent).join('/')}` }));
     },
     async ping() {
       await client.send(new HeadBucketCommand({ Bucket: bucket }));

@@ -6,6 +6,7 @@ import { createdAt } from '../infra/db/columns.ts';
 import { VerificationKeySchema } from '../keys/entities.ts';
 import { AUTORESPONSE_OUTCOMES } from '../words/autoresponse-kinds.ts';
 import { SPAM_MARKS, SPAM_VERDICTS, type SpamReason } from '../words/spam-kinds.ts';
+import { FILE_SCAN_OUTCOMES } from '../words/file-scan-outcomes.ts';
 import { deliveryColumns } from '../deliveries/delivery-columns.ts';
 import type { CustomFields } from '../words/custom-fields.ts';
 
@@ -104,7 +105,15 @@ export const AttachmentSchema = defineEntity({
     storageKey: p.string().length(1024),
     sha256: p.string().length(64),
     createdAt: createdAt(),
+    /** The virus scan's outcome (src/shared/files); null before the scan, or with scanning off. */
+    scanOutcome: p.enum(FILE_SCAN_OUTCOMES).nullable(),
+    /** An infected file's signature, or why a file is unscanned or too large to scan. */
+    scanDetail: p.string().length(500).nullable(),
+    scannedAt: p.datetime().nullable(),
+    /** A quarantined file's object is deleted from storage after this (QUARANTINE_DAYS). */
+    purgeAt: p.datetime().nullable(),
   },
+  indexes: [{ properties: ['purgeAt'], name: 'attachments_purge_at_idx', where: '"purge_at" is not null' }],
 });
 export type Attachment = InferEntity<typeof AttachmentSchema>;
 

@@ -18,6 +18,7 @@ import type { WorkerConnections } from '../worker-connections.ts';
 import { createAutoresponseTextVerdicts } from './autoresponse-text-verdicts.ts';
 import { createDeliveryProcessor } from './email-processor.ts';
 import { HELD_WORKER_RECHECK_MS, SmtpBreaker } from './smtp-breaker.ts';
+import { fileScanSettingsOf } from '../../shared/files/files.ts';
 
 export function startDeliveryWorker(
   connections: WorkerConnections,
@@ -63,7 +64,12 @@ export function startDeliveryWorker(
       worker: connections.workerName,
       returnPaths: config.BOUNCE_DOMAIN ? createReturnPaths(config.SECRET, config.BOUNCE_DOMAIN) : undefined,
     },
-    submission: { mailFrom: config.MAIL_FROM, attachMaxBytes: config.ATTACH_MAX_BYTES, linkTtlSeconds: config.LINK_TTL_SECONDS },
+    submission: {
+      mailFrom: config.MAIL_FROM,
+      attachMaxBytes: config.ATTACH_MAX_BYTES,
+      linkTtlSeconds: config.LINK_TTL_SECONDS,
+      fileScan: fileScanSettingsOf(config),
+    },
     keyMail: { mailFrom: config.MAIL_FROM, publicUrl: config.PUBLIC_URL, unconfirmedPerHour: config.UNCONFIRMED_EMAILS_PER_HOUR },
     autoresponse: {
       policy: autoresponsePolicyOf(config),

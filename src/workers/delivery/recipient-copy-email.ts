@@ -12,6 +12,7 @@ import type { DeliveryJobs } from '../../shared/deliveries/delivery-jobs.ts';
 import { findAttachments } from '../../shared/submissions/submissions.ts';
 import { claimOnly, sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import { submissionMessage, type SubmissionSettings } from './submission-message.ts';
+import { scanSubmissionFiles } from '../../shared/files/files.ts';
 
 type CopyContext = SendContext & SubmissionSettings & { storage: Storage; consent: ConsentSigner; publicUrl: string };
 
@@ -26,7 +27,9 @@ export async function deliverRecipientCopy(context: CopyContext, job: Job<Delive
     const suppressed = submissionSuppression(copy);
     if (suppressed) throw new SuppressedError(suppressed);
     const { submission } = copy;
-    const stored = submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submission.id);
+    const found = submission.attachmentCount === 0 ? [] : await findAttachments(context.em, submission.id);
+    // Scanned by the owner's email before this copy was made; a file still without an outcome is scanned here.
+    const stored = await scanSubmissionFiles(context, context.fileScan, submission, found);
     const stopLink = context.consent.recipientLink(context.publicUrl, copy.recipientId);
     const key = { layout: copy.layout, label: copy.keyLabel, subjectLabel: copy.subjectLabel };
     return submissionMessage(context, submission, stored, key, {

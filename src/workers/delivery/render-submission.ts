@@ -62,17 +62,29 @@ export function renderSubmissionEmail(
     files: files.map((entry) => ({
       label: label(entry),
       link: entry.link ?? '',
-      text: indented(`- ${label(entry)}${entry.link ? `\n  ${entry.link}` : ''}`),
+      note: entry.note ?? '',
+      text: indented(`- ${label(entry)}${entry.note ? `\n  ${entry.note}` : ''}${entry.link ? `\n  ${entry.link}` : ''}`),
     })),
-    link_note: files.some((entry) => entry.link) ? linkNote(layout.files, linkTtlSeconds) : '',
+    link_note: files.some((entry) => entry.link)
+      ? linkNote(
+          layout.files,
+          linkTtlSeconds,
+          files.some((entry) => entry.link && !entry.scanLinked),
+        )
+      : '',
     copy: copy ? { owner: copy.owner, stop_link: copy.stopLink } : null,
   });
 }
 
-/** Why the files are links (the owner's setting, or their size) and for how long the links work. */
-function linkNote(mode: EmailLayout['files'], linkTtlSeconds: number): string {
+/**
+ * Why the files are links (the owner's setting, or their size; a file linked because of the virus
+ * scan says so in its own note) and for how long the links work.
+ */
+function linkNote(mode: EmailLayout['files'], linkTtlSeconds: number, bySize: boolean): string {
+  const days = `${Math.round((linkTtlSeconds / 86400) * 10) / 10} days`;
+  if (!bySize) return `The links stay valid for ${days}.`;
   const why = mode === 'link' ? "This form's settings send files as links" : 'The files are too large to attach';
-  return `${why}; the links stay valid for ${Math.round((linkTtlSeconds / 86400) * 10) / 10} days.`;
+  return `${why}; the links stay valid for ${days}.`;
 }
 
 /** Every line two spaces in: the sender's text, set apart from the lines of the service. */

@@ -23,6 +23,7 @@ import { claimClock, logLostClaim, stillClaimed } from './claim-check.ts';
 import type { ReturnPaths } from '../../shared/bounces/return-path.ts';
 import { HeldAsSpamError } from '../spam/spam-check.ts';
 import { traced } from '../../shared/infra/tracing.ts';
+import { ScannerWaitError } from '../../shared/files/files.ts';
 
 export type SendOutcome = 'sent' | 'not-claimable' | 'suppressed' | 'spam';
 
@@ -139,7 +140,8 @@ export async function sendTracked<Row>(
     }
     const reason = describeSendError(error);
     // The delay BullMQ's backoff would pick for this retry (it takes this one, see createDeliveryWorker).
-    const retryDelayMs = retryDelay(job.attemptsMade + 1, context.backoff);
+    // A wait for the file scanner is tried again by the end of SCAN_WAIT_MS at the latest.
+    const retryDelayMs = Math.min(retryDelay(job.attemptsMade + 1, context.backoff), error instanceof ScannerWaitError ? error.retryWithinMs : Infinity);
     const status = await recordFailure(context.em, kind, id, claimed.claim, {
       final: isFinalFailure(isPermanentSmtpFailure(error), job),
       retryHorizonMs: context.retryHorizonMs,

@@ -14,6 +14,7 @@ import { submissionMessage, type SubmissionSettings } from './submission-message
 import { submissionSuppression } from '../../shared/bounces/suppression.ts';
 import { sendTracked, SuppressedError, type SendContext, type SendOutcome } from './send.ts';
 import type { SpamChecker } from '../spam/spam-check.ts';
+import { scanSubmissionFiles } from '../../shared/files/files.ts';
 
 export type { SubmissionSettings } from './submission-message.ts';
 
@@ -100,10 +101,12 @@ async function deliverOwnerEmail(context: SubmissionContext, job: Job<DeliveryJo
       stored.map((file) => file.filename),
       context.log,
     );
+    // Before the copies are made and before anything names a file: each file scanned once (throws while the scanner is awaited).
+    const files = await scanSubmissionFiles(context, context.fileScan, submission, stored);
     if (submission.hasRecipients) attempt.copies.push(...(await copySubmission(context.em, submissionId)));
     if (suppressed) throw new SuppressedError(suppressed);
     const key = { layout: submission.emailLayout, label: submission.keyLabel, subjectLabel: submission.subjectLabel };
-    const { message, release } = await submissionMessage(context, submission, stored, key, { kind: 'submission', id: submissionId, to: submission.keyEmail });
+    const { message, release } = await submissionMessage(context, submission, files, key, { kind: 'submission', id: submissionId, to: submission.keyEmail });
     attempt.autoresponse = outcomeFromKey(submission);
     return { message, release, spam, autoresponse: attempt.autoresponse };
   });

@@ -10,10 +10,11 @@ import type { EmailLayout } from '../../shared/keys/email-layout.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
 import { messageIdFor, type DeliveryKindName } from '../../shared/deliveries/delivery-kinds.ts';
 import { prepareFiles } from './attachments.ts';
+import type { FileScanSettings } from '../../shared/files/files.ts';
 import { renderSubmissionEmail, submissionSubject, type CopyNote, type SubmissionForEmail } from './render-submission.ts';
 
-/** What the submission email needs of the configuration. */
-export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number };
+/** What the submission email needs of the configuration. `fileScan`: undefined when files are not scanned (src/shared/files). */
+export type SubmissionSettings = { mailFrom: string; attachMaxBytes: number; linkTtlSeconds: number; fileScan: FileScanSettings | undefined };
 
 /** The key's say in its email: its layout, and its label for the subject. */
 export type KeyLayout = { layout: EmailLayout; label: string | null; subjectLabel: string | null };

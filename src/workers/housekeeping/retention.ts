@@ -8,7 +8,8 @@
 // - always, expired owner console sessions and sign-in links;
 // - always, spam campaign votes older than CAMPAIGN_VOTE_DAYS;
 // - always, settled autoresponses older than AUTORESPONSE_ROWS_KEPT_DAYS (their 24-hour bounds are over);
-// - always, copies to added recipients held longer than HELD_TTL_DAYS (the address never confirmed).
+// - always, copies to added recipients held longer than HELD_TTL_DAYS (the address never confirmed);
+// - always, the stored objects of infected files past their quarantine (QUARANTINE_DAYS; src/shared/files).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../shared/infra/log.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
@@ -18,6 +19,7 @@ import { deleteOldTeachings } from '../../shared/spam/spam-teaching.ts';
 import { deleteOldAllowances } from '../../shared/keys/keys.ts';
 import { AUTORESPONSE_ROWS_KEPT_DAYS, deleteOldAutoresponses } from '../../shared/autoresponses/autoresponses.ts';
 import { deleteOldHeldCopies } from '../../shared/recipients/recipients.ts';
+import { purgeQuarantinedFiles } from '../../shared/files/files.ts';
 import { deleteOldIdempotencyKeys, IDEMPOTENCY_KEPT_HOURS } from '../../shared/submissions/submissions.ts';
 import { deleteSubmissions, findExpiredIds, type ExpiringSubmissions } from '../../shared/submissions/submissions.ts';
 
@@ -48,6 +50,9 @@ export async function applyRetention(em: EntityManager, storage: Storage, log: L
   await deleteOldIdempotencyKeys(em, IDEMPOTENCY_KEPT_HOURS);
   const copies = await deleteOldHeldCopies(em, policy.heldTtlDays);
   if (copies) log.info({ deleted: copies, days: policy.heldTtlDays }, 'deleted copies held for added recipients that never confirmed');
+  let purged = 0;
+  for (let batch = 0, count = -1; batch < MAX_BATCHES && count !== 0; batch++) purged += count = await purgeQuarantinedFiles(em, storage, BATCH);
+  if (purged) log.info({ deleted: purged }, 'deleted infected files from storage: their quarantine is over');
   return deleted;
 }
 

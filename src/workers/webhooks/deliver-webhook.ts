@@ -29,6 +29,8 @@ import { chatRequest, retryAfterInBody } from './chat/chat-request.ts';
 import type { SpamVerdicts } from '../spam/spam-check.ts';
 import { checkAheadOfEmail } from './webhook-spam-check.ts';
 import { traced } from '../../shared/infra/tracing.ts';
+import { scanSubmissionFiles, ScannerWaitError, type FileScanSettings } from '../../shared/files/files.ts';
+import { findAttachments } from '../../shared/submissions/submissions.ts';
 
 /** What webhook delivery needs of the configuration. */
 export type WebhookSettings = {
@@ -44,9 +46,13 @@ export type WebhookSettings = {
   publicUrl: string;
   /** TELEGRAM_API_URL: where a Telegram channel's sendMessage goes. */
   telegramApiUrl: string;
+  /** The virus scan of files (src/shared/files); undefined: files are not scanned. */
+  fileScan: FileScanSettings | undefined;
 };
 
 const SPAM_VERDICT_POLL_MS = 2_000;
+/** How often an event waiting for the file scanner asks it again, at most. */
+const SCANNER_POLL_MS = 5_000;
 
 export type WebhookContext = WebhookSettings & {
   em: EntityManager;
@@ -110,6 +116,20 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
         return 'spam';
       }
     }
+    if (delivery.event === 'submission.created' && context.fileScan) {
+      try {
+        await scanFilesAhead(context, delivery.submission);
+      } catch (error) {
+        if (!(error instanceof ScannerWaitError) || !context.token) throw error;
+        // Not an attempt, nor the endpoint's failure: the row goes back to `queued` until the scanner answers.
+        if (!(await releaseClaim(em, 'webhook', id, claim))) return lost('not delivered');
+        await job.moveToDelayed(Date.now() + Math.min(SCANNER_POLL_MS, error.retryWithinMs), context.token);
+        throw new DelayedError();
+      }
+      // The outcomes as stored, read afresh by the payload.
+      em.clear();
+      delivery = await findDeliveryToSend(em, id);
+    }
     const request = await buildRequest(context, delivery);
     if (!(await stillClaimed(em, 'webhook', id, claim, since, context.claimLeaseMs))) return lost('not delivered');
     answer = await traced('webhook post', { 'cfs.webhook.delivery_id': id, 'cfs.webhook.kind': endpoint.kind }, () =>
@@ -158,6 +178,12 @@ export async function deliverWebhook(context: WebhookContext, job: Job<DeliveryJ
 }
 
 class DisabledEndpointError extends Error {}
+
+/** The files of the event's submission scanned (each once, whoever comes first), before the event names them. */
+async function scanFilesAhead(context: WebhookContext, submission: DeliveryToSend['submission']): Promise<void> {
+  const files = await findAttachments(context.em, submission.id);
+  await scanSubmissionFiles(context, context.fileScan, submission, files);
+}
 
 function spamGate(context: WebhookContext, submission: DeliveryToSend['submission']): ReturnType<typeof webhookSpamGate> {
   return webhookSpamGate(

@@ -7,6 +7,7 @@ import type { WebhookEvent } from '../../shared/webhooks/entities.ts';
 import { bounceRecord, spamRecord, findAttachments } from '../../shared/submissions/submissions.ts';
 import { withoutBidiControls } from '../../shared/infra/display-text.ts';
 import type { Storage } from '../../shared/infra/storage.ts';
+import { fileHandling, scanRecord } from '../../shared/files/files.ts';
 
 export type SubmissionCreated = {
   type: 'submission.created';
@@ -18,7 +19,19 @@ export type SubmissionCreated = {
     subject: string;
     message: string;
     fields: Array<{ name: string; value: string }>;
-    files: Array<{ name: string; type: string; size: number; sha256: string; url: string; url_expires_at: string }>;
+    /**
+     * `scan`: the virus scan's outcome (null: scanning off). An infected file is withheld: no `url`
+     * (null), its signature in `scan.detail`.
+     */
+    files: Array<{
+      name: string;
+      type: string;
+      size: number;
+      sha256: string;
+      url: string | null;
+      url_expires_at: string | null;
+      scan: ReturnType<typeof scanRecord>;
+    }>;
     /** The spam filter's verdict and the owner's mark; null when not checked (the filter off, or the email not to be sent: see webhookSpamGate). */
     spam: ReturnType<typeof spamRecord>;
     /** A test message the owner sent from the console, not a visitor's. */
@@ -61,14 +74,18 @@ async function createdPayload(em: EntityManager, storage: Storage, submission: S
   const stored = await findAttachments(em, submission.id);
   const expires = new Date(Date.now() + linkTtlSeconds * 1000).toISOString();
   const files = await Promise.all(
-    stored.map(async (file) => ({
-      name: withoutBidiControls(file.filename),
-      type: file.contentType,
-      size: file.size,
-      sha256: file.sha256,
-      url: await storage.presign(file.storageKey, withoutBidiControls(file.filename), linkTtlSeconds, file.contentType),
-      url_expires_at: expires,
-    })),
+    stored.map(async (file) => {
+      const withheld = fileHandling(file) === 'withhold';
+      return {
+        name: withoutBidiControls(file.filename),
+        type: file.contentType,
+        size: file.size,
+        sha256: file.sha256,
+        url: withheld ? null : await storage.presign(file.storageKey, withoutBidiControls(file.filename), linkTtlSeconds, file.contentType),
+        url_expires_at: withheld ? null : expires,
+        scan: scanRecord(file),
+      };
+    }),
   );
   return {
     type: 'submission.created',

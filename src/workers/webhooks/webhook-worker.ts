@@ -12,6 +12,7 @@ import type { JobCounter } from '../in-flight.ts';
 import type { WorkerConnections } from '../worker-connections.ts';
 import { createWebhookProcessor } from './webhook-processor.ts';
 import type { SpamVerdicts } from '../spam/spam-check.ts';
+import { fileScanSettingsOf } from '../../shared/files/files.ts';
 
 /** `spamVerdicts`: the process's spam check, with a filter configured (undefined: none). */
 export function startWebhookWorker(
@@ -37,6 +38,7 @@ export function startWebhookWorker(
       spamFilterOn: spamVerdicts !== undefined,
       publicUrl: config.PUBLIC_URL,
       telegramApiUrl: config.TELEGRAM_API_URL,
+      fileScan: fileScanSettingsOf(config),
     },
     spamVerdicts,
     log,

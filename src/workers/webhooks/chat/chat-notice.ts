@@ -4,7 +4,7 @@
 // whether it was held as spam, and the link to it in the owner console. Every text a visitor wrote
 // is cleaned here (./chat-text.ts) and its mentions defused; each platform then escapes its own markup.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Submission } from '../../../shared/submissions/entities.ts';
+import type { Attachment, Submission } from '../../../shared/submissions/entities.ts';
 import type { VerificationKey } from '../../../shared/keys/entities.ts';
 import { findAttachments } from '../../../shared/submissions/submissions.ts';
 import { arrangeFields } from '../../../shared/keys/email-layout.ts';
@@ -36,11 +36,22 @@ type NoticeSource = Pick<
 
 /** The notice of a submission; the files are read from their rows, never from storage. */
 export async function loadChatNotice(em: EntityManager, submission: NoticeSource, publicUrl: string): Promise<ChatNotice> {
-  const files = (await findAttachments(em, submission.id)).map((file) => ({ name: file.filename, size: file.size }));
+  const files = (await findAttachments(em, submission.id)).map((file) => {
+    const note = chatScanNote(file);
+    return { name: file.filename, size: file.size, ...(note ? { note } : {}) };
+  });
   return chatNotice(submission, files, publicUrl);
 }
 
-export function chatNotice(submission: NoticeSource, files: Array<{ name: string; size: number }>, publicUrl: string): ChatNotice {
+/** The virus scan's word on a file, short, after its name (src/shared/files); none for a clean file or with scanning off. */
+function chatScanNote(file: Pick<Attachment, 'scanOutcome' | 'scanDetail'>): string | undefined {
+  if (file.scanOutcome === 'infected') return `withheld: infected, ${file.scanDetail ?? 'unnamed signature'}`;
+  if (file.scanOutcome === 'unscanned') return 'not scanned for viruses';
+  if (file.scanOutcome === 'too_large_to_scan') return 'too large to scan for viruses';
+  return undefined;
+}
+
+export function chatNotice(submission: NoticeSource, files: Array<{ name: string; size: number; note?: string }>, publicUrl: string): ChatNotice {
   const line = (value: string) => defuseMentions(cleanLine(value));
   const name = submission.customFields.find(([field]) => field.trim().toLowerCase() === 'name')?.[1];
   const label = submission.key.label ? cleanLine(submission.key.label) : '';
@@ -59,7 +70,7 @@ export function chatNotice(submission: NoticeSource, files: Array<{ name: string
         value: defuseMentions(cleanText(value)).trim() || '(empty)',
       }),
     ),
-    files: files.map((file) => ({ name: line(file.name) || '(unnamed)', size: file.size })),
+    files: files.map((file) => ({ name: `${line(file.name) || '(unnamed)'}${file.note ? ` [${line(file.note)}]` : ''}`, size: file.size })),
     spam: held ? { score: submission.spamScore ?? null } : null,
     consoleUrl: `${publicUrl}/owner/submissions/${submission.id}`,
     createdAt: submission.createdAt,
