@@ -101,7 +101,8 @@ export const CLAMD_LIMITS = {
   MaxIconsPE: '100',
   // Milliseconds: below the service's own bound on a scan (CLAMD_TIMEOUT_MS, 30 s by default).
   MaxScanTime: '25000',
-  // A message's files are scanned side by side.
+  // Scans at once: a worker scans the files of up to WORKER_CONCURRENCY messages at a time (each
+  // message's one after another); the rest wait in clamd's queue.
   MaxThreads: '10',
 } as const;
 
