@@ -2,7 +2,8 @@
 // has a space in it, as the current user and (when that is root) once more as an unprivileged user.
 // Real local services, migrations, API and worker; an email in the mail catcher; PostgreSQL never
 // runs as root; SIGTERM leaves no process behind within 5 s; a second start finds the earlier data.
-// Uploaded files are scanned by a local clamd when it has a signature database, and not otherwise.
+// Uploaded files are scanned by a local clamd (by the worker) when it has a signature database, and
+// not otherwise.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { clamdCommand } from '../../src/local/clamd.ts';
 import { freePort, ROOT_POSTGRES_HOME } from '../../src/local/services.ts';
-import { writeTestSignatures } from '../support/clamd-signatures.ts';
+import { EICAR, EICAR_SIGNATURE, writeTestSignatures } from '../support/clamd-signatures.ts';
 import { eventually, postJson } from '../support/harness.ts';
 import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout, processTracker } from '../support/processes.ts';
 
@@ -265,6 +266,24 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
       const clamd = descendants(running.child.pid!).filter((pid) => commandOf(pid).includes('clamd --foreground'));
       expect(clamd).toHaveLength(1);
       expect(uidOf(clamd[0]!)).toBe(account?.uid ?? process.getuid!());
+      // The worker scans with it: a file holding the EICAR test string is found infected.
+      const upload = new FormData();
+      upload.set('access_key', accessKey);
+      upload.set('email', 'visitor@example.org');
+      upload.set('message', 'A file for you');
+      upload.append('file', new Blob([EICAR], { type: 'text/plain' }), 'notes.txt');
+      const posted = await fetch(`http://localhost:${port}/api/contact-api/`, { method: 'POST', body: upload, headers: { accept: 'application/json' } });
+      expect(posted.status).toBe(200);
+      const withFile = ((await posted.json()) as { submission_id: string }).submission_id;
+      const scanned = await eventually(async () => {
+        const [file] = await query<{ scan_outcome: string | null; scan_detail: string | null }>(
+          running.banner.PostgreSQL!,
+          'select scan_outcome, scan_detail from attachments where submission_id = $1',
+          [withFile],
+        );
+        return file?.scan_outcome ? file : undefined;
+      });
+      expect(scanned).toEqual({ scan_outcome: 'infected', scan_detail: EICAR_SIGNATURE });
       const [row] = await query<{ email_status: string }>(running.banner.PostgreSQL!, 'select email_status from submissions where id = $1', [submissionId]);
       expect(row?.email_status).toBe('sent');
       const mails = await listMail(running.banner['Mail UI']!);
