@@ -11,7 +11,8 @@
 //                                 the same key at its daily autoresponse bound against it with the autoresponse off,
 //                                 14 the fan-out (owner, 2 copies, a webhook, Slack) through an SMTP and a Redis outage,
 //                                 and through workers, Redis and the API SIGKILLed: deliveries lost and duplicated,
-//                                 15 intake with traces exported to a collector on loopback against tracing unset)
+//                                 15 intake with traces exported to a collector on loopback against tracing unset,
+//                                 16 delivery of emails with a file each, scanned by a local clamd against scanning off)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
 //   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each
@@ -30,6 +31,7 @@ import { bounces } from './scenarios/bounces.ts';
 import { consoleQueries } from './scenarios/console.ts';
 import { delivery } from './scenarios/delivery.ts';
 import { endToEnd } from './scenarios/end-to-end.ts';
+import { fileScan } from './scenarios/file-scan.ts';
 import { growth } from './scenarios/growth.ts';
 import { intakeJson, intakeMultipart } from './scenarios/intake.ts';
 import { fanoutChaos } from './scenarios/fanout-chaos.ts';
@@ -136,6 +138,7 @@ const scenarios: Array<[number, (ctx: Ctx) => Promise<void>]> = [
   [13, ownerExtras],
   [14, fanoutChaos],
   [15, tracing],
+  [16, fileScan],
 ];
 
 // ---------------------------------------------------------------- lifecycle

@@ -229,6 +229,22 @@ describe('docker-compose.yml', () => {
     expect(loadConfig({ ...environment(bounces), BOUNCE_DOMAIN: 'bounces.example.com' })).toMatchObject({ BOUNCE_SMTP_HOST: '0.0.0.0', BOUNCE_SMTP_PORT: 25 });
   });
 
+  it('scans uploaded files with the clamav service: the workers reach its clamd, its signatures are kept on a volume, its health is checked', async () => {
+    const config = await resolvedCompose();
+    const env = environment(service(config, 'worker'));
+    expect(env.CLAMD_HOST).toBe('clamav');
+    // The port the official image's clamd listens on (TCPSocket 3310).
+    expect(env.CLAMD_PORT).toBe('3310');
+    expect(loadConfig(env)).toMatchObject({ CLAMD_HOST: 'clamav', CLAMD_PORT: 3310 });
+    const clamav = service(config, 'clamav') as Service & { volumes?: string[] };
+    expect(clamav.image).toMatch(/^clamav\/clamav:\d+\.\d+\.\d+$/);
+    expect(clamav.ports).toBeUndefined();
+    // A named volume where the image's freshclam keeps the database, so a restart does not fetch it all again.
+    expect(clamav.volumes).toEqual(['clamav-db:/var/lib/clamav:rw']);
+    expect(Object.keys((config as ComposeConfig & { volumes?: object }).volumes ?? {})).toContain('clamav-db');
+    expect(clamav.healthcheck?.test).toEqual(['CMD', 'clamdcheck.sh']);
+  });
+
   it('runs Redis with persistence and without eviction, as BullMQ needs', async () => {
     const config = await resolvedCompose();
     const command = words(service(config, 'redis').command);

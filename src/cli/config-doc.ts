@@ -41,6 +41,12 @@ export const OTHER_VARIABLES: ReadonlyArray<{ name: string; readBy: string; desc
       'The `clamd` that `npm start` and the file scanning tests run. Unset: `clamd` on `PATH`; the tests install it the same way (package `clamav-daemon`, its system services stopped), `npm start` never does.',
   },
   {
+    name: 'CLAMD_DATABASE_DIR',
+    readBy: '`npm start`',
+    description:
+      "The signature database of the clamd that `npm start` runs when neither `CLAMD_SOCKET` nor `CLAMD_HOST` (with `CLAMD_PORT`) names one (docs/operations.md#scanning-uploaded-files). Unset: `/var/lib/clamav`, where Debian's freshclam keeps it.",
+  },
+  {
     name: 'XDG_CACHE_HOME',
     readBy: '`npm start`, `npm test`',
     description: "Where a local rspamd's compiled rules are cached for a user other than root (root: /var/lib/contact-form-service). Unset: `~/.cache`.",

@@ -48,6 +48,11 @@ export function findClamd(env: NodeJS.ProcessEnv = process.env): string | undefi
   return findSystemTool(clamdTool('scanning uploaded files'), env);
 }
 
+/** The signature database a local clamd loads: CLAMD_DATABASE_DIR, or where Debian's freshclam keeps it. */
+export function localDatabaseDir(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(env.CLAMD_DATABASE_DIR || DEBIAN_DATABASE_DIR);
+}
+
 // What clamd loads from a database directory: the official databases (.cvd signed, .cld as
 // freshclam's incremental updates leave them) and signatures of one's own (hashes, bodies, logical,
 // phishing, YARA, bytecode). Allow lists alone (.fp, .ign2) detect nothing.
@@ -96,7 +101,8 @@ export const CLAMD_LIMITS = {
   MaxIconsPE: '100',
   // Milliseconds: below the service's own bound on a scan (CLAMD_TIMEOUT_MS, 30 s by default).
   MaxScanTime: '25000',
-  // A message's files are scanned side by side.
+  // Scans at once: a worker scans the files of up to WORKER_CONCURRENCY messages at a time (each
+  // message's one after another); the rest wait in clamd's queue.
   MaxThreads: '10',
 } as const;
 

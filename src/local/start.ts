@@ -2,7 +2,8 @@
 // and SMTP_URL that is unset it starts a real local service with its data under DATA_DIR,
 // applies the migrations, then runs the API and one worker as child processes, and the bounce
 // receiver too when BOUNCE_DOMAIN is set. Unless SPAM_FILTER=off or SPAM_FILTER_URL names one, it
-// runs rspamd too, when it can.
+// runs rspamd too, when it can. Unless CLAMD_SOCKET or CLAMD_HOST names one, it runs clamd to scan
+// uploaded files when clamd is installed and has a signature database (it never installs it).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import { relayForDisplay } from '../shared/infra/mail.ts';
 import { spamFilterFromConfig } from '../shared/spam/spam-filter.ts';
 import { freePort, LOCAL_S3_CREDENTIALS, ServiceStartError, startMailCatcher, startPostgres, startRedis, startS3, stopChild } from './services.ts';
 import { startRspamd } from './rspamd.ts';
+import { findClamd, hasSignatureDatabase, localDatabaseDir, startClamd } from './clamd.ts';
 import { LOCAL_DATABASE, localPaths } from './data-dir.ts';
 import { DataDirInUseError, lockDataDir } from './data-dir-lock.ts';
 import { busyPort } from '../shared/infra/preflight.ts';
@@ -221,6 +223,10 @@ async function main(): Promise<void> {
     }
   }
 
+  if (env.CLAMD_SOCKET) urls.files = `scanned by clamd at ${env.CLAMD_SOCKET}`;
+  else if (env.CLAMD_HOST) urls.files = `scanned by clamd at ${env.CLAMD_HOST}:${env.CLAMD_PORT || 3310}`;
+  else urls.files = await startLocalClamd();
+
   const secretSource = { file: local.secret, fromFile: !env.SECRET };
   env.SECRET ||= (await keptSecret(local.secret)).secret;
   const config = loadConfigOrExit(env);
@@ -253,6 +259,7 @@ async function main(): Promise<void> {
     ['Mail from', config.MAIL_FROM],
     ['Bounces', urls.bounces ?? 'off (BOUNCE_DOMAIN is unset)'],
     ['Spam filter', spamFilterFromConfig(config) ? (urls.spam ?? config.SPAM_FILTER_URL) : (urls.spam ?? 'off (SPAM_FILTER=off)')],
+    ['Files', urls.files],
     ['PostgreSQL', urls.postgres],
     ['Redis', urls.redis],
     ['S3', urls.s3],
@@ -266,6 +273,27 @@ async function main(): Promise<void> {
     '',
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/**
+ * A local clamd for the worker's scans (CLAMD_SOCKET), when clamd is installed and has signatures to
+ * load: scanning is not needed to run, so nothing is installed here and the service runs without
+ * it otherwise. What the banner says of uploaded files.
+ */
+async function startLocalClamd(): Promise<string> {
+  const databaseDir = localDatabaseDir(env);
+  if (!findClamd(env)) return 'not scanned (clamd is not installed: install clamav-daemon and run freshclam, docs/operations.md#scanning-uploaded-files)';
+  if (!hasSignatureDatabase(databaseDir)) return `not scanned (clamd has no signature database in ${databaseDir}: run freshclam, or set CLAMD_DATABASE_DIR)`;
+  try {
+    const clamd = await startClamd({ databaseDir, dir: path.join(dataDir, 'clamd') });
+    services.push(clamd);
+    env.CLAMD_SOCKET = clamd.socket;
+    return `scanned by clamd at ${clamd.socket}`;
+  } catch (error) {
+    if (!(error instanceof ServiceStartError)) throw error;
+    log.warn(`${error.message}\nUploaded files are not scanned.`);
+    return 'not scanned (clamd could not start; see above)';
+  }
 }
 
 /**

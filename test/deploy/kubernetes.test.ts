@@ -413,9 +413,9 @@ afterAll(() => h?.stop());
 describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
   it('renders with kubectl kustomize, with every part of the service', async () => {
     const objects = await render(overlay);
-    for (const name of ['api', 'worker', 'bounces', 'rspamd']) workload(objects, 'Deployment', name);
+    for (const name of ['api', 'worker', 'bounces', 'rspamd', 'clamd']) workload(objects, 'Deployment', name);
     workload(objects, 'StatefulSet', 'rspamd-redis');
-    for (const name of ['api', 'bounces', 'rspamd', 'rspamd-redis']) find(objects, 'Service', name);
+    for (const name of ['api', 'bounces', 'rspamd', 'rspamd-redis', 'clamd']) find(objects, 'Service', name);
     find(objects, 'HorizontalPodAutoscaler', 'api');
     find(objects, 'ScaledObject', 'worker');
     expect(objects.filter((object) => object.kind === 'NetworkPolicy').length).toBeGreaterThan(0);
@@ -559,6 +559,33 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     expect(statistics.port).toBe(6379);
     // Statistics may be evicted; the queues' Redis never is (that one is outside, or small's own).
     expect(container(statistics.workload.spec.template.spec, 'redis').args).toContain('allkeys-lru');
+  });
+
+  it("scans files with clamd from ClamAV's official image: the workers' CLAMD_HOST and CLAMD_PORT reach it, with the memory its database needs", async () => {
+    const objects = await render(overlay);
+    const worker = container(workload(objects, 'Deployment', 'worker').spec.template.spec, 'worker');
+    const config = loadConfig(environment(objects, worker));
+    expect(config).toMatchObject({ CLAMD_HOST: 'clamd', CLAMD_PORT: 3310 });
+    const target = serviceTarget(objects, config.CLAMD_HOST!, config.CLAMD_PORT);
+    expect(target.workload.metadata.name).toBe('clamd');
+    // The official image's clamd listens on TCP 3310 (its TCPSocket).
+    expect(target.port).toBe(3310);
+    expect(target.item.image).toMatch(/^clamav\/clamav:\d+\.\d+\.\d+$/);
+    // The image's entry point for a non-root user, which writes its configuration to /tmp, not /etc.
+    expect(target.item.command).toEqual(['/init-unprivileged']);
+    for (const probe of [target.item.startupProbe, target.item.readinessProbe, target.item.livenessProbe])
+      expect(containerPort(target.item, probe!.tcpSocket!.port)).toBe(3310);
+    // About 1.5 GiB with the full database, and room for a second copy while it loads an update.
+    const { requests, limits } = target.item.resources!;
+    expect(quantity(requests!.memory!)).toBeGreaterThanOrEqual(1.5 * 1024 ** 3);
+    expect(quantity(limits!.memory!)).toBeGreaterThanOrEqual(2 * quantity(requests!.memory!));
+    // The database the image comes with is copied into the pod's volume before clamd starts.
+    const spec = target.workload.spec.template.spec;
+    const database = target.item.volumeMounts!.find((mount) => mount.mountPath === '/var/lib/clamav')!;
+    const copy = container(spec, 'database');
+    expect(copy.image).toBe(target.item.image);
+    expect(copy.volumeMounts?.map((mount) => mount.name)).toEqual([database.name]);
+    expect(spec.volumes?.find((volume) => volume.name === database.name)?.emptyDir).toBeDefined();
   });
 
   it('gives stopping pods longer than the processes take to drain', async () => {
@@ -730,10 +757,12 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     const data = [5432, 6379];
     const expected: Record<string, number[]> = {
       api: [...dns, ...data, 443, 11334, ...(overlay === 'small' ? [9000] : [])],
-      // SMTP (25, 465, 587), S3 and webhooks (443, 80), rspamd.
-      worker: [...dns, ...data, 25, 465, 587, 443, 80, 11333, 11334, ...(overlay === 'small' ? [9000, 1025] : [])],
+      // SMTP (25, 465, 587), S3 and webhooks (443, 80), rspamd, clamd.
+      worker: [...dns, ...data, 25, 465, 587, 443, 80, 11333, 11334, 3310, ...(overlay === 'small' ? [9000, 1025] : [])],
       bounces: [...dns, ...data],
       rspamd: [...dns, 6379],
+      // freshclam's signature updates, over HTTPS.
+      clamd: [...dns, 443],
     };
     for (const [component, ports] of Object.entries(expected)) expect([...egressPorts(component)].sort(), component).toEqual([...ports].sort());
     // Every egress rule names its ports: none opens everything.
@@ -779,6 +808,8 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
     expect(reaching(rspamd, 11333)).toEqual(['worker']);
     expect(reaching(rspamd, 11334)).toEqual(['api', 'worker']);
     expect(reaching(byComponent('rspamd-redis'), 6379)).toEqual(['rspamd']);
+    // Only the workers scan files.
+    expect(reaching(byComponent('clamd'), 3310)).toEqual(['worker']);
     expect(allowed(objects, { namespace: 'elsewhere', labels: byComponent('worker').spec.template.metadata!.labels! }, rspamd, 11333)).toBe(false);
 
     // The service still reaches what it needs.
@@ -788,6 +819,7 @@ describe.each(OVERLAYS)('deploy/kubernetes/overlays/%s', (overlay) => {
       ['worker', 'rspamd', 11334],
       ['api', 'rspamd', 11334],
       ['rspamd', 'rspamd-redis', 6379],
+      ['worker', 'clamd', 3310],
       ...(trial
         ? ([
             ['api', 'postgres', 5432],

@@ -2,6 +2,8 @@
 // has a space in it, as the current user and (when that is root) once more as an unprivileged user.
 // Real local services, migrations, API and worker; an email in the mail catcher; PostgreSQL never
 // runs as root; SIGTERM leaves no process behind within 5 s; a second start finds the earlier data.
+// Uploaded files are scanned by a local clamd (by the worker) when it has a signature database, and
+// not otherwise.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { lstatSync, readFileSync } from 'node:fs';
@@ -9,8 +11,10 @@ import { chown, mkdir, mkdtemp, readdir, readlink, rm, stat, symlink, writeFile 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { clamdCommand } from '../../src/local/clamd.ts';
 import { freePort, ROOT_POSTGRES_HOME } from '../../src/local/services.ts';
+import { EICAR, EICAR_SIGNATURE, writeTestSignatures } from '../support/clamd-signatures.ts';
 import { eventually, postJson } from '../support/harness.ts';
 import { descendants, isAlive, NPM_START_BANNER_WAIT_MS, npmStartTestTimeout, processTracker } from '../support/processes.ts';
 
@@ -104,6 +108,13 @@ async function query<T extends pg.QueryResultRow>(url: string, text: string, val
 type MailDevEmail = { subject: string; text: string; to: Array<{ address: string }> };
 const listMail = async (mailUi: string) => (await (await fetch(`${mailUi}/api/email`)).json()) as MailDevEmail[];
 
+/** The clamd the global setup found or installed; the tests that need it fail without it. */
+function clamdPath(): string {
+  const found = inject('testTools').clamd!;
+  if (found.problem !== undefined) throw new Error(found.problem);
+  return found.path;
+}
+
 const accounts: Array<{ label: string; unprivileged: boolean }> = [
   { label: AS_ROOT ? 'as root' : 'as the current user', unprivileged: false },
   ...(AS_ROOT ? [{ label: 'as an unprivileged user created for the test', unprivileged: true }] : []),
@@ -167,7 +178,7 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     );
     startedPids.push(...descendants(child.pid!));
     const banner = Object.fromEntries(
-      [...output.matchAll(/^ {2}(API|Mail UI|Bounces|Spam filter|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
+      [...output.matchAll(/^ {2}(API|Mail UI|Bounces|Spam filter|Files|PostgreSQL|Data)\s+(\S.*)$/gm)].map((match) => [match[1]!, match[2]!]),
     );
     return { child, output: () => output, banner };
   }
@@ -210,9 +221,13 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
     'runs the whole service, delivers to the mail catcher and stops cleanly',
     async () => {
       expect((await stat(base)).mode & 0o777).toBe(0o700);
-      const running = await npmStart();
+      // clamd has nothing to load: the service runs, and says its files go out unscanned.
+      const noSignatures = path.join(base, 'no-signatures');
+      await mkdir(noSignatures);
+      const running = await npmStart({ ...env, CLAMD_DATABASE_DIR: noSignatures, CLAMD_PATH: clamdPath() });
       const api = `http://localhost:${port}`;
       expect(running.banner.API).toBe(api);
+      expect(running.banner.Files).toBe(`not scanned (clamd has no signature database in ${noSignatures}: run freshclam, or set CLAMD_DATABASE_DIR)`);
       expect(running.banner['Mail UI']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(running.banner.Data).toBe(path.join(project, '.data'));
       expectPostgresNotRoot(running);
@@ -238,9 +253,37 @@ describe.each(accounts)('npm start in a fresh 0700 directory, $label', ({ unpriv
   );
 
   it(
-    'finds the earlier data after a restart',
+    'finds the earlier data after a restart, and scans files with a clamd of its own once clamd has signatures',
     async () => {
-      const running = await npmStart();
+      const signatures = path.join(base, 'signatures');
+      await writeTestSignatures(signatures);
+      if (account) run('chown', ['-R', `${account.uid}:${account.gid}`, signatures]);
+      const running = await npmStart({ ...env, CLAMD_DATABASE_DIR: signatures, CLAMD_PATH: clamdPath() });
+      const socket = path.join(project, '.data', 'clamd', 'clamd.sock');
+      expect(running.banner.Files).toBe(`scanned by clamd at ${socket}`);
+      expect(await clamdCommand(socket, 'PING')).toBe('PONG');
+      // clamd runs as whoever ran npm start (no User line: it never switches to a clamav user).
+      const clamd = descendants(running.child.pid!).filter((pid) => commandOf(pid).includes('clamd --foreground'));
+      expect(clamd).toHaveLength(1);
+      expect(uidOf(clamd[0]!)).toBe(account?.uid ?? process.getuid!());
+      // The worker scans with it: a file holding the EICAR test string is found infected.
+      const upload = new FormData();
+      upload.set('access_key', accessKey);
+      upload.set('email', 'visitor@example.org');
+      upload.set('message', 'A file for you');
+      upload.append('file', new Blob([EICAR], { type: 'text/plain' }), 'notes.txt');
+      const posted = await fetch(`http://localhost:${port}/api/contact-api/`, { method: 'POST', body: upload, headers: { accept: 'application/json' } });
+      expect(posted.status).toBe(200);
+      const withFile = ((await posted.json()) as { submission_id: string }).submission_id;
+      const scanned = await eventually(async () => {
+        const [file] = await query<{ scan_outcome: string | null; scan_detail: string | null }>(
+          running.banner.PostgreSQL!,
+          'select scan_outcome, scan_detail from attachments where submission_id = $1',
+          [withFile],
+        );
+        return file?.scan_outcome ? file : undefined;
+      });
+      expect(scanned).toEqual({ scan_outcome: 'infected', scan_detail: EICAR_SIGNATURE });
       const [row] = await query<{ email_status: string }>(running.banner.PostgreSQL!, 'select email_status from submissions where id = $1', [submissionId]);
       expect(row?.email_status).toBe('sent');
       const mails = await listMail(running.banner['Mail UI']!);

@@ -108,8 +108,45 @@ describe('the alert rules', () => {
   });
 });
 
+describe('FileScannerDown', () => {
+  it('fires after 5 minutes of deliveries waiting for clamd, or once files went out unscanned, and not for files scanned', async () => {
+    const rule = (await readRules()).groups.flatMap((group) => group.rules).find((candidate) => candidate.alert === 'FileScannerDown');
+    expect(rule, 'deploy/prometheus/rules.yml has FileScannerDown').toBeDefined();
+    const { labels, annotations } = rule as Rule & { labels: Record<string, string>; annotations: Record<string, string> };
+    const fired = [{ exp_labels: labels, exp_annotations: annotations }];
+    // promtool's unit tests: series given minute by minute, the alert's state asked at given times.
+    const cases = [
+      // One worker holds deliveries back from minute 1: pending for 5 minutes, then firing.
+      { series: [{ series: 'cfs_file_scanner_waiting{instance="worker-1"}', values: '0 1+0x12' }], quietAt: '5m', firingAt: '7m' },
+      // A file went out unscanned at minute 2.
+      { series: [{ series: 'cfs_file_scans_total{instance="worker-1",outcome="unscanned"}', values: '0 0 1+0x12' }], quietAt: '6m', firingAt: '8m' },
+      // Files scanned, none waiting: never.
+      {
+        series: [
+          { series: 'cfs_file_scans_total{instance="worker-1",outcome="clean"}', values: '0+5x14' },
+          { series: 'cfs_file_scanner_waiting{instance="worker-1"}', values: '0+0x14' },
+        ],
+        quietAt: '12m',
+      },
+    ];
+    const tests = cases.map(({ series, quietAt, firingAt }) => ({
+      interval: '1m',
+      input_series: series,
+      alert_rule_test: [
+        { eval_time: quietAt, alertname: 'FileScannerDown', exp_alerts: [] },
+        ...(firingAt ? [{ eval_time: firingAt, alertname: 'FileScannerDown', exp_alerts: fired }] : []),
+      ],
+    }));
+    const file = path.join(dir, 'file-scanner-down.test.yml');
+    await writeFile(file, stringify({ rule_files: [RULES_FILE], evaluation_interval: '1m', tests }));
+    const result = await promtool(['test', 'rules', file]);
+    expect(result.code, result.output).toBe(0);
+    expect(result.output).toContain('SUCCESS');
+  });
+});
+
 describe('the Grafana dashboard', () => {
-  it('has a panel for intake, both queues, deliveries by kind, the SMTP breaker, spam verdicts and bounces, each query valid PromQL', async () => {
+  it('has a panel for intake, both queues, deliveries by kind, the SMTP breaker, spam verdicts, bounces and file scans, each query valid PromQL', async () => {
     const expressions = await dashboardExpressions();
     const read = new Set(expressions.flatMap(({ expr }) => metricNames(expr)));
     for (const metric of [
@@ -122,6 +159,7 @@ describe('the Grafana dashboard', () => {
       'cfs_smtp_breaker_open',
       'cfs_spam_checks_total',
       'cfs_bounces_total',
+      'cfs_file_scans_total',
     ])
       expect(read, metric).toContain(metric);
     // promtool parses PromQL in rule files only: each query becomes a recording rule.
