@@ -30,7 +30,7 @@ import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 /** PostgreSQL connections for the submissions' group commit, beside the ORM's pool. */
 const INTAKE_CONNECTIONS = 4;
 /** PostgreSQL connections for the writes of submissions with files, each held for two round trips. */
-const FILE_WRITE_CONNECTIONS = 4;
+const FILE_WRITE_CONNECTIONS = 10;
 
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
 
