@@ -13,12 +13,15 @@ import type { KeyVault } from '../shared/infra/secrets.ts';
 import type { Storage } from '../shared/infra/storage.ts';
 import type { KeyCache } from './submissions/key-cache.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 
 export type AppDeps = {
   config: Config;
   orm: MikroORM;
   /** The submissions' group commit's INSERTs: a pool of their own, its statements named unless behind a transaction pooler. */
   intakePool: StatementRunner;
+  /** The writes of submissions with files, each a transaction of two round trips (src/api/submissions/store.ts): a pool of their own. */
+  filesPool: pg.Pool;
   redis: RedisClient;
   /** The email deliveries. */
   queue: Queue<DeliveryJob>;

@@ -29,6 +29,8 @@ import type { DeliveryJob } from '../shared/deliveries/delivery-jobs.ts';
 
 /** PostgreSQL connections for the submissions' group commit, beside the ORM's pool. */
 const INTAKE_CONNECTIONS = 4;
+/** PostgreSQL connections for the writes of submissions with files, each held for two round trips. */
+const FILE_WRITE_CONNECTIONS = 10;
 
 export type ApiProcess = { server: Server; url: string; deps: AppDeps; shutdown: Shutdown };
 
@@ -47,6 +49,9 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
   const orm = shutdown.add('postgres', await createOrm(config.DATABASE_URL, entities, undefined, pgWaits), (orm) => orm.close());
   // The group commit's two INSERTs in flight, and room for the row-by-row retry of a shared write that failed.
   const intakePool = shutdown.add('postgres (intake)', createPgPool(config.DATABASE_URL, INTAKE_CONNECTIONS, pgWaits.timeouts, pgWaits), (pool) => pool.end());
+  const filesPool = shutdown.add('postgres (files)', createPgPool(config.DATABASE_URL, FILE_WRITE_CONNECTIONS, pgWaits.timeouts, pgWaits), (pool) =>
+    pool.end(),
+  );
   const redis = shutdown.add('redis', createRedis(config.REDIS_URL, 'producer', redisTopology(config)), closeRedis);
   redis.on('error', (error) => log.debug({ err: error }, 'redis error'));
   const queue = shutdown.add('queue', createDeliveryQueue<DeliveryJob>(redis, config), (queue) => queue.close());
@@ -65,6 +70,7 @@ export async function startApi(config: Config, log: Logger): Promise<ApiProcess>
     config,
     orm,
     intakePool: statementRunner(intakePool, config.DATABASE_POOLER),
+    filesPool,
     redis,
     queue,
     webhookQueue,

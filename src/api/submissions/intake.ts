@@ -93,6 +93,7 @@ export function createIntake(deps: AppDeps, limiter: RateLimiter, altcha: Altcha
         storageQuotaMb: deps.config.KEY_STORAGE_QUOTA_MB,
         admit: known ? { known } : { run: (tx) => admitSubmission(tx, activeKey, delivery, deps.config.UNCONFIRMED_EMAILS_PER_HOUR) },
         insertRow,
+        filesPool: deps.filesPool,
         idempotency,
       });
       saved = true;

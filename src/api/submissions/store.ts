@@ -4,6 +4,7 @@
 // An error answer means nothing was stored: when a write's answer is lost (a timeout, a broken
 // connection), its outcome is learnt from PostgreSQL before the request is answered (settle below).
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type pg from 'pg';
 import type { EmailStatus } from '../../shared/deliveries/delivery-columns.ts';
 import type { ActiveKey } from '../../shared/keys/keys.ts';
 import type { GroupCommit } from '../../shared/infra/group-commit.ts';
@@ -13,6 +14,7 @@ import {
   defaultSubject,
   insertSubmissionRows,
   insertSubmissionWithFiles,
+  insertSubmissionWithFilesCommitted,
   readEmailStatus,
   settledSubmission,
   submissionRow as newRow,
@@ -53,6 +55,8 @@ export type NewSubmission = {
    * inserted alone.
    */
   insertRow?: GroupCommit<SubmissionRow>;
+  /** Where a submission with files is written (saveWithFiles); without it, in a transaction of the ORM. */
+  filesPool?: pg.Pool;
   /** The client's Idempotency-Key and its request's fingerprint: taken in the transaction that stores the row, or IdempotencyKeyTaken. */
   idempotency?: { key: string; fingerprint: string } | undefined;
 };
@@ -111,8 +115,10 @@ export async function saveSubmission(em: () => EntityManager, submission: NewSub
   const admission = admit.known;
   const row = submissionRow(submission, admission.emailStatus, webhookDeliveries);
   if (submission.files.length > 0) {
-    // One statement charges the quota and inserts: the key row's lock lasts only that statement.
-    await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, row, submission));
+    // One statement charges the quota and inserts; with the pool, its COMMIT goes with it, so the
+    // key row's lock lasts only while PostgreSQL runs them.
+    if (submission.filesPool) await saveWithFiles(submission.filesPool, em, row, submission);
+    else await settledTransaction(em(), submission.id, (tx) => insertSubmission(tx, row, submission));
     return saved(admission);
   }
   try {
@@ -198,6 +204,38 @@ async function settledTransaction(em: EntityManager, submissionId: string, work:
 }
 
 /**
+ * A submission with files, written as settledTransaction writes it (bounded, under the submission's
+ * write lock, its outcome settled by that lock when the last answer is lost), in two round trips on
+ * a connection of `pool`: the call and its COMMIT go together, so the key's row, locked by the quota
+ * charge, is not held while a COMMIT is on its way (insertSubmissionWithFilesCommitted).
+ */
+async function saveWithFiles(pool: pg.Pool, em: () => EntityManager, row: SubmissionRow, submission: NewSubmission): Promise<void> {
+  const progress = { locked: false };
+  let broken: Error | undefined;
+  let saved: boolean;
+  const client = await pool.connect();
+  try {
+    saved = await insertSubmissionWithFilesCommitted(client, row, chargedFiles(submission), {
+      timeoutMs: SUBMISSION_STATEMENT_TIMEOUT_MS,
+      locked: () => (progress.locked = true),
+    });
+  } catch (error) {
+    // Not an answer from PostgreSQL: the connection is not reused.
+    if (sqlState(error) === undefined) broken = error instanceof Error ? error : new Error(String(error));
+    // PostgreSQL's own timeout (57014, query_canceled) rolled it back: nothing was stored.
+    if (sqlState(error) === '57014') throw errors.serviceUnavailable();
+    // Only the last message's lost answer leaves the outcome open: before it, nothing can have committed.
+    if (!progress.locked || !outcomeUnknown(error)) throw error;
+    const stored = await settle(submission.id, error, () => settledSubmission(em().fork(), submission.id, SUBMISSION_STATEMENT_TIMEOUT_MS));
+    if (!stored) throw errors.serviceUnavailable();
+    return;
+  } finally {
+    client.release(broken);
+  }
+  if (!saved) throw errors.storageQuota(submission.storageQuotaMb);
+}
+
+/**
  * Asks `check` until it knows (not undefined), pausing between tries, for up to SETTLE_MS; then
  * gives up with WriteOutcomeUnknown. Errors of `check` (PostgreSQL still down) are tries too.
  */
@@ -273,6 +311,12 @@ async function insertSubmission(em: EntityManager, values: SubmissionRow, submis
     await insertSubmissionRows(em, [values]);
     return;
   }
+  const saved = await insertSubmissionWithFiles(em, values, chargedFiles(submission));
+  if (!saved) throw errors.storageQuota(submission.storageQuotaMb);
+}
+
+/** The files' rows, and their bytes charged to the key's quota. */
+function chargedFiles(submission: NewSubmission) {
   const files = submission.files.map((file) => ({
     field_name: file.fieldName,
     filename: file.filename,
@@ -281,11 +325,10 @@ async function insertSubmission(em: EntityManager, values: SubmissionRow, submis
     storage_key: file.storageKey,
     sha256: file.sha256,
   }));
-  const saved = await insertSubmissionWithFiles(em, values, {
+  return {
     charge: { bytes: submission.files.reduce((total, file) => total + file.size, 0), quotaBytes: submission.storageQuotaMb * 1024 * 1024 },
     files,
-  });
-  if (!saved) throw errors.storageQuota(submission.storageQuotaMb);
+  };
 }
 
 const POLL_MS = 50;

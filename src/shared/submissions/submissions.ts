@@ -238,6 +238,7 @@ export {
   insertSubmissionBatch,
   insertSubmissionRows,
   insertSubmissionWithFiles,
+  insertSubmissionWithFilesCommitted,
   insertTestMessage,
   type NewWebhookDelivery,
   type SubmissionRow,

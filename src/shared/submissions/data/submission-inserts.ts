@@ -2,10 +2,12 @@
 // checked against CREATED_AS of ../../deliveries/delivery-transitions.ts), alone or with its files and webhook
 // deliveries. The only write of a status outside the delivery state machine (src/shared/deliveries/data).
 import type { EntityManager } from '@mikro-orm/postgresql';
+import pg from 'pg';
 import type { StatementRunner } from '../../infra/db/pg-pool.ts';
 import type { CustomFields } from '../entities.ts';
 import type { EmailStatus } from '../../deliveries/delivery-columns.ts';
 import { CREATED_AS } from '../../deliveries/delivery-transitions.ts';
+import { writeLock } from './submission-rows.ts';
 
 declare const ADMITTED: unique symbol;
 /** A webhook delivery made with its submission, in the same statement: its id and its endpoint's. */
@@ -142,6 +144,58 @@ export async function insertSubmissionWithFiles(
     ],
   );
   return result?.ok === true;
+}
+
+/**
+ * insertSubmissionWithFiles as a transaction of its own on `client`, in two round trips. The first
+ * begins it, bounds it by `timeoutMs` and takes the submission's write lock (as beginSubmissionWrite
+ * does); the second calls the function and commits, in one message. The quota charge locks the key's
+ * row, which every submission with files to that key takes in turn: committed by the same message,
+ * that lock is held while PostgreSQL runs the call, not also while its answer travels to this process
+ * and a COMMIT comes back, which under load was most of each request's wait for it
+ * (docs/benchmarks.md#changes-that-moved-a-figure). `locked` is called once the first round trip is
+ * answered: from then on a lost answer leaves the outcome open, to be settled by the write lock.
+ * After an error PostgreSQL answered, the transaction is rolled back before this rejects.
+ */
+export async function insertSubmissionWithFilesCommitted(
+  client: pg.ClientBase,
+  row: SubmissionRow,
+  extra: { charge: { bytes: number; quotaBytes: number }; files: NewAttachmentRow[] },
+  write: { timeoutMs: number; locked: () => void },
+): Promise<boolean> {
+  // Simple-query messages carry no parameters: the values go as literals, each escaped by pg.
+  const text = (value: unknown) => {
+    if (value === null) return 'null';
+    if (typeof value !== 'string') throw new Error(`not a text value: ${typeof value}`);
+    return pg.escapeLiteral(value);
+  };
+  const integer = (value: number) => {
+    if (!Number.isSafeInteger(value)) throw new Error(`not an integer: ${value}`);
+    return String(value);
+  };
+  const timeout = text(`${integer(write.timeoutMs)}ms`);
+  try {
+    await client.query(
+      `begin; select set_config('statement_timeout', ${timeout}, true), set_config('idle_in_transaction_session_timeout', ${timeout}, true), ` +
+        `pg_advisory_xact_lock(hashtext(${text(writeLock(String(row[0])))}))`,
+    );
+    write.locked();
+    const [id, keyId, email, message, subject, customFields, emailStatus, clientIp, origin] = row;
+    const results = (await client.query(
+      `select cfs_insert_submission(${integer(extra.charge.bytes)}::bigint, ${integer(extra.charge.quotaBytes)}::bigint, ` +
+        `${text(id)}::uuid, ${text(keyId)}::uuid, ${text(email)}, ${text(message)}, ${text(subject)}, ${text(customFields)}::jsonb, ` +
+        `${text(emailStatus)}, ${text(clientIp)}, ${text(origin)}, ` +
+        `${text(uuidArray(row.webhookDeliveries.map((delivery) => delivery.id)))}::uuid[], ` +
+        `${text(uuidArray(row.webhookDeliveries.map((delivery) => delivery.endpointId)))}::uuid[], ` +
+        `${text(JSON.stringify(extra.files))}::jsonb) as ok; commit`,
+    )) as unknown as [pg.QueryResult<{ ok: boolean }>, pg.QueryResult];
+    return results[0].rows[0]?.ok === true;
+  } catch (error) {
+    // PostgreSQL answered with an error (a SQLSTATE): the transaction is open and aborted.
+    if (typeof (error as { code?: unknown }).code === 'string' && /^[0-9A-Z]{5}$/.test((error as { code: string }).code))
+      await client.query('rollback').catch(() => undefined);
+    throw error;
+  }
 }
 
 /**

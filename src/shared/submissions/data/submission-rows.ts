@@ -199,4 +199,5 @@ export async function settledSubmission(em: EntityManager, id: string, lockTimeo
   });
 }
 
-const writeLock = (id: string) => `submission-write:${id}`;
+/** The name of a submission's write lock (an advisory lock, by its hash). */
+export const writeLock = (id: string) => `submission-write:${id}`;
