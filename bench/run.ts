@@ -15,6 +15,9 @@
 //                                 16 delivery of emails with a file each, scanned by a local clamd against scanning off)
 //   npm run bench -- --profile    also write V8 CPU profiles of the API, worker, floor and mail-loop processes to bench/profiles/
 //                                 (summarise them with `node bench/profile-summary.ts bench/profiles/api-*.cpuprofile`)
+//   npm run bench -- --one-core   scenario 1 also compares the service with the PK-only floor with each side (its API or floor,
+//                                 PostgreSQL, Redis) on CPU 0 and the load generator on the other cores (taskset)
+//   npm run bench -- --only=1 --pk-floor-only   scenario 1's comparison with the PK-only floor alone (with --one-core, both variants)
 //   npm run bench -- --pg-statements   PostgreSQL keeps statement statistics (pg_stat_statements): scenario 12 lists each
 //                                 side's statements per delivered email and their time
 //   npm run bench -- --workers=1,2,4,8          the worker counts of scenario 3
@@ -52,6 +55,8 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const profile = args.includes('--profile');
 const pgStatements = args.includes('--pg-statements');
+const oneCore = args.includes('--one-core');
+const pkFloorOnly = args.includes('--pk-floor-only');
 const option = (name: string) => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const only = option('only')?.split(',').map(Number);
 const workerCounts = option('workers')?.split(',').map(Number);
@@ -110,6 +115,8 @@ const run: Run = {
   quick,
   nodeFlags,
   profileDir: profile ? path.join(ROOT, 'bench', 'profiles') : undefined,
+  oneCore,
+  pkFloorOnly,
   pgStatements,
   sinkDelayMs: Number(option('sink-delay') ?? 50),
   adminToken: randomBytes(24).toString('hex'),

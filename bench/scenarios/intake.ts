@@ -4,12 +4,15 @@
 // captcha is ALTCHA (each request with an answer of its own), a key with an autoresponse, 5 added
 // recipients and a chat channel (and one without the channel), the confirmed key once more (how far
 // two identical sides differ in one run), and a floor whose table has only a primary key, to show
-// what the schema costs per row.
+// what the schema costs per row. The goal of intake is held against the PK-only floor with 32 clients
+// from 32 addresses, and with --one-core also with each side's processes on one core.
 import { solveChallenge } from 'altcha-lib';
 import { deriveKey } from 'altcha-lib/algorithms/pbkdf2';
 import { createAltcha } from '../../src/api/submissions/altcha.ts';
 import { BENCH_MESSAGE, BENCH_SENDER } from '../floor/message.ts';
-import { freshPhase, resetState, type Ctx } from '../support/context.ts';
+import { allCpus, otherCpus, pin } from '../support/affinity.ts';
+import { childPids } from '../support/proc.ts';
+import { freshPhase, INTAKE_GOAL_CLIENTS, resetState, type Ctx } from '../support/context.ts';
 import { combine, jsonBody, loadPhase, prime, type PhaseResult, type Summary } from '../support/load-phase.ts';
 import { multipartRequest, type RequestSpec } from '../support/load.ts';
 import { spawnApi, spawnFloor, stopReporting } from '../support/processes.ts';
@@ -32,7 +35,22 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
       (globalThis as { gc?: () => void }).gc?.();
     },
   });
-  const [service, floor, unconfirmed, pkOnlyFloor, altcha, again, extras, extrasWithoutChat, paced, altchaPaced] = await intake(ctx, scenario, [
+  // The goal's sides: the service against the PK-only floor at 32 clients, and on one core with --one-core.
+  const goalSides: Side[] = [
+    { on: 'api', label: `${INTAKE_GOAL_CLIENTS} clients`, request: request('/api/contact-api/', body), clients: INTAKE_GOAL_CLIENTS },
+    { on: 'floor', label: `PK-only, ${INTAKE_GOAL_CLIENTS} clients`, request: request('/json-pk', body), clients: INTAKE_GOAL_CLIENTS },
+    ...(ctx.oneCore
+      ? [
+          { on: 'api' as const, label: `${INTAKE_GOAL_CLIENTS} clients, one core`, request: request('/api/contact-api/', body), clients: INTAKE_GOAL_CLIENTS, oneCore: true },
+          { on: 'floor' as const, label: `PK-only, ${INTAKE_GOAL_CLIENTS} clients, one core`, request: request('/json-pk', body), clients: INTAKE_GOAL_CLIENTS, oneCore: true },
+        ]
+      : []),
+  ];
+  if (ctx.pkFloorOnly) {
+    goalRows(ctx, await intake(ctx, scenario, goalSides));
+    return;
+  }
+  const [service, floor, unconfirmed, pkOnlyFloor, altcha, again, extras, extrasWithoutChat, paced, altchaPaced, ...goal] = await intake(ctx, scenario, [
     { on: 'api', request: request('/api/contact-api/', body) },
     { on: 'floor', request: request('/json', body) },
     { on: 'api', label: 'unconfirmed', request: request('/api/contact-api/', jsonBody(ctx.unconfirmedKey)) },
@@ -46,8 +64,10 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
     // closed loop's throughput follows only where the API's thread sets the pace.
     { on: 'api', label: 'paced', request: request('/api/contact-api/', body), pace: PACED_SHARE },
     { ...altchaSide('altcha, paced', (baselineRps) => (baselineRps ?? 0) * PACED_SHARE * ALTCHA_RPS_MARGIN), pace: PACED_SHARE },
+    ...goalSides,
   ]);
   intakeRows(ctx, scenario, service!, floor!);
+  goalRows(ctx, goal);
   ctx.rows.push(
     // The confirmed path is the baseline: a new key's first hour must not be a cliff.
     {
@@ -99,12 +119,22 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
     // Two identical sides of one run, the first and the sixth: how far a ratio moves with nothing changed.
     { scenario: '1 Intake JSON, the confirmed key again (noise)', metric: 'throughput', service: again!.rps, baseline: service!.rps, unit: 'req/s' },
     { scenario: '1 Intake JSON, the confirmed key again (noise)', metric: 'latency p99', service: again!.p99, baseline: service!.p99, unit: 'ms' },
-    { scenario: '1 Intake JSON vs PK-only floor', metric: 'throughput', service: service!.rps, baseline: pkOnlyFloor!.rps, unit: 'req/s' },
-    { scenario: '1 Intake JSON vs PK-only floor', metric: 'latency p99', service: service!.p99, baseline: pkOnlyFloor!.p99, unit: 'ms' },
     // Machine time per accepted row at saturation (all cores): the schema's indexes, trigger and
     // foreign key against a table with only a primary key.
     { scenario: '1 Floor: schema vs PK only', metric: 'time per row', service: 1e6 / floor!.rps, baseline: 1e6 / pkOnlyFloor!.rps, unit: 'µs' },
   );
+}
+
+/** The goal's rows: the service against the PK-only floor, sides in pairs (32 clients; then one core). */
+function goalRows(ctx: Ctx, sides: Summary[]): void {
+  for (let pair = 0; pair * 2 + 1 < sides.length; pair += 1) {
+    const [service, floor] = [sides[pair * 2]!, sides[pair * 2 + 1]!];
+    const scenario = `1 Intake JSON vs PK-only floor, ${INTAKE_GOAL_CLIENTS} clients${pair === 1 ? ', one core' : ''}`;
+    ctx.rows.push(
+      { scenario, metric: 'throughput', service: service.rps, baseline: floor.rps, unit: 'req/s', target: { kind: 'ratio>=', value: 0.8 } },
+      { scenario, metric: 'latency p99', service: service.p99, baseline: floor.p99, unit: 'ms', target: { kind: 'ratio<=', value: 1.5 } },
+    );
+  }
 }
 
 const ALTCHA_INTAKE = '1 Intake JSON, ALTCHA on (against both confirmed-key sides)';
@@ -181,6 +211,10 @@ type Side = {
   prepare?: (baselineRps: number | undefined) => Promise<void>;
   /** Paced to this share of the first side's latest req/s (open loop); unset: as fast as answered. */
   pace?: number;
+  /** Keep-alive clients, each from its own address (default CLIENTS). */
+  clients?: number;
+  /** Its process, PostgreSQL and Redis on CPU 0 during its phases, the load generator on the other cores. */
+  oneCore?: boolean;
 };
 
 /** Measures every side in alternating repeats; returns their summaries in the order given. */
@@ -194,7 +228,7 @@ async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summar
     // A paced side runs the code of an unpaced one before it, primed already.
     for (const side of sides.filter((side) => !side.pace)) {
       await side.prepare?.(undefined);
-      await prime(ctx, target(side).url, side.request);
+      await prime(ctx, target(side).url, side.request, side.clients);
     }
     // Alternating repeats, so that a noisy neighbour hurts every side alike; each phase starts from
     // empty tables, so that a side late in a repeat does not insert into a larger table.
@@ -205,7 +239,12 @@ async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summar
         await freshPhase(ctx);
         const name = `${scenario} ${side.on === 'api' ? 'service' : 'floor'}${side.label ? ` (${side.label})` : ''} #${repeat}`;
         const maxRps = side.pace && baselineRps ? side.pace * baselineRps : undefined;
-        phases[index]!.push(await loadPhase(ctx, name, target(side).child, target(side).url, side.request, undefined, [], maxRps));
+        const unpin = side.oneCore ? pinSide(ctx, target(side).child.pid) : undefined;
+        try {
+          phases[index]!.push(await loadPhase(ctx, name, target(side).child, target(side).url, side.request, undefined, [], maxRps, side.clients));
+        } finally {
+          unpin?.();
+        }
       }
     }
   } finally {
@@ -213,4 +252,12 @@ async function intake(ctx: Ctx, scenario: string, sides: Side[]): Promise<Summar
     await stopReporting(ctx, floor.child, scenario);
   }
   return phases.map(combine);
+}
+
+/** Puts the side's process, PostgreSQL (each backend) and Redis on CPU 0, and this process on the others; returns the undoing. */
+function pinSide(ctx: Ctx, pid: number): () => void {
+  const side = () => [pid, ctx.postgresPid(), ...childPids(ctx.postgresPid()), ctx.redisPid];
+  pin(side(), '0');
+  pin([process.pid], otherCpus());
+  return () => pin([...side(), process.pid], allCpus());
 }

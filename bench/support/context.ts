@@ -23,6 +23,8 @@ import type { Row } from './report.ts';
 import { startSink, type Sink } from './sink.ts';
 
 export const CLIENTS = 64;
+/** Scenario 1's comparison with the PK-only floor: a site's busy minute, one connection per visitor. */
+export const INTAKE_GOAL_CLIENTS = 32;
 export const MAX_REQUESTS = 300_000; // per load phase, beside the time bound
 export const WORKER_CONCURRENCY = 50;
 export const QUEUE_PREFIX = '{bench}';
@@ -62,6 +64,10 @@ export type Run = {
   quick: boolean;
   /** --node-flags: Node flags for every process under test. */
   nodeFlags: string[];
+  /** --one-core: scenario 1 also measures its PK-only comparison with each side's processes on CPU 0 (./affinity.ts). */
+  oneCore: boolean;
+  /** --pk-floor-only: scenario 1 measures only its comparison with the PK-only floor (at INTAKE_GOAL_CLIENTS). */
+  pkFloorOnly: boolean;
   /** With --profile: where the V8 CPU profiles go. */
   profileDir: string | undefined;
   /** With --pg-statements: PostgreSQL keeps statement statistics (pg_stat_statements), which scenario 12 reports. */

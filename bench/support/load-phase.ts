@@ -15,6 +15,7 @@ export async function loadPhase(
   onMeasured?: (body: string, at: number) => void,
   extra: CpuProbe[] = [],
   maxRps?: number,
+  clients = CLIENTS,
 ): Promise<PhaseResult> {
   const { S } = ctx;
   const probes = cpuProbes(ctx, [probe(target.name === 'floor' ? 'floor' : 'api', [target]), ...extra]);
@@ -29,7 +30,7 @@ export async function loadPhase(
   }, S.warmupMs);
   const result = await runLoad({
     url,
-    clients: CLIENTS,
+    clients,
     warmupMs: S.warmupMs,
     durationMs: S.measureMs,
     maxRequests: MAX_REQUESTS,
@@ -55,8 +56,8 @@ export async function loadPhase(
 export type PhaseResult = LoadResult & { cpu: Map<string, number> | undefined };
 
 /** Unmeasured load right after a process starts, so that its code is compiled before it is measured. */
-export async function prime(ctx: Ctx, url: string, request: RequestSpec): Promise<void> {
-  await runLoad({ url, clients: CLIENTS, warmupMs: ctx.S.warmupMs, durationMs: 0, maxRequests: MAX_REQUESTS, request });
+export async function prime(ctx: Ctx, url: string, request: RequestSpec, clients = CLIENTS): Promise<void> {
+  await runLoad({ url, clients, warmupMs: ctx.S.warmupMs, durationMs: 0, maxRequests: MAX_REQUESTS, request });
 }
 
 /** `apiCpuMs`: the API's CPU ms per request, the mean of the phases that measured it. */
