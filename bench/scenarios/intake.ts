@@ -41,8 +41,20 @@ export async function intakeJson(ctx: Ctx): Promise<void> {
     { on: 'floor', label: `PK-only, ${INTAKE_GOAL_CLIENTS} clients`, request: request('/json-pk', body), clients: INTAKE_GOAL_CLIENTS },
     ...(ctx.oneCore
       ? [
-          { on: 'api' as const, label: `${INTAKE_GOAL_CLIENTS} clients, one core`, request: request('/api/contact-api/', body), clients: INTAKE_GOAL_CLIENTS, oneCore: true },
-          { on: 'floor' as const, label: `PK-only, ${INTAKE_GOAL_CLIENTS} clients, one core`, request: request('/json-pk', body), clients: INTAKE_GOAL_CLIENTS, oneCore: true },
+          {
+            on: 'api' as const,
+            label: `${INTAKE_GOAL_CLIENTS} clients, one core`,
+            request: request('/api/contact-api/', body),
+            clients: INTAKE_GOAL_CLIENTS,
+            oneCore: true,
+          },
+          {
+            on: 'floor' as const,
+            label: `PK-only, ${INTAKE_GOAL_CLIENTS} clients, one core`,
+            request: request('/json-pk', body),
+            clients: INTAKE_GOAL_CLIENTS,
+            oneCore: true,
+          },
         ]
       : []),
   ];
