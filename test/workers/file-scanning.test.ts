@@ -9,12 +9,14 @@ import { buildKeyRecipient, buildRecipient, type KeyRow } from '../support/facto
 import { eventually, listObjectKeys, startHarness, type Harness } from '../support/harness.ts';
 import { startTestClamd, TEST_INFECTED_BYTES, TEST_INFECTED_SIGNATURE, type TestClamd } from '../support/clamd.ts';
 import { signIn } from '../support/owner.ts';
+import { adminClient } from '../support/client.ts';
 import { registry } from '../../src/shared/infra/metrics.ts';
 import { Readable } from 'node:stream';
 import { pingClamd, scanStream } from '../../src/shared/files/files.ts';
 import { EICAR, EICAR_SIGNATURE } from '../support/clamd.ts';
 
 const SCAN_MAX_BYTES = 200_000;
+const ADMIN_TOKEN = 'file-scanning-admin-token-of-32-characters';
 let clamd: TestClamd;
 let h: Harness;
 
@@ -29,6 +31,7 @@ beforeAll(async () => {
       SCAN_WAIT_MS: '120000',
       QUARANTINE_DAYS: '2',
       RETENTION_INTERVAL_MS: '500',
+      ADMIN_TOKEN,
     },
   });
 }, 120_000);
@@ -153,6 +156,12 @@ describe('scanned files in the email', () => {
     const gone = await owner.get(`/owner/api/submissions/${id}/files/${fileId}`);
     expect(gone.status).toBe(410);
     expect(JSON.parse(gone.text)).toMatchObject({ success: false, errors: { __all__: [expect.stringContaining(TEST_INFECTED_SIGNATURE)] } });
+    // The operator's record shows the same outcomes.
+    const operator = await adminClient(() => h, ADMIN_TOKEN)('GET', `/admin/submissions/${id}`);
+    expect((operator.json?.attachments as Array<{ filename: string; scan: unknown }>).map((file) => [file.filename, file.scan])).toEqual([
+      ['invoice.exe', { outcome: 'infected', detail: TEST_INFECTED_SIGNATURE }],
+      ['readme.txt', { outcome: 'clean', detail: null }],
+    ]);
     // The clean file still downloads.
     expect((await owner.get(`/owner/api/submissions/${id}/files/${readme!.id}`)).status).toBe(200);
   });

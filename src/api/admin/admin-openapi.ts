@@ -1,7 +1,7 @@
 // The operator API's part of the OpenAPI document (src/api/site/openapi.ts composes it): keys,
 // submissions, re-sends, the retry flush, the CSV export and the queue dashboard under /admin.
 import * as v from 'valibot';
-import { adminSecurity, formError, idParam, json, keyParam, Submission } from '../site/openapi-parts.ts';
+import { adminSecurity, FileScan, formError, idParam, json, keyParam, Submission } from '../site/openapi-parts.ts';
 import { Delivery } from '../webhooks/webhooks-openapi.ts';
 import { FlushRequestSchema } from './admin-submissions.ts';
 import { VisitorEraseSchema } from './visitor-routes.ts';
@@ -18,7 +18,7 @@ const AdminSubmission = v.object({
     v.nullable(v.string()),
     v.description('The Message-ID the relay accepted; before that, the one the email carries (null: not to be emailed, `skipped`)'),
   ),
-  attachments: v.array(v.object({ filename: v.string(), size: v.number(), content_type: v.string() })),
+  attachments: v.array(v.object({ filename: v.string(), size: v.number(), content_type: v.string(), scan: v.nullable(FileScan) })),
 });
 const FlushResult = v.object({
   promoted: v.pipe(v.number(), v.description('Tried now')),

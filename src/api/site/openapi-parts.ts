@@ -46,7 +46,6 @@ export const BounceDetail = v.object({
 });
 export const BounceReport = v.pipe(v.nullable(BounceDetail), v.description('The last report that came back to the return path for this email (null: none)'));
 
-/** The spam filter's verdict and the owner's mark (src/shared/submissions/submissions.ts spamRecord). */
 /** A file's virus scan (docs/file-scanning.md); null before the scan, or with scanning off. */
 export const FileScan = v.pipe(
   v.object({
@@ -58,6 +57,7 @@ export const FileScan = v.pipe(
   ),
 );
 
+/** The spam filter's verdict and the owner's mark (src/shared/submissions/submissions.ts spamRecord). */
 export const SpamDetail = v.object({
   verdict: v.pipe(
     v.nullable(v.picklist(SPAM_VERDICTS)),

@@ -153,7 +153,12 @@ export async function submissionRecords(em: EntityManager, view: OperatorView, s
       key: view.vault.decrypt(key.keyEncrypted),
       recipient: key.email,
       message_id: submission.messageId ?? (submission.emailStatus === 'skipped' ? null : messageIdFor('submission', submission.id, view.mailFrom)),
-      attachments: files.map((file) => ({ filename: file.filename, size: file.size, content_type: file.contentType })),
+      attachments: files.map((file) => ({
+        filename: file.filename,
+        size: file.size,
+        content_type: file.contentType,
+        scan: file.scanOutcome ? { outcome: file.scanOutcome, detail: file.scanDetail ?? null } : null,
+      })),
     });
   }
   return records;
