@@ -112,6 +112,8 @@ describe('the npm start banner', () => {
       DATA_DIR: dataDir,
       SPAM_FILTER: 'off',
       LOG_LEVEL: 'warn',
+      // An empty signature database: files are not scanned, whether or not clamd is installed here.
+      CLAMD_DATABASE_DIR: await mkdtemp(path.join(dataDir, 'no-signatures-')),
     };
     const child = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(child);
@@ -132,9 +134,10 @@ describe('the npm start banner', () => {
         '  Mail from    Contact Form <forms@example.test>',
         '  Bounces      off (BOUNCE_DOMAIN is unset)',
         '  Spam filter  off (SPAM_FILTER=off)',
-        `  Data         ${dataDir}`,
+        '  Files        not scanned (',
       ].join('\n'),
     );
+    expect(output).toMatch(new RegExp(`\\n  Files {8}not scanned \\([^\\n]+\\)\\n  Data {9}${dataDir.replaceAll(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\n`));
     // The worker's check, in the same terminal.
     await eventually(has(`SMTP_URL: the mail relay ${relay} refused the login of "forms"`), 30_000, 'the relay warning');
     expect(output).not.toContain(PASSWORD);
