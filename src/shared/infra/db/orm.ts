@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
-import { LONG_OPERATION_TIMEOUTS, PG_KEEPALIVE, startupOptions, type DatabasePooler, type PgTimeouts } from './pg-pool.ts';
+import { closeUnsettledConnections, LONG_OPERATION_TIMEOUTS, PG_KEEPALIVE, startupOptions, type DatabasePooler, type PgTimeouts } from './pg-pool.ts';
 
 export type { MikroORM };
 
@@ -33,6 +33,8 @@ export function ormOptions(databaseUrl: string, entities: Entities, poolMax = 20
       ...startupOptions(waits.timeouts ?? LONG_OPERATION_TIMEOUTS, waits.pooler),
       ...(waits.connectMs ? { connectionTimeoutMillis: waits.connectMs } : {}),
       ...(waits.queryMs ? { query_timeout: waits.queryMs } : {}),
+      // Kysely hands a connection back as sound after a statement given up on: see closeUnsettledConnections.
+      onPoolCreated: closeUnsettledConnections,
     },
     // The schema is owned by the migrations, never created implicitly.
     ensureDatabase: false,

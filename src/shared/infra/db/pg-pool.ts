@@ -75,7 +75,23 @@ export function createPgPool(databaseUrl: string, max: number, timeouts: PgTimeo
   // the query in flight fails on its own: the error event must not crash the process.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
+  closeUnsettledConnections(pool);
   return pool;
+}
+
+/**
+ * Makes the pool close a connection handed back with a statement still unanswered or a transaction
+ * still open, instead of keeping it for the next query. `query_timeout` gives up on a statement
+ * without ending it, and the ORM hands such a connection back as if it were sound: a BEGIN given up
+ * on while PostgreSQL was stalled runs once it resumes, and the next statement on that connection
+ * (another request's INSERT) then joins a transaction nobody commits: it succeeds, and is lost.
+ * Ended here, in the pool's `release` event, the connection is removed by the pool right after it.
+ */
+export function closeUnsettledConnections(pool: pg.Pool): void {
+  pool.on('release', (error: Error | undefined, client: pg.PoolClient & { readyForQuery?: boolean }) => {
+    if (error || (client.readyForQuery === true && client.getTransactionStatus() === 'I')) return;
+    void client.end().catch(() => undefined);
+  });
 }
 
 /** What runs a statement that may be prepared by name: a pg pool, or one that drops the names. */
