@@ -12,10 +12,10 @@ import type { Config } from '../infra/config.ts';
 import type { Logger } from '../infra/log.ts';
 import type { Storage } from '../infra/storage.ts';
 import { countScannerWaitingWith, fileScans } from '../infra/metrics.ts';
-import type { FileScanOutcome } from '../words/file-scan-outcomes.ts';
 import { scanStream, ScannerUnavailableError, type ClamdAddress } from './clamd.ts';
 import { findFilesToPurge, markPurged, recordScanOutcome, scanOutcomesOf, type ScanRecord } from './data/file-scans.ts';
 
+export { scanRecord } from '../submissions/submissions.ts';
 export { pingClamd, scanStream, ScannerUnavailableError, type ClamdAddress, type ClamdVerdict } from './clamd.ts';
 
 /** Where a quarantined file's object lives: never linked, never served. */
@@ -84,11 +84,6 @@ export function scanNote(file: Pick<Attachment, 'scanOutcome' | 'scanDetail'>): 
     default:
       return undefined;
   }
-}
-
-/** A file's scan as the owner's API, the console and the webhooks show it; null before the scan or with scanning off. */
-export function scanRecord(file: Pick<Attachment, 'scanOutcome' | 'scanDetail'>): { outcome: FileScanOutcome; detail: string | null } | null {
-  return file.scanOutcome ? { outcome: file.scanOutcome, detail: file.scanDetail ?? null } : null;
 }
 
 /** Deliveries waiting for the scanner, by submission, and when each was last seen waiting. */

@@ -2,7 +2,8 @@
 // pages, and deletion with their files.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EmailStatus } from '../deliveries/delivery-columns.ts';
-import type { Submission } from './entities.ts';
+import type { Attachment, Submission } from './entities.ts';
+import type { FileScanOutcome } from '../words/file-scan-outcomes.ts';
 import type { Storage } from '../infra/storage.ts';
 import { messageIdFor } from '../deliveries/delivery-kinds.ts';
 import type { KeyVault } from '../infra/secrets.ts';
@@ -132,6 +133,11 @@ export const filesOfSubmissions = (em: EntityManager, submissions: Submission[])
 /** What the operator's records need besides the rows: the keys' values, and MAIL_FROM for the Message-IDs. */
 export type OperatorView = { vault: KeyVault; mailFrom: string };
 
+/** A file's scan as the APIs, the console and the webhooks show it; null before the scan or with scanning off. */
+export function scanRecord(file: Pick<Attachment, 'scanOutcome' | 'scanDetail'>): { outcome: FileScanOutcome; detail: string | null } | null {
+  return file.scanOutcome ? { outcome: file.scanOutcome, detail: file.scanDetail ?? null } : null;
+}
+
 /**
  * The operator's records of some submissions: the submission, its key (id and value, as the admin
  * key routes show them), the address its email goes to, and its Message-ID: the one the relay
@@ -157,7 +163,7 @@ export async function submissionRecords(em: EntityManager, view: OperatorView, s
         filename: file.filename,
         size: file.size,
         content_type: file.contentType,
-        scan: file.scanOutcome ? { outcome: file.scanOutcome, detail: file.scanDetail ?? null } : null,
+        scan: scanRecord(file),
       })),
     });
   }
